@@ -1,0 +1,132 @@
+// swift-tools-version:6.2
+// Midtier: a self-hosted mobile-services middle tier. See README.md and docs/.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "midtier",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "midtier", targets: ["midtier"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // C libraries from the system, through pkg-config.
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // Configuration files: typed values, validation with file/key errors, secrets.
+        .target(
+            name: "MidtierConfiguration",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
+        // SAML 2.0 assertions, XML-DSig signing and verification (libxml2 + OpenSSL).
+        .target(
+            name: "SAMLSigning",
+            dependencies: ["CLibXML2", "COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        // OAuth2 SAML bearer exchange and the per-(destination, user) token cache.
+        .target(
+            name: "TokenExchange",
+            dependencies: [
+                "SAMLSigning", "MidtierConfiguration",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Device authentication: HTTP Basic against users.json, bcrypt, verified-credential cache.
+        .target(
+            name: "DeviceAuthentication",
+            dependencies: [
+                "MidtierConfiguration", "COpenSSL",
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Registrations (device onboarding) and the rules that decide whether one may call.
+        .target(
+            name: "Registrations",
+            dependencies: ["MidtierStore"],
+            swiftSettings: swiftSettings
+        ),
+        // Durable state: registrations (SQLite through GRDB).
+        .target(
+            name: "MidtierStore",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: swiftSettings
+        ),
+        // Forwarding to back ends: path safety, header hygiene, streaming through AsyncHTTPClient.
+        .target(
+            name: "Forwarding",
+            dependencies: [
+                "MidtierConfiguration",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP server: device API routes and the request path, wired together.
+        .target(
+            name: "MidtierServer",
+            dependencies: [
+                "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "Registrations", "MidtierStore", "Forwarding",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // A local stand-in for SuccessFactors: /oauth/token and an OData v2 payroll service.
+        .target(
+            name: "SuccessFactorsSandbox",
+            dependencies: [
+                "SAMLSigning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The `midtier` command line.
+        .executableTarget(
+            name: "midtier",
+            dependencies: [
+                "MidtierServer", "MidtierConfiguration", "SAMLSigning", "SuccessFactorsSandbox",
+                "DeviceAuthentication",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "MidtierTests",
+            dependencies: [
+                "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
