@@ -1,0 +1,56 @@
+import Foundation
+
+/// Key pairs made by the `openssl` command line for one test, in a temporary directory.
+struct TestKeyPair {
+    let keyPath: String
+    let certificatePath: String
+    var keyPEM: [UInt8] { Array(FileManager.default.contents(atPath: keyPath)!) }
+    var certificatePEM: [UInt8] { Array(FileManager.default.contents(atPath: certificatePath)!) }
+
+    /// A fresh RSA key pair; with `passphrase`, the key is encrypted (AES-256, PKCS#8).
+    static func make(in directory: String, name: String = "signing", bits: Int = 2048, passphrase: String? = nil) throws -> TestKeyPair {
+        let key = "\(directory)/\(name).key"
+        let certificate = "\(directory)/\(name).crt"
+        var arguments = ["req", "-x509", "-newkey", "rsa:\(bits)", "-sha256", "-days", "2",
+                         "-subj", "/CN=\(name)", "-keyout", key, "-out", certificate]
+        if let passphrase { arguments += ["-passout", "pass:\(passphrase)"] } else { arguments.append("-nodes") }
+        let result = try run("/usr/bin/openssl", arguments)
+        guard result.status == 0 else { throw TestFailure("openssl req failed: \(result.output)") }
+        return TestKeyPair(keyPath: key, certificatePath: certificate)
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs a program to completion; returns its exit status and combined output.
+@discardableResult
+func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    let inputPipe = Pipe()
+    process.standardInput = inputPipe
+    try process.run()
+    if let input { inputPipe.fileHandleForWriting.write(input) }
+    try inputPipe.fileHandleForWriting.close()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+}
+
+/// A fresh temporary directory, removed by the caller with `removeTemporaryDirectory`.
+func makeTemporaryDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "midtier-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func removeTemporaryDirectory(_ path: String) {
+    try? FileManager.default.removeItem(atPath: path)
+}
