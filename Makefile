@@ -1,0 +1,34 @@
+# Midtier — see README.md. `make run` and `make test` work on a fresh Debian machine with Swift.
+SWIFT ?= swift
+BIN := .build/debug/midtier
+
+.PHONY: run test deps certs build check-config e2e unit clean
+
+## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
+run: deps certs build
+	@scripts/run-demo.sh $(BIN)
+
+## Run every test: unit and in-process socket tests (swift test), then end-to-end tests of
+## the real binary with curl and xmlsec1.
+test: deps certs
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(SWIFT) build --product midtier
+	Tests/e2e/run.sh $(BIN)
+
+## Install the Debian packages the build and the tests need, when missing.
+deps:
+	@scripts/install-deps.sh
+
+## Generate the demo signing key pair (never committed).
+certs:
+	@certs/make-demo-keys.sh
+
+build:
+	$(SWIFT) build --product midtier
+
+check-config: build
+	$(BIN) check-config --config config
+
+clean:
+	rm -rf .build data

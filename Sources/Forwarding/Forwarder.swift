@@ -1,0 +1,228 @@
+import AsyncHTTPClient
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import NIOCore
+import NIOHTTP1
+
+/// Why a call was not forwarded, or how the back end failed. Each maps to one status (SPEC §4, §6).
+public enum ForwardingError: Error, Sendable, Equatable {
+    /// 400: the request must not be forwarded (path tricks, framing problems).
+    case badRequest(String)
+    /// 413: the body is larger than `maxRequestBodyBytes`.
+    case bodyTooLarge(limit: Int)
+    /// 502: the back end could not be reached or broke the connection.
+    case unreachable(String)
+    /// 504: the back end did not answer within the destination's `timeout`.
+    case timedOut(milliseconds: Int)
+}
+
+/// Who is calling and how to present Midtier to the back end, per call.
+public struct ForwardingContext: Sendable {
+    /// The device's address, for `X-Forwarded-For`.
+    public var clientAddress: String?
+    /// `publicURL`'s scheme and authority, for `X-Forwarded-Proto`/`-Host`.
+    public var publicScheme: String
+    public var publicHost: String
+    /// The `Authorization` value Midtier sends (Bearer or Basic), or nil for none.
+    public var authorization: String?
+
+    public init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?) {
+        self.clientAddress = clientAddress
+        self.publicScheme = publicScheme
+        self.publicHost = publicHost
+        self.authorization = authorization
+    }
+}
+
+/// Sends a device's call on to a destination and streams the answer back (SPEC §6).
+///
+/// Headers are rebuilt by `HeaderPolicy`: hop-by-hop, identity and Midtier's own headers and
+/// cookies never reach the back end; `Set-Cookie` never reaches the device. Bodies stream both
+/// ways without being collected. Redirects are passed to the device, never followed here.
+public struct Forwarder: Sendable {
+    public let httpClient: HTTPClient
+    public let maxRequestBodyBytes: Int
+    /// Cookie names Midtier itself sets on devices (removed from forwarded `Cookie` headers).
+    public static let ownCookies: Set<String> = ["x-smp-appcid"]
+
+    public init(httpClient: HTTPClient, maxRequestBodyBytes: Int) {
+        self.httpClient = httpClient
+        self.maxRequestBodyBytes = maxRequestBodyBytes
+    }
+
+    /// An HTTP client configured for forwarding: pooled, no redirects followed, no
+    /// decompression (bodies pass as they are).
+    public static func makeHTTPClient() -> HTTPClient {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .disabled
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        configuration.timeout = .init(connect: .seconds(10))
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    /// The back-end URL for `remainder` (already checked by `ProxyPath.problem(in:)`) and the
+    /// device's raw query, plus the destination's `URL.queries.*`.
+    public static func upstreamURL(destination: DestinationConfiguration, remainder: Substring, query: String?) -> String {
+        var url = destination.url + remainder
+        var queryParts: [String] = []
+        if let query, !query.isEmpty { queryParts.append(query) }
+        for (name, value) in destination.extraQueries {
+            queryParts.append(QueryEncoding.escape(name) + "=" + QueryEncoding.escape(value))
+        }
+        if !queryParts.isEmpty { url += "?" + queryParts.joined(separator: "&") }
+        return url
+    }
+
+    public func forward(
+        _ request: Request,
+        to destination: DestinationConfiguration,
+        url: String,
+        context: ForwardingContext,
+        logger: Logger
+    ) async throws(ForwardingError) -> UpstreamResponse {
+        var outbound = HTTPClientRequest(url: url)
+        outbound.method = HTTPMethod(rawValue: request.method.rawValue)
+        outbound.headers = requestHeaders(of: request, destination: destination, context: context)
+
+        let contentLengths = request.headers[values: .contentLength]
+        let declaredLength: Int?
+        if contentLengths.isEmpty {
+            declaredLength = nil
+        } else {
+            guard Set(contentLengths).count == 1, let length = Int(contentLengths[0]), length >= 0 else {
+                throw .badRequest("conflicting or invalid Content-Length")
+            }
+            declaredLength = length
+        }
+        if let declaredLength, declaredLength > maxRequestBodyBytes { throw .bodyTooLarge(limit: maxRequestBodyBytes) }
+        let chunked = request.headers[.transferEncoding] != nil
+        if let declaredLength, declaredLength > 0 {
+            outbound.body = .stream(LimitedBody(base: request.body, limit: maxRequestBodyBytes), length: .known(Int64(declaredLength)))
+        } else if chunked {
+            outbound.body = .stream(LimitedBody(base: request.body, limit: maxRequestBodyBytes), length: .unknown)
+        }
+
+        let response: HTTPClientResponse
+        do {
+            response = try await httpClient.execute(outbound, timeout: .milliseconds(Int64(destination.timeoutMilliseconds)))
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            throw .timedOut(milliseconds: destination.timeoutMilliseconds)
+        } catch is BodyTooLarge {
+            throw .bodyTooLarge(limit: maxRequestBodyBytes)
+        } catch {
+            logger.warning("back end unreachable", metadata: ["destination": "\(destination.name)", "error": "\(String(describing: error))"])
+            throw .unreachable("the back end of destination \(destination.name) is unreachable")
+        }
+        return UpstreamResponse(response: response, headers: responseHeaders(response.headers))
+    }
+
+    /// Whether `request` has no body, so it can be sent twice (after a token renewal).
+    public static func isReplayable(_ request: Request) -> Bool {
+        request.headers[.transferEncoding] == nil && request.headers[values: .contentLength].allSatisfy { $0 == "0" }
+    }
+
+    func requestHeaders(of request: Request, destination: DestinationConfiguration, context: ForwardingContext) -> HTTPHeaders {
+        let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
+        var headers = HTTPHeaders()
+        for field in request.headers {
+            let name = field.name.rawName
+            if HeaderPolicy.forwardsRequestHeader(name, connectionTokens: connectionTokens) {
+                headers.add(name: name, value: field.value)
+            }
+        }
+        // HTTP/1.1 allows one Cookie header: the device's cookies, less Midtier's own, joined.
+        let cookies = request.headers[values: .cookie].compactMap { HeaderPolicy.cookieHeader($0, removing: Self.ownCookies) }
+        if !cookies.isEmpty { headers.add(name: "Cookie", value: cookies.joined(separator: "; ")) }
+        for (name, value) in destination.extraHeaders {
+            headers.replaceOrAdd(name: name, value: value)
+        }
+        if let authorization = context.authorization {
+            headers.replaceOrAdd(name: "Authorization", value: authorization)
+        }
+        if let address = context.clientAddress { headers.add(name: "X-Forwarded-For", value: address) }
+        headers.add(name: "X-Forwarded-Host", value: context.publicHost)
+        headers.add(name: "X-Forwarded-Proto", value: context.publicScheme)
+        return headers
+    }
+
+    func responseHeaders(_ upstream: HTTPHeaders) -> HTTPFields {
+        let connectionTokens = HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init))
+        var fields = HTTPFields()
+        for (name, value) in upstream where HeaderPolicy.forwardsResponseHeader(name, connectionTokens: connectionTokens) {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return fields
+    }
+}
+
+/// A back end's answer whose body has not been read yet.
+public struct UpstreamResponse: Sendable {
+    let response: HTTPClientResponse
+    /// The headers that may reach the device.
+    public let headers: HTTPFields
+
+    public var status: Int { Int(response.status.code) }
+
+    /// The answer for the device, its body streamed from the back end.
+    public func deviceResponse() -> Response {
+        Response(
+            status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+            headers: headers,
+            body: ResponseBody(asyncSequence: response.body)
+        )
+    }
+
+    /// Reads and drops the body (so the connection can be reused), e.g. before a retry.
+    public func discard() async {
+        _ = try? await response.body.collect(upTo: 1 << 20)
+    }
+}
+
+/// Thrown into the upload when a streamed body passes the limit.
+struct BodyTooLarge: Error {}
+
+/// A request body that fails once more than `limit` bytes have passed.
+struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+    let base: Base
+    let limit: Int
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let limit: Int
+        var seen = 0
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard let buffer = try await base.next() else { return nil }
+            seen += buffer.readableBytes
+            if seen > limit { throw BodyTooLarge() }
+            return buffer
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), limit: limit) }
+}
+
+/// Query-component encoding for `URL.queries.*`.
+enum QueryEncoding {
+    static func escape(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"), UInt8(ascii: "'"),
+                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: "@"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                result.unicodeScalars.append("%")
+                result.unicodeScalars.append(hex[Int(byte >> 4)])
+                result.unicodeScalars.append(hex[Int(byte & 0xF)])
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,83 @@
+/// Which headers cross Midtier, in each direction (SPEC §3, §6).
+public enum HeaderPolicy {
+    /// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction.
+    static let hopByHop: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+        "te", "trailer", "transfer-encoding", "upgrade",
+    ]
+
+    /// Request headers Midtier replaces or that framing recomputes.
+    static let replacedOnRequest: Set<String> = [
+        "host", "authorization", "content-length", "expect", "cookie",
+    ]
+
+    /// Headers that claim an identity or a client address. They are never trusted from a
+    /// device and never forwarded, in any spelling: names are compared in lower case with `_`
+    /// read as `-`, because some servers (and CGI-style gateways) treat the two alike.
+    public static func isIdentityHeader(_ name: String) -> Bool {
+        let normalized = normalize(name)
+        if normalized.hasPrefix("x-forwarded") || normalized.hasPrefix("x-smp-") || normalized.hasPrefix("x-auth-request-") {
+            return true
+        }
+        if (normalized.hasPrefix("sap-") || normalized.hasPrefix("x-sap-")) && normalized.contains("user") {
+            return true
+        }
+        return identityHeaders.contains(normalized)
+    }
+
+    static let identityHeaders: Set<String> = [
+        "forwarded", "x-real-ip", "x-client-ip", "true-client-ip", "client-ip", "x-cluster-client-ip",
+        "x-original-forwarded-for", "x-remote-user", "remote-user", "x-remote-group", "x-user", "x-auth-user",
+        "x-authenticated-user", "x-authenticated-userid", "x-ms-client-principal-name", "x-original-url",
+        "x-original-uri", "x-rewrite-url", "x-http-method-override", "x-method-override", "x-http-method",
+    ]
+
+    static func normalize(_ name: String) -> String {
+        String(String.UnicodeScalarView(name.lowercased().unicodeScalars.map { $0 == "_" ? "-" : $0 }))
+    }
+
+    /// Whether a device's request header may be copied to the back end.
+    public static func forwardsRequestHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
+        let lower = name.lowercased()
+        return !hopByHop.contains(lower) && !replacedOnRequest.contains(lower) && !connectionTokens.contains(lower)
+            && !isIdentityHeader(name)
+    }
+
+    /// Whether a back end's response header may be copied to the device. `Set-Cookie` stays
+    /// with Midtier: the device never holds a back-end session.
+    public static func forwardsResponseHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
+        let lower = name.lowercased()
+        return !hopByHop.contains(lower) && !connectionTokens.contains(lower) && lower != "set-cookie"
+            && lower != "set-cookie2"
+    }
+
+    /// The names listed in `Connection` headers (also hop-by-hop).
+    public static func connectionTokens(_ values: [String]) -> Set<String> {
+        var tokens: Set<String> = []
+        for value in values {
+            for token in value.split(separator: ",") {
+                tokens.insert(token.trimmingCharacters(in: " \t").lowercased())
+            }
+        }
+        return tokens
+    }
+
+    /// A `Cookie` header value without the named cookies; nil when nothing is left.
+    public static func cookieHeader(_ value: String, removing names: Set<String>) -> String? {
+        let kept = value.split(separator: ";").map { $0.trimmingCharacters(in: " \t") }.filter { pair in
+            guard !pair.isEmpty else { return false }
+            let name = pair.prefix { $0 != "=" }.trimmingCharacters(in: " \t").lowercased()
+            return !names.contains(name)
+        }
+        return kept.isEmpty ? nil : kept.joined(separator: "; ")
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters(in set: String) -> String {
+        let characters = Set(set)
+        guard let first = firstIndex(where: { !characters.contains($0) }),
+              let last = lastIndex(where: { !characters.contains($0) }) else { return "" }
+        return String(self[first...last])
+    }
+}

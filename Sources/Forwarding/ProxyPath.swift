@@ -1,0 +1,80 @@
+/// The path of a proxied call, `/{destinationName}/{rest}` (SPEC §4, §6).
+public struct ProxyPath: Sendable, Equatable {
+    /// The first path segment, as sent.
+    public var destination: Substring
+    /// The raw rest of the path after the destination name: empty or starting with `/`.
+    /// Forwarded as it came (percent-encodings kept), once `problem(in:)` found nothing.
+    public var remainder: Substring
+
+    /// Splits a raw request path; nil when it does not start with a non-empty first segment.
+    public init?(rawPath: String) {
+        let path = rawPath[...]
+        guard path.first == "/" else { return nil }
+        let afterSlash = path.dropFirst()
+        let end = afterSlash.firstIndex(of: "/") ?? afterSlash.endIndex
+        guard end > afterSlash.startIndex else { return nil }
+        destination = afterSlash[..<end]
+        remainder = afterSlash[end...]
+    }
+
+    /// Why the remainder must not be forwarded, or nil when it is safe.
+    ///
+    /// A back end may decode a path once or twice, or treat `;` parameters and backslashes
+    /// as separators (Tomcat, IIS). So every segment is percent-decoded until it stops changing
+    /// (at most three rounds), and refused when any round yields `.` or `..` (before a `;`), a
+    /// slash or backslash, a control character, or bytes that are not UTF-8 (overlong forms of
+    /// `.` and `/`). Nothing that could climb out of the destination's base path goes through.
+    public static func problem(in remainder: Substring) -> String? {
+        for segment in remainder.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
+            var bytes = Array(segment.utf8)
+            if bytes.contains(UInt8(ascii: "\\")) { return "backslashes are not allowed in the path" }
+            for _ in 0..<3 {
+                if let problem = problem(inDecodedSegment: bytes) { return problem }
+                guard bytes.contains(UInt8(ascii: "%")) else { break }
+                guard let decoded = percentDecoded(bytes) else { return "the path has a malformed percent-encoding" }
+                if decoded.contains(UInt8(ascii: "/")) { return "encoded slashes are not allowed in the path" }
+                if decoded.contains(UInt8(ascii: "\\")) { return "encoded backslashes are not allowed in the path" }
+                bytes = decoded
+            }
+            if let problem = problem(inDecodedSegment: bytes) { return problem }
+        }
+        return nil
+    }
+
+    private static func problem(inDecodedSegment bytes: [UInt8]) -> String? {
+        if bytes.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return "control characters are not allowed in the path" }
+        guard String(validating: bytes, as: UTF8.self) != nil else { return "the path is not valid UTF-8" }
+        let beforeParameters = bytes.prefix { $0 != UInt8(ascii: ";") }
+        if beforeParameters.elementsEqual(".".utf8) || beforeParameters.elementsEqual("..".utf8) {
+            return "dot segments are not allowed in the path"
+        }
+        return nil
+    }
+
+    /// One round of percent-decoding; nil when a `%` is not followed by two hex digits.
+    static func percentDecoded(_ bytes: [UInt8]) -> [UInt8]? {
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return nil }
+                result.append(high << 4 | low)
+                index += 3
+            } else {
+                result.append(bytes[index])
+                index += 1
+            }
+        }
+        return result
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,176 @@
+import DeviceAuthentication
+import Forwarding
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import Registrations
+import TokenExchange
+
+/// The destination proxy, `/{destinationName}/{path}` (SPEC §4, §6): the request path of
+/// Midtier, top to bottom. Each step either refuses with the status SPEC §4 names or passes on.
+struct ProxyHandler: Sendable {
+    let runtime: RuntimeHolder
+    let registrations: RegistrationService
+    let tokens: TokenCache
+    let forwarder: Forwarder
+    let logger: Logger
+
+    func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
+        do {
+            return try await proxy(request, context: context)
+        } catch {
+            return error.response
+        }
+    }
+
+    private func proxy(_ request: Request, context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let runtime = runtime.current
+
+        // 1. HTTP hygiene the parser leaves to us: exactly one Host.
+        guard request.head.authority != nil else { throw .badRequest("the request has no Host header") }
+        guard request.headers[values: HTTPField.Name("Host")!].isEmpty else { throw .badRequest("the request has more than one Host header") }
+
+        // 2. The destination is the first path segment.
+        guard let path = ProxyPath(rawPath: request.uri.path) else { throw .notFound("no destination in the path") }
+
+        // 3. The registration names the app; its authentication names the user.
+        guard request.headers[values: HTTPField.Name("X-SMP-APPCID")!].count <= 1 else {
+            throw .badRequest("the request has more than one X-SMP-APPCID header")
+        }
+        guard let registrationID = Self.registrationID(of: request) else {
+            throw .forbidden("the request has no X-SMP-APPCID registration id")
+        }
+        let registration: Registration?
+        do {
+            registration = try await registrations.store.registration(id: registrationID)
+        } catch {
+            logger.error("store read failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+        guard let registration, let app = runtime.configuration.apps[registration.appId] else {
+            throw .forbidden("the registration id is not known")
+        }
+        let user = try await runtime.authenticate(request, app: app)
+
+        // 4. Only the owner's, active registration lets the call through.
+        let admission: Admission
+        do {
+            admission = try await registrations.admit(registration, user: user.id)
+        } catch {
+            logger.error("store write failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+        switch admission {
+        case .admitted: break
+        case .unknown: throw .forbidden("the registration id is not known")
+        case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
+        case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
+        }
+
+        // 5. The destination must exist and be one the app may use.
+        let name = String(path.destination)
+        guard app.destinations.contains(name), let destination = runtime.configuration.destinations[name] else {
+            throw .notFound("destination \(name) is not available to app \(app.id)")
+        }
+
+        // 6. Nothing that could leave the destination's base path.
+        if let problem = ProxyPath.problem(in: path.remainder) { throw .badRequest(problem) }
+
+        // 7. The back-end credential, in the user's own name for SAML destinations.
+        let tokenKey = TokenCacheKey(destination: name, user: user.id)
+        var token: AccessToken?
+        var authorization: String?
+        switch destination.authentication {
+        case .noAuthentication:
+            break
+        case .basic:
+            authorization = runtime.basicAuthorizations[name]
+        case .samlBearer:
+            guard let exchange = runtime.exchanges[name] else { throw .badGateway("destination \(name) has no token exchange") }
+            guard let nameID = runtime.backendUser(user, destination: destination) else {
+                throw .forbidden("user \(user.id) has no \(destination.userIdSource ?? "id") for destination \(name)")
+            }
+            token = try await Self.mapExchangeErrors { () async throws -> AccessToken in
+                try await tokens.token(for: tokenKey, exchange: exchangeFunction(exchange, nameID: nameID)).0
+            }
+            authorization = token.map { "Bearer " + $0.value }
+        }
+
+        // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
+        let url = Forwarder.upstreamURL(destination: destination, remainder: path.remainder, query: request.uri.query)
+        var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
+                                           publicHost: runtime.publicHost, authorization: authorization)
+        var upstream = try await forward(request, destination: destination, url: url, context: forwarding)
+        if upstream.status == 401, let rejected = token, case .samlBearer = destination.authentication,
+           Forwarder.isReplayable(request), let exchange = runtime.exchanges[name],
+           let nameID = runtime.backendUser(user, destination: destination) {
+            await upstream.discard()
+            logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.id)"])
+            let renewed = try await Self.mapExchangeErrors { () async throws -> AccessToken in
+                try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: nameID))
+            }
+            forwarding.authorization = "Bearer " + renewed.value
+            upstream = try await forward(request, destination: destination, url: url, context: forwarding)
+        }
+        return upstream.deviceResponse()
+    }
+
+    private func forward(_ request: Request, destination: DestinationConfiguration, url: String,
+                         context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
+        do {
+            return try await forwarder.forward(request, to: destination, url: url, context: context, logger: logger)
+        } catch {
+            switch error {
+            case .badRequest(let reason): throw .badRequest(reason)
+            case .bodyTooLarge(let limit): throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the request body is larger than \(limit) bytes")
+            case .unreachable(let reason): throw .badGateway(reason)
+            case .timedOut(let milliseconds): throw .gatewayTimeout("destination \(destination.name) did not answer within \(milliseconds) ms")
+            }
+        }
+    }
+
+    private func exchangeFunction(_ exchange: SAMLBearerExchange, nameID: String) -> TokenCache.Exchange {
+        let logger = self.logger
+        return { key, forceNew in
+            do {
+                let token = try await exchange.exchange(nameID: nameID, newToken: forceNew)
+                logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])
+                return token
+            } catch {
+                logger.warning("token exchange failed", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "error": "\(error)"])
+                throw error
+            }
+        }
+    }
+
+    private static func mapExchangeErrors<T>(_ body: () async throws -> T) async throws(Refusal) -> T {
+        do {
+            return try await body()
+        } catch let error as TokenExchangeError {
+            switch error {
+            case .timedOut: throw .gatewayTimeout(error.description)
+            default: throw .badGateway(error.description)
+            }
+        } catch {
+            throw .badGateway("the token exchange failed")
+        }
+    }
+
+    /// `X-SMP-APPCID` from the header, else from the cookie.
+    static func registrationID(of request: Request) -> String? {
+        let headers = request.headers[values: HTTPField.Name("X-SMP-APPCID")!]
+        guard Set(headers).count <= 1 else { return nil }
+        if let header = request.headers[HTTPField.Name("X-SMP-APPCID")!], !header.isEmpty { return header }
+        for cookieHeader in request.headers[values: .cookie] {
+            for pair in cookieHeader.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "x-smp-appcid" {
+                    let value = parts[1].trimmingCharacters(in: .whitespaces)
+                    if !value.isEmpty { return value }
+                }
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// A refusal as the device sees it (SPEC §4): a status, an OData v2 error body
+/// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the
+/// `x-message-code` header. Messages never carry tokens, passwords or assertions.
+public struct Refusal: Error, Sendable, Equatable {
+    public var status: HTTPResponse.Status
+    public var code: String
+    public var message: String
+    /// SAP Mobile Services' `x-message-code`, e.g. `TRAFFIC_REG_LOCKED`.
+    public var messageCode: String?
+    /// For 401: the challenge to send.
+    public var challenge: String?
+
+    public init(_ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.messageCode = messageCode
+        self.challenge = challenge
+    }
+
+    public var response: Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json;charset=utf-8"
+        if let messageCode { headers[HTTPField.Name("x-message-code")!] = messageCode }
+        if let challenge { headers[.wwwAuthenticate] = challenge }
+        let body: [String: Any] = ["error": ["code": code, "message": ["lang": "en", "value": message]]]
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension Refusal {
+    static func unauthorized(_ message: String) -> Refusal {
+        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Basic realm=\"midtier\", charset=\"UTF-8\"")
+    }
+    static func notFound(_ message: String) -> Refusal { Refusal(.notFound, code: "NOT_FOUND", message) }
+    static func badRequest(_ message: String) -> Refusal { Refusal(.badRequest, code: "BAD_REQUEST", message) }
+    static func forbidden(_ message: String, messageCode: String? = nil) -> Refusal {
+        Refusal(.forbidden, code: messageCode ?? "FORBIDDEN", message, messageCode: messageCode)
+    }
+    static func badGateway(_ message: String) -> Refusal { Refusal(.badGateway, code: "BAD_GATEWAY", message) }
+    static func gatewayTimeout(_ message: String) -> Refusal { Refusal(.gatewayTimeout, code: "GATEWAY_TIMEOUT", message) }
+    static func unavailable(_ message: String) -> Refusal { Refusal(.serviceUnavailable, code: "SERVICE_UNAVAILABLE", message) }
+    static func methodNotAllowed(_ message: String) -> Refusal { Refusal(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message) }
+}

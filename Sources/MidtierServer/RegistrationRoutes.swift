@@ -1,0 +1,163 @@
+import DeviceAuthentication
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import Registrations
+
+/// Device onboarding in SAP Mobile Services' wire format (SPEC §4):
+/// `/odata/applications/{v1|latest|v4}/{appId}/Connections` and `Connections('{id}')`.
+/// A registration that is not the caller's does not exist for them (404).
+struct RegistrationRoutes: Sendable {
+    let runtime: RuntimeHolder
+    let registrations: RegistrationService
+    let logger: Logger
+
+    static let versions: Set<String> = ["v1", "latest", "v4"]
+
+    func add(to router: Router<MidtierRequestContext>) {
+        let path = "/odata/applications/:version/:appId/:entity"
+        router.on(RouterPath(path), method: .post) { request, context in try await self.create(request, context) }
+        for method in [HTTPRequest.Method.get, .put, .patch, .delete] {
+            router.on(RouterPath(path), method: method) { request, context in try await self.single(request, context) }
+        }
+    }
+
+    /// The `{appId}` and `{entity}` of the path, after checking the version and the app.
+    private func target(_ context: MidtierRequestContext) throws(Refusal) -> (version: String, app: AppConfiguration, entity: String) {
+        let version = context.parameters.get("version") ?? ""
+        guard Self.versions.contains(version) else { throw .notFound("unknown API version \(version)") }
+        let appID = context.parameters.get("appId") ?? ""
+        guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
+        let entity = (context.parameters.get("entity") ?? "").removingPercentEncoding ?? ""
+        return (version, app, entity)
+    }
+
+    private func create(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let (version, app, entity) = try target(context)
+        guard entity == "Connections" else { throw .notFound("unknown entity set \(entity)") }
+        let user = try await runtime.current.authenticate(request, app: app)
+        var body = request
+        let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
+        let registration: Registration
+        do {
+            registration = try await registrations.register(app: app.id, user: user.id,
+                                                           requestedID: ProxyHandler.registrationID(of: request), device: device)
+        } catch {
+            logger.error("store write failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+        logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.id)", "registration": "\(registration.id)"])
+        var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .created)
+        response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
+        let secure = runtime.current.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
+        response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(secure)"
+        response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
+        return response
+    }
+
+    private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let (version, app, entity) = try target(context)
+        guard let id = Self.connectionID(entity) else {
+            if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
+            throw .notFound("unknown entity \(entity)")
+        }
+        let user = try await runtime.current.authenticate(request, app: app)
+        let notFound = Refusal.notFound("registration \(id) does not exist")
+        do {
+            switch request.method {
+            case .get:
+                guard let registration = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
+                return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .ok)
+            case .delete:
+                guard try await registrations.delete(id: id, user: user.id, app: app.id) else { throw notFound }
+                logger.info("registration deleted", metadata: ["app": "\(app.id)", "user": "\(user.id)", "registration": "\(id)"])
+                return Response(status: .noContent)
+            default:
+                guard let existing = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
+                var body = request
+                let current = DeviceDetails(deviceType: existing.deviceType, deviceModel: existing.deviceModel, deviceId: existing.deviceId,
+                                            formFactor: existing.formFactor, apnsDeviceToken: existing.apnsDeviceToken,
+                                            androidGcmRegistrationId: existing.androidGcmRegistrationId)
+                let device = try await Self.deviceDetails(from: &body, context: context, existing: current)
+                guard try await registrations.updateDevice(id: id, user: user.id, app: app.id, { $0 = device }) != nil else { throw notFound }
+                return Response(status: .noContent)
+            }
+        } catch let refusal as Refusal {
+            throw refusal
+        } catch {
+            logger.error("store failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+    }
+
+    /// `Connections('id')` → `id` (OData v2 key syntax, `''` for a quote).
+    static func connectionID(_ entity: String) -> String? {
+        guard entity.hasPrefix("Connections('"), entity.hasSuffix("')"), entity.count > "Connections('')".count else { return nil }
+        let key = entity.dropFirst("Connections('".count).dropLast(2)
+        return key.replacingOccurrences(of: "''", with: "'")
+    }
+
+    /// Reads the device fields from a JSON body (`{..}` or OData's `{"d":{..}}`). Fields that
+    /// are not given keep their `existing` values; unknown fields are ignored, as SAP does.
+    static func deviceDetails(from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails) async throws(Refusal) -> DeviceDetails {
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.collectBody(upTo: context.maxUploadSize)
+        } catch {
+            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the registration body is larger than \(context.maxUploadSize) bytes")
+        }
+        var device = existing
+        guard buffer.readableBytes > 0 else { return device }
+        guard var object = (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] else {
+            throw .badRequest("the registration body is not a JSON object")
+        }
+        if let inner = object["d"] as? [String: Any] { object = inner }
+        let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
+            ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),
+            ("ApnsDeviceToken", \.apnsDeviceToken), ("AndroidGcmRegistrationId", \.androidGcmRegistrationId),
+        ]
+        for (name, keyPath) in fields {
+            guard let value = object[name], !(value is NSNull) else { continue }
+            guard let text = value as? String else { throw .badRequest("\(name) must be a string") }
+            guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+            device[keyPath: keyPath] = text
+        }
+        return device
+    }
+
+    static func entityURI(_ registration: Registration, version: String, publicURL: String) -> String {
+        "\(publicURL)/odata/applications/\(version)/\(registration.appId)/Connections('\(registration.id.replacingOccurrences(of: "'", with: "''"))')"
+    }
+
+    /// The SAP `{"d":{...}}` entity body.
+    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String, status: HTTPResponse.Status) -> Response {
+        let policy = app.blockWipingPolicy
+        let entity: [String: Any] = [
+            "__metadata": [
+                "uri": entityURI(registration, version: version, publicURL: publicURL),
+                "type": "applications.Connection",
+            ],
+            "ApplicationConnectionId": registration.id,
+            "ApplicationId": registration.appId,
+            "DeviceType": registration.deviceType,
+            "DeviceModel": registration.deviceModel,
+            "DeviceId": registration.deviceId,
+            "FormFactor": registration.formFactor,
+            "UserName": registration.userId,
+            "CreatedAt": "/Date(\(registration.createdAt))/",
+            "LastKnownLocation": "",
+            "ApnsDeviceToken": registration.apnsDeviceToken,
+            "AndroidGcmRegistrationId": registration.androidGcmRegistrationId,
+            "BlockWipeEnabled": policy.blockWipeEnabled,
+            "BlockDisconnectedPeriod": policy.blockDisconnectedPeriod,
+            "WipeDisconnectedPeriod": policy.wipeDisconnectedPeriod,
+            "IsWiped": registration.state == .wiped,
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: ["d": entity], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json;charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

@@ -1,0 +1,80 @@
+import AsyncHTTPClient
+import DeviceAuthentication
+import Foundation
+import Hummingbird
+import MidtierConfiguration
+import SAMLSigning
+import Synchronization
+import TokenExchange
+
+/// Everything derived from one loaded configuration: the configuration itself, one token
+/// exchange per SAML destination (keys loaded once), and the device authenticator. Built
+/// whole and swapped whole, so a request sees one consistent configuration from start to end.
+public final class Runtime: Sendable {
+    public let configuration: MidtierConfiguration
+    /// SAML bearer exchanges by destination name.
+    public let exchanges: [String: SAMLBearerExchange]
+    /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
+    let basicAuthorizations: [String: String]
+    let basicAuthenticator: BasicAuthenticator
+    /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
+    let publicScheme: String
+    let publicHost: String
+
+    public init(configuration: MidtierConfiguration, httpClient: HTTPClient) throws(SigningError) {
+        self.configuration = configuration
+        var exchanges: [String: SAMLBearerExchange] = [:]
+        var basic: [String: String] = [:]
+        for (name, destination) in configuration.destinations {
+            switch destination.authentication {
+            case .samlBearer(let settings):
+                exchanges[name] = try SAMLBearerExchange(settings: settings, httpClient: httpClient,
+                                                         timeoutMilliseconds: destination.timeoutMilliseconds)
+            case .basic(let user, let password):
+                basic[name] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+            case .noAuthentication:
+                break
+            }
+        }
+        self.exchanges = exchanges
+        self.basicAuthorizations = basic
+        self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
+                                                     cacheSeconds: configuration.server.credentialCacheSeconds)
+        let publicURL = configuration.server.publicURL
+        if let schemeEnd = publicURL.range(of: "://") {
+            publicScheme = String(publicURL[..<schemeEnd.lowerBound])
+            publicHost = String(publicURL[schemeEnd.upperBound...].prefix { $0 != "/" })
+        } else {
+            publicScheme = "http"
+            publicHost = publicURL
+        }
+    }
+
+    /// Authenticates a device of `app` (SPEC §3).
+    func authenticate(_ request: Request, app: AppConfiguration) async throws(Refusal) -> AuthenticatedUser {
+        switch app.authentication {
+        case .basic:
+            switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization]) {
+            case .success(let user): return user
+            case .failure(let failure): throw Refusal.unauthorized(failure.description)
+            }
+        case .jwt:
+            throw Refusal.unauthorized("JWT authentication is not supported by this Midtier build yet")
+        }
+    }
+
+    /// The back-end user name for `user` at `destination`: the `userIdSource` attribute, or the
+    /// user id when none is set.
+    func backendUser(_ user: AuthenticatedUser, destination: DestinationConfiguration) -> String? {
+        guard let source = destination.userIdSource else { return user.id }
+        return user.attributes[source]
+    }
+}
+
+/// The runtime in force; replaced whole on reload.
+public final class RuntimeHolder: Sendable {
+    private let state: Mutex<Runtime>
+    public init(_ runtime: Runtime) { state = Mutex(runtime) }
+    public var current: Runtime { state.withLock { $0 } }
+    public func replace(with runtime: Runtime) { state.withLock { $0 = runtime } }
+}

@@ -1,0 +1,168 @@
+import AsyncHTTPClient
+import Foundation
+import MidtierConfiguration
+import NIOCore
+import NIOHTTP1
+import SAMLSigning
+
+/// The OAuth 2.0 SAML bearer grant (RFC 7522) against a SuccessFactors-style `/oauth/token`:
+/// sign an assertion for the user, POST it as a form, read the token from the JSON answer.
+public struct SAMLBearerExchange: Sendable {
+    public let settings: SAMLBearerSettings
+    public let signer: AssertionSigner
+    let httpClient: HTTPClient
+    let timeout: TimeAmount
+
+    /// Loads the signing key and certificate of `settings` (they must belong together).
+    public init(settings: SAMLBearerSettings, httpClient: HTTPClient, timeoutMilliseconds: Int) throws(SigningError) {
+        self.settings = settings
+        self.signer = try AssertionSigner(keyPEM: settings.signingKeyPEM, passphrase: settings.signingKeyPassphrase,
+                                          certificatePEM: settings.signingCertificatePEM)
+        self.httpClient = httpClient
+        self.timeout = .milliseconds(Int64(timeoutMilliseconds))
+    }
+
+    /// The assertion Midtier would send for `nameID` now (also what `midtier assertion` prints).
+    public func signedAssertion(nameID: String, now: Date = Date()) throws(SigningError) -> String {
+        let assertion = SAMLAssertion(
+            issueInstant: now,
+            issuer: settings.assertionIssuer,
+            nameID: nameID,
+            nameIDFormat: settings.nameIdFormat,
+            recipient: settings.assertionRecipient,
+            audience: settings.audience,
+            authnContextClassRef: settings.authnContextClassRef,
+            apiKey: settings.clientKey
+        )
+        return try signer.sign(assertion)
+    }
+
+    /// Exchanges a fresh assertion for `nameID` into an access token.
+    public func exchange(nameID: String, newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
+        let assertion: String
+        do {
+            assertion = try signedAssertion(nameID: nameID)
+        } catch {
+            throw .assertionFailed(error.message)
+        }
+        var encoded = Data(assertion.utf8).base64EncodedString()
+        if settings.assertionEncoding == .base64url {
+            encoded = encoded.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+        }
+        var form: [(String, String)] = [
+            ("company_id", settings.companyId),
+            ("client_id", settings.clientKey),
+            ("grant_type", "urn:ietf:params:oauth:grant-type:saml2-bearer"),
+            ("assertion", encoded),
+        ]
+        if newToken { form.append(("new_token", "true")) }
+
+        var request = HTTPClientRequest(url: settings.tokenServiceURL)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: "Accept", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
+
+        let status: Int
+        var body: ByteBuffer
+        do {
+            let response = try await httpClient.execute(request, timeout: timeout)
+            status = Int(response.status.code)
+            body = try await response.body.collect(upTo: 1 << 20)
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+            throw .timedOut
+        } catch let error as NIOTooManyBytesError {
+            _ = error
+            throw .invalidResponse("the answer is larger than 1 MiB")
+        } catch {
+            throw .unreachable(String(describing: error))
+        }
+        let bytes = body.readBytes(length: body.readableBytes) ?? []
+        guard (200..<300).contains(status) else {
+            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: [assertion, encoded]))
+        }
+        return try TokenResponse.parse(bytes)
+    }
+}
+
+/// `application/x-www-form-urlencoded`: everything but unreserved characters percent-encoded.
+enum FormEncoding {
+    static func encode(_ pairs: [(String, String)]) -> String {
+        pairs.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
+    }
+
+    static func escape(_ text: String) -> String {
+        var result = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                result.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                result.unicodeScalars.append("%")
+                result.unicodeScalars.append(hex[Int(byte >> 4)])
+                result.unicodeScalars.append(hex[Int(byte & 0xF)])
+            }
+        }
+        return result
+    }
+}
+
+/// Reading the token service's JSON answers.
+enum TokenResponse {
+    /// The longest token lifetime believed; longer ones are capped (a typo in the back end
+    /// should not keep a token for a year).
+    static let maximumLifetime = 24 * 3600
+
+    static func parse(_ bytes: [UInt8]) throws(TokenExchangeError) -> AccessToken {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
+            throw .invalidResponse("the answer is not a JSON object")
+        }
+        guard let value = object["access_token"] as? String, !value.isEmpty else {
+            throw .invalidResponse("the answer has no access_token")
+        }
+        guard value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .invalidResponse("the access_token has characters a header cannot carry")
+        }
+        let type = (object["token_type"] as? String) ?? "Bearer"
+        guard type.caseInsensitiveCompare("Bearer") == .orderedSame else {
+            throw .invalidResponse("the token_type is \(sanitized(type)), not Bearer")
+        }
+        let lifetime: Int?
+        switch object["expires_in"] {
+        case let number as NSNumber where !(number is Bool) && number.doubleValue.isFinite: lifetime = Int(exactly: number.doubleValue.rounded(.down))
+        case let text as String: lifetime = Int(text)
+        default: lifetime = nil
+        }
+        guard let lifetime, lifetime > 0 else {
+            throw .invalidResponse("expires_in is missing or not a positive number")
+        }
+        return AccessToken(value: value, type: "Bearer", lifetimeSeconds: min(lifetime, maximumLifetime))
+    }
+
+    /// The back end's reason from an error body (SuccessFactors' `errorMessage`, OAuth's
+    /// `error_description`/`error`), cut short and cleaned; never anything from `avoiding`.
+    static func reason(fromErrorBody bytes: [UInt8], avoiding secrets: [String]) -> String {
+        var reason = "no reason given"
+        if let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] {
+            for key in ["errorMessage", "error_description", "message", "error"] {
+                if let text = object[key] as? String, !text.isEmpty { reason = text; break }
+                if let nested = object[key] as? [String: Any], let text = (nested["value"] ?? nested["message"]) as? String { reason = text; break }
+            }
+        }
+        for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed the assertion)" }
+        return sanitized(reason)
+    }
+
+    /// Printable ASCII only, at most 300 characters, and no long token-like runs.
+    static func sanitized(_ text: String) -> String {
+        var cleaned = String(String.UnicodeScalarView(text.unicodeScalars.prefix(300).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : " " }))
+        let words = cleaned.split(separator: " ", omittingEmptySubsequences: false)
+        if words.contains(where: { $0.count > 64 }) {
+            cleaned = words.map { $0.count > 64 ? "<redacted>" : String($0) }.joined(separator: " ")
+        }
+        return cleaned
+    }
+}

@@ -1,0 +1,185 @@
+import Dispatch
+import Synchronization
+
+/// Which token: one per destination and Midtier user (SPEC §5). Two fields, never a joined
+/// string, so no user id can be crafted to collide with another user's key.
+public struct TokenCacheKey: Hashable, Sendable {
+    public var destination: String
+    public var user: String
+    public init(destination: String, user: String) {
+        self.destination = destination
+        self.user = user
+    }
+}
+
+/// The in-memory cache of back-end access tokens (SPEC §5). Never written to disk or logs.
+///
+/// - A token is used until `expires_in` minus a safety margin, and refreshed in the background
+///   once it enters its last quarter of life, so callers rarely wait.
+/// - At most one exchange per key is in flight; concurrent callers wait for that one. The
+///   exchange runs in its own task, so a caller that goes away does not cancel it for others.
+/// - A failed exchange caches nothing; every waiter sees the failure.
+/// - `remove(user:)` drops a user's tokens (block, admin purge); `invalidate` drops one token
+///   the back end rejected, unless a newer one has already replaced it.
+/// - At most `capacity` keys: past that, expired entries and then the least recently used go.
+public final class TokenCache: Sendable {
+    /// Exchanges a token for a key. `forceNew` asks the service for a new token (`new_token=true`).
+    public typealias Exchange = @Sendable (_ key: TokenCacheKey, _ forceNew: Bool) async throws -> AccessToken
+
+    /// What happened on a lookup, for metrics.
+    public enum Outcome: Sendable { case hit, miss, waitedForExchange }
+
+    private struct Entry {
+        var token: AccessToken?
+        /// Monotonic nanoseconds after which `token` is no longer used.
+        var usableUntil: UInt64 = 0
+        /// Monotonic nanoseconds after which a background refresh starts.
+        var refreshAfter: UInt64 = 0
+        var exchange: Task<AccessToken, any Error>?
+        /// Bumped on every stored token and on invalidation, so a late exchange result of an
+        /// older round does not overwrite a newer decision.
+        var generation: UInt64 = 0
+        var lastUsed: UInt64 = 0
+    }
+
+    private struct State {
+        var entries: [TokenCacheKey: Entry] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let now: @Sendable () -> UInt64
+
+    /// - Parameters:
+    ///   - capacity: the most keys kept.
+    ///   - now: monotonic clock in nanoseconds (injectable for tests).
+    public init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+        self.capacity = max(1, capacity)
+        self.now = now
+    }
+
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// The current token for `key`, exchanging one when there is none usable.
+    public func token(for key: TokenCacheKey, exchange: @escaping Exchange) async throws -> (AccessToken, Outcome) {
+        let now = self.now()
+        enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
+        let (step, outcome): (Step, Outcome) = state.withLock { state in
+            var entry = state.entries[key] ?? Entry()
+            entry.lastUsed = now
+            defer { state.entries[key] = entry }
+            if let token = entry.token, now < entry.usableUntil {
+                if now >= entry.refreshAfter, entry.exchange == nil {
+                    entry.exchange = startExchange(key: key, forceNew: false, generation: entry.generation, exchange: exchange)
+                }
+                return (.use(token), .hit)
+            }
+            if let running = entry.exchange { return (.wait(running), .waitedForExchange) }
+            let task = startExchange(key: key, forceNew: false, generation: entry.generation, exchange: exchange)
+            entry.exchange = task
+            return (.wait(task), .miss)
+        }
+        if state.withLock({ $0.entries.count }) > capacity { evict() }
+        switch step {
+        case .use(let token): return (token, outcome)
+        case .wait(let task): return (try await task.value, outcome)
+        }
+    }
+
+    /// After the back end rejected `token`: drop it (unless already replaced) and exchange a new
+    /// one with `new_token=true`. Concurrent callers share that one exchange.
+    public func renew(for key: TokenCacheKey, rejected token: AccessToken, exchange: @escaping Exchange) async throws -> AccessToken {
+        enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
+        let step: Step = state.withLock { state in
+            var entry = state.entries[key] ?? Entry()
+            defer { state.entries[key] = entry }
+            if let current = entry.token, current != token, now() < entry.usableUntil {
+                return .use(current)
+            }
+            if let running = entry.exchange { return .wait(running) }
+            entry.token = nil
+            entry.generation &+= 1
+            let task = startExchange(key: key, forceNew: true, generation: entry.generation, exchange: exchange)
+            entry.exchange = task
+            return .wait(task)
+        }
+        switch step {
+        case .use(let token): return token
+        case .wait(let task): return try await task.value
+        }
+    }
+
+    /// Drops every token of `user` (all destinations), and any exchange result still to come.
+    @discardableResult
+    public func remove(user: String) -> Int {
+        state.withLock { state in
+            let keys = state.entries.keys.filter { $0.user == user }
+            for key in keys { state.entries[key] = nil }
+            return keys.count
+        }
+    }
+
+    /// Drops every token (configuration reload).
+    public func removeAll() {
+        state.withLock { $0.entries.removeAll() }
+    }
+
+    private func startExchange(key: TokenCacheKey, forceNew: Bool, generation: UInt64, exchange: @escaping Exchange) -> Task<AccessToken, any Error> {
+        Task { [self] in
+            do {
+                let token = try await exchange(key, forceNew)
+                store(token, for: key, generation: generation)
+                return token
+            } catch {
+                clearExchange(for: key, generation: generation)
+                throw error
+            }
+        }
+    }
+
+    private func store(_ token: AccessToken, for key: TokenCacheKey, generation: UInt64) {
+        let now = self.now()
+        let lifetime = UInt64(max(0, token.lifetimeSeconds)) * 1_000_000_000
+        // Safety margin: a tenth of the lifetime, at most 60 s, so a token is not sent in its
+        // last seconds and rejected in flight.
+        let margin = min(lifetime / 10, 60 * 1_000_000_000)
+        state.withLock { state in
+            // The entry is gone when the user was blocked or purged meanwhile: keep it gone.
+            guard var entry = state.entries[key], entry.generation == generation else { return }
+            entry.token = token
+            entry.usableUntil = now + lifetime - margin
+            entry.refreshAfter = now + (lifetime - margin) * 3 / 4
+            entry.exchange = nil
+            entry.generation &+= 1
+            state.entries[key] = entry
+        }
+    }
+
+    private func clearExchange(for key: TokenCacheKey, generation: UInt64) {
+        state.withLock { state in
+            guard var entry = state.entries[key], entry.generation == generation else { return }
+            entry.exchange = nil
+            if entry.token == nil {
+                state.entries[key] = nil
+            } else {
+                state.entries[key] = entry
+            }
+        }
+    }
+
+    /// Brings the cache back under capacity: expired entries first, then the least recently
+    /// used tenth, so eviction work is amortized over many insertions.
+    private func evict() {
+        let now = self.now()
+        state.withLock { state in
+            guard state.entries.count > capacity else { return }
+            for (key, entry) in state.entries where entry.exchange == nil && (entry.token == nil || now >= entry.usableUntil) {
+                state.entries[key] = nil
+            }
+            guard state.entries.count > capacity else { return }
+            let excess = state.entries.count - capacity + capacity / 10
+            let oldest = state.entries.filter { $0.value.exchange == nil }.sorted { $0.value.lastUsed < $1.value.lastUsed }.prefix(excess)
+            for (key, _) in oldest { state.entries[key] = nil }
+        }
+    }
+}
