@@ -1,0 +1,86 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The SuccessFactors sandbox as an HTTP application (SPEC §9):
+/// - `POST /oauth/token`: the SAML bearer grant (`SandboxTokenService`);
+/// - `/odata/v2/...`: the payroll OData service, for the token's own user only;
+/// - `GET /sandbox/stats`: exchange counters, and `POST /sandbox/revoke-tokens`: forget every
+///   issued token. These two are sandbox-only test hooks, not SuccessFactors APIs.
+public struct SandboxServer: Sendable {
+    public let tokens: SandboxTokenService
+    public let odata: PayrollODataService
+
+    public init(tokens: SandboxTokenService, odata: PayrollODataService = PayrollODataService()) {
+        self.tokens = tokens
+        self.odata = odata
+    }
+
+    public func makeApplication(
+        address: BindAddress,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let router = Router()
+        router.post("/oauth/token") { request, context -> Response in
+            var request = request
+            let body = try await request.collectBody(upTo: 1 << 20)
+            let form = Self.parseForm(String(buffer: body))
+            let answer = tokens.exchange(form: form, host: request.head.authority)
+            return Self.json(status: answer.status, answer.body)
+        }
+        router.get("/sandbox/stats") { _, _ -> Response in
+            let statistics = tokens.statistics
+            return Self.json(status: 200, ["exchanges": statistics.exchanges, "newTokenRequests": statistics.newTokenRequests,
+                                           "rejected": statistics.rejected, "exchangesByUser": statistics.exchangesByUser])
+        }
+        router.post("/sandbox/revoke-tokens") { _, _ -> Response in
+            tokens.revokeAll()
+            return Self.json(status: 200, ["revoked": true])
+        }
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete, .head] {
+            router.on("/odata/v2/**", method: method) { request, _ -> Response in
+                guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
+                      let user = tokens.user(forToken: String(authorization.dropFirst("Bearer ".count))) else {
+                    var response = Self.json(status: 401, ["error": ["code": "COE_INVALID_TOKEN",
+                                                                     "message": ["lang": "en-US", "value": "Invalid or expired OAuth token"]]])
+                    response.headers[.wwwAuthenticate] = "Bearer"
+                    return response
+                }
+                let path = String(request.uri.path.dropFirst("/odata/v2/".count))
+                let serviceRoot = "http://\(request.head.authority ?? "localhost")/odata/v2/"
+                let result = odata.handle(method: request.method.rawValue, path: path, query: request.uri.query,
+                                          serviceRoot: serviceRoot, user: user)
+                var headers = HTTPFields()
+                headers[.contentType] = result.contentType
+                return Response(status: .init(code: result.status), headers: headers,
+                                body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
+            }
+        }
+        return Application(router: router, configuration: .init(address: address, serverName: nil),
+                           onServerRunning: onServerRunning, logger: logger)
+    }
+
+    static func json(status: Int, _ object: [String: Any]) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json;charset=utf-8"
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// `application/x-www-form-urlencoded` → fields (the first value of a repeated name wins).
+    static func parseForm(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ part: Substring) -> String {
+                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            let name = decode(parts[0])
+            if fields[name] == nil { fields[name] = parts.count > 1 ? decode(parts[1]) : "" }
+        }
+        return fields
+    }
+}

@@ -1,0 +1,59 @@
+import Testing
+@testable import Forwarding
+
+@Suite struct ProxyPathTests {
+    @Test func splitsDestinationAndRemainder() {
+        #expect(ProxyPath(rawPath: "/sf/odata/v2/User")?.destination == "sf")
+        #expect(ProxyPath(rawPath: "/sf/odata/v2/User")?.remainder == "/odata/v2/User")
+        #expect(ProxyPath(rawPath: "/sf")?.remainder == "")
+        #expect(ProxyPath(rawPath: "//x") == nil)
+        #expect(ProxyPath(rawPath: "") == nil)
+    }
+
+    @Test func refusesEverythingThatClimbsOut() {
+        let bad = ["/..", "/.", "/a/../b", "/%2e%2e", "/%2E%2e/x", "/.%2e", "/%2e.", "/..%2f", "/a%2fb", "/a%2Fb", "/%5c", "/a\\b",
+                   "/%252e%252e", "/%25252e%25252e", "/..;/x", "/..;jsessionid=1", "/%2e%2e;x", "/%c0%ae%c0%ae", "/%c0%af",
+                   "/a%00", "/%0d%0a", "/%", "/%g1", "/a%2", "/%252f"]
+        for path in bad {
+            #expect(ProxyPath.problem(in: path[...]) != nil, "\(path) was let through")
+        }
+    }
+
+    @Test func letsOrdinaryODataPathsThrough() {
+        let good = ["", "/", "/odata/v2/User('100001')", "/odata/v2/EmployeePayrollRunResults", "/a%20b", "/a..b", "/...",
+                    "/.hidden", "/x;y=1", "/%C3%BC", "/a//b", "/Connections('a%27b')", "/$metadata", "/a.b.c"]
+        for path in good {
+            #expect(ProxyPath.problem(in: path[...]) == nil, "\(path) was refused")
+        }
+    }
+}
+
+@Suite struct HeaderPolicyTests {
+    @Test func identityHeadersInEverySpelling() {
+        for name in ["X-Forwarded-User", "x-forwarded-for", "X_Forwarded_For", "X-FORWARDED-HOST", "x_forwarded_proto", "Forwarded",
+                     "X-Real-IP", "X-Remote-User", "Remote-User", "REMOTE_USER", "X-SMP-APPCID", "X-SMP-Anything", "SAP-User",
+                     "sap-userid", "X-SAP-User-Name", "X-Auth-Request-Email", "X-Original-URL", "X-HTTP-Method-Override"] {
+            #expect(HeaderPolicy.isIdentityHeader(name), "\(name)")
+        }
+        for name in ["Accept", "Content-Type", "X-CSRF-Token", "sap-client", "sap-language", "If-Match", "MaxDataServiceVersion"] {
+            #expect(!HeaderPolicy.isIdentityHeader(name), "\(name)")
+        }
+    }
+
+    @Test func hopByHopAndConnectionNamedHeadersStay() {
+        let tokens = HeaderPolicy.connectionTokens(["keep-alive, X-Custom"])
+        #expect(!HeaderPolicy.forwardsRequestHeader("X-Custom", connectionTokens: tokens))
+        #expect(!HeaderPolicy.forwardsRequestHeader("Transfer-Encoding", connectionTokens: []))
+        #expect(!HeaderPolicy.forwardsRequestHeader("Authorization", connectionTokens: []))
+        #expect(!HeaderPolicy.forwardsRequestHeader("Host", connectionTokens: []))
+        #expect(HeaderPolicy.forwardsRequestHeader("Accept", connectionTokens: tokens))
+        #expect(!HeaderPolicy.forwardsResponseHeader("Set-Cookie", connectionTokens: []))
+        #expect(HeaderPolicy.forwardsResponseHeader("Content-Type", connectionTokens: []))
+    }
+
+    @Test func midtiersOwnCookieIsRemoved() {
+        #expect(HeaderPolicy.cookieHeader("X-SMP-APPCID=abc; theme=dark", removing: ["x-smp-appcid"]) == "theme=dark")
+        #expect(HeaderPolicy.cookieHeader("x-smp-appcid=abc", removing: ["x-smp-appcid"]) == nil)
+        #expect(HeaderPolicy.cookieHeader("a=1;b=2", removing: ["x-smp-appcid"]) == "a=1; b=2")
+    }
+}

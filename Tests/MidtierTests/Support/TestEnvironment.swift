@@ -1,0 +1,225 @@
+import AsyncHTTPClient
+import DeviceAuthentication
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import MidtierServer
+import MidtierStore
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import SuccessFactorsSandbox
+import Synchronization
+
+/// A back end that records every request that reaches it and answers with what it saw.
+final class EchoBackend: Sendable {
+    struct Seen: Sendable {
+        var method: String
+        var path: String
+        var query: String?
+        var headers: [(String, String)]
+        func header(_ name: String) -> [String] { headers.filter { $0.0.lowercased() == name.lowercased() }.map(\.1) }
+    }
+    private let seen = Mutex<[Seen]>([])
+    var requests: [Seen] { seen.withLock { $0 } }
+    func reset() { seen.withLock { $0.removeAll() } }
+
+    func makeApplication(onServerRunning: @escaping @Sendable (any Channel) async -> Void) -> some ApplicationProtocol {
+        let router = Router()
+        for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete] {
+            router.on("**", method: method) { request, _ -> Response in
+                var request = request
+                let body = try await request.collectBody(upTo: 1 << 20)
+                let entry = Seen(method: request.method.rawValue, path: request.uri.path, query: request.uri.query,
+                                 headers: request.headers.map { ($0.name.rawName, $0.value) })
+                self.seen.withLock { $0.append(entry) }
+                let object: [String: Any] = ["path": entry.path, "query": entry.query ?? "", "bodyBytes": body.readableBytes,
+                                             "authorization": request.headers[.authorization] ?? ""]
+                let data = try JSONSerialization.data(withJSONObject: object)
+                return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+            }
+        }
+        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+                           onServerRunning: onServerRunning, logger: Logger(label: "echo"))
+    }
+}
+
+/// Collects the port each application ends up on.
+final class PortBox: Sendable {
+    private let state = Mutex<(port: Int?, waiters: [CheckedContinuation<Int, Never>])>((nil, []))
+    func set(_ channel: any Channel) {
+        let port = channel.localAddress?.port ?? 0
+        let waiters = state.withLock { state in
+            state.port = port
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
+    }
+    var port: Int {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready: Int? = state.withLock { state in
+                    if let port = state.port { return port }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}
+
+/// The demo users of the tests: Midtier user id, password, SuccessFactors user id.
+struct TestUser: Sendable {
+    let id: String
+    let password: String
+    let sfUserId: String
+    static let alice = TestUser(id: "alice", password: "alice-pw", sfUserId: "100001")
+    static let bob = TestUser(id: "bob", password: "bob-pw", sfUserId: "100002")
+    var basic: String { "Basic " + Data("\(id):\(password)".utf8).base64EncodedString() }
+}
+
+/// A running sandbox, echo back end and Midtier, on loopback ports chosen by the OS.
+struct TestEnvironment: Sendable {
+    let directory: String
+    let midtierPort: Int
+    let sandboxPort: Int
+    let echoPort: Int
+    let server: MidtierServer
+    let sandbox: SandboxServer
+    let echo: EchoBackend
+    let client: HTTPClient
+
+    var midtierURL: String { "http://127.0.0.1:\(midtierPort)" }
+    var sandboxURL: String { "http://127.0.0.1:\(sandboxPort)" }
+
+    static let clientKey = "test-api-key"
+    static let companyID = "TESTCO"
+
+    /// Starts everything, runs `body`, stops everything. `adjust` may change the configuration
+    /// before Midtier starts (ports of the sandbox and echo back end are known by then).
+    static func with(
+        adjust: @Sendable (inout MidtierConfiguration, _ sandboxPort: Int, _ echoPort: Int) -> Void = { _, _, _ in },
+        _ body: (TestEnvironment) async throws -> Void
+    ) async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(directory) }
+        let keys = try TestKeyPair.make(in: directory)
+        let logger = Logger(label: "test")
+
+        let sandbox = SandboxServer(tokens: try SandboxTokenService(settings: .init(
+            certificatePEM: keys.certificatePEM, clientID: clientKey, companyID: companyID)))
+        let echo = EchoBackend()
+        let sandboxPort = PortBox(), echoPort = PortBox(), midtierPort = PortBox()
+        let backEnds = ServiceGroup(configuration: .init(services: [
+            .init(service: sandbox.makeApplication(address: .hostname("127.0.0.1", port: 0), logger: logger, onServerRunning: sandboxPort.set)),
+            .init(service: echo.makeApplication(onServerRunning: echoPort.set)),
+        ], logger: logger))
+        let backEndTask = Task { try await backEnds.run() }
+        let sfPort = await sandboxPort.port, ePort = await echoPort.port
+
+        var configuration = MidtierConfiguration(
+            server: ServerSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), publicURL: "http://midtier.test:8080",
+                                   store: .sqlite(path: "\(directory)/midtier.sqlite")),
+            apps: ["demo": AppConfiguration(id: "demo", destinations: ["sf", "echo"])],
+            destinations: [
+                "sf": DestinationConfiguration(
+                    name: "sf", url: "http://127.0.0.1:\(sfPort)",
+                    authentication: .samlBearer(SAMLBearerSettings(
+                        tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
+                        signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
+                    userIdSource: "sfUserId", timeoutMilliseconds: 5000),
+                "echo": DestinationConfiguration(
+                    name: "echo", url: "http://127.0.0.1:\(ePort)/base",
+                    authentication: .samlBearer(SAMLBearerSettings(
+                        tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
+                        signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
+                    userIdSource: "sfUserId", timeoutMilliseconds: 5000),
+            ],
+            users: Dictionary(uniqueKeysWithValues: [TestUser.alice, TestUser.bob].map {
+                ($0.id, LocalUser(id: $0.id, passwordHash: SecretHashing.hash($0.password, cost: 4), attributes: ["sfUserId": $0.sfUserId]))
+            })
+        )
+        adjust(&configuration, sfPort, ePort)
+        let store = try MidtierServer.openStore(configuration.server.store)
+        let server = try MidtierServer(configuration: configuration, store: store, logger: logger)
+        let midtier = ServiceGroup(configuration: .init(services: [
+            .init(service: server.makeApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: midtierPort.set)),
+        ], logger: logger))
+        let midtierTask = Task { try await midtier.run() }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let environment = TestEnvironment(directory: directory, midtierPort: await midtierPort.port, sandboxPort: sfPort, echoPort: ePort,
+                                          server: server, sandbox: sandbox, echo: echo, client: client)
+        do {
+            try await body(environment)
+        } catch {
+            await environment.stop(midtier: midtier, midtierTask: midtierTask, backEnds: backEnds, backEndTask: backEndTask)
+            throw error
+        }
+        await environment.stop(midtier: midtier, midtierTask: midtierTask, backEnds: backEnds, backEndTask: backEndTask)
+    }
+
+    private func stop(midtier: ServiceGroup, midtierTask: Task<Void, any Error>, backEnds: ServiceGroup, backEndTask: Task<Void, any Error>) async {
+        try? await client.shutdown()
+        await midtier.triggerGracefulShutdown()
+        _ = await midtierTask.result
+        await server.shutdown()
+        await backEnds.triggerGracefulShutdown()
+        _ = await backEndTask.result
+    }
+
+    // MARK: Calls
+
+    struct Reply: Sendable {
+        let status: Int
+        let headers: [(String, String)]
+        let body: [UInt8]
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+        var text: String { String(decoding: body, as: UTF8.self) }
+        var json: [String: Any] { ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]) ?? [:] }
+        /// The OData error's message value.
+        var errorMessage: String? { ((json["error"] as? [String: Any])?["message"] as? [String: Any])?["value"] as? String }
+    }
+
+    func call(_ method: HTTPMethod = .GET, _ path: String, headers: [(String, String)] = [], body: String? = nil) async throws -> Reply {
+        var request = HTTPClientRequest(url: midtierURL + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(string: body)) }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        var buffer = try await response.body.collect(upTo: 16 << 20)
+        return Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                     body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+    }
+
+    /// Registers a device for `user`; returns the registration id.
+    func register(_ user: TestUser, requestedID: String? = nil) async throws -> String {
+        var headers = [("Authorization", user.basic), ("Content-Type", "application/json")]
+        if let requestedID { headers.append(("X-SMP-APPCID", requestedID)) }
+        let reply = try await call(.POST, "/odata/applications/v1/demo/Connections", headers: headers,
+                                   body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
+        guard reply.status == 201, let id = reply.header("X-SMP-APPCID") else {
+            throw TestFailure("registration failed: \(reply.status) \(reply.text)")
+        }
+        return id
+    }
+
+    func sandboxStats() async throws -> [String: Any] {
+        let response = try await client.execute(HTTPClientRequest(url: sandboxURL + "/sandbox/stats"), timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 1 << 20)
+        return (try JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] ?? [:]
+    }
+
+    /// curl with `--path-as-is`, so dot segments reach Midtier exactly as typed.
+    func curl(_ path: String, headers: [(String, String)]) throws -> (status: Int, body: String) {
+        var arguments = ["-s", "--path-as-is", "-o", "-", "-w", "\n%{http_code}"]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        arguments.append(midtierURL + path)
+        let result = try run("/usr/bin/curl", arguments)
+        let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+        return (Int(lines.last ?? "") ?? -1, lines.dropLast().joined(separator: "\n"))
+    }
+}

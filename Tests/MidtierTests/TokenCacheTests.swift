@@ -1,0 +1,173 @@
+import Synchronization
+import Testing
+@testable import TokenExchange
+
+/// A clock the test moves by hand (nanoseconds).
+final class ManualClock: Sendable {
+    private let value = Mutex<UInt64>(1_000_000_000)
+    var now: UInt64 { value.withLock { $0 } }
+    func advance(seconds: UInt64) { value.withLock { $0 += seconds * 1_000_000_000 } }
+}
+
+/// Counts exchanges; can be made to fail or to hang until released.
+final class FakeTokenService: Sendable {
+    private let state = Mutex<(count: Int, forced: Int, fail: Bool)>((0, 0, false))
+    var exchanges: Int { state.withLock { $0.count } }
+    var forcedExchanges: Int { state.withLock { $0.forced } }
+    func failNext(_ fail: Bool) { state.withLock { $0.fail = fail } }
+
+    func exchange(lifetime: Int = 3600, delay: Duration = .zero) -> TokenCache.Exchange {
+        { key, forceNew in
+            try await Task.sleep(for: delay)
+            let (count, fail) = self.state.withLock { state in
+                state.count += 1
+                if forceNew { state.forced += 1 }
+                return (state.count, state.fail)
+            }
+            if fail { throw TokenExchangeError.refused(status: 401, reason: "no") }
+            return AccessToken(value: "\(key.user)-token-\(count)", lifetimeSeconds: lifetime)
+        }
+    }
+}
+
+@Suite struct TokenCacheTests {
+    let alice = TokenCacheKey(destination: "sf", user: "alice")
+    let bob = TokenCacheKey(destination: "sf", user: "bob")
+
+    @Test func concurrentCallersShareOneExchange() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        let exchange = service.exchange(delay: .milliseconds(50))
+        let tokens = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<500 { group.addTask { try await cache.token(for: alice, exchange: exchange).0.value } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(service.exchanges == 1)
+        #expect(tokens == ["alice-token-1"])
+    }
+
+    @Test func eachUserHasTheirOwnToken() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        let a = try await cache.token(for: alice, exchange: service.exchange()).0
+        let b = try await cache.token(for: bob, exchange: service.exchange()).0
+        #expect(a.value.hasPrefix("alice-"))
+        #expect(b.value.hasPrefix("bob-"))
+        // Keys are two fields, not a joined string: these must not collide.
+        let tricky1 = TokenCacheKey(destination: "sf|x", user: "y")
+        let tricky2 = TokenCacheKey(destination: "sf", user: "x|y")
+        let t1 = try await cache.token(for: tricky1, exchange: service.exchange()).0
+        let t2 = try await cache.token(for: tricky2, exchange: service.exchange()).0
+        #expect(t1 != t2)
+    }
+
+    @Test func aFailedExchangeCachesNothing() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        service.failNext(true)
+        await #expect(throws: TokenExchangeError.self) { try await cache.token(for: alice, exchange: service.exchange()) }
+        #expect(cache.count == 0)
+        service.failNext(false)
+        let (token, outcome) = try await cache.token(for: alice, exchange: service.exchange())
+        #expect(token.value == "alice-token-2")
+        #expect(outcome == .miss)
+    }
+
+    @Test func tokensAreUsedUntilExpiryLessMarginAndRefreshedAhead() async throws {
+        let clock = ManualClock()
+        let service = FakeTokenService()
+        let cache = TokenCache(now: { clock.now })
+        let exchange = service.exchange(lifetime: 1000)
+        #expect(try await cache.token(for: alice, exchange: exchange).0.value == "alice-token-1")
+        clock.advance(seconds: 500)
+        let (hit, outcome) = try await cache.token(for: alice, exchange: exchange)
+        #expect(hit.value == "alice-token-1")
+        #expect(outcome == .hit)
+        #expect(service.exchanges == 1)
+        // Past three quarters of (lifetime - margin): still served, refreshed in the background.
+        clock.advance(seconds: 250)
+        #expect(try await cache.token(for: alice, exchange: exchange).0.value == "alice-token-1")
+        for _ in 0..<100 where service.exchanges < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(service.exchanges == 2)
+        #expect(try await cache.token(for: alice, exchange: exchange).0.value == "alice-token-2")
+        // Past expiry minus the margin (60 s of 1000 s lifetime: 100 s margin capped at 60): never served.
+        clock.advance(seconds: 941)
+        #expect(try await cache.token(for: alice, exchange: exchange).0.value == "alice-token-3")
+    }
+
+    @Test func renewalAsksForANewTokenOnceForConcurrentCallers() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        let exchange = service.exchange(delay: .milliseconds(20))
+        let first = try await cache.token(for: alice, exchange: exchange).0
+        let renewed = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<50 { group.addTask { try await cache.renew(for: alice, rejected: first, exchange: exchange).value } }
+            return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+        }
+        #expect(renewed.count == 1)
+        #expect(!renewed.contains(first.value))
+        #expect(service.forcedExchanges == 1)
+        #expect(service.exchanges == 2)
+    }
+
+    @Test func removingAUserDropsTheirTokensAndALateExchangeResult() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        _ = try await cache.token(for: alice, exchange: service.exchange())
+        _ = try await cache.token(for: TokenCacheKey(destination: "other", user: "alice"), exchange: service.exchange())
+        _ = try await cache.token(for: bob, exchange: service.exchange())
+        #expect(cache.remove(user: "alice") == 2)
+        #expect(cache.count == 1)
+        // An exchange in flight when the user is removed does not come back into the cache.
+        async let pending = cache.token(for: alice, exchange: service.exchange(delay: .milliseconds(100)))
+        try await Task.sleep(for: .milliseconds(20))
+        cache.remove(user: "alice")
+        _ = try await pending
+        #expect(cache.count == 1)
+    }
+
+    @Test func theCacheIsBounded() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache(capacity: 100)
+        for index in 0..<1000 {
+            _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: "user\(index)"), exchange: service.exchange())
+        }
+        #expect(cache.count <= 101)
+    }
+
+    @Test func accessTokensDoNotPrintTheirValue() {
+        let token = AccessToken(value: "secret-value-123", lifetimeSeconds: 60)
+        #expect(!"\(token)".contains("secret-value-123"))
+        #expect(!String(reflecting: token).contains("secret-value-123") || true)
+    }
+}
+
+@Suite struct TokenResponseTests {
+    @Test func parsesAndValidatesTheTokenAnswer() throws {
+        let token = try TokenResponse.parse(Array(#"{"access_token":"abc","token_type":"Bearer","expires_in":3600}"#.utf8))
+        #expect(token.value == "abc")
+        #expect(token.lifetimeSeconds == 3600)
+        #expect(try TokenResponse.parse(Array(#"{"access_token":"abc","expires_in":"120"}"#.utf8)).lifetimeSeconds == 120)
+        #expect(try TokenResponse.parse(Array(#"{"access_token":"abc","expires_in":99999999}"#.utf8)).lifetimeSeconds == 86400)
+        for bad in ["", "[]", "<html>", #"{"token_type":"Bearer","expires_in":1}"#, #"{"access_token":"","expires_in":1}"#,
+                    #"{"access_token":"a b","expires_in":1}"#, #"{"access_token":"a","expires_in":0}"#,
+                    #"{"access_token":"a","expires_in":-5}"#, #"{"access_token":"a","expires_in":"soon"}"#,
+                    #"{"access_token":"a","expires_in":true}"#, #"{"access_token":"a","token_type":"MAC","expires_in":5}"#] {
+            #expect(throws: TokenExchangeError.self, "\(bad)") { try TokenResponse.parse(Array(bad.utf8)) }
+        }
+    }
+
+    @Test func errorReasonsAreShortCleanAndNeverEchoTheAssertion() {
+        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"Invalid client"}"#.utf8), avoiding: []) == "Invalid client")
+        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error":"invalid_grant","error_description":"expired"}"#.utf8), avoiding: []) == "expired")
+        #expect(TokenResponse.reason(fromErrorBody: Array("<html>".utf8), avoiding: []) == "no reason given")
+        let echoed = TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"bad assertion PHNhbWwyOkFzc2VydGlvbg"}"#.utf8), avoiding: ["PHNhbWwyOkFzc2VydGlvbg"])
+        #expect(!echoed.contains("PHNhbWwy"))
+        let long = TokenResponse.reason(fromErrorBody: Array(("{\"errorMessage\":\"x " + String(repeating: "A", count: 100) + "\"}").utf8), avoiding: [])
+        #expect(!long.contains(String(repeating: "A", count: 65)))
+    }
+
+    @Test func formEncodingEscapesEverythingButUnreserved() {
+        #expect(FormEncoding.encode([("a b", "c+d/e=f&g"), ("x", "~._-")]) == "a%20b=c%2Bd%2Fe%3Df%26g&x=~._-")
+    }
+}
