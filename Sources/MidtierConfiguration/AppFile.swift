@@ -1,0 +1,138 @@
+// `config/apps/<appId>.json`.
+
+import Foundation
+
+extension ConfigurationLoader {
+    /// Longest period in days for `blockDisconnectedPeriod`/`wipeDisconnectedPeriod` (about a
+    /// century), so that no later date arithmetic can overflow.
+    static let maximumPeriodDays = 36500
+
+    /// Reads one app. Returns the app (nil if a value could not be read) and whether it uses
+    /// `basic` authentication, which makes `users.json` required.
+    ///
+    /// `authentication` may be left out; it then means `{"type":"basic"}`, the model's default.
+    func loadApp(_ reader: ObjectReader, id: String, definedDestinations: Set<String>) -> (app: AppConfiguration?, usesBasic: Bool) {
+        var app = AppConfiguration(id: id)
+        var complete = true
+
+        if reader.contains("authentication") {
+            if let authentication = appAuthentication(reader) {
+                app.authentication = authentication
+            } else {
+                complete = false
+            }
+        }
+
+        if let elements = reader.array("destinations") {
+            var names: [String] = []
+            for (path, value) in elements {
+                guard case .string(let name) = value else {
+                    reader.problems.add(path, "must be a destination name (found \(value.kind))")
+                    continue
+                }
+                if !definedDestinations.contains(name) {
+                    reader.problems.add(path, "destination \"\(name)\" is not defined (there is no destinations/\(name).json)")
+                } else if names.contains(name) {
+                    reader.problems.add(path, "destination \"\(name)\" is listed twice")
+                } else {
+                    names.append(name)
+                }
+            }
+            app.destinations = names
+        }
+
+        if let policy = reader.object("blockWipingPolicy") {
+            let days = 0...Self.maximumPeriodDays
+            if let enabled = policy.bool("blockWipeEnabled") { app.blockWipingPolicy.blockWipeEnabled = enabled }
+            if let block = policy.integer("blockDisconnectedPeriod", in: days) { app.blockWipingPolicy.blockDisconnectedPeriod = block }
+            if let wipe = policy.integer("wipeDisconnectedPeriod", in: days) { app.blockWipingPolicy.wipeDisconnectedPeriod = wipe }
+            policy.reportUnknownKeys()
+        }
+
+        if let value = reader.freeObject("passwordPolicy") { app.passwordPolicy = value }
+        if let value = reader.freeObject("logSettings") { app.logSettings = value }
+        if let value = reader.freeObject("discovery") { app.discovery = value }
+
+        reader.reportUnknownKeys()
+        let usesBasic = complete && app.authentication == .basic
+        return (complete ? app : nil, usesBasic)
+    }
+
+    /// `authentication`: `{"type":"basic"}` or
+    /// `{"type":"jwt","issuer":..,"audience":..,"jwks":{"file":..}|{"url":..},"userClaim":..}`.
+    private func appAuthentication(_ reader: ObjectReader) -> AppAuthentication? {
+        guard let object = reader.object("authentication") else { return nil }
+        let type = object.choice("type", ["basic", "jwt"], required: true)
+        switch type {
+        case "basic":
+            object.reportUnknownKeys()
+            return .basic
+        case "jwt":
+            let reason = "needed for jwt"
+            let issuer = object.string("issuer", required: true, requiredBecause: reason)
+            let audience = object.string("audience", required: true, requiredBecause: reason)
+            let userClaim = object.string("userClaim") ?? "sub"
+            let jwks = object.object("jwks", required: true, requiredBecause: reason).flatMap(jwksSource)
+            object.reportUnknownKeys()
+            guard let issuer, let audience, let jwks else { return nil }
+            return .jwt(JWTAuthentication(issuer: issuer, audience: audience, jwks: jwks, userClaim: userClaim))
+        default:
+            // A missing or wrong type is reported; the other keys depend on it.
+            object.accept(["issuer", "audience", "jwks", "userClaim"])
+            object.reportUnknownKeys()
+            return nil
+        }
+    }
+
+    /// `jwks`: `{"file": path}` (read now and checked to be a JWKS: a JSON object with a
+    /// `keys` array; relative to the working directory) or `{"url": URL}` (https; plain http
+    /// only for a loopback host, since keys fetched over plain http could be swapped by
+    /// anyone on the network).
+    private func jwksSource(_ jwks: ObjectReader) -> JWTAuthentication.KeySource? {
+        let path = jwks.string("file")
+        let url = jwks.string("url")
+        jwks.reportUnknownKeys()
+        switch (jwks.contains("file"), jwks.contains("url")) {
+        case (true, true):
+            jwks.problems.add(jwks.path, "give either file or url, not both")
+            return nil
+        case (false, false):
+            jwks.problems.add(jwks.path, "must be {\"file\": path} or {\"url\": URL}")
+            return nil
+        default:
+            break
+        }
+        if let path {
+            switch readFile(path) {
+            case .failure(let error):
+                jwks.problem("file", "cannot read file \(path): \(error.message)")
+                return nil
+            case .success(let bytes):
+                guard case .object(let members)? = JSONParser.parse(bytes).value,
+                      members.contains(where: { if $0.key == "keys", case .array = $0.value { true } else { false } })
+                else {
+                    jwks.problem("file", "file \(path) is not a JWKS (a JSON object with a \"keys\" array)")
+                    return nil
+                }
+                return .file(path: path)
+            }
+        }
+        if let url {
+            switch checkHTTPURL(url, allowQuery: true) {
+            case .failure(let problem):
+                jwks.problem("url", problem.message)
+                return nil
+            case .success(let checked):
+                let components = URLComponents(string: checked)
+                let host = components?.host?.lowercased() ?? ""
+                let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host)
+                guard components?.scheme?.lowercased() == "https" || loopback else {
+                    jwks.problem("url", "must be an https URL (plain http only for localhost)")
+                    return nil
+                }
+                return .url(checked)
+            }
+        }
+        return nil
+    }
+}

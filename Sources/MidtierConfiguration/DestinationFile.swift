@@ -1,0 +1,230 @@
+// `config/destinations/<Name>.json`, with SAP BTP destination property names.
+
+extension ConfigurationLoader {
+    /// Keys that only `BasicAuthentication` uses.
+    static let basicKeys = ["User", "Password"]
+    /// Keys that only `OAuth2SAMLBearerAssertion` uses.
+    static let samlKeys = [
+        "tokenServiceURL", "clientKey", "companyId", "audience", "assertionIssuer", "assertionRecipient",
+        "nameIdFormat", "authnContextClassRef", "userIdSource", "samlAssertionEncoding",
+        "signingKey", "signingKeyPassphrase", "signingCertificate",
+    ]
+    /// Headers that HTTP itself or Midtier's forwarding controls; a destination cannot add them.
+    static let forbiddenHeaders: Set<String> = [
+        "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
+        "trailer", "proxy-connection", "proxy-authorization", "expect",
+    ]
+
+    /// Reads one destination. Keys that belong to another `Authentication` type than the one
+    /// chosen are accepted and ignored without being checked: a destination pasted from
+    /// SAP BTP carries them.
+    func loadDestination(_ reader: ObjectReader, fileName: String) -> DestinationConfiguration? {
+        let name = reader.string("Name", required: true)
+        if let name {
+            if let problem = checkDestinationName(name) {
+                reader.problem("Name", problem.message)
+            } else if name != fileName {
+                reader.problem("Name", "must equal the file name without .json (\"\(fileName)\")")
+            }
+        }
+        _ = reader.choice("Type", ["HTTP"])
+        _ = reader.choice("ProxyType", ["Internet"])
+        _ = reader.string("Description", allowEmpty: true)
+
+        var url: String?
+        if let text = reader.string("URL", required: true) {
+            switch checkHTTPURL(text, allowQuery: false) {
+            case .success(let checked): url = checked
+            case .failure(let problem): reader.problem("URL", problem.message)
+            }
+        }
+        // Milliseconds; at most a day, so that no later arithmetic can overflow.
+        let timeout = reader.integer("timeout", in: 1...86_400_000) ?? 30000
+
+        let type = reader.choice(
+            "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion"], required: true
+        )
+        let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
+        let queries = extraQueries(reader)
+        let patches = metadataPatches(reader)
+
+        var authentication: DestinationAuthentication?
+        var userIdSource: String?
+        switch type {
+        case "NoAuthentication":
+            reader.accept(Self.basicKeys + Self.samlKeys)
+            authentication = .noAuthentication
+        case "BasicAuthentication":
+            reader.accept(Self.samlKeys)
+            let reason = "needed for BasicAuthentication"
+            let user = reader.string("User", required: true, requiredBecause: reason)
+            let password = secret(reader, "Password", required: true, requiredBecause: reason)
+            if let user, let password { authentication = .basic(user: user, password: password) }
+        case "OAuth2SAMLBearerAssertion":
+            reader.accept(Self.basicKeys)
+            userIdSource = reader.string("userIdSource")
+            if let settings = samlSettings(reader) { authentication = .samlBearer(settings) }
+        default:
+            // Authentication is missing or wrong, which is reported; do not add noise.
+            reader.accept(Self.basicKeys + Self.samlKeys)
+        }
+
+        reader.reportUnknownKeys()
+        guard let name, let url, let authentication else { return nil }
+        return DestinationConfiguration(
+            name: name, url: url, authentication: authentication, userIdSource: userIdSource,
+            timeoutMilliseconds: timeout, extraHeaders: headers, extraQueries: queries, metadataPatches: patches
+        )
+    }
+
+    /// `URL.headers.<Name>`: added to every forwarded request. The name must be an HTTP token
+    /// and not one that HTTP framing or Midtier controls; `Authorization` only for
+    /// `NoAuthentication` (otherwise Midtier sets it). Values must be strings without line
+    /// breaks. Names are case-insensitive, so two keys differing in case are a duplicate.
+    private func extraHeaders(_ reader: ObjectReader, allowAuthorization: Bool) -> [(name: String, value: String)] {
+        let prefix = "URL.headers."
+        var headers: [(name: String, value: String)] = []
+        var seen = Set<String>()
+        for key in reader.keys where key.hasPrefix(prefix) {
+            let name = String(key.dropFirst(prefix.count))
+            guard let value = reader.string(key, allowEmpty: true) else { continue }
+            if !isHTTPToken(name) {
+                reader.problem(key, "must end in a valid HTTP header name")
+            } else if Self.forbiddenHeaders.contains(name.lowercased())
+                || (name.lowercased() == "authorization" && !allowAuthorization) {
+                reader.problem(key, "the header \(name) is set by Midtier and cannot be configured here")
+            } else if !seen.insert(name.lowercased()).inserted {
+                reader.problem(key, "the header \(name) is given twice (header names ignore letter case)")
+            } else if containsControlCharacters(value) {
+                reader.problem(key, "must not contain line breaks or other control characters")
+            } else {
+                headers.append((name, value))
+            }
+        }
+        return headers
+    }
+
+    /// `URL.queries.<name>`: query parameters added to every forwarded request.
+    private func extraQueries(_ reader: ObjectReader) -> [(name: String, value: String)] {
+        let prefix = "URL.queries."
+        var queries: [(name: String, value: String)] = []
+        for key in reader.keys where key.hasPrefix(prefix) {
+            let name = String(key.dropFirst(prefix.count))
+            guard let value = reader.string(key, allowEmpty: true) else { continue }
+            if name.isEmpty || containsControlCharacters(name) {
+                reader.problem(key, "must end in a query parameter name")
+            } else if containsControlCharacters(value) {
+                reader.problem(key, "must not contain line breaks or other control characters")
+            } else {
+                queries.append((name, value))
+            }
+        }
+        return queries
+    }
+
+    /// `metadataPatches`: `[{"entityType":..,"property":..,"set":{facet: value}}]`. Facet
+    /// values may be strings, numbers (kept as written: `15`) or booleans (`"false"`, for
+    /// `Nullable`); facet names must be XML attribute names.
+    private func metadataPatches(_ reader: ObjectReader) -> [MetadataPatch] {
+        guard let elements = reader.array("metadataPatches") else { return [] }
+        var patches: [MetadataPatch] = []
+        for (path, element) in elements {
+            guard let patch = ObjectReader.make(element, path: path, problems: reader.problems) else { continue }
+            let entityType = patch.string("entityType", required: true)
+            let property = patch.string("property", required: true)
+            var facets: [String: String] = [:]
+            if let set = patch.object("set", required: true) {
+                for facet in set.keys {
+                    guard let value = set.value(facet) else { continue }
+                    let isXMLName = isPlainName(facet, extra: ["_", "-", "."])
+                        && (facet.first!.isLetter || facet.first == "_")
+                    guard isXMLName else {
+                        set.problem(facet, "must be an XML attribute name, such as Precision or Scale")
+                        continue
+                    }
+                    switch value {
+                    case .string(let text): facets[facet] = text
+                    case .number(let literal): facets[facet] = literal
+                    case .bool(let bool): facets[facet] = bool ? "true" : "false"
+                    default: set.problem(facet, "must be a string or a number (found \(value.kind))")
+                    }
+                }
+                if set.keys.isEmpty { patch.problem("set", "must set at least one facet") }
+            }
+            patch.reportUnknownKeys()
+            if let entityType, let property, !facets.isEmpty {
+                patches.append(MetadataPatch(entityType: entityType, property: property, set: facets))
+            }
+        }
+        return patches
+    }
+
+    /// The `OAuth2SAMLBearerAssertion` keys. Key and certificate files are read (relative to
+    /// the working directory) and checked for PEM form; then `validateSigningMaterial`, if
+    /// given, checks that they load and belong together.
+    private func samlSettings(_ reader: ObjectReader) -> SAMLBearerSettings? {
+        let reason = "needed for OAuth2SAMLBearerAssertion"
+        var tokenServiceURL: String?
+        if let text = reader.string("tokenServiceURL", required: true, requiredBecause: reason) {
+            switch checkHTTPURL(text, allowQuery: true) {
+            case .success(let url): tokenServiceURL = url
+            case .failure(let problem): reader.problem("tokenServiceURL", problem.message)
+            }
+        }
+        let clientKey = reader.string("clientKey", required: true, requiredBecause: reason)
+        let companyId = reader.string("companyId", required: true, requiredBecause: reason)
+        let audience = reader.string("audience")
+        let assertionIssuer = reader.string("assertionIssuer")
+        let assertionRecipient = reader.string("assertionRecipient")
+        let nameIdFormat = reader.string("nameIdFormat")
+        let authnContextClassRef = reader.string("authnContextClassRef")
+        let encoding = reader.choice("samlAssertionEncoding", ["base64", "base64url"]).flatMap(AssertionEncoding.init)
+
+        let passphrase = secret(reader, "signingKeyPassphrase", required: false)
+        let key = pemFile(reader, "signingKey", reason: reason, label: "PRIVATE KEY", what: "a PEM private key")
+        if let key, passphrase == nil, !reader.contains("signingKeyPassphrase") {
+            let text = String(decoding: key, as: UTF8.self)
+            if text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
+                reader.problem("signingKey", "the key is encrypted: give signingKeyPassphrase")
+            }
+        }
+        let certificate = pemFile(reader, "signingCertificate", reason: reason, label: "CERTIFICATE", what: "a PEM certificate")
+
+        guard let tokenServiceURL, let clientKey, let companyId, let key, let certificate,
+              !reader.problems.has(under: "signingKey"), !reader.problems.has(under: "signingKeyPassphrase"),
+              !reader.problems.has(under: "samlAssertionEncoding")
+        else { return nil }
+        let settings = SAMLBearerSettings(
+            tokenServiceURL: tokenServiceURL, clientKey: clientKey, companyId: companyId,
+            audience: audience ?? "www.successfactors.com",
+            assertionIssuer: assertionIssuer, assertionRecipient: assertionRecipient,
+            nameIdFormat: nameIdFormat ?? "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified",
+            authnContextClassRef: authnContextClassRef ?? "urn:oasis:names:tc:SAML:2.0:ac:classes:PreviousSession",
+            assertionEncoding: encoding ?? .base64,
+            signingKeyPEM: key, signingKeyPassphrase: passphrase, signingCertificatePEM: certificate
+        )
+        if let validate = validateSigningMaterial, let failure = validate(settings) {
+            reader.problem(failure.key, failure.message)
+            return nil
+        }
+        return settings
+    }
+
+    /// Reads a PEM file named by a key and checks that it holds a `-----BEGIN … <label>-----`
+    /// block.
+    private func pemFile(_ reader: ObjectReader, _ name: String, reason: String, label: String, what: String) -> [UInt8]? {
+        guard let path = reader.string(name, required: true, requiredBecause: reason) else { return nil }
+        switch readFile(path) {
+        case .failure(let error):
+            reader.problem(name, "cannot read file \(path): \(error.message)")
+            return nil
+        case .success(let bytes):
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard text.contains("-----BEGIN "), text.contains(label + "-----") else {
+                reader.problem(name, "file \(path) is not \(what)")
+                return nil
+            }
+            return bytes
+        }
+    }
+}

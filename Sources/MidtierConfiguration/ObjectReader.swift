@@ -1,0 +1,199 @@
+/// Reads the members of one JSON object by key, records a problem with the key path for
+/// every wrong type or missing required key, and remembers which keys were read so that
+/// `reportUnknownKeys()` can name the rest.
+///
+/// Values are never quoted in messages: any of them might be a secret pasted in the wrong
+/// place.
+final class ObjectReader {
+    /// Key path of this object (`""` for the top level of a file).
+    let path: String
+    let problems: FileProblems
+    private let members: [JSONMember]
+    /// Keys this reader was asked about (present or not), for unknown-key hints.
+    private var known = Set<String>()
+
+    init(path: String, members: [JSONMember], problems: FileProblems) {
+        self.path = path
+        self.members = members
+        self.problems = problems
+    }
+
+    /// A reader for `value`, or a problem at `path` if it is not an object.
+    static func make(_ value: JSON, path: String, problems: FileProblems) -> ObjectReader? {
+        guard case .object(let members) = value else {
+            problems.add(path, "must be an object (found \(value.kind))")
+            return nil
+        }
+        return ObjectReader(path: path, members: members, problems: problems)
+    }
+
+    /// The key path of one member.
+    func key(_ name: String) -> String { keyPath(path, name) }
+
+    /// All keys present, in file order.
+    var keys: [String] { members.map { $0.key } }
+
+    func contains(_ name: String) -> Bool { members.contains { $0.key == name } }
+
+    /// Marks keys as accepted without reading them (keys a pasted BTP destination carries for
+    /// another authentication type).
+    func accept(_ names: [String]) {
+        known.formUnion(names)
+    }
+
+    /// Records a problem on one member.
+    func problem(_ name: String, _ message: String) {
+        problems.add(key(name), message)
+    }
+
+    /// The raw value of a member, marking it as known. A missing required key is a problem.
+    func value(_ name: String, required: Bool = false, requiredBecause reason: String? = nil) -> JSON? {
+        known.insert(name)
+        guard let value = members.first(where: { $0.key == name })?.value else {
+            if required { problem(name, "missing required key" + (reason.map { " (\($0))" } ?? "")) }
+            return nil
+        }
+        return value
+    }
+
+    /// A string member. Empty strings are refused unless `allowEmpty`.
+    func string(_ name: String, required: Bool = false, requiredBecause reason: String? = nil,
+                allowEmpty: Bool = false) -> String? {
+        guard let value = value(name, required: required, requiredBecause: reason) else { return nil }
+        guard case .string(let string) = value else {
+            problem(name, "must be a string (found \(value.kind))")
+            return nil
+        }
+        if string.isEmpty && !allowEmpty {
+            problem(name, "must not be empty")
+            return nil
+        }
+        return string
+    }
+
+    /// A string member that must be one of `choices`.
+    func choice(_ name: String, _ choices: [String], required: Bool = false) -> String? {
+        guard let string = string(name, required: required, allowEmpty: true) else { return nil }
+        guard choices.contains(string) else {
+            problem(name, "must be one of " + choices.map { "\"\($0)\"" }.joined(separator: ", "))
+            return nil
+        }
+        return string
+    }
+
+    /// A whole number in `range`, written as a JSON number or as a string of digits (as a
+    /// pasted BTP destination carries it, e.g. `"timeout": "30000"`).
+    func integer(_ name: String, in range: ClosedRange<Int>, required: Bool = false) -> Int? {
+        guard let value = value(name, required: required) else { return nil }
+        let expectation = range.upperBound == Int.max
+            ? "must be a whole number of at least \(range.lowerBound)"
+            : "must be a whole number from \(range.lowerBound) to \(range.upperBound)"
+        let text: String
+        switch value {
+        case .number(let literal): text = literal
+        case .string(let string): text = string
+        default:
+            problem(name, "\(expectation) (found \(value.kind))")
+            return nil
+        }
+        guard let number = parseInteger(text), range.contains(number) else {
+            problem(name, expectation)
+            return nil
+        }
+        return number
+    }
+
+    /// A boolean, written as JSON `true`/`false` or as the string `"true"`/`"false"` (any
+    /// letter case), as a pasted BTP destination carries it.
+    func bool(_ name: String, required: Bool = false) -> Bool? {
+        guard let value = value(name, required: required) else { return nil }
+        switch value {
+        case .bool(let bool):
+            return bool
+        case .string(let string) where string.lowercased() == "true":
+            return true
+        case .string(let string) where string.lowercased() == "false":
+            return false
+        default:
+            problem(name, "must be true or false (found \(value.kind))")
+            return nil
+        }
+    }
+
+    /// A nested object.
+    func object(_ name: String, required: Bool = false, requiredBecause reason: String? = nil) -> ObjectReader? {
+        guard let value = value(name, required: required, requiredBecause: reason) else { return nil }
+        return ObjectReader.make(value, path: key(name), problems: problems)
+    }
+
+    /// An array, as (key path, element) pairs.
+    func array(_ name: String, required: Bool = false) -> [(path: String, value: JSON)]? {
+        guard let value = value(name, required: required) else { return nil }
+        guard case .array(let elements) = value else {
+            problem(name, "must be an array (found \(value.kind))")
+            return nil
+        }
+        return elements.enumerated().map { (keyPath(key(name), index: $0.offset), $0.element) }
+    }
+
+    /// A free-form object kept as given (`passwordPolicy`, `logSettings`, `discovery`).
+    func freeObject(_ name: String) -> [String: JSONValue]? {
+        guard let value = value(name) else { return nil }
+        guard case .object = value else {
+            problem(name, "must be an object (found \(value.kind))")
+            return nil
+        }
+        guard case .object(let object)? = jsonValue(value, path: key(name), problems: problems) else { return nil }
+        return object
+    }
+
+    /// Records "unknown key" for every member that was neither read nor accepted.
+    func reportUnknownKeys() {
+        for name in keys where !known.contains(name) {
+            if let hint = known.first(where: { $0.lowercased() == name.lowercased() }) {
+                problem(name, "unknown key (did you mean \"\(hint)\"?)")
+            } else {
+                problem(name, "unknown key")
+            }
+        }
+    }
+}
+
+/// A whole number from its decimal text (an optional `-` and digits only).
+func parseInteger(_ text: String) -> Int? {
+    let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+    guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+    return Int(text)
+}
+
+/// Converts a parsed value to the `JSONValue` kept in the model. Numbers that do not fit a
+/// `Double` (such as `1e999`) are a problem at their key path.
+func jsonValue(_ value: JSON, path: String, problems: FileProblems) -> JSONValue? {
+    switch value {
+    case .null: return .null
+    case .bool(let bool): return .bool(bool)
+    case .string(let string): return .string(string)
+    case .number(let literal):
+        guard let number = Double(literal), number.isFinite else {
+            problems.add(path, "number is too large")
+            return nil
+        }
+        return .number(number)
+    case .array(let elements):
+        // Every element is converted, so that every problem is reported.
+        let converted = elements.enumerated().map { jsonValue($0.element, path: keyPath(path, index: $0.offset), problems: problems) }
+        guard converted.allSatisfy({ $0 != nil }) else { return nil }
+        return .array(converted.compactMap { $0 })
+    case .object(let members):
+        var result: [String: JSONValue] = [:]
+        var complete = true
+        for member in members {
+            if let converted = jsonValue(member.value, path: keyPath(path, member.key), problems: problems) {
+                result[member.key] = converted
+            } else {
+                complete = false
+            }
+        }
+        return complete ? .object(result) : nil
+    }
+}

@@ -1,0 +1,51 @@
+/// One problem in one file: printed by `midtier check-config` as "file: key: what is wrong".
+public struct ConfigProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The path as joined from the configuration directory given, e.g. `config/destinations/sf.json`.
+    public var file: String
+    /// The key path, e.g. `URL`, `authentication.jwks.file`, `users[2].passwordHash`;
+    /// empty for problems with the file as a whole (missing, unreadable, not JSON).
+    public var key: String
+    /// What is wrong, in plain words. Never contains a secret value.
+    public var message: String
+
+    public init(file: String, key: String, message: String) {
+        self.file = file
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String { "\(file): \(key): \(message)" }
+}
+
+/// Every problem found in one load, across all files.
+public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
+    public var problems: [ConfigProblem]
+
+    public init(problems: [ConfigProblem]) {
+        self.problems = problems
+    }
+
+    /// One problem per line.
+    public var description: String { problems.map(\.description).joined(separator: "\n") }
+}
+
+/// Collects the problems of one file while it is read.
+final class FileProblems {
+    let file: String
+    private(set) var problems: [ConfigProblem] = []
+
+    init(file: String) {
+        self.file = file
+    }
+
+    var isEmpty: Bool { problems.isEmpty }
+
+    func add(_ key: String, _ message: String) {
+        problems.append(ConfigProblem(file: file, key: key, message: message))
+    }
+
+    /// Whether a problem was recorded for `key` or for anything below it.
+    func has(under key: String) -> Bool {
+        problems.contains { $0.key == key || $0.key.hasPrefix(key + ".") || $0.key.hasPrefix(key + "[") }
+    }
+}

@@ -1,0 +1,71 @@
+// Secrets (`Password`, `signingKeyPassphrase`): inline, `{"env": "VAR"}` or `{"file": "path"}`.
+
+extension ConfigurationLoader {
+    /// Resolves a secret. Problems about the secret's shape name the inner key
+    /// (`Password.env`); a variable that is not set or a file that cannot be read is a
+    /// problem of the secret itself (`Password`). The value never appears in a message.
+    ///
+    /// An empty secret (inline, from the environment or from the file) is refused: it is
+    /// almost always a variable or file that was not filled in.
+    func secret(_ reader: ObjectReader, _ name: String, required: Bool, requiredBecause reason: String? = nil) -> String? {
+        guard let value = reader.value(name, required: required, requiredBecause: reason) else { return nil }
+        switch value {
+        case .string(let inline):
+            guard !inline.isEmpty else {
+                reader.problem(name, "must not be empty")
+                return nil
+            }
+            return inline
+        case .object:
+            guard let source = ObjectReader.make(value, path: reader.key(name), problems: reader.problems) else { return nil }
+            let variable = source.string("env")
+            let path = source.string("file")
+            source.reportUnknownKeys()
+            switch (source.contains("env"), source.contains("file")) {
+            case (true, true):
+                reader.problem(name, "give either env or file, not both")
+                return nil
+            case (false, false):
+                reader.problem(name, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"}")
+                return nil
+            default:
+                break
+            }
+            if let variable {
+                guard let resolved = environment[variable] else {
+                    reader.problem(name, "environment variable \(variable) is not set")
+                    return nil
+                }
+                guard !resolved.isEmpty else {
+                    reader.problem(name, "environment variable \(variable) is empty")
+                    return nil
+                }
+                return resolved
+            }
+            if let path {
+                switch readFile(path) {
+                case .failure(let error):
+                    reader.problem(name, "cannot read secret file \(path): \(error.message)")
+                    return nil
+                case .success(let bytes):
+                    guard var text = String(validating: bytes, as: UTF8.self) else {
+                        reader.problem(name, "secret file \(path) is not UTF-8 text")
+                        return nil
+                    }
+                    // Files written with `echo` or an editor end in a line break that is not
+                    // part of the secret.
+                    while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
+                    guard !text.isEmpty else {
+                        reader.problem(name, "secret file \(path) is empty")
+                        return nil
+                    }
+                    return text
+                }
+            }
+            return nil
+        default:
+            reader.problem(name, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"} (found \(value.kind))")
+            return nil
+        }
+    }
+}
