@@ -1,0 +1,30 @@
+import Foundation
+import MidtierConfiguration
+import SAMLSigning
+
+/// Loads a configuration directory, with the signing material checked by the SAML module.
+func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
+    try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial).load()
+}
+
+/// nil when the key loads (with its passphrase) and belongs to the certificate.
+@Sendable func validateSigningMaterial(_ settings: SAMLBearerSettings) -> (key: String, message: String)? {
+    let certificate: SigningCertificate
+    do {
+        certificate = try SigningCertificate(pem: settings.signingCertificatePEM)
+    } catch {
+        return ("signingCertificate", error.message)
+    }
+    do {
+        let key = try SigningKey(pem: settings.signingKeyPEM, passphrase: settings.signingKeyPassphrase)
+        guard key.matches(certificate) else { return ("signingKey", "the key does not belong to signingCertificate") }
+    } catch {
+        return ("signingKey", error.message)
+    }
+    return nil
+}
+
+/// Writes to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import MidtierServer
+import ServiceLifecycle
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the server.")
+
+    @Option(help: "The configuration directory.")
+    var config = "config"
+
+    func run() async throws {
+        let configuration: MidtierConfiguration
+        do {
+            configuration = try loadConfiguration(config)
+        } catch {
+            for problem in error.problems { printError(problem.description) }
+            printError("midtier: not starting: \(error.problems.count) configuration problem(s)")
+            throw ExitCode.failure
+        }
+        let level = Logger.Level(rawValue: configuration.server.logLevel) ?? .info
+        LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+        let logger = Logger(label: "midtier")
+
+        let server: MidtierServer
+        do {
+            let store = try MidtierServer.openStore(configuration.server.store)
+            server = try MidtierServer(configuration: configuration, store: store, logger: logger)
+        } catch {
+            printError("midtier: not starting: \(error)")
+            throw ExitCode.failure
+        }
+        let application = server.makeApplication()
+        let services = ServiceGroup(
+            configuration: .init(services: [.init(service: application)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
+        logger.info("midtier starting", metadata: ["listen": "\(configuration.server.listen)", "publicURL": "\(configuration.server.publicURL)",
+                                                   "apps": "\(configuration.apps.count)", "destinations": "\(configuration.destinations.count)"])
+        do {
+            try await services.run()
+        } catch {
+            logger.error("midtier stopped with an error", metadata: ["error": "\(error)"])
+            await server.shutdown()
+            throw ExitCode.failure
+        }
+        await server.shutdown()
+        logger.info("midtier stopped")
+    }
+}
+
+struct CheckConfig: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check-config",
+        abstract: "Validate every configuration file; print each problem as 'file: key: what is wrong'."
+    )
+
+    @Option(help: "The configuration directory.")
+    var config = "config"
+
+    func run() async throws {
+        do {
+            let configuration = try loadConfiguration(config)
+            print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
+        } catch {
+            for problem in error.problems { print(problem.description) }
+            throw ExitCode.failure
+        }
+    }
+}
