@@ -63,7 +63,7 @@ let package = Package(
         // Registrations (device onboarding) and the rules that decide whether one may call.
         .target(
             name: "Registrations",
-            dependencies: ["MidtierStore"],
+            dependencies: ["MidtierStore", "MidtierConfiguration"],
             swiftSettings: swiftSettings
         ),
         // Durable state: registrations (SQLite through GRDB).
@@ -84,16 +84,39 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // What both listeners share: the request context and OData-style refusals.
+        .target(
+            name: "MidtierHTTP",
+            dependencies: [
+                "MidtierStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The admin API (adminListen): users, blocks, registrations, tokens, reload, audit.
+        .target(
+            name: "AdminAPI",
+            dependencies: [
+                "MidtierHTTP", "Registrations", "TokenExchange", "DeviceAuthentication", "MidtierConfiguration",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP server: device API routes and the request path, wired together.
         .target(
             name: "MidtierServer",
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -126,7 +149,7 @@ let package = Package(
             name: "MidtierTests",
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -54,7 +54,7 @@ public final class BasicAuthenticator: Sendable {
     private let users: [String: LocalUser]
     private let cacheNanoseconds: UInt64
     private let capacity: Int
-    private let hmacKey: [UInt8]
+    private let digester = KeyedDigester()
     private let state = Mutex(State())
     private let now: @Sendable () -> UInt64
 
@@ -67,9 +67,6 @@ public final class BasicAuthenticator: Sendable {
         self.users = users
         self.cacheNanoseconds = UInt64(max(0, cacheSeconds)) * 1_000_000_000
         self.capacity = capacity
-        var key = [UInt8](repeating: 0, count: 32)
-        precondition(key.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, 32) } == 1, "no entropy for the credential cache key")
-        self.hmacKey = key
         self.now = now
     }
 
@@ -139,18 +136,34 @@ public final class BasicAuthenticator: Sendable {
         return .success((user, String(decoded[decoded.index(after: colon)...])))
     }
 
-    /// HMAC-SHA256 over length-prefixed user and password, so that no two (user, password)
-    /// pairs share an input.
     private func credentialDigest(user: String, password: String) -> CredentialDigest {
+        digester.digest([user, password])
+    }
+}
+
+/// HMAC-SHA256 under a random key that exists only in this process's memory: a cache key for
+/// a secret that reveals nothing about it, even to someone reading the process's memory
+/// dump without the key.
+public struct KeyedDigester: Sendable {
+    private let key: [UInt8]
+
+    public init() {
+        var key = [UInt8](repeating: 0, count: 32)
+        precondition(key.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, 32) } == 1, "no entropy for a digest key")
+        self.key = key
+    }
+
+    /// HMAC over the length-prefixed fields, so that no two field lists share an input.
+    public func digest(_ fields: [String]) -> CredentialDigest {
         var message: [UInt8] = []
-        for field in [user, password] {
+        for field in fields {
             let bytes = Array(field.utf8)
             withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { message.append(contentsOf: $0) }
             message.append(contentsOf: bytes)
         }
         var output = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
-        _ = hmacKey.withUnsafeBufferPointer { key in
+        _ = key.withUnsafeBufferPointer { key in
             message.withUnsafeBufferPointer { data in
                 output.withUnsafeMutableBufferPointer { out in
                     HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress, data.count, out.baseAddress, &length)
@@ -162,7 +175,7 @@ public final class BasicAuthenticator: Sendable {
 }
 
 /// 32 bytes of HMAC output as four words: cheap to hash and compare.
-struct CredentialDigest: Hashable, Sendable {
+public struct CredentialDigest: Hashable, Sendable {
     let a: UInt64, b: UInt64, c: UInt64, d: UInt64
     init(_ bytes: [UInt8]) {
         func word(_ offset: Int) -> UInt64 { bytes[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }

@@ -11,9 +11,11 @@ public enum HeaderPolicy {
         "host", "authorization", "content-length", "expect", "cookie",
     ]
 
-    /// Headers that claim an identity or a client address. They are never trusted from a
-    /// device and never forwarded, in any spelling: names are compared in lower case with `_`
-    /// read as `-`, because some servers (and CGI-style gateways) treat the two alike.
+    /// Headers that claim an identity or a client address, or that would make a back end read
+    /// the request differently from Midtier (original-URL and method-override headers). They
+    /// are never trusted from a device and never forwarded, in any spelling: names are
+    /// compared in lower case with `_` read as `-`, because some servers (and CGI-style
+    /// gateways) treat the two alike.
     public static func isIdentityHeader(_ name: String) -> Bool {
         let normalized = normalize(name)
         if normalized.hasPrefix("x-forwarded") || normalized.hasPrefix("x-smp-") || normalized.hasPrefix("x-auth-request-") {

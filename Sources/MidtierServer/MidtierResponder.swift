@@ -1,9 +1,9 @@
 import Hummingbird
 import Logging
+import MidtierHTTP
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)
 /// go through a Hummingbird router; every other path is a destination call for the proxy.
-/// Every refusal, including the router's own, is an OData v2 error body.
 struct MidtierResponder: HTTPResponder {
     typealias Context = MidtierRequestContext
 
@@ -15,20 +15,32 @@ struct MidtierResponder: HTTPResponder {
     static let reservedSegments: Set<Substring> = ["odata", "config", "mobileservices", "healthz", "readyz", "metrics", "admin"]
 
     func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
-        let path = request.uri.path
-        let first = path.dropFirst().prefix { $0 != "/" }
+        let first = request.uri.path.dropFirst().prefix { $0 != "/" }
         guard Self.reservedSegments.contains(first) else {
             return await proxy.handle(request, context: context)
         }
+        return try await ErrorTranslatingResponder(routes: ownRoutes, logger: logger).respond(to: request, context: context)
+    }
+}
+
+/// Runs a router and turns every refusal, including the router's own (404, 405), into an
+/// OData v2 error body. Nothing escapes as a bare 500.
+struct ErrorTranslatingResponder: HTTPResponder {
+    typealias Context = MidtierRequestContext
+
+    let routes: RouterResponder<MidtierRequestContext>
+    let logger: Logger
+
+    func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
         do {
-            return try await ownRoutes.respond(to: request, context: context)
+            return try await routes.respond(to: request, context: context)
         } catch let refusal as Refusal {
             return refusal.response
         } catch let error as HTTPError {
-            return Refusal(error.status, code: error.status.code == 404 ? "NOT_FOUND" : "ERROR",
+            return Refusal(error.status, code: error.status.code == 404 ? "NOT_FOUND" : "BAD_REQUEST",
                            error.body ?? error.status.reasonPhrase).response
         } catch {
-            logger.error("unexpected error", metadata: ["path": "\(path)", "error": "\(error)"])
+            logger.error("unexpected error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             return Refusal(.internalServerError, code: "INTERNAL_ERROR", "an unexpected error occurred").response
         }
     }

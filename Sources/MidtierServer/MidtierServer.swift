@@ -1,13 +1,17 @@
+import AdminAPI
 import AsyncHTTPClient
 import Forwarding
 import Foundation
 import Hummingbird
 import Logging
 import MidtierConfiguration
+import MidtierHTTP
 import NIOCore
 import Registrations
 import SAMLSigning
+import ServiceLifecycle
 import TokenExchange
+import UnixSignals
 
 /// Why the server cannot start; printed as is.
 public struct StartupError: Error, CustomStringConvertible {
@@ -16,42 +20,85 @@ public struct StartupError: Error, CustomStringConvertible {
 }
 
 /// One Midtier instance: its configuration runtime, state, token cache and HTTP client, and the
-/// device-facing application built from them.
+/// two applications built from them (devices on `listen`, admins on `adminListen`).
 public final class MidtierServer: Sendable {
     public let runtime: RuntimeHolder
     public let tokens: TokenCache
     public let registrations: RegistrationService
     public let httpClient: HTTPClient
+    /// Where `reload` reads from; nil when the configuration was built in memory (tests).
+    let configurationDirectory: String?
     let logger: Logger
 
-    public init(configuration: MidtierConfiguration, store: any RegistrationStore, logger: Logger,
-                tokenCache: TokenCache = TokenCache()) throws(StartupError) {
-        for (id, app) in configuration.apps {
+    public init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
+                tokenCache: TokenCache = TokenCache(),
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
+        let httpClient = Forwarder.makeHTTPClient()
+        do {
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient))
+        } catch {
+            try? httpClient.syncShutdown()
+            throw error
+        }
+        self.httpClient = httpClient
+        self.tokens = tokenCache
+        self.registrations = RegistrationService(store: store, now: clock)
+        self.configurationDirectory = configurationDirectory
+        self.logger = logger
+    }
+
+    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient) throws(StartupError) -> Runtime {
+        for (id, app) in configuration.apps.sorted(by: { $0.key < $1.key }) {
             if case .jwt = app.authentication {
                 throw StartupError("app \(id): JWT authentication is not supported by this Midtier build yet; use basic")
             }
         }
-        let httpClient = Forwarder.makeHTTPClient()
         do {
-            runtime = RuntimeHolder(try Runtime(configuration: configuration, httpClient: httpClient))
+            return try Runtime(configuration: configuration, httpClient: httpClient)
         } catch {
-            try? httpClient.syncShutdown()
             throw StartupError("signing material does not load: \(error.message)")
         }
-        self.httpClient = httpClient
-        self.tokens = tokenCache
-        self.registrations = RegistrationService(store: store)
-        self.logger = logger
     }
 
     /// Opens the store a configuration names.
-    public static func openStore(_ location: StoreLocation) throws(StartupError) -> any RegistrationStore {
+    public static func openStore(_ location: StoreLocation) throws(StartupError) -> any StateStore {
         switch location {
         case .sqlite(let path):
             do { return try SQLiteStore(path: path) } catch { throw StartupError(error.description) }
         case .postgres:
             throw StartupError("store: PostgreSQL is not supported by this Midtier build yet; use sqlite:PATH")
         }
+    }
+
+    /// Loads the configuration directory again and swaps it in whole; on any problem the old
+    /// configuration stays in force. Addresses and the store are read at startup only.
+    /// Cached tokens are dropped, since destinations or user mappings may have changed.
+    public func reload(by actor: Actor) async -> ReloadOutcome {
+        let outcome: ReloadOutcome
+        if let configurationDirectory {
+            do {
+                let configuration = try loadConfiguration(configurationDirectory)
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient)
+                self.runtime.replace(with: runtime)
+                tokens.removeAll()
+                outcome = .reloaded(apps: configuration.apps.count, destinations: configuration.destinations.count, users: configuration.users.count)
+            } catch let errors as ConfigurationErrors {
+                outcome = .rejected(errors.problems.map(\.description))
+            } catch {
+                outcome = .rejected(["\(configurationDirectory): \(error)"])
+            }
+        } else {
+            outcome = .rejected(["this server was not started from a configuration directory"])
+        }
+        let detail: String
+        switch outcome {
+        case .reloaded: detail = "reloaded"
+        case .rejected(let problems): detail = "rejected: \(problems.count) problem(s); the old configuration stays"
+        }
+        logger.notice("configuration reload", metadata: ["by": "\(actor.name)", "outcome": "\(detail)"])
+        try? await registrations.store.appendAudit(AuditEntry(at: registrations.now(), actor: actor.name, action: "config.reload",
+                                                              target: configurationDirectory ?? "", detail: detail, source: actor.source))
+        return outcome
     }
 
     /// The device-facing application on `listen` (or `address`, for tests).
@@ -74,16 +121,56 @@ public final class MidtierServer: Sendable {
         )
     }
 
-    /// Closes the HTTP client's connections; call once the application has stopped.
+    /// The admin application on `adminListen` (or `address`, for tests).
+    public func makeAdminApplication(
+        address: BindAddress? = nil,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
+        let settings = runtime.current.configuration.server
+        let runtime = self.runtime
+        let router = Router(context: MidtierRequestContext.self)
+        HealthRoutes(store: registrations.store).add(to: router)
+        AdminRoutes(
+            registrations: registrations, tokens: tokens,
+            authenticator: AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes }),
+            destinations: { Array(runtime.current.configuration.destinations.values) },
+            knownUser: { runtime.current.configuration.users[$0] != nil },
+            reload: { actor in await self.reload(by: actor) },
+            logger: logger
+        ).add(to: router)
+        return Application(
+            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger),
+            configuration: .init(address: address ?? .hostname(settings.adminListen.host, port: settings.adminListen.port), serverName: nil),
+            onServerRunning: onServerRunning,
+            logger: logger
+        )
+    }
+
+    /// A service that reloads the configuration on `SIGHUP` until shutdown.
+    public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
+
+    /// Closes the HTTP client's connections; call once the applications have stopped.
     public func shutdown() async {
         try? await httpClient.shutdown()
+    }
+}
+
+/// Reloads on every `SIGHUP`.
+struct HangupReloader: Service {
+    let server: MidtierServer
+
+    func run() async throws {
+        let signals = await UnixSignalsSequence(trapping: .sighup)
+        for await _ in signals.cancelOnGracefulShutdown() {
+            _ = await server.reload(by: Actor(name: "system", source: "SIGHUP"))
+        }
     }
 }
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (configuration loaded and store
 /// reachable: ready for traffic).
 struct HealthRoutes: Sendable {
-    let store: any RegistrationStore
+    let store: any StateStore
 
     func add(to router: Router<MidtierRequestContext>) {
         router.get("/healthz") { _, _ in Self.json(.ok, #"{"status":"ok"}"#) }

@@ -2,6 +2,7 @@ import DeviceAuthentication
 import Forwarding
 import HTTPTypes
 import Hummingbird
+import MidtierHTTP
 import Logging
 import MidtierConfiguration
 import Registrations
@@ -41,22 +42,23 @@ struct ProxyHandler: Sendable {
         guard let registrationID = Self.registrationID(of: request) else {
             throw .forbidden("the request has no X-SMP-APPCID registration id")
         }
-        let registration: Registration?
+        let found: (registration: Registration, block: UserBlock?)?
         do {
-            registration = try await registrations.store.registration(id: registrationID)
+            found = try await registrations.store.registrationAndBlock(id: registrationID)
         } catch {
             logger.error("store read failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
         }
-        guard let registration, let app = runtime.configuration.apps[registration.appId] else {
+        guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
             throw .forbidden("the registration id is not known")
         }
         let user = try await runtime.authenticate(request, app: app)
 
-        // 4. Only the owner's, active registration lets the call through.
+        // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
+        //    longer than the app's policy allows, lets the call through.
         let admission: Admission
         do {
-            admission = try await registrations.admit(registration, user: user.id)
+            admission = try await registrations.admit(found, user: user.id, policy: app.blockWipingPolicy)
         } catch {
             logger.error("store write failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
@@ -64,6 +66,7 @@ struct ProxyHandler: Sendable {
         switch admission {
         case .admitted: break
         case .unknown: throw .forbidden("the registration id is not known")
+        case .blocked(let kind): throw Refusal.userBlocked(kind)
         case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
         case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
         }

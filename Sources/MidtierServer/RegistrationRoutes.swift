@@ -2,6 +2,7 @@ import DeviceAuthentication
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MidtierHTTP
 import Logging
 import MidtierConfiguration
 import Registrations
@@ -42,8 +43,13 @@ struct RegistrationRoutes: Sendable {
         let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
         let registration: Registration
         do {
-            registration = try await registrations.register(app: app.id, user: user.id,
-                                                           requestedID: ProxyHandler.registrationID(of: request), device: device)
+            if let block = try await registrations.store.block(of: user.id), block.kind.blocksRegistration {
+                throw Refusal.userBlocked(block.kind)
+            }
+            registration = try await registrations.register(app: app.id, user: user.id, requestedID: ProxyHandler.registrationID(of: request),
+                                                           device: device, source: context.clientIP ?? "")
+        } catch let refusal as Refusal {
+            throw refusal
         } catch {
             logger.error("store write failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
@@ -71,17 +77,16 @@ struct RegistrationRoutes: Sendable {
                 guard let registration = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
                 return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .ok)
             case .delete:
-                guard try await registrations.delete(id: id, user: user.id, app: app.id) else { throw notFound }
+                guard try await registrations.delete(id: id, user: user.id, app: app.id, source: context.clientIP ?? "") else { throw notFound }
                 logger.info("registration deleted", metadata: ["app": "\(app.id)", "user": "\(user.id)", "registration": "\(id)"])
                 return Response(status: .noContent)
             default:
                 guard let existing = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
                 var body = request
-                let current = DeviceDetails(deviceType: existing.deviceType, deviceModel: existing.deviceModel, deviceId: existing.deviceId,
-                                            formFactor: existing.formFactor, apnsDeviceToken: existing.apnsDeviceToken,
-                                            androidGcmRegistrationId: existing.androidGcmRegistrationId)
-                let device = try await Self.deviceDetails(from: &body, context: context, existing: current)
-                guard try await registrations.updateDevice(id: id, user: user.id, app: app.id, { $0 = device }) != nil else { throw notFound }
+                let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
+                guard try await registrations.updateDevice(id: id, user: user.id, app: app.id, source: context.clientIP ?? "", { $0 = device }) != nil else {
+                    throw notFound
+                }
                 return Response(status: .noContent)
             }
         } catch let refusal as Refusal {

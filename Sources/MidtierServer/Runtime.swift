@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import DeviceAuthentication
 import Foundation
 import Hummingbird
+import MidtierHTTP
 import MidtierConfiguration
 import SAMLSigning
 import Synchronization

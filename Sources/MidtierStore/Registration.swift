@@ -52,19 +52,52 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// Durable registration state. Every write is committed before it returns: a change that was
+/// The result of a registration state change.
+public enum StateTransition: Sendable, Equatable {
+    case changed(Registration)
+    case notFound
+    /// The registration is in a state the change may not start from (a wiped one never
+    /// comes back).
+    case refused(current: Registration.State)
+}
+
+/// Durable state: registrations, user blocks, and the audit trail. Every write is one
+/// transaction, committed (with its audit entry) before it returns: a change that was
 /// acknowledged survives a crash.
-public protocol RegistrationStore: Sendable {
+public protocol StateStore: Sendable {
+    // MARK: Registrations
+
     /// Inserts `registration`; false (and nothing written) when its id is taken.
-    func insert(_ registration: Registration) async throws(StoreError) -> Bool
+    func insert(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool
     func registration(id: String) async throws(StoreError) -> Registration?
-    func registrations(user: String) async throws(StoreError) -> [Registration]
-    /// Replaces the stored registration with the same id; false when there is none.
-    func update(_ registration: Registration) async throws(StoreError) -> Bool
+    /// A registration with its owner's block, in one read (the request path needs both).
+    func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)?
+    func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
+    /// Replaces the device fields of the stored registration with the same id; false when
+    /// there is none.
+    func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool
+    /// Moves a registration to `state` when its current state is in `allowedFrom`.
+    func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+                    audit: AuditEntry) async throws(StoreError) -> StateTransition
     /// Deletes; false when there was none.
-    func delete(id: String) async throws(StoreError) -> Bool
-    /// Records a successful contact (monotonic: never moves back in time).
+    func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool
+    /// Records a successful contact (monotonic: never moves back in time). Not audited.
     func recordContact(id: String, at milliseconds: Int64) async throws(StoreError)
+
+    // MARK: Blocks
+
+    func block(of user: String) async throws(StoreError) -> UserBlock?
+    /// Sets (or replaces) the user's block.
+    func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError)
+    /// Removes the user's block; false when there was none.
+    func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool
+
+    // MARK: Audit
+
+    func appendAudit(_ entry: AuditEntry) async throws(StoreError)
+    /// Entries at or after `since` (ms), oldest first, at most `limit`.
+    func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
+
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool
 }

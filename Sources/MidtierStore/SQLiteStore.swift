@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 
-/// The embedded store: one SQLite file in WAL mode through GRDB. Writes are transactions that
-/// are committed (and synced per SQLite's `synchronous=FULL`) before they return.
-public final class SQLiteStore: RegistrationStore {
+/// The embedded store: one SQLite file in WAL mode through GRDB. Each change is one
+/// transaction with its audit entry, committed with `synchronous=FULL` before it returns, so
+/// an acknowledged change survives a crash and a power loss.
+public final class SQLiteStore: StateStore {
     private let database: DatabasePool
 
     /// Opens (creating if needed) the database at `path`, and its directory.
@@ -15,8 +16,6 @@ public final class SQLiteStore: RegistrationStore {
             }
             var configuration = Configuration()
             configuration.prepareDatabase { db in
-                // FULL: a committed transaction is on disk before the commit returns, so an
-                // acknowledged change survives power loss as well as a crash.
                 try db.execute(sql: "PRAGMA synchronous = FULL")
             }
             configuration.busyMode = .timeout(5)
@@ -48,15 +47,33 @@ public final class SQLiteStore: RegistrationStore {
                 CREATE INDEX registration_user ON registration(user_id);
                 """)
         }
+        migrator.registerMigration("v2: blocks and audit") { db in
+            try db.execute(sql: """
+                CREATE TABLE user_block (
+                    user_id TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    since INTEGER NOT NULL,
+                    blocked_by TEXT NOT NULL
+                );
+                CREATE TABLE audit (
+                    sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+                    at INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    target TEXT NOT NULL,
+                    detail TEXT NOT NULL,
+                    source TEXT NOT NULL
+                );
+                CREATE INDEX audit_at ON audit(at);
+                """)
+        }
         return migrator
     }
 
-    private static let columns = "id, app_id, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
+    // MARK: Rows
 
-    private static func arguments(_ r: Registration) -> StatementArguments {
-        [r.id, r.appId, r.userId, r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken,
-         r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue]
-    }
+    private static let columns = "id, app_id, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
 
     private static func registration(_ row: Row) -> Registration {
         Registration(
@@ -65,8 +82,22 @@ public final class SQLiteStore: RegistrationStore {
             formFactor: row["form_factor"], apnsDeviceToken: row["apns_device_token"],
             androidGcmRegistrationId: row["android_gcm_registration_id"],
             createdAt: row["created_at"], lastContactAt: row["last_contact_at"],
+            // An unreadable state is treated as the safest one.
             state: Registration.State(rawValue: row["state"]) ?? .wiped
         )
+    }
+
+    private static func block(_ row: Row) -> UserBlock? {
+        guard let user: String = row["b_user_id"] else { return nil }
+        return UserBlock(userId: user, kind: UserBlock.Kind(rawValue: row["b_kind"]) ?? .all, reason: row["b_reason"],
+                         since: row["b_since"], by: row["b_blocked_by"])
+    }
+
+    private static let blockColumns = "b.user_id AS b_user_id, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by"
+
+    private static func append(_ entry: AuditEntry, in db: Database) throws {
+        try db.execute(sql: "INSERT INTO audit (at, actor, action, target, detail, source) VALUES (?,?,?,?,?,?)",
+                       arguments: [entry.at, entry.actor, entry.action, entry.target, entry.detail, entry.source])
     }
 
     private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
@@ -85,11 +116,16 @@ public final class SQLiteStore: RegistrationStore {
         }
     }
 
-    public func insert(_ registration: Registration) async throws(StoreError) -> Bool {
+    // MARK: Registrations
+
+    public func insert(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                           arguments: Self.arguments(registration))
-            return db.changesCount == 1
+                           arguments: [r.id, r.appId, r.userId, r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken,
+                                       r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue])
+            guard db.changesCount == 1 else { return false }
+            if let audit { try Self.append(audit, in: db) }
+            return true
         }
     }
 
@@ -99,31 +135,57 @@ public final class SQLiteStore: RegistrationStore {
         }
     }
 
-    public func registrations(user: String) async throws(StoreError) -> [Registration] {
+    public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM registration WHERE user_id = ? ORDER BY created_at, id", arguments: [user])
-                .map(Self.registration)
+            let sql = "SELECT r.*, \(Self.blockColumns) FROM registration r LEFT JOIN user_block b ON b.user_id = r.user_id WHERE r.id = ?"
+            return try Row.fetchOne(db, sql: sql, arguments: [id]).map { (Self.registration($0), Self.block($0)) }
         }
     }
 
-    public func update(_ registration: Registration) async throws(StoreError) -> Bool {
+    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+        try await read { db in
+            var conditions: [String] = []
+            var arguments: StatementArguments = []
+            if let user = filter.user { conditions.append("user_id = ?"); arguments += [user] }
+            if let app = filter.app { conditions.append("app_id = ?"); arguments += [app] }
+            if let state = filter.state { conditions.append("state = ?"); arguments += [state.rawValue] }
+            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            return try Row.fetchAll(db, sql: "SELECT \(Self.columns) FROM registration \(whereClause) ORDER BY created_at, id",
+                                    arguments: arguments).map(Self.registration)
+        }
+    }
+
+    public func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { db in
             try db.execute(sql: """
-                UPDATE registration SET app_id = ?, user_id = ?, device_type = ?, device_model = ?, device_id = ?,
-                    form_factor = ?, apns_device_token = ?, android_gcm_registration_id = ?, created_at = ?,
-                    last_contact_at = ?, state = ? WHERE id = ?
-                """, arguments: [registration.appId, registration.userId, registration.deviceType, registration.deviceModel,
-                                 registration.deviceId, registration.formFactor, registration.apnsDeviceToken,
-                                 registration.androidGcmRegistrationId, registration.createdAt, registration.lastContactAt,
-                                 registration.state.rawValue, registration.id])
-            return db.changesCount == 1
+                UPDATE registration SET device_type = ?, device_model = ?, device_id = ?, form_factor = ?,
+                    apns_device_token = ?, android_gcm_registration_id = ? WHERE id = ?
+                """, arguments: [r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken, r.androidGcmRegistrationId, r.id])
+            guard db.changesCount == 1 else { return false }
+            if let audit { try Self.append(audit, in: db) }
+            return true
         }
     }
 
-    public func delete(id: String) async throws(StoreError) -> Bool {
+    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+                           audit: AuditEntry) async throws(StoreError) -> StateTransition {
+        try await write { db in
+            guard var registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
+                .map(Self.registration) else { return .notFound }
+            guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
+            try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
+            try Self.append(audit, in: db)
+            registration.state = state
+            return .changed(registration)
+        }
+    }
+
+    public func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { db in
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            if let audit { try Self.append(audit, in: db) }
+            return true
         }
     }
 
@@ -131,6 +193,46 @@ public final class SQLiteStore: RegistrationStore {
         try await write { db in
             try db.execute(sql: "UPDATE registration SET last_contact_at = ? WHERE id = ? AND last_contact_at < ?",
                            arguments: [milliseconds, id, milliseconds])
+        }
+    }
+
+    // MARK: Blocks
+
+    public func block(of user: String) async throws(StoreError) -> UserBlock? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM user_block b WHERE b.user_id = ?", arguments: [user]).flatMap(Self.block)
+        }
+    }
+
+    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO user_block (user_id, kind, reason, since, blocked_by) VALUES (?,?,?,?,?)",
+                           arguments: [block.userId, block.kind.rawValue, block.reason, block.since, block.by])
+            try Self.append(audit, in: db)
+        }
+    }
+
+    public func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM user_block WHERE user_id = ?", arguments: [user])
+            guard db.changesCount == 1 else { return false }
+            try Self.append(audit, in: db)
+            return true
+        }
+    }
+
+    // MARK: Audit
+
+    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+        try await write { db in try Self.append(entry, in: db) }
+    }
+
+    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE at >= ? ORDER BY sequence LIMIT ?", arguments: [since, limit]).map { row in
+                AuditEntry(sequence: row["sequence"], at: row["at"], actor: row["actor"], action: row["action"],
+                           target: row["target"], detail: row["detail"], source: row["source"])
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import MidtierConfiguration
 @_exported import MidtierStore
 
 /// The device-supplied fields of a new or updated registration.
@@ -19,28 +20,73 @@ public struct DeviceDetails: Sendable, Equatable {
         self.apnsDeviceToken = apnsDeviceToken
         self.androidGcmRegistrationId = androidGcmRegistrationId
     }
+
+    public init(of registration: Registration) {
+        self.init(deviceType: registration.deviceType, deviceModel: registration.deviceModel, deviceId: registration.deviceId,
+                  formFactor: registration.formFactor, apnsDeviceToken: registration.apnsDeviceToken,
+                  androidGcmRegistrationId: registration.androidGcmRegistrationId)
+    }
 }
 
-/// Whether a proxied call on a registration may go ahead (SPEC §4).
+/// Whether a proxied call on a registration may go ahead (SPEC §4), in the order the checks
+/// are made.
 public enum Admission: Sendable, Equatable {
     case admitted(Registration)
     /// No such registration, or not this user's: to the caller it does not exist.
     case unknown
-    case locked
+    /// The user is blocked for traffic (`.traffic` or `.all`).
+    case blocked(UserBlock.Kind)
     case wiped
+    case locked
 }
 
-/// Onboarding and the ownership rules: a registration belongs to one user of one app, and for
-/// anyone else it does not exist.
+/// What an admin or a user may do to a registration.
+public enum RegistrationAction: String, Sendable, CaseIterable {
+    case lock, unlock, wipe
+
+    var target: Registration.State {
+        switch self {
+        case .lock: .locked
+        case .unlock: .active
+        case .wipe: .wiped
+        }
+    }
+
+    /// A wiped registration never comes back: only a wipe may start from one.
+    var allowedFrom: Set<Registration.State> {
+        switch self {
+        case .lock, .unlock: [.active, .locked]
+        case .wipe: [.active, .locked, .wiped]
+        }
+    }
+}
+
+/// Who made a change and from where, for the audit trail.
+public struct Actor: Sendable, Equatable {
+    /// `admin#<n>`, `user:<id>` or `system`.
+    public var name: String
+    /// The client address.
+    public var source: String
+    public init(name: String, source: String = "") {
+        self.name = name
+        self.source = source
+    }
+    public static func user(_ id: String, source: String) -> Actor { Actor(name: "user:\(id)", source: source) }
+    public static let system = Actor(name: "system")
+}
+
+/// Onboarding, the ownership rules (a registration belongs to one user of one app; for anyone
+/// else it does not exist), and the rules that decide whether a registration may call.
 public struct RegistrationService: Sendable {
-    public let store: any RegistrationStore
+    public let store: any StateStore
     /// Milliseconds since 1970 (injectable for tests).
-    let now: @Sendable () -> Int64
+    public let now: @Sendable () -> Int64
     /// How often a registration's last contact is written at most (a write per request would
     /// cost more than the request).
     public static let contactResolutionMilliseconds: Int64 = 60_000
+    static let dayMilliseconds: Int64 = 86_400_000
 
-    public init(store: any RegistrationStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    public init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.store = store
         self.now = now
     }
@@ -59,7 +105,7 @@ public struct RegistrationService: Sendable {
 
     /// Creates a registration owned by `user`. A client-supplied id is kept when acceptable and
     /// free; otherwise a new UUID is given.
-    public func register(app: String, user: String, requestedID: String?, device: DeviceDetails) async throws(StoreError) -> Registration {
+    public func register(app: String, user: String, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Registration {
         let created = now()
         var registration = Registration(
             id: "", appId: app, userId: user,
@@ -67,13 +113,17 @@ public struct RegistrationService: Sendable {
             formFactor: device.formFactor, apnsDeviceToken: device.apnsDeviceToken,
             androidGcmRegistrationId: device.androidGcmRegistrationId, createdAt: created
         )
+        func audit() -> AuditEntry {
+            AuditEntry(at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
+                       detail: "app \(app), \(device.deviceType) \(device.deviceModel)", source: source)
+        }
         if let requestedID, Self.isAcceptableID(requestedID) {
             registration.id = requestedID
-            if try await store.insert(registration) { return registration }
+            if try await store.insert(registration, audit: audit()) { return registration }
         }
         while true {
             registration.id = UUID().uuidString.lowercased()
-            if try await store.insert(registration) { return registration }
+            if try await store.insert(registration, audit: audit()) { return registration }
         }
     }
 
@@ -85,12 +135,10 @@ public struct RegistrationService: Sendable {
     }
 
     /// Updates the device fields of an owned registration; nil when it is not the user's.
-    public func updateDevice(id: String, user: String, app: String, _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> Registration? {
+    public func updateDevice(id: String, user: String, app: String, source: String,
+                             _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> Registration? {
         guard var registration = try await owned(id: id, user: user, app: app) else { return nil }
-        var device = DeviceDetails(deviceType: registration.deviceType, deviceModel: registration.deviceModel,
-                                   deviceId: registration.deviceId, formFactor: registration.formFactor,
-                                   apnsDeviceToken: registration.apnsDeviceToken,
-                                   androidGcmRegistrationId: registration.androidGcmRegistrationId)
+        var device = DeviceDetails(of: registration)
         change(&device)
         registration.deviceType = device.deviceType
         registration.deviceModel = device.deviceModel
@@ -98,26 +146,51 @@ public struct RegistrationService: Sendable {
         registration.formFactor = device.formFactor
         registration.apnsDeviceToken = device.apnsDeviceToken
         registration.androidGcmRegistrationId = device.androidGcmRegistrationId
-        guard try await store.update(registration) else { return nil }
+        let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
+        guard try await store.updateDevice(registration, audit: audit) else { return nil }
         return registration
     }
 
     /// Deletes an owned registration; false when it is not the user's (or does not exist).
-    public func delete(id: String, user: String, app: String) async throws(StoreError) -> Bool {
+    public func delete(id: String, user: String, app: String, source: String) async throws(StoreError) -> Bool {
         guard try await owned(id: id, user: user, app: app) != nil else { return false }
-        return try await store.delete(id: id)
+        let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.delete", target: id, source: source)
+        return try await store.delete(id: id, audit: audit)
     }
 
-    /// Decides whether `user` may make a proxied call with `registration` (as read from the
-    /// store), and records the contact (at most once per `contactResolutionMilliseconds`).
-    public func admit(_ registration: Registration?, user: String) async throws(StoreError) -> Admission {
-        guard let registration, registration.userId == user else { return .unknown }
+    /// Locks, unlocks or wipes a registration, with an audit entry in the same transaction.
+    public func apply(_ action: RegistrationAction, to id: String, by actor: Actor, detail: String = "") async throws(StoreError) -> StateTransition {
+        let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
+                               detail: detail, source: actor.source)
+        return try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
+    }
+
+    /// Decides whether `user` may make a proxied call with `found` (a registration and its
+    /// owner's block, as read from the store), enforcing the app's offline policy server-side
+    /// from the last contact, and records the contact.
+    public func admit(_ found: (registration: Registration, block: UserBlock?)?, user: String,
+                      policy: BlockWipingPolicy) async throws(StoreError) -> Admission {
+        guard let (registration, block) = found, registration.userId == user else { return .unknown }
+        if let block, block.kind.blocksTraffic { return .blocked(block.kind) }
         switch registration.state {
         case .wiped: return .wiped
         case .locked: return .locked
         case .active: break
         }
         let now = now()
+        if policy.blockWipeEnabled {
+            let offline = now - registration.lastContactAt
+            if policy.wipeDisconnectedPeriod > 0, offline > Int64(policy.wipeDisconnectedPeriod) * Self.dayMilliseconds {
+                _ = try await apply(.wipe, to: registration.id, by: .system,
+                                    detail: "offline longer than wipeDisconnectedPeriod (\(policy.wipeDisconnectedPeriod) days)")
+                return .wiped
+            }
+            if policy.blockDisconnectedPeriod > 0, offline > Int64(policy.blockDisconnectedPeriod) * Self.dayMilliseconds {
+                _ = try await apply(.lock, to: registration.id, by: .system,
+                                    detail: "offline longer than blockDisconnectedPeriod (\(policy.blockDisconnectedPeriod) days)")
+                return .locked
+            }
+        }
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
             try await store.recordContact(id: registration.id, at: now)
         }

@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import DeviceAuthentication
 import Foundation
 import MidtierConfiguration
+import MidtierServer
 import SAMLSigning
 import TokenExchange
 

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import MidtierServer
 import SuccessFactorsSandbox
 
 struct Sandbox: AsyncParsableCommand {

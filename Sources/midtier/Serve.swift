@@ -28,16 +28,21 @@ struct Serve: AsyncParsableCommand {
         let server: MidtierServer
         do {
             let store = try MidtierServer.openStore(configuration.server.store)
-            server = try MidtierServer(configuration: configuration, store: store, logger: logger)
+            server = try MidtierServer(configuration: configuration, configurationDirectory: config, store: store, logger: logger)
         } catch {
             printError("midtier: not starting: \(error)")
             throw ExitCode.failure
         }
-        let application = server.makeApplication()
-        let services = ServiceGroup(
-            configuration: .init(services: [.init(service: application)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
-        )
-        logger.info("midtier starting", metadata: ["listen": "\(configuration.server.listen)", "publicURL": "\(configuration.server.publicURL)",
+        let services = ServiceGroup(configuration: .init(
+            services: [
+                .init(service: server.makeApplication()),
+                .init(service: server.makeAdminApplication()),
+                .init(service: server.reloadOnHangup()),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger
+        ))
+        logger.info("midtier starting", metadata: ["listen": "\(configuration.server.listen)", "adminListen": "\(configuration.server.adminListen)", "publicURL": "\(configuration.server.publicURL)",
                                                    "apps": "\(configuration.apps.count)", "destinations": "\(configuration.destinations.count)"])
         do {
             try await services.run()

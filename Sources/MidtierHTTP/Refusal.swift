@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MidtierStore
 
 /// A refusal as the device sees it (SPEC §4): a status, an OData v2 error body
 /// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the
@@ -34,16 +35,24 @@ public struct Refusal: Error, Sendable, Equatable {
 }
 
 extension Refusal {
-    static func unauthorized(_ message: String) -> Refusal {
+    public static func unauthorized(_ message: String) -> Refusal {
         Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Basic realm=\"midtier\", charset=\"UTF-8\"")
     }
-    static func notFound(_ message: String) -> Refusal { Refusal(.notFound, code: "NOT_FOUND", message) }
-    static func badRequest(_ message: String) -> Refusal { Refusal(.badRequest, code: "BAD_REQUEST", message) }
-    static func forbidden(_ message: String, messageCode: String? = nil) -> Refusal {
+    public static func notFound(_ message: String) -> Refusal { Refusal(.notFound, code: "NOT_FOUND", message) }
+    public static func badRequest(_ message: String) -> Refusal { Refusal(.badRequest, code: "BAD_REQUEST", message) }
+    public static func forbidden(_ message: String, messageCode: String? = nil) -> Refusal {
         Refusal(.forbidden, code: messageCode ?? "FORBIDDEN", message, messageCode: messageCode)
     }
-    static func badGateway(_ message: String) -> Refusal { Refusal(.badGateway, code: "BAD_GATEWAY", message) }
-    static func gatewayTimeout(_ message: String) -> Refusal { Refusal(.gatewayTimeout, code: "GATEWAY_TIMEOUT", message) }
-    static func unavailable(_ message: String) -> Refusal { Refusal(.serviceUnavailable, code: "SERVICE_UNAVAILABLE", message) }
-    static func methodNotAllowed(_ message: String) -> Refusal { Refusal(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message) }
+    /// A blocked user: `TRAFFIC_BLOCKED`, `REG_BLOCKED`, or `TRAFFIC_REG_BLOCKED` for both.
+    public static func userBlocked(_ kind: UserBlock.Kind) -> Refusal {
+        switch kind {
+        case .traffic: .forbidden("the user is blocked", messageCode: "TRAFFIC_BLOCKED")
+        case .registration: .forbidden("the user is blocked from registering devices", messageCode: "REG_BLOCKED")
+        case .all: .forbidden("the user is blocked", messageCode: "TRAFFIC_REG_BLOCKED")
+        }
+    }
+    public static func badGateway(_ message: String) -> Refusal { Refusal(.badGateway, code: "BAD_GATEWAY", message) }
+    public static func gatewayTimeout(_ message: String) -> Refusal { Refusal(.gatewayTimeout, code: "GATEWAY_TIMEOUT", message) }
+    public static func unavailable(_ message: String) -> Refusal { Refusal(.serviceUnavailable, code: "SERVICE_UNAVAILABLE", message) }
+    public static func methodNotAllowed(_ message: String) -> Refusal { Refusal(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message) }
 }

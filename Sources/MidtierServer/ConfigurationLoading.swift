@@ -3,7 +3,7 @@ import MidtierConfiguration
 import SAMLSigning
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.
-func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
+public func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
     try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial).load()
 }
 
@@ -25,6 +25,6 @@ func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> Midti
 }
 
 /// Writes to standard error.
-func printError(_ text: String) {
+public func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
