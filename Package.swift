@@ -145,6 +145,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "ConfigurationTests", dependencies: ["MidtierConfiguration"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MidtierTests",
             dependencies: [

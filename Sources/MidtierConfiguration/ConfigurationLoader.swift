@@ -12,9 +12,10 @@ import Foundation
 /// Relative paths inside the files (key and certificate files, a JWKS file, secret files)
 /// resolve against the process working directory, not against the configuration directory.
 public struct ConfigurationLoader: Sendable {
-    public var directory: String
-    public var environment: [String: String]
-    public var validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)?
+    /// The configuration directory, as given.
+    public let directory: String
+    let environment: [String: String]
+    let validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)?
 
     /// `validateSigningMaterial` is called for each OAuth2SAMLBearerAssertion destination after
     /// its files are read; it returns nil when the key loads and matches the certificate, else
@@ -62,13 +63,14 @@ public struct ConfigurationLoader: Sendable {
         // apps/*.json
         var apps: [String: AppConfiguration] = [:]
         var basicApps: [String] = []
+        let definedDestinations = Set(destinationFiles.map(\.name))
         for (id, path) in listFiles("apps", problems: &problems) {
             let file = FileProblems(file: path)
             if !isPlainName(id, extra: [".", "_", "-"]) {
                 file.add("", "the file name must be an app id of letters, digits, '.', '_' and '-' followed by .json")
             }
             if let reader = openObject(file, required: true) {
-                let (app, usesBasic) = loadApp(reader, id: id, definedDestinations: Set(destinationFiles.map(\.name)))
+                let (app, usesBasic) = loadApp(reader, id: id, definedDestinations: definedDestinations)
                 if usesBasic { basicApps.append(id) }
                 if let app, file.isEmpty { apps[id] = app }
             }

@@ -16,7 +16,8 @@ let maximumFileBytes = 16 * 1024 * 1024
 /// neither the path nor the contents (callers add the path where it helps).
 /// Relative paths resolve against the process working directory (SPEC §2).
 func readFile(_ path: String) -> Result<[UInt8], FileReadError> {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    // O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused as not a regular file).
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard descriptor >= 0 else { return .failure(FileReadError(errno: errno)) }
     defer { close(descriptor) }
 

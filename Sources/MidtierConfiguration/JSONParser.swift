@@ -142,6 +142,7 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
+            if current == UInt8(ascii: "}") { throw error("a comma after the last member is not allowed") }
             guard current == UInt8(ascii: "\"") else { throw error("expected a key in double quotes") }
             let key = try parseString()
             skipWhitespace()
@@ -177,6 +178,7 @@ struct JSONParser {
         }
         while true {
             skipWhitespace()
+            if current == UInt8(ascii: "]") { throw error("a comma after the last element is not allowed") }
             elements.append(try parseValue(path: keyPath(path, index: elements.count), depth: depth))
             skipWhitespace()
             if current == UInt8(ascii: ",") {

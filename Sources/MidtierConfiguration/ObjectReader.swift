@@ -150,13 +150,40 @@ final class ObjectReader {
     /// Records "unknown key" for every member that was neither read nor accepted.
     func reportUnknownKeys() {
         for name in keys where !known.contains(name) {
-            if let hint = known.first(where: { $0.lowercased() == name.lowercased() }) {
+            if let hint = closestKnownKey(to: name) {
                 problem(name, "unknown key (did you mean \"\(hint)\"?)")
             } else {
                 problem(name, "unknown key")
             }
         }
     }
+
+    /// A known key that differs from `name` only in letter case or by at most two edits
+    /// (a typo), for a hint.
+    private func closestKnownKey(to name: String) -> String? {
+        if let sameLetters = known.sorted().first(where: { $0.lowercased() == name.lowercased() }) {
+            return sameLetters
+        }
+        let candidates = known.sorted()
+            .map { (key: $0, distance: editDistance($0.lowercased(), name.lowercased())) }
+            .filter { $0.distance <= min(2, name.count / 3) }
+        return candidates.min { $0.distance < $1.distance }?.key
+    }
+}
+
+/// Levenshtein distance between two short texts.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var row = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = row
+    }
+    return previous[b.count]
 }
 
 /// A whole number from its decimal text (an optional `-` and digits only).

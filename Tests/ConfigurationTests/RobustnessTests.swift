@@ -1,0 +1,136 @@
+import Foundation
+import MidtierConfiguration
+import Testing
+
+@Suite struct SecretTests {
+    /// Secrets put in every wrong place a hurried operator might put them: no message repeats them.
+    @Test func noProblemMessageContainsASecretValue() {
+        let secrets = [
+            "inline-password-5b1e", "pg-password-77aa", "admin-token-plain-31f0", "user-password-plain-c4d2",
+            "header-secret-9e8d", "proxy-secret-0a0b", "url-secret-4c4c",
+            Values.keyPassphrase, Values.legacyPassword,
+        ]
+        let fixture = Fixture()
+        // Inline password, but User missing.
+        fixture.set("destinations/legacy.json", "Password", #""inline-password-5b1e""#)
+        fixture.remove("destinations/legacy.json", "User")
+        // Secrets in keys that expect something else.
+        fixture.set("midtier.json", "store", #""postgres://midtier:pg-password-77aa@ db/x""#)
+        fixture.set("midtier.json", "adminTokenHashes", #"["admin-token-plain-31f0"]"#)
+        fixture.set("midtier.json", "logLevel", #""admin-token-plain-31f0""#)
+        fixture.set("midtier.json", "maxRequestBodyBytes", #""admin-token-plain-31f0""#)
+        fixture.set("users.json", "users", #"[{"id":"alice","passwordHash":"user-password-plain-c4d2"}]"#)
+        fixture.set("destinations/sf.json", "URL.headers.X-Api-Key", #""header-secret-9e8d\n""#)
+        fixture.set("destinations/sf.json", "ProxyType", #""proxy-secret-0a0b""#)
+        fixture.set("destinations/sf.json", "URL", #""https://user:url-secret-4c4c@api.sf.example/""#)
+        fixture.set("destinations/sf.json", "Passwort", #""inline-password-5b1e""#)
+        fixture.set("apps/com.example.payroll.json", "blockWipingPolicy", #"{"blockWipeEnabled":"user-password-plain-c4d2"}"#)
+        // Resolved secrets next to other problems.
+        fixture.set("destinations/sf.json", "signingCertificate", #""/nonexistent/cert.pem""#)
+        fixture.set("destinations/sf.json", "timeout", #""Dedicated""#)
+        fixture.set("destinations/legacy.json", "timeout", #""inline-password-5b1e""#)
+
+        let problems = fixture.problems()
+        #expect(problems.count >= 14)
+        for problem in problems {
+            for secret in secrets {
+                #expect(!problem.description.contains(secret), "\(problem.file): \(problem.key) leaks a secret")
+            }
+        }
+        // Secret resolution problems name the variable or file, never a value.
+        fixture.environment = ["TEST_SF_KEY_PASSPHRASE": ""]
+        #expect(fixture.problems().contains(ConfigProblem(
+            file: fixture.path("destinations/sf.json"), key: "signingKeyPassphrase",
+            message: "environment variable TEST_SF_KEY_PASSPHRASE is empty"
+        )))
+    }
+}
+
+@Suite struct RobustnessTests {
+    /// Every truncation of a valid file is a file-level problem, never a crash.
+    @Test func everyTruncationOfADestinationIsReported() throws {
+        let fixture = Fixture()
+        fixture.write()
+        let text = try String(contentsOfFile: fixture.path("destinations/sf.json"), encoding: .utf8)
+        let bytes = Array(text.utf8)
+        fixture.files["destinations/sf.json"] = nil
+        for length in stride(from: 0, to: bytes.count - 2, by: 7) {
+            fixture.rawBytes["destinations/sf.json"] = Array(bytes[..<length])
+            let problems = fixture.problems()
+            #expect(problems.contains { $0.file == fixture.path("destinations/sf.json") && $0.key == "" },
+                    "prefix of \(length) bytes")
+        }
+    }
+
+    @Test func deepNestingIsRefusedNotFollowed() {
+        let fixture = Fixture()
+        let depth = 100_000
+        fixture.set("apps/com.example.payroll.json", "discovery",
+                    "{\"deep\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}")
+        let problems = fixture.problems()
+        #expect(problems.count == 1)
+        #expect(problems.first?.key == "")
+        #expect(problems.first?.message.contains("nested more than 100 levels deep") == true)
+    }
+
+    @Test func moderateNestingInFreeFormValuesIsKept() throws {
+        let fixture = Fixture()
+        let depth = 50
+        fixture.set("apps/com.example.payroll.json", "discovery",
+                    "{\"deep\":" + String(repeating: "[", count: depth) + "1e3" + String(repeating: "]", count: depth) + "}")
+        var value = try #require(try fixture.load().apps["com.example.payroll"]?.discovery["deep"])
+        for _ in 0..<depth {
+            guard case .array(let elements) = value, let first = elements.first else {
+                Issue.record("expected an array")
+                return
+            }
+            value = first
+        }
+        #expect(value == .number(1000))
+    }
+
+    @Test func wrongTypesEverywhereAreProblemsNotCrashes() {
+        let values = ["null", "true", "-0", "1e400", "-123456789012345678901234567890", "\"\"", "\"\\u0000\"", "[]", "{}", "[[{}]]"]
+        for value in values {
+            let fixture = Fixture()
+            for (file, members) in fixture.files {
+                for (key, _) in members { fixture.set(file, key, value) }
+            }
+            let problems = fixture.problems()
+            #expect(!problems.isEmpty, "value \(value)")
+        }
+    }
+
+    @Test func escapesAndUnicodeAreDecoded() throws {
+        let fixture = Fixture()
+        fixture.set("destinations/sf.json", "Description", #""Gehaltsabrechnung \u00fc \ud83d\ude00 \"quoted\" \\ \/""#)
+        fixture.set("destinations/sf.json", "companyId", #""Acme\u0041""#)
+        let destination = try #require(try fixture.load().destinations["sf"])
+        guard case .samlBearer(let saml) = destination.authentication else {
+            Issue.record("expected SAML")
+            return
+        }
+        #expect(saml.companyId == "AcmeA")
+
+        fixture.set("destinations/sf.json", "Description", #""lone \ud83d surrogate""#)
+        let problems = fixture.problems()
+        #expect(problems.count == 1)
+        #expect(problems.first?.message.contains("unpaired surrogate") == true)
+    }
+
+    @Test func unreadableFilesAreProblems() throws {
+        let fixture = Fixture()
+        fixture.write()
+        // A directory where a file should be.
+        try FileManager.default.createDirectory(atPath: fixture.path("destinations/dir.json"), withIntermediateDirectories: true)
+        let problems = try? ConfigurationLoader(directory: fixture.config, environment: fixture.environment).load()
+        #expect(problems == nil)
+        do {
+            _ = try ConfigurationLoader(directory: fixture.config, environment: fixture.environment).load()
+        } catch {
+            #expect(error.problems == [ConfigProblem(
+                file: fixture.path("destinations/dir.json"), key: "", message: "cannot read the file: is a directory, not a file"
+            )])
+        }
+    }
+}
