@@ -110,6 +110,8 @@ public final class MidtierServer: Sendable {
         let router = Router(context: MidtierRequestContext.self)
         HealthRoutes(store: registrations.store).add(to: router)
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        ClientConfigurationRoutes(runtime: runtime).add(to: router)
+        SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let forwarder = Forwarder(httpClient: httpClient, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)

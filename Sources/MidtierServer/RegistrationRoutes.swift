@@ -136,10 +136,9 @@ struct RegistrationRoutes: Sendable {
         "\(publicURL)/odata/applications/\(version)/\(registration.appId)/Connections('\(registration.id.replacingOccurrences(of: "'", with: "''"))')"
     }
 
-    /// The SAP `{"d":{...}}` entity body.
-    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String, status: HTTPResponse.Status) -> Response {
-        let policy = app.blockWipingPolicy
-        let entity: [String: Any] = [
+    /// The SAP `Connection` entity.
+    static func entity(_ registration: Registration, policy: BlockWipingPolicy, version: String, publicURL: String) -> [String: Any] {
+        [
             "__metadata": [
                 "uri": entityURI(registration, version: version, publicURL: publicURL),
                 "type": "applications.Connection",
@@ -160,9 +159,10 @@ struct RegistrationRoutes: Sendable {
             "WipeDisconnectedPeriod": policy.wipeDisconnectedPeriod,
             "IsWiped": registration.state == .wiped,
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: ["d": entity], options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json;charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The SAP `{"d":{...}}` entity body.
+    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String, status: HTTPResponse.Status) -> Response {
+        ClientConfigurationRoutes.json(["d": entity(registration, policy: app.blockWipingPolicy, version: version, publicURL: publicURL)], status: status)
     }
 }

@@ -72,6 +72,13 @@ final class PortBox: Sendable {
     }
 }
 
+/// Wall-clock milliseconds for Midtier, moved forward by tests (days offline, …).
+final class TestClock: Sendable {
+    private let offset = Mutex<Int64>(0)
+    var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) + offset.withLock { $0 } }
+    func advance(days: Int) { offset.withLock { $0 += Int64(days) * 86_400_000 } }
+}
+
 /// The demo users of the tests: Midtier user id, password, SuccessFactors user id.
 struct TestUser: Sendable {
     let id: String
@@ -86,13 +93,16 @@ struct TestUser: Sendable {
 struct TestEnvironment: Sendable {
     let directory: String
     let midtierPort: Int
+    let adminPort: Int
     let sandboxPort: Int
     let echoPort: Int
     let server: MidtierServer
     let sandbox: SandboxServer
     let echo: EchoBackend
     let client: HTTPClient
+    let clock: TestClock
 
+    static let adminToken = "test-admin-token-0123456789"
     var midtierURL: String { "http://127.0.0.1:\(midtierPort)" }
     var sandboxURL: String { "http://127.0.0.1:\(sandboxPort)" }
 
@@ -113,7 +123,7 @@ struct TestEnvironment: Sendable {
         let sandbox = SandboxServer(tokens: try SandboxTokenService(settings: .init(
             certificatePEM: keys.certificatePEM, clientID: clientKey, companyID: companyID)))
         let echo = EchoBackend()
-        let sandboxPort = PortBox(), echoPort = PortBox(), midtierPort = PortBox()
+        let sandboxPort = PortBox(), echoPort = PortBox(), midtierPort = PortBox(), adminPort = PortBox()
         let backEnds = ServiceGroup(configuration: .init(services: [
             .init(service: sandbox.makeApplication(address: .hostname("127.0.0.1", port: 0), logger: logger, onServerRunning: sandboxPort.set)),
             .init(service: echo.makeApplication(onServerRunning: echoPort.set)),
@@ -123,7 +133,8 @@ struct TestEnvironment: Sendable {
 
         var configuration = MidtierConfiguration(
             server: ServerSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), publicURL: "http://midtier.test:8080",
-                                   store: .sqlite(path: "\(directory)/midtier.sqlite")),
+                                   store: .sqlite(path: "\(directory)/midtier.sqlite"),
+                                   adminTokenHashes: [SecretHashing.hash("another-admin-token", cost: 4), SecretHashing.hash(adminToken, cost: 4)]),
             apps: ["demo": AppConfiguration(id: "demo", destinations: ["sf", "echo"])],
             destinations: [
                 "sf": DestinationConfiguration(
@@ -145,14 +156,17 @@ struct TestEnvironment: Sendable {
         )
         adjust(&configuration, sfPort, ePort)
         let store = try MidtierServer.openStore(configuration.server.store)
-        let server = try MidtierServer(configuration: configuration, store: store, logger: logger)
+        let clock = TestClock()
+        let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: { clock.now })
         let midtier = ServiceGroup(configuration: .init(services: [
             .init(service: server.makeApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: midtierPort.set)),
+            .init(service: server.makeAdminApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: adminPort.set)),
         ], logger: logger))
         let midtierTask = Task { try await midtier.run() }
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
-        let environment = TestEnvironment(directory: directory, midtierPort: await midtierPort.port, sandboxPort: sfPort, echoPort: ePort,
-                                          server: server, sandbox: sandbox, echo: echo, client: client)
+        let environment = TestEnvironment(directory: directory, midtierPort: await midtierPort.port, adminPort: await adminPort.port,
+                                          sandboxPort: sfPort, echoPort: ePort, server: server, sandbox: sandbox, echo: echo,
+                                          client: client, clock: clock)
         do {
             try await body(environment)
         } catch {
@@ -184,8 +198,16 @@ struct TestEnvironment: Sendable {
         var errorMessage: String? { ((json["error"] as? [String: Any])?["message"] as? [String: Any])?["value"] as? String }
     }
 
-    func call(_ method: HTTPMethod = .GET, _ path: String, headers: [(String, String)] = [], body: String? = nil) async throws -> Reply {
-        var request = HTTPClientRequest(url: midtierURL + path)
+    /// A call to the admin listener with the admin token (or `token`, or none).
+    func admin(_ method: HTTPMethod = .GET, _ path: String, body: String? = nil, token: String? = TestEnvironment.adminToken) async throws -> Reply {
+        var headers: [(String, String)] = []
+        if let token { headers.append(("Authorization", "Bearer \(token)")) }
+        if body != nil { headers.append(("Content-Type", "application/json")) }
+        return try await call(method, path, headers: headers, body: body, base: "http://127.0.0.1:\(adminPort)")
+    }
+
+    func call(_ method: HTTPMethod = .GET, _ path: String, headers: [(String, String)] = [], body: String? = nil, base: String? = nil) async throws -> Reply {
+        var request = HTTPClientRequest(url: (base ?? midtierURL) + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }

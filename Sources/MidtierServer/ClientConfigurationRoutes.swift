@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import MidtierConfiguration
+import MidtierHTTP
+
+/// What an app's clients are told about it (SPEC §4):
+/// - `GET /config/v1/{appId}` (no authentication): the discovery document the SAP SDKs read
+///   to onboard — how to sign in, and where Midtier is;
+/// - `GET /mobileservices/settingsExchange/v1/{appId}` (authenticated): the client policy.
+struct ClientConfigurationRoutes: Sendable {
+    let runtime: RuntimeHolder
+
+    func add(to router: Router<MidtierRequestContext>) {
+        router.get("/config/v1/{appId}") { _, context throws(Refusal) -> Response in
+            let runtime = runtime.current
+            let app = try Self.app(context, runtime)
+            return Self.json(Self.discovery(app, publicURL: runtime.configuration.server.publicURL))
+        }
+        router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
+            let runtime = runtime.current
+            let app = try Self.app(context, runtime)
+            _ = try await runtime.authenticate(request, app: app)
+            return Self.json(Self.settings(app))
+        }
+    }
+
+    static func app(_ context: MidtierRequestContext, _ runtime: Runtime) throws(Refusal) -> AppConfiguration {
+        let id = context.parameters.get("appId") ?? ""
+        guard let app = runtime.configuration.apps[id] else { throw .notFound("unknown application \(id)") }
+        return app
+    }
+
+    /// `{"auth":[{"type":"basic","config":{},"requireOtp":false}],"host":..,"port":..,"protocol":..}`
+    /// plus the app's `discovery` members.
+    static func discovery(_ app: AppConfiguration, publicURL: String) -> [String: Any] {
+        let url = URL(string: publicURL)
+        let scheme = url?.scheme ?? "http"
+        var document: [String: Any] = [
+            "auth": [["type": "basic", "config": [String: Any](), "requireOtp": false]],
+            "host": url?.host ?? "localhost",
+            "port": url?.port ?? (scheme == "https" ? 443 : 80),
+            "protocol": scheme,
+        ]
+        for (key, value) in app.discovery { document[key] = value.foundationValue }
+        return document
+    }
+
+    static func settings(_ app: AppConfiguration) -> [String: Any] {
+        let policy = app.blockWipingPolicy
+        return ["mobileservices": ["settingsExchange": [
+            "passwordPolicy": app.passwordPolicy.mapValues(\.foundationValue),
+            "blockWipingPolicy": ["blockWipeEnabled": policy.blockWipeEnabled,
+                                  "blockDisconnectedPeriod": policy.blockDisconnectedPeriod,
+                                  "wipeDisconnectedPeriod": policy.wipeDisconnectedPeriod],
+            "logSettings": app.logSettings.mapValues(\.foundationValue),
+        ]]]
+    }
+
+    static func json(_ object: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json;charset=utf-8"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}
+
+extension JSONValue {
+    /// The value as `JSONSerialization` takes it.
+    var foundationValue: Any {
+        switch self {
+        case .null: NSNull()
+        case .bool(let value): value
+        case .number(let value): value.rounded() == value && abs(value) < 1e15 ? Int(value) as Any : value
+        case .string(let value): value
+        case .array(let values): values.map(\.foundationValue)
+        case .object(let values): values.mapValues(\.foundationValue)
+        }
+    }
+}

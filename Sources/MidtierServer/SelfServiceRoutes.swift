@@ -1,0 +1,81 @@
+import DeviceAuthentication
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierHTTP
+import Registrations
+
+/// Self-service for a user and their own devices only (SPEC §4):
+/// `GET /mobileservices/me/registrations`, `POST /mobileservices/me/registrations/{id}/lock`
+/// and `…/wipe`. A registration that is not the caller's does not exist for them (404).
+///
+/// Who is calling: with an `X-SMP-APPCID` (header or cookie) of one of the caller's
+/// registrations, the credentials are checked the way that registration's app checks them —
+/// the usual case, another phone of the same user. Without one, HTTP Basic against
+/// `users.json`.
+struct SelfServiceRoutes: Sendable {
+    let runtime: RuntimeHolder
+    let registrations: RegistrationService
+    let logger: Logger
+
+    func add(to router: Router<MidtierRequestContext>) {
+        router.get("/mobileservices/me/registrations") { request, context throws(Refusal) -> Response in
+            let user = try await caller(request)
+            let owned = try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: RegistrationFilter(user: user.id)) }
+            let publicURL = runtime.current.configuration.server.publicURL
+            let entities = owned.map { registration in
+                RegistrationRoutes.entity(registration, policy: runtime.current.configuration.apps[registration.appId]?.blockWipingPolicy ?? .init(),
+                                          version: "v1", publicURL: publicURL)
+            }
+            return ClientConfigurationRoutes.json(["d": ["results": entities]])
+        }
+        for action in [RegistrationAction.lock, .wipe] {
+            router.post("/mobileservices/me/registrations/{id}/\(action.rawValue)") { request, context throws(Refusal) -> Response in
+                let user = try await caller(request)
+                let id = context.parameters.get("id")?.removingPercentEncoding ?? ""
+                let notFound = Refusal.notFound("registration \(id) does not exist")
+                guard let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
+                      registration.userId == user.id else { throw notFound }
+                let result = try await store { () async throws(StoreError) in
+                    try await registrations.apply(action, to: id, by: .user(user.id, source: context.clientIP ?? ""))
+                }
+                switch result {
+                case .changed(let changed):
+                    logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.id)"])
+                    let policy = runtime.current.configuration.apps[changed.appId]?.blockWipingPolicy ?? .init()
+                    return ClientConfigurationRoutes.json(["d": RegistrationRoutes.entity(changed, policy: policy, version: "v1",
+                                                                                         publicURL: runtime.current.configuration.server.publicURL)])
+                case .notFound:
+                    throw notFound
+                case .refused(let current):
+                    throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue) and cannot be locked")
+                }
+            }
+        }
+    }
+
+    private func caller(_ request: Request) async throws(Refusal) -> AuthenticatedUser {
+        let runtime = runtime.current
+        if let id = ProxyHandler.registrationID(of: request),
+           let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
+           let app = runtime.configuration.apps[registration.appId] {
+            let user = try await runtime.authenticate(request, app: app)
+            guard user.id == registration.userId else { throw .forbidden("the registration id is not known") }
+            return user
+        }
+        switch await runtime.basicAuthenticator.authenticate(authorization: request.headers[.authorization]) {
+        case .success(let user): return user
+        case .failure(let failure): throw .unauthorized(failure.description)
+        }
+    }
+
+    private func store<T>(_ body: () async throws(StoreError) -> T) async throws(Refusal) -> T {
+        do {
+            return try await body()
+        } catch {
+            logger.error("store failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+    }
+}

@@ -1,0 +1,188 @@
+import Foundation
+import MidtierConfiguration
+import Testing
+
+/// Lock, wipe, block and the offline policy, through real sockets: an admin's decision holds
+/// from the very next request.
+@Suite struct LifecycleTests {
+    static let payroll = "/sf/odata/v2/User('100001')"
+
+    func proxied(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> TestEnvironment.Reply {
+        try await env.call(.GET, Self.payroll.replacingOccurrences(of: "100001", with: user.sfUserId),
+                           headers: [("Authorization", user.basic), ("X-SMP-APPCID", id)])
+    }
+
+    func registerReply(_ env: TestEnvironment, _ user: TestUser) async throws -> TestEnvironment.Reply {
+        try await env.call(.POST, "/odata/applications/v1/demo/Connections", headers: [("Authorization", user.basic)], body: "{}")
+    }
+
+    @Test func blocksRefuseTheNextRequestWithSAPsMessageCodes() async throws {
+        try await TestEnvironment.with { env in
+            let id = try await env.register(.alice)
+            #expect(try await proxied(env, .alice, id).status == 200)
+
+            let traffic = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"traffic","reason":"left the company"}"#)
+            #expect(traffic.status == 200, "\(traffic.text)")
+            let refused = try await proxied(env, .alice, id)
+            #expect(refused.status == 403)
+            #expect(refused.header("x-message-code") == "TRAFFIC_BLOCKED")
+            #expect(refused.errorMessage != nil)
+            #expect(try await registerReply(env, .alice).status == 201, "a traffic block still lets a device register")
+            #expect(try await proxied(env, .bob, try await env.register(.bob)).status == 200, "bob is not affected")
+
+            _ = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"registration","reason":"x"}"#)
+            let noRegistration = try await registerReply(env, .alice)
+            #expect(noRegistration.status == 403)
+            #expect(noRegistration.header("x-message-code") == "REG_BLOCKED")
+            #expect(try await proxied(env, .alice, id).status == 200, "a registration block lets traffic through")
+
+            _ = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"all","reason":"x"}"#)
+            #expect(try await proxied(env, .alice, id).header("x-message-code") == "TRAFFIC_REG_BLOCKED")
+            #expect(try await registerReply(env, .alice).header("x-message-code") == "TRAFFIC_REG_BLOCKED")
+
+            #expect(try await env.admin(.DELETE, "/admin/v1/users/alice/block").status == 204)
+            #expect(try await proxied(env, .alice, id).status == 200)
+            // Every block dropped alice's cached token: one exchange at the start, one after the
+            // traffic block (while only registering was blocked), one after unblocking.
+            let stats = try await env.sandboxStats()
+            #expect((stats["exchangesByUser"] as? [String: Int])?["100001"] == 3)
+        }
+    }
+
+    @Test func lockUnlockAndWipeForever() async throws {
+        try await TestEnvironment.with { env in
+            let id = try await env.register(.alice)
+            let locked = try await env.admin(.POST, "/admin/v1/registrations/\(id)/lock")
+            #expect(locked.status == 200)
+            #expect(locked.json["state"] as? String == "locked")
+            let refused = try await proxied(env, .alice, id)
+            #expect(refused.status == 403)
+            #expect(refused.header("x-message-code") == "TRAFFIC_REG_LOCKED")
+            #expect(try await env.admin(.POST, "/admin/v1/registrations/\(id)/unlock").status == 200)
+            #expect(try await proxied(env, .alice, id).status == 200)
+
+            #expect(try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe").status == 200)
+            #expect(try await proxied(env, .alice, id).header("x-message-code") == "TRAFFIC_REG_WIPED")
+            let unlock = try await env.admin(.POST, "/admin/v1/registrations/\(id)/unlock")
+            #expect(unlock.status == 409, "a wiped registration never comes back")
+            #expect(try await proxied(env, .alice, id).header("x-message-code") == "TRAFFIC_REG_WIPED")
+            #expect(try await env.admin(.POST, "/admin/v1/registrations/nope/lock").status == 404)
+        }
+    }
+
+    @Test func theOfflinePolicyIsEnforcedServerSide() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
+                                                                             wipeDisconnectedPeriod: 90)
+        }) { env in
+            let lockedLater = try await env.register(.alice)
+            let wipedLater = try await env.register(.alice)
+            #expect(try await proxied(env, .alice, lockedLater).status == 200)
+            env.clock.advance(days: 31)
+            let locked = try await proxied(env, .alice, lockedLater)
+            #expect(locked.status == 403)
+            #expect(locked.header("x-message-code") == "TRAFFIC_REG_LOCKED")
+            env.clock.advance(days: 60)
+            let wiped = try await proxied(env, .alice, wipedLater)
+            #expect(wiped.header("x-message-code") == "TRAFFIC_REG_WIPED")
+            let state = try await env.admin(.GET, "/admin/v1/registrations/\(wipedLater)")
+            #expect(state.json["state"] as? String == "wiped", "the wipe is recorded, not just answered")
+            // A fresh registration works: contact resets the clock.
+            #expect(try await proxied(env, .alice, try await env.register(.alice)).status == 200)
+            let audit = try await env.admin(.GET, "/admin/v1/audit")
+            let entries = audit.json["entries"] as? [[String: Any]] ?? []
+            #expect(entries.contains { $0["actor"] as? String == "system" && $0["action"] as? String == "registration.wipe" })
+        }
+    }
+
+    @Test func selfServiceSeesAndChangesOnlyTheUsersOwnDevices() async throws {
+        try await TestEnvironment.with { env in
+            let phone = try await env.register(.alice)
+            let tablet = try await env.register(.alice)
+            let bobs = try await env.register(.bob)
+            let mine = try await env.call(.GET, "/mobileservices/me/registrations", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
+            #expect(mine.status == 200)
+            let ids = ((mine.json["d"] as? [String: Any])?["results"] as? [[String: Any]])?.compactMap { $0["ApplicationConnectionId"] as? String }
+            #expect(Set(ids ?? []) == [phone, tablet])
+            // Alice cannot touch bob's registration: it does not exist for her.
+            for action in ["lock", "wipe"] {
+                let reply = try await env.call(.POST, "/mobileservices/me/registrations/\(bobs)/\(action)", headers: [("Authorization", TestUser.alice.basic)])
+                #expect(reply.status == 404)
+            }
+            #expect(try await proxied(env, .bob, bobs).status == 200)
+            // Her own lost phone: wiped from the tablet, without an admin.
+            let wipe = try await env.call(.POST, "/mobileservices/me/registrations/\(phone)/wipe", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
+            #expect(wipe.status == 200)
+            #expect(try await proxied(env, .alice, phone).header("x-message-code") == "TRAFFIC_REG_WIPED")
+            #expect(try await proxied(env, .alice, tablet).status == 200)
+            let audit = try await env.admin(.GET, "/admin/v1/audit")
+            let entries = audit.json["entries"] as? [[String: Any]] ?? []
+            let wipeEntry = entries.first { $0["action"] as? String == "registration.wipe" }
+            #expect(wipeEntry?["actor"] as? String == "user:alice")
+            #expect(wipeEntry?["target"] as? String == phone)
+            #expect(wipeEntry?["source"] as? String == "127.0.0.1")
+            #expect(try await env.call(.GET, "/mobileservices/me/registrations").status == 401)
+        }
+    }
+
+    @Test func theAdminAPIWantsAValidTokenAndAuditsWhoDidWhat() async throws {
+        try await TestEnvironment.with { env in
+            let id = try await env.register(.alice)
+            #expect(try await env.admin(.GET, "/admin/v1/registrations", token: nil).status == 401)
+            #expect(try await env.admin(.GET, "/admin/v1/registrations", token: "wrong").status == 401)
+            #expect(try await env.admin(.GET, "/admin/v1/registrations", token: String(TestEnvironment.adminToken.dropLast())).status == 401)
+            let list = try await env.admin(.GET, "/admin/v1/registrations?user=alice")
+            #expect(list.status == 200)
+            #expect((list.json["registrations"] as? [[String: Any]])?.map { $0["id"] as? String } == [id])
+            #expect(try await env.admin(.GET, "/admin/v1/registrations?state=bogus").status == 400)
+            #expect(try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"everything"}"#).status == 400)
+            #expect(try await env.admin(.PUT, "/admin/v1/users/alice/block", body: "not json").status == 400)
+            _ = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"traffic","reason":"lost badge"}"#)
+            let user = try await env.admin(.GET, "/admin/v1/users/alice")
+            #expect(user.status == 200)
+            #expect((user.json["block"] as? [String: Any])?["type"] as? String == "traffic")
+            #expect((user.json["block"] as? [String: Any])?["by"] as? String == "admin#2")
+            #expect((user.json["registrations"] as? [[String: Any]])?.count == 1)
+            #expect(try await env.admin(.GET, "/admin/v1/users/nobody-at-all").status == 404)
+            let destinations = try await env.admin(.GET, "/admin/v1/destinations")
+            #expect(destinations.status == 200)
+            #expect(!destinations.text.contains("PRIVATE KEY") && !destinations.text.contains("BEGIN"), "no key material")
+            let audit = try await env.admin(.GET, "/admin/v1/audit?since=1970-01-01T00:00:00Z")
+            let block = (audit.json["entries"] as? [[String: Any]])?.first { $0["action"] as? String == "user.block" }
+            #expect(block?["actor"] as? String == "admin#2")
+            #expect(block?["target"] as? String == "alice")
+            #expect((block?["detail"] as? String)?.contains("lost badge") == true)
+            #expect(block?["source"] as? String == "127.0.0.1")
+            #expect(block?["at"] as? String != nil)
+            #expect(try await env.admin(.GET, "/admin/v1/audit?since=yesterday").status == 400)
+            let purge = try await env.admin(.DELETE, "/admin/v1/tokens/alice")
+            #expect(purge.status == 200)
+            #expect(try await env.admin(.GET, "/admin/v1/nothing-here").status == 404)
+        }
+    }
+
+    @Test func clientConfigurationAndSettingsExchange() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
+                                                                             wipeDisconnectedPeriod: 90)
+            configuration.apps["demo"]!.passwordPolicy = ["minLength": .number(8)]
+        }) { env in
+            let discovery = try await env.call(.GET, "/config/v1/demo")
+            #expect(discovery.status == 200)
+            #expect(discovery.json["host"] as? String == "midtier.test")
+            #expect(discovery.json["port"] as? Int == 8080)
+            #expect(discovery.json["protocol"] as? String == "http")
+            #expect((discovery.json["auth"] as? [[String: Any]])?.first?["type"] as? String == "basic")
+            #expect(try await env.call(.GET, "/config/v1/nope").status == 404)
+            #expect(try await env.call(.GET, "/mobileservices/settingsExchange/v1/demo").status == 401)
+            let settings = try await env.call(.GET, "/mobileservices/settingsExchange/v1/demo", headers: [("Authorization", TestUser.alice.basic)])
+            #expect(settings.status == 200)
+            let exchange = (settings.json["mobileservices"] as? [String: Any])?["settingsExchange"] as? [String: Any]
+            let policy = exchange?["blockWipingPolicy"] as? [String: Any]
+            #expect(policy?["blockWipeEnabled"] as? Bool == true)
+            #expect(policy?["wipeDisconnectedPeriod"] as? Int == 90)
+            #expect((exchange?["passwordPolicy"] as? [String: Any])?["minLength"] as? Int == 8)
+            #expect(exchange?["logSettings"] != nil)
+        }
+    }
+}
