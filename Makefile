@@ -9,12 +9,13 @@ run: deps certs build
 	@scripts/run-demo.sh $(BIN)
 
 ## Run every test: unit and in-process socket tests (swift test), then end-to-end tests of
-## the real binary with curl and xmlsec1.
+## the real binary (curl, xmlsec1; SIGKILL durability, restarts, reload).
 test: deps certs
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(SWIFT) build --product midtier
 	Tests/e2e/run.sh $(BIN)
+	python3 Tests/e2e/lifecycle.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:
