@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -84,6 +86,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Prometheus metrics through swift-metrics.
+        .target(
+            name: "MidtierMetrics",
+            dependencies: [
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // What both listeners share: the request context and OData-style refusals.
         .target(
             name: "MidtierHTTP",
@@ -111,7 +122,7 @@ let package = Package(
             name: "MidtierServer",
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

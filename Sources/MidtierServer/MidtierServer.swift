@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import MidtierConfiguration
 import MidtierHTTP
+import MidtierMetrics
 import NIOCore
 import Registrations
 import SAMLSigning
@@ -26,6 +27,7 @@ public final class MidtierServer: Sendable {
     public let tokens: TokenCache
     public let registrations: RegistrationService
     public let httpClient: HTTPClient
+    public let metrics = MidtierMetrics()
     /// Where `reload` reads from; nil when the configuration was built in memory (tests).
     let configurationDirectory: String?
     let logger: Logger
@@ -113,7 +115,8 @@ public final class MidtierServer: Sendable {
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let forwarder = Forwarder(httpClient: httpClient, maxRequestBodyBytes: settings.maxRequestBodyBytes)
-        let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder, logger: logger)
+        let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
+                                 metrics: metrics, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
         return Application(
             responder: responder,
@@ -132,6 +135,12 @@ public final class MidtierServer: Sendable {
         let runtime = self.runtime
         let router = Router(context: MidtierRequestContext.self)
         HealthRoutes(store: registrations.store).add(to: router)
+        let metrics = self.metrics
+        router.get("/metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
+        }
         AdminRoutes(
             registrations: registrations, tokens: tokens,
             authenticator: AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes }),

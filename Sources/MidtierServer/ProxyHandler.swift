@@ -5,6 +5,7 @@ import Hummingbird
 import MidtierHTTP
 import Logging
 import MidtierConfiguration
+import MidtierMetrics
 import Registrations
 import TokenExchange
 
@@ -15,14 +16,22 @@ struct ProxyHandler: Sendable {
     let registrations: RegistrationService
     let tokens: TokenCache
     let forwarder: Forwarder
+    let metrics: MidtierMetrics
     let logger: Logger
 
     func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
+        let start = ContinuousClock.now
+        let response: Response
         do {
-            return try await proxy(request, context: context)
+            response = try await proxy(request, context: context)
         } catch {
-            return error.response
+            response = error.response
         }
+        // Only configured destination names become labels.
+        let name = ProxyPath(rawPath: request.uri.path).map { String($0.destination) }
+        let label = name.flatMap { runtime.current.configuration.destinations[$0] != nil ? $0 : nil }
+        metrics.recordRequest(destination: label, status: response.status.code, duration: ContinuousClock.now - start)
+        return response
     }
 
     private func proxy(_ request: Request, context: MidtierRequestContext) async throws(Refusal) -> Response {
@@ -94,9 +103,11 @@ struct ProxyHandler: Sendable {
             guard let nameID = runtime.backendUser(user, destination: destination) else {
                 throw .forbidden("user \(user.id) has no \(destination.userIdSource ?? "id") for destination \(name)")
             }
-            token = try await Self.mapExchangeErrors { () async throws -> AccessToken in
-                try await tokens.token(for: tokenKey, exchange: exchangeFunction(exchange, nameID: nameID)).0
+            let (cached, outcome) = try await Self.mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
+                try await tokens.token(for: tokenKey, exchange: exchangeFunction(exchange, nameID: nameID))
             }
+            metrics.recordTokenLookup(outcome == .hit ? .hit : outcome == .miss ? .miss : .wait)
+            token = cached
             authorization = token.map { "Bearer " + $0.value }
         }
 
@@ -135,12 +146,15 @@ struct ProxyHandler: Sendable {
 
     private func exchangeFunction(_ exchange: SAMLBearerExchange, nameID: String) -> TokenCache.Exchange {
         let logger = self.logger
+        let metrics = self.metrics
         return { key, forceNew in
             do {
                 let token = try await exchange.exchange(nameID: nameID, newToken: forceNew)
+                metrics.recordExchange(destination: key.destination, succeeded: true)
                 logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])
                 return token
             } catch {
+                metrics.recordExchange(destination: key.destination, succeeded: false)
                 logger.warning("token exchange failed", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "error": "\(error)"])
                 throw error
             }

@@ -1,0 +1,54 @@
+import CoreMetrics
+import Prometheus
+
+/// Midtier's metrics (SPEC §8), in Prometheus' text format at `GET /metrics` on the admin
+/// listener. Labels are destination names and status codes only — never a user, a path or
+/// anything a device can vary freely, so a client cannot grow the label set or learn who
+/// called.
+public struct MidtierMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    private let factory: PrometheusMetricsFactory
+
+    /// Each server owns its registry (no process-wide bootstrap), so several servers in one
+    /// process — tests — keep separate counts.
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.defaultDurationHistogramBuckets = [
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2),
+            .seconds(5), .seconds(10), .seconds(30),
+        ]
+        self.factory = factory
+    }
+
+    /// A proxied request answered with `status` (to its head) after `duration`.
+    /// `destination` must be a configured destination name, or nil for anything else.
+    public func recordRequest(destination: String?, status: Int, duration: Duration) {
+        let name = destination ?? "unknown"
+        Counter(label: "midtier_requests_total", dimensions: [("destination", name), ("status", String(status))], factory: factory).increment()
+        Timer(label: "midtier_request_duration_seconds", dimensions: [("destination", name)], factory: factory)
+            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    }
+
+    /// How a token lookup went: `hit` (cached), `miss` (started an exchange), `wait` (joined
+    /// one in flight).
+    public enum CacheResult: String, Sendable { case hit, miss, wait }
+
+    public func recordTokenLookup(_ result: CacheResult) {
+        Counter(label: "midtier_token_cache_total", dimensions: [("result", result.rawValue)], factory: factory).increment()
+    }
+
+    /// One exchange at a token service.
+    public func recordExchange(destination: String, succeeded: Bool) {
+        Counter(label: "midtier_token_exchanges_total", dimensions: [("destination", destination)], factory: factory).increment()
+        if !succeeded {
+            Counter(label: "midtier_token_exchange_failures_total", dimensions: [("destination", destination)], factory: factory).increment()
+        }
+    }
+
+    /// The text exposition format.
+    public func exposition() -> [UInt8] {
+        registry.emitToBuffer()
+    }
+}
