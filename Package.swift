@@ -172,5 +172,6 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "SandboxODataTests", dependencies: ["SuccessFactorsSandbox"], swiftSettings: swiftSettings),
     ]
 )
