@@ -74,6 +74,12 @@ let package = Package(
             dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
+        // $metadata facet patches (libxml2).
+        .target(
+            name: "MetadataPatching",
+            dependencies: ["CLibXML2"],
+            swiftSettings: swiftSettings
+        ),
         // Forwarding to back ends: path safety, header hygiene, streaming through AsyncHTTPClient.
         .target(
             name: "Forwarding",
@@ -122,7 +128,7 @@ let package = Package(
             name: "MidtierServer",
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -162,6 +168,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
+                "MetadataPatching",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -27,12 +27,15 @@ public struct ForwardingContext: Sendable {
     public var publicHost: String
     /// The `Authorization` value Midtier sends (Bearer or Basic), or nil for none.
     public var authorization: String?
+    /// The back end's own cookies for this registration (from `BackendCookieJar`).
+    public var backendCookies: String?
 
-    public init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?) {
+    public init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {
         self.clientAddress = clientAddress
         self.publicScheme = publicScheme
         self.publicHost = publicHost
         self.authorization = authorization
+        self.backendCookies = backendCookies
     }
 }
 
@@ -133,9 +136,18 @@ public struct Forwarder: Sendable {
                 headers.add(name: name, value: field.value)
             }
         }
-        // HTTP/1.1 allows one Cookie header: the device's cookies, less Midtier's own, joined.
-        let cookies = request.headers[values: .cookie].compactMap { HeaderPolicy.cookieHeader($0, removing: Self.ownCookies) }
+        // HTTP/1.1 allows one Cookie header: the back end's session cookies that Midtier keeps,
+        // then the device's own cookies less Midtier's and less any of the same name.
+        var cookies: [String] = []
+        var jarNames: Set<String> = []
+        if let kept = context.backendCookies {
+            cookies.append(kept)
+            jarNames = Set(kept.split(separator: ";").map { $0.prefix { $0 != "=" }.trimmingCharacters(in: " ").lowercased() })
+        }
+        cookies += request.headers[values: .cookie].compactMap { HeaderPolicy.cookieHeader($0, removing: Self.ownCookies.union(jarNames)) }
         if !cookies.isEmpty { headers.add(name: "Cookie", value: cookies.joined(separator: "; ")) }
+        // Bodies come back uncompressed so that their URLs can be rewritten.
+        headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
         for (name, value) in destination.extraHeaders {
             headers.replaceOrAdd(name: name, value: value)
         }
@@ -166,13 +178,33 @@ public struct UpstreamResponse: Sendable {
 
     public var status: Int { Int(response.status.code) }
 
-    /// The answer for the device, its body streamed from the back end.
-    public func deviceResponse() -> Response {
-        Response(
-            status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
-            headers: headers,
-            body: ResponseBody(asyncSequence: response.body)
-        )
+    /// The back end's `Set-Cookie` values (kept by Midtier, never sent to the device).
+    public var setCookies: [String] { response.headers["Set-Cookie"] }
+
+    public var contentType: String? { response.headers.first(name: "Content-Type") }
+
+    /// The answer for the device, its body streamed from the back end; with a `rewriter`,
+    /// `Location`/`Content-Location` and textual bodies have the back end's URLs rewritten.
+    public func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
+        let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+        guard let rewriter else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body)) }
+        var headers = headers
+        for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
+            if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
+        }
+        let encoding = response.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
+        guard URLRewriter.isRewritable(contentType: contentType), encoding == "identity" else {
+            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body))
+        }
+        // The length changes with the rewriting: the body goes out chunked.
+        headers[.contentLength] = nil
+        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewriter.rewriting(response.body)))
+    }
+
+    /// The whole body, up to `limit` bytes (for `$metadata` patching).
+    public func collect(upTo limit: Int) async throws -> [UInt8] {
+        var buffer = try await response.body.collect(upTo: limit)
+        return buffer.readBytes(length: buffer.readableBytes) ?? []
     }
 
     /// Reads and drops the body (so the connection can be reused), e.g. before a retry.

@@ -28,6 +28,7 @@ public final class MidtierServer: Sendable {
     public let registrations: RegistrationService
     public let httpClient: HTTPClient
     public let metrics = MidtierMetrics()
+    public let cookieJar = BackendCookieJar()
     /// Where `reload` reads from; nil when the configuration was built in memory (tests).
     let configurationDirectory: String?
     let logger: Logger
@@ -116,7 +117,7 @@ public final class MidtierServer: Sendable {
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let forwarder = Forwarder(httpClient: httpClient, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
-                                 metrics: metrics, logger: logger)
+                                 cookieJar: cookieJar, metrics: metrics, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
         return Application(
             responder: responder,

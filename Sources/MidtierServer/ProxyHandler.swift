@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import MidtierHTTP
 import Logging
+import MetadataPatching
 import MidtierConfiguration
 import MidtierMetrics
 import Registrations
@@ -16,6 +17,7 @@ struct ProxyHandler: Sendable {
     let registrations: RegistrationService
     let tokens: TokenCache
     let forwarder: Forwarder
+    let cookieJar: BackendCookieJar
     let metrics: MidtierMetrics
     let logger: Logger
 
@@ -113,8 +115,11 @@ struct ProxyHandler: Sendable {
 
         // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
         let url = Forwarder.upstreamURL(destination: destination, remainder: path.remainder, query: request.uri.query)
+        let jarKey = BackendCookieJar.Key(registration: registrationID, destination: name)
+        let upstreamPath = String(url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }.prefix { $0 != "?" })
         var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
-                                           publicHost: runtime.publicHost, authorization: authorization)
+                                           publicHost: runtime.publicHost, authorization: authorization,
+                                           backendCookies: cookieJar.cookieHeader(for: jarKey, path: upstreamPath))
         var upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         if upstream.status == 401, let rejected = token, case .samlBearer = destination.authentication,
            Forwarder.isReplayable(request), let exchange = runtime.exchanges[name],
@@ -127,7 +132,36 @@ struct ProxyHandler: Sendable {
             forwarding.authorization = "Bearer " + renewed.value
             upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         }
-        return upstream.deviceResponse()
+        cookieJar.store(upstream.setCookies, for: jarKey, requestPath: upstreamPath)
+
+        // 9. The answer: `$metadata` patched where configured, the back end's URLs rewritten.
+        if !destination.metadataPatches.isEmpty, upstream.status == 200,
+           path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata") {
+            return try await patchedMetadata(upstream, destination: destination)
+        }
+        return upstream.deviceResponse(rewriter: runtime.rewriters[name])
+    }
+
+    private func patchedMetadata(_ upstream: UpstreamResponse, destination: DestinationConfiguration) async throws(Refusal) -> Response {
+        let document: [UInt8]
+        do {
+            document = try await upstream.collect(upTo: 64 << 20)
+        } catch {
+            throw .badGateway("the $metadata of destination \(destination.name) could not be read")
+        }
+        let patches = destination.metadataPatches.map { FacetPatch(entityType: $0.entityType, property: $0.property, set: $0.set) }
+        do {
+            let result = try MetadataPatcher.apply(patches, to: document)
+            for patch in result.unmatched {
+                logger.warning("metadata patch matched nothing", metadata: ["destination": "\(destination.name)",
+                                                                            "entityType": "\(patch.entityType)", "property": "\(patch.property)"])
+            }
+            var headers = upstream.headers
+            headers[.contentLength] = String(result.document.count)
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.document)))
+        } catch {
+            throw .badGateway("the $metadata of destination \(destination.name) could not be patched: \(error.description)")
+        }
     }
 
     private func forward(_ request: Request, destination: DestinationConfiguration, url: String,

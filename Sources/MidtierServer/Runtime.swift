@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DeviceAuthentication
+import Forwarding
 import Foundation
 import Hummingbird
 import MidtierHTTP
@@ -18,6 +19,8 @@ public final class Runtime: Sendable {
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
     let basicAuthenticator: BasicAuthenticator
+    /// Back-end URL → device-facing URL, by destination name.
+    let rewriters: [String: URLRewriter]
     /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
     let publicScheme: String
     let publicHost: String
@@ -39,6 +42,9 @@ public final class Runtime: Sendable {
         }
         self.exchanges = exchanges
         self.basicAuthorizations = basic
+        self.rewriters = configuration.destinations.mapValues { destination in
+            URLRewriter(backendBase: destination.url, deviceBase: configuration.server.publicURL + "/" + destination.name)
+        }
         self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
                                                      cacheSeconds: configuration.server.credentialCacheSeconds)
         let publicURL = configuration.server.publicURL

@@ -35,6 +35,8 @@ final class EchoBackend: Sendable {
                 let entry = Seen(method: request.method.rawValue, path: request.uri.path, query: request.uri.query,
                                  headers: request.headers.map { ($0.name.rawName, $0.value) })
                 self.seen.withLock { $0.append(entry) }
+                if request.uri.path.hasPrefix("/base/sap/") { return GatewayStandIn.respond(request) }
+                if request.uri.path.hasPrefix("/base/atom") { return GatewayStandIn.atomFeed(request) }
                 let object: [String: Any] = ["path": entry.path, "query": entry.query ?? "", "bodyBytes": body.readableBytes,
                                              "authorization": request.headers[.authorization] ?? ""]
                 let data = try JSONSerialization.data(withJSONObject: object)
@@ -43,6 +45,47 @@ final class EchoBackend: Sendable {
         }
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
                            onServerRunning: onServerRunning, logger: Logger(label: "echo"))
+    }
+}
+
+/// What a SAP Gateway service does with CSRF tokens and sessions, and an Atom feed with
+/// absolute links — both answering with URLs built from the Host they were called with, as
+/// real back ends do.
+enum GatewayStandIn {
+    static func respond(_ request: Request) -> Response {
+        let base = "http://\(request.head.authority ?? "?")/base/sap/opu/odata/SRV"
+        let session = request.headers[values: .cookie].joined(separator: "; ").split(separator: ";")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("SAP_SESSIONID=") }.map { String($0.dropFirst("SAP_SESSIONID=".count)) }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        if request.method == .get {
+            if request.headers[HTTPField.Name("X-CSRF-Token")!]?.lowercased() == "fetch" {
+                let newSession = session ?? UUID().uuidString
+                headers[HTTPField.Name("X-CSRF-Token")!] = "csrf-\(newSession)"
+                if session == nil { headers[.setCookie] = "SAP_SESSIONID=\(newSession); path=/; HttpOnly" }
+            }
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string:
+                #"{"d":{"results":[{"__metadata":{"uri":"\#(base)/Items('1')"},"Id":"1"}],"__next":"\#(base)/Items?$skiptoken=1"}}"#)))
+        }
+        guard let session, request.headers[HTTPField.Name("X-CSRF-Token")!] == "csrf-\(session)" else {
+            headers[HTTPField.Name("X-CSRF-Token")!] = "Required"
+            return Response(status: .forbidden, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"error":"CSRF token validation failed"}"#)))
+        }
+        headers[.location] = "\(base)/Items('7')"
+        return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string:
+            #"{"d":{"__metadata":{"uri":"\#(base)/Items('7')","type":"SRV.Item"},"Id":"7","session":"\#(session)"}}"#)))
+    }
+
+    static func atomFeed(_ request: Request) -> Response {
+        let base = "http://\(request.head.authority ?? "?")/base/atom"
+        let feed = """
+        <?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom" xml:base="\(base)/">\
+        <id>\(base)/Documents</id><link rel="self" href="\(base)/Documents"/>\
+        <entry><id>\(base)/Documents('a')</id><link rel="edit" href="\(base)/Documents('a')"/>\
+        <content type="application/pdf" src="\(base)/Documents('a')/$value"/></entry>\
+        <link rel="next" href="\(base)/Documents?$skiptoken=2"/></feed>
+        """
+        return Response(status: .ok, headers: [.contentType: "application/atom+xml;type=feed"], body: .init(byteBuffer: ByteBuffer(string: feed)))
     }
 }
 

@@ -1,0 +1,98 @@
+import CLibXML2
+
+/// One facet change: set attributes on `EntityType[@Name=entityType]/Property[@Name=property]`.
+public struct FacetPatch: Sendable, Equatable {
+    public var entityType: String
+    public var property: String
+    public var set: [String: String]
+    public init(entityType: String, property: String, set: [String: String]) {
+        self.entityType = entityType
+        self.property = property
+        self.set = set
+    }
+}
+
+/// Why a document could not be patched.
+public struct MetadataPatchError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+}
+
+/// Sets facets on properties of an OData `$metadata` (EDMX) document with libxml2 (SPEC §6),
+/// e.g. `Precision`/`Scale` on SuccessFactors' `Edm.Decimal` amounts, which ship without
+/// them and which strict clients (pyodata) then refuse or round.
+///
+/// Entity types are matched by their `Name` in any `Schema`, whatever the EDM namespace
+/// version. The document is parsed as untrusted input: no network, no DTD, no entities.
+public enum MetadataPatcher {
+    public struct Result: Sendable {
+        /// The patched document, UTF-8.
+        public var document: [UInt8]
+        /// Patches that matched no property (a typo, or a back end that changed).
+        public var unmatched: [FacetPatch]
+    }
+
+    public static func apply(_ patches: [FacetPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
+        guard document.count <= 64 << 20 else { throw MetadataPatchError(description: "the $metadata document is larger than 64 MiB") }
+        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue)
+        let parsed = document.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { xmlReadMemory($0.baseAddress, Int32($0.count), "metadata.xml", nil, options) }
+        }
+        guard let parsed else { throw MetadataPatchError(description: "the $metadata document is not well-formed XML") }
+        defer { xmlFreeDoc(parsed) }
+        guard parsed.pointee.intSubset == nil else { throw MetadataPatchError(description: "the $metadata document has a DOCTYPE") }
+        guard let root = xmlDocGetRootElement(parsed) else { throw MetadataPatchError(description: "the $metadata document is empty") }
+
+        var matched = Array(repeating: false, count: patches.count)
+        forEachElement(named: "EntityType", under: root) { entityType in
+            guard let typeName = attribute(entityType, "Name") else { return }
+            for (index, patch) in patches.enumerated() where patch.entityType == typeName {
+                forEachChild(named: "Property", of: entityType) { property in
+                    guard attribute(property, "Name") == patch.property else { return }
+                    for (facet, value) in patch.set.sorted(by: { $0.key < $1.key }) {
+                        xmlSetProp(property, facet, value)
+                    }
+                    matched[index] = true
+                }
+            }
+        }
+
+        var memory: UnsafeMutablePointer<xmlChar>?
+        var size: Int32 = 0
+        xmlDocDumpMemoryEnc(parsed, &memory, &size, "UTF-8")
+        guard let memory, size > 0 else { throw MetadataPatchError(description: "the patched $metadata could not be serialized") }
+        defer { midtier_xmlFree(memory) }
+        let output = Array(UnsafeBufferPointer(start: memory, count: Int(size)))
+        return Result(document: output, unmatched: zip(patches, matched).filter { !$0.1 }.map(\.0))
+    }
+
+    private static func localName(_ node: xmlNodePtr) -> String? {
+        node.pointee.name.map { String(cString: $0) }
+    }
+
+    private static func attribute(_ node: xmlNodePtr, _ name: String) -> String? {
+        guard let value = xmlGetNoNsProp(node, name) else { return nil }
+        defer { midtier_xmlFree(value) }
+        return String(cString: value)
+    }
+
+    private static func forEachChild(named name: String, of node: xmlNodePtr, _ body: (xmlNodePtr) -> Void) {
+        var child = node.pointee.children
+        while let current = child {
+            if current.pointee.type == XML_ELEMENT_NODE, localName(current) == name { body(current) }
+            child = current.pointee.next
+        }
+    }
+
+    /// Depth-first, without recursion (a deep document cannot exhaust the stack).
+    private static func forEachElement(named name: String, under root: xmlNodePtr, _ body: (xmlNodePtr) -> Void) {
+        var stack: [xmlNodePtr] = [root]
+        while let node = stack.popLast() {
+            if node.pointee.type == XML_ELEMENT_NODE, localName(node) == name { body(node) }
+            var child = node.pointee.children
+            while let current = child {
+                if current.pointee.type == XML_ELEMENT_NODE { stack.append(current) }
+                child = current.pointee.next
+            }
+        }
+    }
+}

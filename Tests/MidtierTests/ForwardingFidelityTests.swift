@@ -1,0 +1,166 @@
+import Foundation
+import MidtierConfiguration
+import NIOCore
+import Testing
+@testable import Forwarding
+@testable import MetadataPatching
+
+/// Back ends' absolute URLs, CSRF sessions and `$metadata` through Midtier, over sockets.
+@Suite struct ForwardingFidelityTests {
+    @Test func aGatewayCSRFFetchThenPostWorksAndLocationPointsAtMidtier() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.destinations["echo"]!.authentication = .noAuthentication
+        }) { env in
+            let id = try await env.register(.alice)
+            let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
+            let fetch = try await env.call(.GET, "/echo/sap/opu/odata/SRV/Items", headers: headers + [("X-CSRF-Token", "Fetch")])
+            #expect(fetch.status == 200)
+            let token = try #require(fetch.header("X-CSRF-Token"))
+            #expect(fetch.header("Set-Cookie") == nil, "the back end's session cookie stays with Midtier")
+            #expect(fetch.text.contains("http://midtier.test:8080/echo/sap/opu/odata/SRV/Items('1')"), "\(fetch.text)")
+            #expect(fetch.text.contains("http://midtier.test:8080/echo/sap/opu/odata/SRV/Items?$skiptoken=1"), "__next rewritten")
+            #expect(!fetch.text.contains("127.0.0.1"))
+
+            let post = try await env.call(.POST, "/echo/sap/opu/odata/SRV/Items", headers: headers + [("X-CSRF-Token", token), ("Content-Type", "application/json")], body: #"{"Id":"7"}"#)
+            #expect(post.status == 201, "\(post.text)")
+            #expect(post.header("Location") == "http://midtier.test:8080/echo/sap/opu/odata/SRV/Items('7')")
+            #expect(post.text.contains("\"uri\":\"http://midtier.test:8080/echo/sap/opu/odata/SRV/Items('7')\""))
+
+            // Another registration of the same user has its own session: alice's token is no good there.
+            let other = try await env.register(.alice)
+            let foreign = try await env.call(.POST, "/echo/sap/opu/odata/SRV/Items", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", other), ("X-CSRF-Token", token)], body: "{}")
+            #expect(foreign.status == 403)
+            #expect(foreign.header("X-CSRF-Token") == "Required")
+        }
+    }
+
+    @Test func atomFeedLinksPointAtMidtier() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.destinations["echo"]!.authentication = .noAuthentication
+        }) { env in
+            let id = try await env.register(.alice)
+            let feed = try await env.call(.GET, "/echo/atom/Documents", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
+            #expect(feed.status == 200)
+            let text = feed.text
+            #expect(text.contains(#"xml:base="http://midtier.test:8080/echo/atom/""#), "\(text)")
+            #expect(text.contains(#"href="http://midtier.test:8080/echo/atom/Documents('a')""#))
+            #expect(text.contains(#"src="http://midtier.test:8080/echo/atom/Documents('a')/$value""#))
+            #expect(text.contains(#"href="http://midtier.test:8080/echo/atom/Documents?$skiptoken=2""#))
+            #expect(!text.contains("127.0.0.1"))
+        }
+    }
+
+    @Test func payrollPagingLinksAndMetadataPatchesThroughMidtier() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.destinations["sf"]!.metadataPatches = [
+                MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Precision": "15", "Scale": "2"]),
+            ]
+        }) { env in
+            let id = try await env.register(.alice)
+            let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
+            var url: String? = "/sf/odata/v2/EmployeePayrollRunResults"
+            var seen = 0
+            var pages = 0
+            while let next = url, pages < 10 {
+                let page = try await env.call(.GET, next, headers: headers)
+                #expect(page.status == 200)
+                let d = page.json["d"] as? [String: Any]
+                seen += (d?["results"] as? [Any])?.count ?? 0
+                pages += 1
+                url = (d?["__next"] as? String).map { link in
+                    #expect(link.hasPrefix("http://midtier.test:8080/sf/odata/v2/"), "\(link)")
+                    return String(link.dropFirst("http://midtier.test:8080".count))
+                }
+            }
+            #expect(pages > 1, "the collection is paged")
+            #expect(seen == 24)
+            let metadata = try await env.call(.GET, "/sf/odata/v2/$metadata", headers: headers)
+            #expect(metadata.status == 200)
+            #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Precision="15""#, options: .regularExpression) != nil, "\(metadata.text)")
+            #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Scale="2""#, options: .regularExpression) != nil)
+        }
+    }
+}
+
+@Suite struct URLRewriterTests {
+    let rewriter = URLRewriter(backendBase: "http://backend:8081/base", deviceBase: "https://m.example/sf")
+
+    func rewrite(_ text: String, chunk: Int) async throws -> String {
+        let bytes = Array(text.utf8)
+        let chunks = stride(from: 0, to: bytes.count, by: chunk).map { ByteBuffer(bytes: bytes[$0..<min($0 + chunk, bytes.count)]) }
+        let stream = AsyncStream<ByteBuffer> { continuation in
+            for buffer in chunks { continuation.yield(buffer) }
+            continuation.finish()
+        }
+        var output = ""
+        for try await buffer in rewriter.rewriting(stream) { output += String(buffer: buffer) }
+        return output
+    }
+
+    @Test func rewritesAcrossEveryChunkBoundary() async throws {
+        let input = #"{"uri":"http://backend:8081/base/X('1')","__next":"http:\/\/backend:8081\/base\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"http://backend:8081/base"}"#
+        let expected = #"{"uri":"https://m.example/sf/X('1')","__next":"https:\/\/m.example\/sf\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"https://m.example/sf"}"#
+        for chunk in [1, 2, 3, 7, 16, 1000] {
+            #expect(try await rewrite(input, chunk: chunk) == expected, "chunk size \(chunk)")
+        }
+    }
+
+    @Test func rewritesHeaderValuesAndKnowsWhatIsText() {
+        #expect(rewriter.rewrite("http://backend:8081/base/Items('7')") == "https://m.example/sf/Items('7')")
+        #expect(rewriter.rewrite("http://backend:8081/base") == "https://m.example/sf")
+        #expect(rewriter.rewrite("http://other/x") == "http://other/x")
+        #expect(URLRewriter.isRewritable(contentType: "application/json;odata=verbose"))
+        #expect(URLRewriter.isRewritable(contentType: "application/atom+xml;type=feed"))
+        #expect(URLRewriter.isRewritable(contentType: "multipart/mixed; boundary=x"))
+        #expect(!URLRewriter.isRewritable(contentType: "application/pdf"))
+        #expect(!URLRewriter.isRewritable(contentType: nil))
+    }
+}
+
+@Suite struct BackendCookieJarTests {
+    @Test func keepsDeletesAndSeparatesSessions() {
+        let jar = BackendCookieJar()
+        let a = BackendCookieJar.Key(registration: "a", destination: "gw")
+        let b = BackendCookieJar.Key(registration: "b", destination: "gw")
+        jar.store(["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x")
+        #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "SAP_SESSIONID=s1; sap-usercontext=sap-client=100")
+        #expect(jar.cookieHeader(for: b, path: "/sap/opu") == nil, "another registration has no session")
+        jar.store(["SAP_SESSIONID=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/"], for: a, requestPath: "/sap/x")
+        #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "sap-usercontext=sap-client=100")
+        jar.store(["scoped=1; Path=/only"], for: a, requestPath: "/x")
+        #expect(jar.cookieHeader(for: a, path: "/other")?.contains("scoped") == false)
+        #expect(jar.cookieHeader(for: a, path: "/only/here")?.contains("scoped=1") == true)
+        jar.store(["gone=1; Max-Age=0"], for: a, requestPath: "/")
+        #expect(jar.cookieHeader(for: a, path: "/")?.contains("gone") == false)
+        #expect(httpDate("Wed, 21 Oct 2015 07:28:00 GMT") == 1_445_412_480)
+        #expect(httpDate("Wed, 21-Oct-2015 07:28:00 GMT") == 1_445_412_480)
+        #expect(httpDate("yesterday") == nil)
+    }
+}
+
+@Suite struct MetadataPatcherTests {
+    static let document = """
+    <?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx">\
+    <edmx:DataServices><Schema Namespace="SFOData" xmlns="http://schemas.microsoft.com/ado/2008/09/edm">\
+    <EntityType Name="Items"><Property Name="amount" Type="Edm.Decimal" Nullable="true"/><Property Name="other" Type="Edm.String"/></EntityType>\
+    </Schema></edmx:DataServices></edmx:Edmx>
+    """
+
+    @Test func setsFacetsAndReportsWhatMatchedNothing() throws {
+        let result = try MetadataPatcher.apply([
+            FacetPatch(entityType: "Items", property: "amount", set: ["Precision": "15", "Scale": "2"]),
+            FacetPatch(entityType: "Items", property: "missing", set: ["Scale": "2"]),
+        ], to: Array(Self.document.utf8))
+        let text = String(decoding: result.document, as: UTF8.self)
+        #expect(text.contains(#"<Property Name="amount" Type="Edm.Decimal" Nullable="true" Precision="15" Scale="2"/>"#), "\(text)")
+        #expect(text.contains(#"<Property Name="other" Type="Edm.String"/>"#))
+        #expect(result.unmatched.map(\.property) == ["missing"])
+    }
+
+    @Test func refusesHostileDocuments() {
+        for bad in ["", "<", "<!DOCTYPE x [<!ENTITY a \"aaaa\"><!ENTITY b \"&a;&a;&a;&a;\">]><x>&b;</x>",
+                    "<!DOCTYPE x SYSTEM \"http://127.0.0.1:1/evil.dtd\"><x/>"] {
+            #expect(throws: MetadataPatchError.self) { try MetadataPatcher.apply([], to: Array(bad.utf8)) }
+        }
+    }
+}
