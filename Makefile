@@ -16,6 +16,7 @@ test: deps certs
 	$(SWIFT) build --product midtier
 	Tests/e2e/run.sh $(BIN)
 	python3 Tests/e2e/lifecycle.py $(BIN)
+	python3 Tests/e2e/pyodata_client.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

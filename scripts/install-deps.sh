@@ -27,3 +27,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Python packages the end-to-end tests use (a real OData client), from PyPI, when missing.
+if ! python3 -c "import pyodata, requests" 2>/dev/null; then
+  echo "Installing pyodata from PyPI"
+  python3 -m pip install --quiet --disable-pip-version-check "pyodata==1.12.1" requests
+fi
