@@ -153,7 +153,7 @@ let package = Package(
             name: "midtier",
             dependencies: [
                 "MidtierServer", "MidtierConfiguration", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import MetadataPatching
 import MidtierConfiguration
 import MidtierServer
 import ServiceLifecycle
@@ -65,13 +66,38 @@ struct CheckConfig: AsyncParsableCommand {
     @Option(help: "The configuration directory.")
     var config = "config"
 
+    @Option(name: .customLong("metadata"), parsing: .singleValue,
+            help: "DESTINATION=FILE: check the destination's metadataPatches against a saved $metadata document (repeatable).")
+    var metadata: [String] = []
+
     func run() async throws {
+        let configuration: MidtierConfiguration
         do {
-            let configuration = try loadConfiguration(config)
-            print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
+            configuration = try loadConfiguration(config)
         } catch {
             for problem in error.problems { print(problem.description) }
             throw ExitCode.failure
         }
+        var problems: [String] = []
+        for pair in metadata {
+            let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { problems.append("--metadata \(pair): expected DESTINATION=FILE"); continue }
+            let file = "\(config)/destinations/\(parts[0]).json"
+            guard let destination = configuration.destinations[parts[0]] else { problems.append("--metadata \(pair): no destination named \(parts[0])"); continue }
+            guard let document = FileManager.default.contents(atPath: parts[1]) else { problems.append("--metadata \(pair): cannot read \(parts[1])"); continue }
+            let patches = destination.metadataPatches.map { FacetPatch(entityType: $0.entityType, property: $0.property, set: $0.set) }
+            do {
+                let result = try MetadataPatcher.apply(patches, to: Array(document))
+                for patch in result.unmatched {
+                    let index = patches.firstIndex(of: patch) ?? 0
+                    problems.append("\(file): metadataPatches[\(index)]: matches no property \(patch.property) of an entity type \(patch.entityType) in \(parts[1])")
+                }
+            } catch {
+                problems.append("--metadata \(pair): \(error.description)")
+            }
+        }
+        for problem in problems { print(problem) }
+        guard problems.isEmpty else { throw ExitCode.failure }
+        print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
     }
 }

@@ -200,10 +200,16 @@ let brokenCases: [Broken] = [
         $0.set(sf, "URL.queries.customPageSize", "100")
     },
     Broken("metadata patch without property", file: sf, key: "metadataPatches[0].property", message: "missing required key") {
-        $0.set(sf, "metadataPatches", #"[{"entityType":"E","set":{"Scale":"2"}}]"#)
+        $0.set(sf, "metadataPatches", #"[{"entityType":"E","set":{"MaxLength":"20"}}]"#)
+    },
+    Broken("metadata Scale without Precision", file: sf, key: "metadataPatches[0].set.Scale", message: "needs Precision") {
+        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Scale":"2"}}]"#)
+    },
+    Broken("metadata Scale larger than Precision", file: sf, key: "metadataPatches[0].set.Scale", message: "larger than Precision") {
+        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Precision":"3","Scale":"5"}}]"#)
     },
     Broken("metadata facet of wrong type", file: sf, key: "metadataPatches[1].set.Precision", message: "string or a number (found an object)") {
-        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Scale":2}},{"entityType":"E","property":"q","set":{"Precision":{}}}]"#)
+        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Precision":15,"Scale":2}},{"entityType":"E","property":"q","set":{"Precision":{}}}]"#)
     },
 
     // apps

@@ -105,6 +105,19 @@ try:
 
     user = client.entity_sets.User.get_entity("100001").execute()
     check("a single entity reads through Midtier", user.userId == "100001")
+    # check-config against a saved $metadata: a patch with a typo is reported with its key.
+    saved = os.path.join(work, "metadata.xml")
+    open(saved, "wb").write(session.get(base + "/sf/odata/v2/$metadata", timeout=10).content)
+    typo = json.load(open(destination_file))
+    typo["metadataPatches"].append({"entityType": "EmployeePayrollRunResultsItems", "property": "amuont", "set": {"Precision": "15", "Scale": "2"}})
+    json.dump(typo, open(destination_file, "w"))
+    result = subprocess.run([BIN, "check-config", "--config", config, "--metadata", f"sf={saved}"], cwd=REPO, capture_output=True, text=True)
+    check("check-config --metadata reports a patch that matches nothing",
+          result.returncode != 0 and "sf.json: metadataPatches[1]: matches no property amuont" in result.stdout, result.stdout)
+    typo["metadataPatches"].pop()
+    json.dump(typo, open(destination_file, "w"))
+    result = subprocess.run([BIN, "check-config", "--config", config, "--metadata", f"sf={saved}"], cwd=REPO, capture_output=True, text=True)
+    check("check-config --metadata accepts patches that all match", result.returncode == 0, result.stdout)
     hosts = {urlparse(url).netloc for url in contacted}
     check("pyodata never contacted the back end directly", hosts == {f"localhost:{mport}"}, str(hosts))
 finally:
