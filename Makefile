@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config e2e unit clean
+.PHONY: run test deps certs build check-config bench clean
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -25,6 +25,10 @@ deps:
 ## Generate the demo signing key pair (never committed).
 certs:
 	@certs/make-demo-keys.sh
+
+## Benchmarks: Midtier's hot path against nginx proxy_pass, signing, bursts, memory (see docs/benchmarks.md).
+bench: deps certs
+	Benchmarks/run.sh
 
 build:
 	$(SWIFT) build --product midtier

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# `make bench`: Midtier's hot path against nginx proxy_pass and the upstream itself, in one
+# run on this machine, plus assertion signing against `openssl speed`, cold bursts and memory.
+# Prints ratios; writes the raw output to Benchmarks/results/<time>/. Loopback only; every
+# load is bounded in time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+DURATION=${DURATION:-10}
+out="$repo/Benchmarks/results/$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$out"
+work=$(mktemp -d)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# Tools, when missing: wrk, nginx and bc from Debian.
+for tool in wrk nginx bc; do
+  command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >/dev/null; }
+done
+scripts/install-deps.sh
+certs/make-demo-keys.sh >/dev/null
+swift build -c release --product midtier 2>&1 | tail -1
+bin="$repo/.build/release/midtier"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1"; return 1; }
+up=$(free_port); proxy=$(free_port); sport=$(free_port); mport=$(free_port); aport=$(free_port)
+
+# The upstream: nginx answering a small OData-like JSON document from memory; and nginx as a
+# plain reverse proxy to it (keep-alive to the upstream, like Midtier's pool).
+cat >"$work/nginx.conf" <<NGINX
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
+  upstream backend { server 127.0.0.1:$up; keepalive 64; }
+  server { listen 127.0.0.1:$up; location / { default_type application/json; return 200 '{"d":{"results":[{"userId":"100001","amount":"4250.00"}]}}'; } }
+  server { listen 127.0.0.1:$proxy; location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+NGINX
+nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
+
+# Midtier on a copy of the demo configuration, with a destination `bench` to the upstream.
+cp -r config "$work/config"
+python3 - "$work" "$mport" "$aport" "$sport" "$up" <<'PY'
+import json, sys
+work, mport, aport, sport, up = sys.argv[1:]
+c = f"{work}/config"
+s = json.load(open(f"{c}/midtier.json"))
+s.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://127.0.0.1:{mport}",
+          "store": f"sqlite:{work}/midtier.sqlite", "logLevel": "warning"})
+json.dump(s, open(f"{c}/midtier.json", "w"))
+d = json.load(open(f"{c}/destinations/sf.json"))
+d["URL"] = f"http://127.0.0.1:{sport}"; d["tokenServiceURL"] = f"http://127.0.0.1:{sport}/oauth/token"
+json.dump(d, open(f"{c}/destinations/sf.json", "w"))
+d.update({"Name": "bench", "URL": f"http://127.0.0.1:{up}"})
+json.dump(d, open(f"{c}/destinations/bench.json", "w"))
+a = json.load(open(f"{c}/apps/demo.json")); a["destinations"] = ["sf", "bench"]
+json.dump(a, open(f"{c}/apps/demo.json", "w"))
+PY
+"$bin" bench-internal make-users --count 1002 >"$work/config/users.json"
+"$bin" sandbox --port "$sport" >/dev/null 2>&1 & pids+=($!)
+"$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
+wait_for "http://127.0.0.1:$up/"; wait_for "http://127.0.0.1:$proxy/"; wait_for "http://127.0.0.1:$mport/healthz"; wait_for "http://127.0.0.1:$sport/sandbox/stats"
+rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
+
+appcid=$(curl -s -D - -o /dev/null -u user0:bench-password -X POST "http://127.0.0.1:$mport/odata/applications/v1/demo/Connections" | awk 'tolower($1)=="x-smp-appcid:" {print $2}' | tr -d '\r')
+auth="Authorization: Basic $(printf 'user0:bench-password' | base64)"
+path="/odata/v2/EmployeePayrollRunResults?\$top=1"
+status=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" -H "X-SMP-APPCID: $appcid" "http://127.0.0.1:$mport/bench$path")
+[ "$status" = 200 ] || { echo "the hot path does not answer 200 ($status)"; exit 1; }
+
+run_wrk() { # name connections threads url [headers...]
+  local name=$1 c=$2 t=$3 url=$4; shift 4
+  local args=()
+  for h in "$@"; do args+=(-H "$h"); done
+  wrk -c "$c" -t "$t" -d "${DURATION}s" --latency "${args[@]}" "$url" >"$out/wrk-$name.txt" 2>&1
+}
+rps() { awk '/Requests\/sec/ {print $2}' "$out/wrk-$1.txt"; }
+p50() { awk '$1=="50%" {v=$2; if (v ~ /us$/) {sub("us","",v); print v} else if (v ~ /ms$/) {sub("ms","",v); print v*1000} else {sub("s","",v); print v*1000000}}' "$out/wrk-$1.txt"; }
+non2xx() { awk '/Non-2xx/ {print $5} END {}' "$out/wrk-$1.txt"; }
+
+echo "throughput at c=64 and latency at c=1, ${DURATION}s each ..."
+run_wrk direct-64 64 2 "http://127.0.0.1:$up$path"
+run_wrk nginx-64 64 2 "http://127.0.0.1:$proxy$path"
+run_wrk midtier-64 64 2 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
+run_wrk direct-1 1 1 "http://127.0.0.1:$up$path"
+run_wrk nginx-1 1 1 "http://127.0.0.1:$proxy$path"
+run_wrk midtier-1 1 1 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
+
+echo "assertion signing ..."
+"$bin" bench-internal assertions --key certs/demo-signing.key --certificate certs/demo-signing.crt --seconds 5 >"$out/assertions.txt"
+openssl speed -seconds 5 rsa2048 >"$out/openssl-speed.txt" 2>/dev/null
+openssl_sign=$(awk '/^rsa 2048/ {print $6}' "$out/openssl-speed.txt")
+
+echo "cold bursts ..."
+python3 - "$mport" "$sport" >"$out/bursts.txt" <<'PY'
+import base64, concurrent.futures, json, sys, time, urllib.request
+mport, sport = sys.argv[1:]
+base = f"http://127.0.0.1:{mport}"
+def call(method, path, user, appcid=None):
+    headers = {"Authorization": "Basic " + base64.b64encode(f"{user}:bench-password".encode()).decode()}
+    if appcid: headers["X-SMP-APPCID"] = appcid
+    request = urllib.request.Request(base + path, data=b"{}" if method == "POST" else None, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=120) as response:
+        return response.status, response.headers.get("X-SMP-APPCID")
+def exchanges():
+    return json.load(urllib.request.urlopen(f"http://127.0.0.1:{sport}/sandbox/stats", timeout=10))["exchanges"]
+register = lambda user: call("POST", "/odata/applications/v1/demo/Connections", user)[1]
+with concurrent.futures.ThreadPoolExecutor(32) as pool:
+    ids = list(pool.map(lambda i: register(f"user{i}"), range(1, 1001)))
+before = exchanges(); start = time.time()
+with concurrent.futures.ThreadPoolExecutor(200) as pool:
+    ok = sum(1 for status in pool.map(lambda i: call("GET", "/bench/x", f"user{i + 1}", ids[i])[0], range(1000)) if status == 200)
+print("distinct_users_seconds", round(time.time() - start, 3))
+print("distinct_users_ok", ok)
+print("distinct_users_exchanges", exchanges() - before)
+single = register("user1001")
+before = exchanges(); start = time.time()
+with concurrent.futures.ThreadPoolExecutor(250) as pool:
+    ok = sum(1 for status in pool.map(lambda i: call("GET", "/bench/y", "user1001", single)[0], range(1000)) if status == 200)
+print("one_user_seconds", round(time.time() - start, 3))
+print("one_user_ok", ok)
+print("one_user_exchanges", exchanges() - before)
+PY
+rss_after=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
+"$bin" bench-internal token-cache-memory --tokens 100000 >"$out/token-cache-memory.txt"
+
+burst() { awk -v k="$1" '$1==k {print $2}' "$out/bursts.txt"; }
+read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
+{
+  echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -m), $(swift --version 2>&1 | head -1)"
+  echo "nginx $(nginx -v 2>&1 | cut -d/ -f2), wrk 4.1.0; loopback; ${DURATION}s per run; upstream: nginx returning a 62-byte JSON document"
+  echo
+  printf "throughput c=64  direct %s req/s, nginx proxy_pass %s req/s, midtier %s req/s\n" "$(rps direct-64)" "$(rps nginx-64)" "$(rps midtier-64)"
+  printf "  midtier / nginx                 %.2f   (target >= 1.0)\n" "$(echo "$(rps midtier-64) / $(rps nginx-64)" | bc -l)"
+  printf "  midtier / direct                %.2f\n" "$(echo "$(rps midtier-64) / $(rps direct-64)" | bc -l)"
+  printf "latency p50 c=1  direct %s us, nginx %s us, midtier %s us\n" "$(p50 direct-1)" "$(p50 nginx-1)" "$(p50 midtier-1)"
+  printf "  midtier added over direct       %.0f us (target <= 100)\n" "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)"
+  printf "  nginx added over direct         %.0f us\n" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)"
+  printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"
+  echo "cold burst, 1000 distinct users: $(burst distinct_users_ok)/1000 ok in $(burst distinct_users_seconds)s, $(burst distinct_users_exchanges) exchanges"
+  echo "cold burst, 1000 calls of one user: $(burst one_user_ok)/1000 ok in $(burst one_user_seconds)s, $(burst one_user_exchanges) exchange(s) (target 1)"
+  echo "RSS idle $((rss_idle / 1024)) MiB; after the bursts $((rss_after / 1024)) MiB"
+  echo "token cache: 100000 tokens of 256 bytes add $(((cache_after - cache_before) / 1024)) MiB (process $((cache_after / 1024)) MiB; target <= 100 MB)"
+} | tee "$out/summary.txt"
+echo "raw output: $out"
