@@ -183,22 +183,41 @@ public struct UpstreamResponse: Sendable {
 
     public var contentType: String? { response.headers.first(name: "Content-Type") }
 
-    /// The answer for the device, its body streamed from the back end; with a `rewriter`,
-    /// `Location`/`Content-Location` and textual bodies have the back end's URLs rewritten.
-    public func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
+    /// Bodies up to this size, announced by `Content-Length`, are read whole and sent in one
+    /// write: cheaper than streaming them chunk by chunk, and no memory concern.
+    public static let wholeBodyLimit = 64 * 1024
+
+    /// The answer for the device, its body streamed from the back end (small ones read whole);
+    /// with a `rewriter`, `Location`/`Content-Location` and textual bodies have the back end's
+    /// URLs rewritten.
+    public func deviceResponse(rewriter: URLRewriter? = nil) async throws -> Response {
         let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
-        guard let rewriter else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body)) }
         var headers = headers
-        for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
-            if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
-        }
         let encoding = response.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
-        guard URLRewriter.isRewritable(contentType: contentType), encoding == "identity" else {
-            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body))
+        let rewrite = rewriter.flatMap { URLRewriter.isRewritable(contentType: contentType) && encoding == "identity" ? $0 : nil }
+        if let rewriter {
+            for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
+                if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
+            }
         }
+        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length <= Self.wholeBodyLimit {
+            var buffer = try await response.body.collect(upTo: Self.wholeBodyLimit)
+            if let rewrite {
+                var input = buffer.readBytes(length: buffer.readableBytes) ?? []
+                var output: [UInt8] = []
+                if rewrite.rewrite(&input, into: &output, final: true) {
+                    buffer = ByteBuffer(bytes: output)
+                    headers[.contentLength] = String(output.count)
+                } else {
+                    buffer = ByteBuffer(bytes: output)
+                }
+            }
+            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        }
+        guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body)) }
         // The length changes with the rewriting: the body goes out chunked.
         headers[.contentLength] = nil
-        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewriter.rewriting(response.body)))
+        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(response.body)))
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).

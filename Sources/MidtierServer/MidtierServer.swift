@@ -67,7 +67,8 @@ public final class MidtierServer: Sendable {
     public static func openStore(_ location: StoreLocation) throws(StartupError) -> any StateStore {
         switch location {
         case .sqlite(let path):
-            do { return try SQLiteStore(path: path) } catch { throw StartupError(error.description) }
+            // One instance owns an SQLite store: its own writes keep the memory cache exact.
+            do { return CachedStateStore(base: try SQLiteStore(path: path)) } catch { throw StartupError(error.description) }
         case .postgres:
             throw StartupError("store: PostgreSQL is not supported by this Midtier build yet; use sqlite:PATH")
         }

@@ -139,7 +139,11 @@ struct ProxyHandler: Sendable {
            path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata") {
             return try await patchedMetadata(upstream, destination: destination)
         }
-        return upstream.deviceResponse(rewriter: runtime.rewriters[name])
+        do {
+            return try await upstream.deviceResponse(rewriter: runtime.rewriters[name])
+        } catch {
+            throw .badGateway("the back end of destination \(name) broke off its answer")
+        }
     }
 
     private func patchedMetadata(_ upstream: UpstreamResponse, destination: DestinationConfiguration) async throws(Refusal) -> Response {

@@ -192,7 +192,11 @@ public struct RegistrationService: Sendable {
             }
         }
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
-            try await store.recordContact(id: registration.id, at: now)
+            // The last contact is not an acknowledged change: it is written beside the
+            // request, not in its way (a failed write is retried at the next contact).
+            let store = self.store
+            let id = registration.id
+            Task { try? await store.recordContact(id: id, at: now) }
         }
         return .admitted(registration)
     }

@@ -1,0 +1,156 @@
+import Synchronization
+
+/// Keeps what the request path reads — registrations and user blocks — in memory in front of
+/// a durable store, so that an authenticated, registered call costs no store round trip.
+///
+/// Writes go to the durable store first and update memory only after they committed, so the
+/// cache never holds a change that could still be lost. A read that missed and went to the
+/// store does not put its result into memory if any write happened meanwhile (a generation
+/// counter), so a stale row cannot overwrite a newer change. Bounded: past `capacity`
+/// entries, a map is emptied and refills from the store on demand.
+///
+/// Right for one instance owning its store (SQLite). Instances sharing a store see each
+/// other's writes only through `refreshInterval`: entries older than that are read again.
+public final class CachedStateStore: StateStore {
+    private struct Cached<Value> {
+        let value: Value
+        let loadedAt: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var registrations: [String: Cached<Registration>] = [:]
+        var blocks: [String: Cached<UserBlock?>] = [:]
+        var generation: UInt64 = 0
+    }
+
+    public let base: any StateStore
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let refreshInterval: Duration?
+
+    public init(base: any StateStore, capacity: Int = 500_000, refreshInterval: Duration? = nil) {
+        self.base = base
+        self.capacity = capacity
+        self.refreshInterval = refreshInterval
+    }
+
+    private func fresh<Value>(_ entry: Cached<Value>?) -> Value? {
+        guard let entry else { return nil }
+        if let refreshInterval, ContinuousClock.now - entry.loadedAt > refreshInterval { return nil }
+        return entry.value
+    }
+
+    /// Runs a committed write's effect on memory, and moves the generation on.
+    private func afterWrite(_ change: (inout State) -> Void) {
+        state.withLock { state in
+            state.generation &+= 1
+            change(&state)
+        }
+    }
+
+    private func remember(registration: Registration, ifGeneration generation: UInt64) {
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
+            state.registrations[registration.id] = Cached(value: registration, loadedAt: .now)
+        }
+    }
+
+    private func remember(block: UserBlock?, of user: String, ifGeneration generation: UInt64) {
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.blocks.count >= capacity { state.blocks.removeAll(keepingCapacity: true) }
+            state.blocks[user] = Cached(value: block, loadedAt: .now)
+        }
+    }
+
+    // MARK: Reads
+
+    public func registration(id: String) async throws(StoreError) -> Registration? {
+        let (cached, generation) = state.withLock { (fresh($0.registrations[id]), $0.generation) }
+        if let cached { return cached }
+        let loaded = try await base.registration(id: id)
+        if let loaded { remember(registration: loaded, ifGeneration: generation) }
+        return loaded
+    }
+
+    public func block(of user: String) async throws(StoreError) -> UserBlock? {
+        let (cached, generation) = state.withLock { (fresh($0.blocks[user]), $0.generation) }
+        if let cached { return cached }
+        let loaded = try await base.block(of: user)
+        remember(block: loaded, of: user, ifGeneration: generation)
+        return loaded
+    }
+
+    public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
+        guard let registration = try await registration(id: id) else { return nil }
+        return (registration, try await block(of: registration.userId))
+    }
+
+    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+        try await base.registrations(matching: filter)
+    }
+
+    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await base.audit(since: since, limit: limit)
+    }
+
+    public func ping() async -> Bool { await base.ping() }
+
+    // MARK: Writes (store first, memory after the commit)
+
+    public func insert(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+        let inserted = try await base.insert(registration, audit: audit)
+        if inserted { afterWrite { $0.registrations[registration.id] = Cached(value: registration, loadedAt: .now) } }
+        return inserted
+    }
+
+    public func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+        let updated = try await base.updateDevice(registration, audit: audit)
+        afterWrite { $0.registrations[registration.id] = nil }
+        return updated
+    }
+
+    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+                           audit: AuditEntry) async throws(StoreError) -> StateTransition {
+        let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
+        afterWrite { memory in
+            if case .changed(let registration) = result {
+                memory.registrations[id] = Cached(value: registration, loadedAt: .now)
+            } else {
+                memory.registrations[id] = nil
+            }
+        }
+        return result
+    }
+
+    public func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool {
+        let deleted = try await base.delete(id: id, audit: audit)
+        afterWrite { $0.registrations[id] = nil }
+        return deleted
+    }
+
+    public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
+        try await base.recordContact(id: id, at: milliseconds)
+        afterWrite { memory in
+            guard var registration = memory.registrations[id]?.value, registration.lastContactAt < milliseconds else { return }
+            registration.lastContactAt = milliseconds
+            memory.registrations[id] = Cached(value: registration, loadedAt: .now)
+        }
+    }
+
+    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+        try await base.setBlock(block, audit: audit)
+        afterWrite { $0.blocks[block.userId] = Cached(value: block, loadedAt: .now) }
+    }
+
+    public func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool {
+        let removed = try await base.removeBlock(of: user, audit: audit)
+        afterWrite { $0.blocks[user] = Cached(value: nil, loadedAt: .now) }
+        return removed
+    }
+
+    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+        try await base.appendAudit(entry)
+    }
+}
