@@ -5,8 +5,6 @@
 struct ODataModel: Sendable {
     /// Schema namespace of the entity types (`SFOData.User`, …).
     let namespace: String
-    /// Schema namespace holding the entity container, as SuccessFactors ships it.
-    let containerNamespace: String
     let entityTypes: [ODataEntityType]
 
     func entityType(named name: String) -> ODataEntityType? {

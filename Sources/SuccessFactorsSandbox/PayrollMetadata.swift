@@ -1,11 +1,15 @@
 /// The service's `$metadata`: an OData v2 EDMX document generated from `PayrollModel`.
 ///
-/// Laid out as SuccessFactors ships it: `edmx:Edmx Version="1.0"`, `m:DataServiceVersion="2.0"`,
-/// one schema `SFODataSet` holding the entity container (`EntityContainer`, the default one) with
-/// entity sets and association sets, and one schema `SFOData` holding the entity types and
-/// associations. Every navigation property has its association and association set, which
-/// clients such as Python's pyodata require. `Edm.Decimal` properties carry neither `Precision`
-/// nor `Scale`, as in SuccessFactors. The `sap:` attributes use SuccessFactors' namespace.
+/// `edmx:Edmx Version="1.0"`, `m:DataServiceVersion="2.0"`, and one schema `SFOData` holding the
+/// entity types, the associations and the default entity container (`EntityContainer`) with
+/// entity sets and association sets. Every navigation property has its association and
+/// association set, which clients such as Python's pyodata require. `Edm.Decimal` properties
+/// carry neither `Precision` nor `Scale`, as in SuccessFactors. The `sap:` attributes use
+/// SuccessFactors' namespace.
+///
+/// SuccessFactors itself puts the entity container into a second schema, `SFODataSet`. The
+/// sandbox keeps everything in `SFOData` because pyodata looks for an association's association
+/// set in the association's own schema and cannot follow navigation properties otherwise.
 enum PayrollMetadata {
     static let document: [UInt8] = Array(xml(for: PayrollModel.model).utf8)
 
@@ -17,19 +21,18 @@ enum PayrollMetadata {
                 + #"xmlns:sap="http://www.successfactors.com/edm/sap">"#,
             #"  <edmx:DataServices m:DataServiceVersion="2.0">"#,
         ]
-        lines += containerSchema(model)
-        lines += typeSchema(model)
-        lines += ["  </edmx:DataServices>", "</edmx:Edmx>"]
+        lines.append("    <Schema Namespace=\"\(model.namespace)\" \(edmNamespace)>")
+        lines += entityTypes(model)
+        lines += associations(model)
+        lines += container(model)
+        lines += ["    </Schema>", "  </edmx:DataServices>", "</edmx:Edmx>"]
         return lines.joined(separator: "\n") + "\n"
     }
 
     private static let edmNamespace = #"xmlns="http://schemas.microsoft.com/ado/2008/09/edm""#
 
-    private static func containerSchema(_ model: ODataModel) -> [String] {
-        var lines = [
-            "    <Schema Namespace=\"\(model.containerNamespace)\" \(edmNamespace)>",
-            #"      <EntityContainer Name="EntityContainer" m:IsDefaultEntityContainer="true">"#,
-        ]
+    private static func container(_ model: ODataModel) -> [String] {
+        var lines = [#"      <EntityContainer Name="EntityContainer" m:IsDefaultEntityContainer="true">"#]
         for type in model.entityTypes {
             lines.append(
                 "        <EntitySet Name=\"\(type.name)\" EntityType=\"\(model.qualifiedName(of: type))\""
@@ -48,12 +51,12 @@ enum PayrollMetadata {
                 ]
             }
         }
-        lines += ["      </EntityContainer>", "    </Schema>"]
+        lines.append("      </EntityContainer>")
         return lines
     }
 
-    private static func typeSchema(_ model: ODataModel) -> [String] {
-        var lines = ["    <Schema Namespace=\"\(model.namespace)\" \(edmNamespace)>"]
+    private static func entityTypes(_ model: ODataModel) -> [String] {
+        var lines: [String] = []
         for type in model.entityTypes {
             lines.append("      <EntityType Name=\"\(type.name)\">")
             lines.append("        <Key>")
@@ -75,6 +78,11 @@ enum PayrollMetadata {
             }
             lines.append("      </EntityType>")
         }
+        return lines
+    }
+
+    private static func associations(_ model: ODataModel) -> [String] {
+        var lines: [String] = []
         for type in model.entityTypes {
             for navigation in type.navigations {
                 let (sourceRole, targetRole) = roles(type, navigation)
@@ -88,7 +96,6 @@ enum PayrollMetadata {
                 ]
             }
         }
-        lines.append("    </Schema>")
         return lines
     }
 

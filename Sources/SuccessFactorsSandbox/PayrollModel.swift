@@ -14,7 +14,6 @@
 enum PayrollModel {
     static let model = ODataModel(
         namespace: "SFOData",
-        containerNamespace: "SFODataSet",
         entityTypes: [
             user, empEmployment, paymentInformation, paymentInformationDetail, bank, payrollRun, payrollRunItem,
         ]
