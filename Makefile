@@ -9,7 +9,8 @@ run: deps certs build
 	@scripts/run-demo.sh $(BIN)
 
 ## Run every test: unit and in-process socket tests (swift test), then end-to-end tests of
-## the real binary (curl, xmlsec1; SIGKILL durability, restarts, reload).
+## the real binary (curl, xmlsec1; SIGKILL durability, restarts, reload; pyodata; the
+## hostile-input corpus).
 test: deps certs
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
@@ -17,6 +18,7 @@ test: deps certs
 	Tests/e2e/run.sh $(BIN)
 	python3 Tests/e2e/lifecycle.py $(BIN)
 	python3 Tests/e2e/pyodata_client.py $(BIN)
+	python3 Tests/e2e/hostile.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -115,6 +115,8 @@ public struct Forwarder: Sendable {
             throw .timedOut(milliseconds: destination.timeoutMilliseconds)
         } catch is BodyTooLarge {
             throw .bodyTooLarge(limit: maxRequestBodyBytes)
+        } catch is RequestBodyBroken {
+            throw .badRequest("the request body is malformed or was cut off")
         } catch {
             logger.warning("back end unreachable", metadata: ["destination": "\(destination.name)", "error": "\(String(describing: error))"])
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
@@ -235,6 +237,10 @@ public struct UpstreamResponse: Sendable {
 /// Thrown into the upload when a streamed body passes the limit.
 struct BodyTooLarge: Error {}
 
+/// Thrown into the upload when the device's body cannot be read (bad chunked framing, a
+/// connection cut mid-body): the device's fault, answered 400, not the back end's.
+struct RequestBodyBroken: Error {}
+
 /// A request body that fails once more than `limit` bytes have passed.
 struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
@@ -247,7 +253,13 @@ struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable wher
         var seen = 0
 
         mutating func next() async throws -> ByteBuffer? {
-            guard let buffer = try await base.next() else { return nil }
+            let next: ByteBuffer?
+            do {
+                next = try await base.next()
+            } catch {
+                throw RequestBodyBroken()
+            }
+            guard let buffer = next else { return nil }
             seen += buffer.readableBytes
             if seen > limit { throw BodyTooLarge() }
             return buffer

@@ -42,6 +42,12 @@ struct ProxyHandler: Sendable {
         // 1. HTTP hygiene the parser leaves to us: exactly one Host.
         guard request.head.authority != nil else { throw .badRequest("the request has no Host header") }
         guard request.headers[values: HTTPField.Name("Host")!].isEmpty else { throw .badRequest("the request has more than one Host header") }
+        // Only `chunked` alone is a transfer coding Midtier forwards; anything else (`xchunked`,
+        // `gzip, chunked`, …) is a framing a back end might read differently.
+        let codings = request.headers[values: .transferEncoding]
+        guard codings.isEmpty || (codings.count == 1 && codings[0].trimmingCharacters(in: .whitespaces).lowercased() == "chunked") else {
+            throw .badRequest("the only Transfer-Encoding accepted is chunked")
+        }
 
         // 2. The destination is the first path segment.
         guard let path = ProxyPath(rawPath: request.uri.path) else { throw .notFound("no destination in the path") }

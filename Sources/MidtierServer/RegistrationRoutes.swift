@@ -115,19 +115,29 @@ struct RegistrationRoutes: Sendable {
         }
         var device = existing
         guard buffer.readableBytes > 0 else { return device }
-        guard var object = (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] else {
-            throw .badRequest("the registration body is not a JSON object")
+        var object: [String: JSONValue]
+        switch StrictJSON.object(Array(buffer.readableBytesView)) {
+        case .success(let parsed): object = parsed
+        case .failure(let error): throw .badRequest("the registration body is not a JSON object: \(error.message)")
         }
-        if let inner = object["d"] as? [String: Any] { object = inner }
+        if let wrapped = object["d"] {
+            guard case .object(let inner) = wrapped else { throw .badRequest("d must be an object") }
+            object = inner
+        }
         let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
             ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),
             ("ApnsDeviceToken", \.apnsDeviceToken), ("AndroidGcmRegistrationId", \.androidGcmRegistrationId),
         ]
         for (name, keyPath) in fields {
-            guard let value = object[name], !(value is NSNull) else { continue }
-            guard let text = value as? String else { throw .badRequest("\(name) must be a string") }
-            guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
-            device[keyPath: keyPath] = text
+            switch object[name] {
+            case nil, .null?:
+                continue
+            case .string(let text)?:
+                guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+                device[keyPath: keyPath] = text
+            default:
+                throw .badRequest("\(name) must be a string")
+            }
         }
         return device
     }

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Hostile-input corpus against the real `midtier` binary: malformed and ambiguous HTTP over
+raw sockets, path tricks in every encoding, identity spoofing, bad bodies, hostile $metadata
+from the back end, and bad configuration files. Each case states its expected answer; the
+rule for all of them is a clear 4xx (or the stated answer), never a crash, never a 500 from
+Midtier itself, and nothing spoofed or outside the destination ever reaching the back end.
+
+Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1 on failure.
+"""
+import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
+import urllib.request
+
+BIN = os.path.abspath(sys.argv[1])
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+passed = failed = 0
+processes = []
+seen = []            # (method, path, headers) that reached the stand-in back end
+METADATA = {"body": b""}
+
+
+def check(name, condition, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL - {name} {detail}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Backend(http.server.BaseHTTPRequestHandler):
+    """A stand-in back end that records what reaches it."""
+    protocol_version = "HTTP/1.1"
+
+    def handle_any(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        if self.path.endswith("/$metadata"):
+            body, content_type = METADATA["body"], "application/xml"
+        else:
+            body, content_type = b'{"d":{"ok":true}}', "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+
+    def log_message(self, *args):
+        pass
+
+
+class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # clients that hang up early are part of the corpus
+
+
+def raw(port, data, timeout=5):
+    """Sends raw bytes; returns the status code of the first answer (0 for none/closed)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        answer = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+                if b"\r\n\r\n" in answer and len(answer) > 12:
+                    break
+        except socket.timeout:
+            pass
+    if answer.startswith(b"HTTP/1.1 ") or answer.startswith(b"HTTP/1.0 "):
+        return int(answer[9:12]), answer
+    return 0, answer
+
+
+def call(port, method, path, headers=None, body=None, timeout=10):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+work = tempfile.mkdtemp(prefix="midtier-hostile-")
+try:
+    backend_port = free_port()
+    backend = ThreadingServer(("127.0.0.1", backend_port), Backend)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+
+    mport, aport, sport = free_port(), free_port(), free_port()
+    config = os.path.join(work, "config")
+    shutil.copytree(os.path.join(REPO, "config"), config)
+    settings = json.load(open(os.path.join(config, "midtier.json")))
+    settings.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
+                     "store": f"sqlite:{work}/midtier.sqlite", "maxRequestBodyBytes": 65536})
+    json.dump(settings, open(os.path.join(config, "midtier.json"), "w"))
+    sf = json.load(open(os.path.join(config, "destinations", "sf.json")))
+    sf.update({"URL": f"http://127.0.0.1:{sport}", "tokenServiceURL": f"http://127.0.0.1:{sport}/oauth/token"})
+    json.dump(sf, open(os.path.join(config, "destinations", "sf.json"), "w"))
+    json.dump({"Name": "be", "URL": f"http://127.0.0.1:{backend_port}/base", "Authentication": "NoAuthentication", "timeout": 2000,
+               "metadataPatches": [{"entityType": "E", "property": "amount", "set": {"Precision": "15", "Scale": "2"}}]},
+              open(os.path.join(config, "destinations", "be.json"), "w"))
+    app = json.load(open(os.path.join(config, "apps", "demo.json")))
+    app["destinations"] = ["sf", "be"]
+    json.dump(app, open(os.path.join(config, "apps", "demo.json"), "w"))
+    log = open(os.path.join(work, "midtier.log"), "wb")
+    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
+    processes.append(midtier)
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{mport}/healthz", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.05)
+
+    alice = "Basic " + base64.b64encode(b"alice:alice-demo-password").decode()
+    bob = "Basic " + base64.b64encode(b"bob:bob-demo-password").decode()
+    status, headers, _ = call(mport, "POST", "/odata/applications/v1/demo/Connections", {"Authorization": alice}, b"{}")
+    appcid = headers["X-SMP-APPCID"]
+    status, headers, _ = call(mport, "POST", "/odata/applications/v1/demo/Connections", {"Authorization": bob}, b"{}")
+    bob_appcid = headers["X-SMP-APPCID"]
+    auth = f"Authorization: {alice}\r\nX-SMP-APPCID: {appcid}\r\n"
+
+    # --- 1. Malformed and ambiguous HTTP, over raw sockets. Expected: 400 (or 431 for size
+    #        limits, 413 for body size) and nothing forwarded. ---
+    def request(line, extra="", body=b"", host="Host: localhost\r\n"):
+        return (line + "\r\n" + host + auth + extra + "\r\n").encode() + body
+
+    http_cases = [
+        ("CL and TE together", request("POST /be/x HTTP/1.1", "Content-Length: 4\r\nTransfer-Encoding: chunked\r\n", b"0\r\n\r\n"), {400}),
+        ("two different Content-Length", request("POST /be/x HTTP/1.1", "Content-Length: 4\r\nContent-Length: 5\r\n", b"abcde"), {400}),
+        ("Content-Length list", request("POST /be/x HTTP/1.1", "Content-Length: 4, 5\r\n", b"abcde"), {400}),
+        ("negative Content-Length", request("POST /be/x HTTP/1.1", "Content-Length: -1\r\n"), {400}),
+        ("non-numeric Content-Length", request("POST /be/x HTTP/1.1", "Content-Length: abc\r\n"), {400}),
+        ("TE: chunked, identity", request("POST /be/x HTTP/1.1", "Transfer-Encoding: chunked, identity\r\n", b"0\r\n\r\n"), {400, 501}),
+        ("TE: xchunked", request("POST /be/x HTTP/1.1", "Transfer-Encoding: xchunked\r\n", b"0\r\n\r\n"), {400, 501}),
+        ("bad chunk size", request("POST /be/x HTTP/1.1", "Transfer-Encoding: chunked\r\n", b"zz\r\nab\r\n0\r\n\r\n"), {400}),
+        ("obs-fold header", request("GET /be/x HTTP/1.1", "X-Folded: a\r\n  b\r\n"), {400}),
+        ("bare LF line ends", b"GET /be/x HTTP/1.1\nHost: localhost\nAuthorization: " + alice.encode() + b"\nX-SMP-APPCID: " + appcid.encode() + b"\n\n", {400}),
+        ("bare CR in a header", request("GET /be/x HTTP/1.1", "X-A: a\rb\r\n"), {400}),
+        ("NUL in a header value", request("GET /be/x HTTP/1.1", "X-A: a\x00b\r\n"), {400}),
+        ("NUL in a header name", request("GET /be/x HTTP/1.1", "X-\x00A: b\r\n"), {400}),
+        ("space before colon", request("GET /be/x HTTP/1.1", "X-Forwarded-User : bob\r\n"), {400}),
+        ("missing Host", request("GET /be/x HTTP/1.1", host=""), {400}),
+        ("two Host headers", request("GET /be/x HTTP/1.1", "Host: evil.example\r\n"), {400}),
+        # Absolute-form is read as its path (RFC 9112 §3.2.2); Midtier never routes or builds
+        # URLs from an authority the device names, so this is an ordinary call of /be/x.
+        ("absolute-form is only its path", request("GET http://evil.example/be/x HTTP/1.1"), {200}),
+        ("HTTP/0.9 request", b"GET /be/x\r\n\r\n", {400, 0}),
+        ("unknown HTTP version", request("GET /be/x HTTP/9.9"), {400, 505, 0}),
+        ("lowercase method", request("get /be/x HTTP/1.1"), {400, 405, 501}),
+        ("garbage request line", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"A" * 40 + b"\r\n\r\n", {400, 0}),
+        ("many headers", request("GET /be/x HTTP/1.1", "".join(f"X-H{i}: v\r\n" for i in range(300))), {431, 400}),
+        ("one huge header", request("GET /be/x HTTP/1.1", "X-Huge: " + "a" * 100_000 + "\r\n"), {431, 400}),
+        ("huge request line", request("GET /be/" + "a" * 100_000 + " HTTP/1.1"), {414, 431, 400}),
+        ("body over the limit by Content-Length", request("POST /be/x HTTP/1.1", "Content-Length: 70000\r\n", b"a" * 100), {413}),
+    ]
+    for name, data, expected in http_cases:
+        before = len(seen)
+        try:
+            status, answer = raw(mport, data)
+        except OSError as error:
+            status, answer = 0, str(error).encode()
+        check(f"http: {name}", status in expected, f"(got {status}, want {sorted(expected)}: {answer[:120]!r})")
+        time.sleep(0.05)  # let anything forwarded arrive before counting
+        forwarded_is_fine = expected == {200}
+        # A streamed body is only found broken once it is under way: the back end may have
+        # seen the start of a request that is then aborted, never completed.
+        started_is_fine = name == "bad chunk size"
+        check(f"http: {name} is not forwarded", forwarded_is_fine or started_is_fine or len(seen) == before, f"(back end saw {seen[before:]})")
+
+    # A slow-headers client must not hold the server: other calls still answer.
+    slow = socket.create_connection(("127.0.0.1", mport))
+    slow.sendall(b"GET /be/x HTTP/1.1\r\nHost: localhost\r\n")
+    status, _, _ = call(mport, "GET", "/healthz")
+    check("http: a slow-headers client does not block others", status == 200)
+    slow.close()
+
+    # --- 2. Path tricks: 400, never at the back end outside /base. ---
+    tricks = ["/be/../x", "/be/./x", "/be/%2e%2e/x", "/be/%2E%2E/x", "/be/.%2e/x", "/be/%2e./x", "/be/..%2fx", "/be/..%2Fx",
+              "/be/%2e%2e%2fx", "/be/a/../../x", "/be/%252e%252e/x", "/be/%25252e%25252e/x", "/be/..;/x", "/be/..;jsessionid=1/x",
+              "/be/%2e%2e;x/y", "/be/a%5c..%5cx", "/be/a\\..\\x", "/be/%5c..%5cx", "/be/%c0%ae%c0%ae/x", "/be/%c0%afx",
+              "/be/%e0%80%ae%e0%80%ae/x", "/be/%00", "/be/a%00b", "/be/%0d%0aSet-Cookie:x", "/be/%", "/be/%zz", "/be/%2",
+              "/be/%u002e%u002e/x", "/be/..%00/x", "/be/..%09/x", "/be/%252f", "/be/x%2f..%2f..%2fy", "/be/...%2f"]
+    for trick in tricks:
+        before = len(seen)
+        status, answer = raw(mport, request(f"GET {trick} HTTP/1.1"))
+        check(f"path: {trick}", status == 400, f"(got {status})")
+        check(f"path: {trick} never reaches the back end", len(seen) == before, f"({seen[before:]})")
+    # Fine ones arrive under /base as sent.
+    for fine in ["/be/a%20b", "/be/a..b", "/be/Items('x')", "/be/%24metadata2", "/be/x;y=1"]:
+        before = len(seen)
+        status, _ = raw(mport, request(f"GET {fine} HTTP/1.1"))
+        arrived = seen[before:]
+        check(f"path: {fine} is forwarded under the base path", status == 200 and arrived and arrived[0][1].startswith("/base/"), f"({status} {arrived})")
+
+    # --- 3. Identity spoofing: nothing claimed by the device reaches the back end. ---
+    spoofs = ["X-Forwarded-User", "X_Forwarded_User", "x-forwarded-user", "X-FORWARDED-USER", "X-Forwarded-For", "X_Forwarded_For",
+              "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Email",
+              "X-Forwarded-Preferred-Username", "X-Forwarded-Groups", "X-Forwarded-Access-Token", "Forwarded", "X-Real-IP",
+              "X-Remote-User", "X_Remote_User", "Remote-User", "REMOTE_USER", "X-User", "X-Auth-User", "X-Authenticated-User",
+              "X-Auth-Request-User", "X-Auth-Request-Email", "SAP-User", "sap-userid", "SAP_USER", "X-SAP-User-Name",
+              "X-SMP-User", "X-SMP-APPCID-Other", "X-Original-URL", "X-Rewrite-URL", "X-HTTP-Method-Override", "True-Client-IP",
+              "X-Client-IP", "X-Cluster-Client-IP"]
+    for name in spoofs:
+        before = len(seen)
+        status, _ = raw(mport, request("GET /be/spoof HTTP/1.1", f"{name}: bob\r\n"))
+        arrived = seen[before:]
+        leaked = [h for h in (arrived[0][2] if arrived else {}) if h.replace("_", "-") == name.lower().replace("_", "-")
+                  and arrived[0][2][h] == "bob"]
+        check(f"spoof: {name} is dropped", status == 200 and arrived and not leaked, f"({status} {leaked})")
+    # Someone else's registration, a duplicated APPCID, a cookie/header mismatch.
+    check("spoof: bob's registration with alice's password", call(mport, "GET", "/be/x", {"Authorization": alice, "X-SMP-APPCID": bob_appcid})[0] == 403)
+    status, _ = raw(mport, request("GET /be/x HTTP/1.1", f"X-SMP-APPCID: {bob_appcid}\r\n"))
+    check("spoof: two different X-SMP-APPCID headers", status == 400, f"(got {status})")
+    check("spoof: bob's id in the cookie, alice's password", call(mport, "GET", "/be/x", {"Authorization": alice, "Cookie": f"X-SMP-APPCID={bob_appcid}"})[0] == 403)
+    check("spoof: no credentials", call(mport, "GET", "/be/x", {"X-SMP-APPCID": appcid})[0] == 401)
+    check("spoof: X-Forwarded-User instead of credentials", call(mport, "GET", "/be/x", {"X-SMP-APPCID": appcid, "X-Forwarded-User": "alice"})[0] == 401)
+    for bad_auth in ["Basic", "Basic !!!!", "Basic " + base64.b64encode(b"alice").decode(), "Bearer x", "basic " + "A" * 10000, "Digest x"]:
+        status, _, _ = call(mport, "GET", "/be/x", {"Authorization": bad_auth, "X-SMP-APPCID": appcid})
+        check(f"auth: malformed Authorization {bad_auth[:20]!r}", status == 401, f"(got {status})")
+
+    # --- 4. Bad bodies to the registration API: 400 with the field named, never 500. ---
+    bodies = [b"{", b"[]", b"null", b"42", b'"x"', b'{"DeviceType": 7}', b'{"DeviceType": ["a"]}', b'{"DeviceType": {}}',
+              b'{"DeviceModel": true}', b'{"d": 5}', b'{"ApnsDeviceToken": ' + b"1" * 400 + b"}", b'{"DeviceType": "' + b"a" * 5000 + b'"}',
+              b"[" * 10000 + b"]" * 10000, b'{"a":' * 5000 + b"1" + b"}" * 5000, b"\xff\xfe\x00", b'{"DeviceType":"\\ud800"}',
+              b'{"DeviceType":"x",}', b"{'DeviceType':'x'}"]
+    for body in bodies:
+        status, _, answer = call(mport, "POST", "/odata/applications/v1/demo/Connections", {"Authorization": alice, "Content-Type": "application/json"}, body)
+        check(f"body: {body[:30]!r}", status in (400, 413), f"(got {status}: {answer[:100]!r})")
+    status, _, _ = call(mport, "POST", "/odata/applications/v1/demo/Connections", {"Authorization": alice}, b"a" * 200_000)
+    check("body: a registration body over 64 KiB", status == 413, f"(got {status})")
+    for path in ["/odata/applications/v1/demo/Connections('')", "/odata/applications/v1/demo/Connections('a", "/odata/applications/v1/demo/Connections(x)",
+                 "/odata/applications/v9/demo/Connections", "/odata/applications/v1/../demo/Connections", "/odata/applications/v1/demo/Other"]:
+        status, _, _ = call(mport, "GET", path, {"Authorization": alice})
+        check(f"body: odd registration path {path}", status in (400, 404, 405), f"(got {status})")
+
+    # --- 5. Hostile $metadata from the back end: refused (502), never a crash or a hang. ---
+    lol = b'<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">' \
+          b'<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]><edmx:Edmx xmlns:edmx="x">&lol3;</edmx:Edmx>'
+    hostile_metadata = [
+        ("billion laughs", lol),
+        ("external DTD", b'<?xml version="1.0"?><!DOCTYPE x SYSTEM "http://127.0.0.1:1/evil.dtd"><x/>'),
+        ("external entity", b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>'),
+        ("not XML", b"this is not xml"),
+        ("truncated", b'<edmx:Edmx xmlns:edmx="x"><edmx:DataServices>'),
+        ("empty", b""),
+    ]
+    for name, document in hostile_metadata:
+        METADATA["body"] = document
+        status, _, answer = call(mport, "GET", "/be/odata/$metadata", {"Authorization": alice, "X-SMP-APPCID": appcid})
+        check(f"metadata: {name}", status == 502 and b"root:" not in answer, f"(got {status}: {answer[:80]!r})")
+    METADATA["body"] = b'<edmx:Edmx xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx"><edmx:DataServices><Schema xmlns="http://schemas.microsoft.com/ado/2008/09/edm" Namespace="N"><EntityType Name="E"><Property Name="amount" Type="Edm.Decimal"/></EntityType></Schema></edmx:DataServices></edmx:Edmx>'
+    status, _, answer = call(mport, "GET", "/be/odata/$metadata", {"Authorization": alice, "X-SMP-APPCID": appcid})
+    check("metadata: a good document is patched", status == 200 and b'Scale="2"' in answer, f"({status} {answer[:200]!r})")
+
+    # --- 6. Bad configuration files: check-config names file and key, exits 1, never crashes. ---
+    bad_configs = {
+        "midtier.json": ["", "{", "[]", '{"listen": 8080}', '{"listen": "x:99999"}', '{"store": "mysql://x"}', '{"logLevel": "loud"}',
+                         '{"maxRequestBodyBytes": -5}', '{"adminTokenHashes": ["plain"]}', '{"publicURL": "ftp://x"}', '{"a":' * 3000],
+        "users.json": ['{"users": "x"}', '{"users": [{"id": ""}]}', '{"users": [{"id": "a", "passwordHash": 5}]}'],
+        "apps/demo.json": ['{"authentication": {"type": "kerberos"}, "destinations": []}', '{"authentication": {"type": "jwt"}}',
+                           '{"authentication": {"type": "basic"}, "destinations": "sf"}'],
+        "destinations/sf.json": ['{"Name": "sf", "URL": "http://x", "Authentication": "Magic"}', '{"Name": "sf", "URL": "http://x", "Authentication": "OAuth2SAMLBearerAssertion", "tokenServiceURL": "http://x", "clientKey": "k", "companyId": "c", "signingKey": "/etc/passwd", "signingCertificate": "/etc/hostname"}',
+                                 '{"Name": "sf", "URL": "http://x", "Authentication": "BasicAuthentication", "User": "u", "Password": {"env": "MIDTIER_NO_SUCH_VAR"}}'],
+    }
+    for file, contents in bad_configs.items():
+        for content in contents:
+            broken = os.path.join(work, "broken")
+            shutil.rmtree(broken, ignore_errors=True)
+            shutil.copytree(config, broken)
+            open(os.path.join(broken, file), "w").write(content)
+            result = subprocess.run([BIN, "check-config", "--config", broken], cwd=REPO, capture_output=True, text=True, timeout=30)
+            named = any(line.startswith(os.path.join(broken, file) + ":") for line in result.stdout.splitlines())
+            check(f"config: {file} = {content[:40]!r}", result.returncode == 1 and named, f"(exit {result.returncode}: {result.stdout[:200]!r} {result.stderr[-200:]!r})")
+
+    # --- Never a 500 from Midtier, never a crash. ---
+    check("the server is still running", midtier.poll() is None)
+    log.flush()
+    text = open(os.path.join(work, "midtier.log"), "rb").read()
+    check("no secret reached the log", b"alice-demo-password" not in text and b"bob-demo-password" not in text)
+finally:
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    shutil.rmtree(work, ignore_errors=True)
+
+print()
+print(f"hostile: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
