@@ -33,9 +33,14 @@ public struct ConfigurationLoader: Sendable {
     /// Loads and validates everything; collects all problems across all files before throwing.
     public func load() throws(ConfigurationErrors) -> MidtierConfiguration {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw ConfigurationErrors(problems: [
                 ConfigProblem(file: directory, key: "", message: "configuration directory not found"),
+            ])
+        }
+        guard isDirectory.boolValue else {
+            throw ConfigurationErrors(problems: [
+                ConfigProblem(file: directory, key: "", message: "is not a directory (give the configuration directory)"),
             ])
         }
         var problems: [ConfigProblem] = []

@@ -29,6 +29,13 @@ struct JSONMember {
     var value: JSON
 }
 
+/// The text of UTF-8 bytes, or nil if they are not valid UTF-8. (`String(validating:as:)`
+/// needs macOS 15; the package supports macOS 14.)
+func utf8Text(_ bytes: [UInt8]) -> String? {
+    let text = String(decoding: bytes, as: UTF8.self)
+    return text.utf8.elementsEqual(bytes) ? text : nil
+}
+
 /// Joins key paths: `authentication` + `jwks` = `authentication.jwks`.
 func keyPath(_ parent: String, _ key: String) -> String {
     parent.isEmpty ? key : parent + "." + key
@@ -59,7 +66,7 @@ struct JSONParser {
 
     /// Parses a whole document. On a syntax error, `error` says what and where (line, column).
     static func parse(_ bytes: [UInt8]) -> (value: JSON?, duplicateKeys: [String], error: String?) {
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        guard utf8Text(bytes) != nil else {
             return (nil, [], "the file is not valid UTF-8 text")
         }
         var parser = JSONParser(bytes: bytes)

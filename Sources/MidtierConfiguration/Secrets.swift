@@ -48,7 +48,7 @@ extension ConfigurationLoader {
                     reader.problem(name, "cannot read secret file \(path): \(error.message)")
                     return nil
                 case .success(let bytes):
-                    guard var text = String(validating: bytes, as: UTF8.self) else {
+                    guard var text = utf8Text(bytes) else {
                         reader.problem(name, "secret file \(path) is not UTF-8 text")
                         return nil
                     }

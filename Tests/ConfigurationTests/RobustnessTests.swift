@@ -134,3 +134,107 @@ import Testing
         }
     }
 }
+
+@Suite struct URLAndAddressTests {
+    @Test(arguments: [
+        ("http://[::1]:8080/base/", "http://[::1]:8080/base"),
+        ("https://api.sf.example", "https://api.sf.example"),
+        ("https://api.sf.example///", "https://api.sf.example"),
+        ("HTTPS://API.sf.example/odata/v2", "HTTPS://API.sf.example/odata/v2"),
+        ("http://10.0.0.5:65535/x", "http://10.0.0.5:65535/x"),
+    ])
+    func destinationURLIsAccepted(_ given: String, _ expected: String) throws {
+        let fixture = Fixture()
+        fixture.set("destinations/public.json", "URL", "\"\(given)\"")
+        #expect(try fixture.load().destinations["public"]?.url == expected)
+    }
+
+    @Test(arguments: [
+        ("", "must not be empty"),
+        ("localhost:8080", "absolute http or https URL"),
+        ("http:/localhost/", "absolute http or https URL"),
+        ("https:///path", "absolute http or https URL"),
+        ("http://exa mple.com", "absolute http or https URL"),
+        ("https://host:0/", "port from 1 to 65535"),
+        ("https://host/#top", "fragment"),
+        ("https://host/?", "query"),
+        ("https://u@host/", "user name or password"),
+    ])
+    func destinationURLIsRefused(_ given: String, _ message: String) {
+        let fixture = Fixture()
+        fixture.set("destinations/public.json", "URL", "\"\(given)\"")
+        let problems = fixture.problems()
+        #expect(problems.count == 1)
+        #expect(problems.first?.key == "URL")
+        #expect(problems.first?.message.contains(message) == true, "\(problems)")
+    }
+
+    @Test(arguments: [
+        ("localhost:1", ListenAddress(host: "localhost", port: 1)),
+        ("[::]:8080", ListenAddress(host: "::", port: 8080)),
+        ("192.168.1.10:65535", ListenAddress(host: "192.168.1.10", port: 65535)),
+    ])
+    func listenAddressIsAccepted(_ given: String, _ expected: ListenAddress) throws {
+        let fixture = Fixture()
+        fixture.set("midtier.json", "listen", "\"\(given)\"")
+        #expect(try fixture.load().server.listen == expected)
+    }
+
+    @Test(arguments: [":8080", "host:", "host:0", "host:+80", "host:08080x", "[::1]8080", "[zz::1]:80", "ho st:80", "[::1]:99999"])
+    func listenAddressIsRefused(_ given: String) {
+        let fixture = Fixture()
+        fixture.set("midtier.json", "listen", "\"\(given)\"")
+        let problems = fixture.problems()
+        #expect(problems.map(\.key) == ["listen"], "\(problems)")
+    }
+
+    @Test(arguments: [
+        ("sqlite:/var/lib/midtier/db.sqlite", StoreLocation.sqlite(path: "/var/lib/midtier/db.sqlite")),
+        ("postgres://midtier@localhost/midtier", StoreLocation.postgres(url: "postgres://midtier@localhost/midtier")),
+        ("postgresql:///midtier?host=/var/run/postgresql", StoreLocation.postgres(url: "postgresql:///midtier?host=/var/run/postgresql")),
+    ])
+    func storeIsAccepted(_ given: String, _ expected: StoreLocation) throws {
+        let fixture = Fixture()
+        fixture.set("midtier.json", "store", "\"\(given)\"")
+        #expect(try fixture.load().server.store == expected)
+    }
+
+    @Test(arguments: ["sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite"])
+    func storeIsRefused(_ given: String) {
+        let fixture = Fixture()
+        fixture.set("midtier.json", "store", "\"\(given)\"")
+        #expect(fixture.problems().map(\.key) == ["store"])
+    }
+
+    @Test func jwksOverPlainHTTPIsAllowedForLocalhostOnly() throws {
+        let fixture = Fixture()
+        fixture.set("apps/com.example.jwt.json", "authentication",
+                    #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"http://localhost:8081/jwks"}}"#)
+        #expect(try fixture.load().apps["com.example.jwt"] != nil)
+    }
+}
+
+@Suite struct SpecialFileTests {
+    @Test func fifoIsRefusedWithoutWaiting() throws {
+        let fixture = Fixture()
+        let fifo = fixture.root + "/secrets/pipe"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        fixture.set("destinations/legacy.json", "Password", "{\"file\":\"\(fifo)\"}")
+        #expect(fixture.problems() == [ConfigProblem(
+            file: fixture.path("destinations/legacy.json"), key: "Password",
+            message: "cannot read secret file \(fifo): is not a regular file"
+        )])
+    }
+
+    @Test func configurationPathThatIsAFileIsOneProblem() {
+        let fixture = Fixture()
+        fixture.writeText("plain-file", "x")
+        do {
+            _ = try ConfigurationLoader(directory: fixture.root + "/plain-file", environment: [:]).load()
+            Issue.record("expected a problem")
+        } catch {
+            #expect(error.problems.map(\.key) == [""])
+            #expect(error.problems.first?.message.contains("is not a directory") == true)
+        }
+    }
+}
