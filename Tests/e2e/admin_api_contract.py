@@ -1,0 +1,651 @@
+#!/usr/bin/env python3
+"""Contract test of the admin API: the running `midtier` answers exactly as docs/admin-api.yaml says.
+
+Usage: Tests/e2e/admin_api_contract.py PATH-TO-MIDTIER-BINARY
+
+Starts the SuccessFactors sandbox and `midtier serve` on a temporary copy of config/ (free ports
+for listen and adminListen, a fresh SQLite store, admin tokens whose bcrypt hashes come from
+`midtier hash-secret`), onboards devices as the README shows, then calls every operation of the
+document, the error cases included. Every answer is checked against the document: the status
+must be one the operation declares, the Content-Type one it declares for that status, the JSON
+body must validate against the declared schema ($refs resolved), declared headers must be there,
+and a request body or query value the document calls invalid must be refused with 400 (and a
+valid one must not be). Behaviour the descriptions promise (blocks, locks, wipes, token purges,
+reload keeping the old configuration, the audit trail) is checked through the device API.
+
+Prints `ok - ...` / `FAIL - ...` per check and `admin-api: N passed, M failed`; exits non-zero
+on any failure. Every HTTP call has a timeout; the processes are stopped in any case.
+"""
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from base64 import b64encode
+from pathlib import Path
+
+import yaml
+from jsonschema import Draft202012Validator, FormatChecker
+from openapi_spec_validator import validate as validate_openapi
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENT = REPO / "docs" / "admin-api.yaml"
+DOC_URI = "urn:midtier:admin-api"
+TIMEOUT = 10  # seconds, for every HTTP call
+METHODS = ("get", "put", "post", "delete", "patch")
+
+# What SPEC §7 and the router (Sources/AdminAPI/AdminRoutes.swift) serve; the document must
+# list exactly these (plus the health endpoints the admin listener also serves).
+EXPECTED_OPERATIONS = {
+    ("GET", "/admin/v1/users/{userId}"),
+    ("PUT", "/admin/v1/users/{userId}/block"),
+    ("DELETE", "/admin/v1/users/{userId}/block"),
+    ("GET", "/admin/v1/registrations"),
+    ("GET", "/admin/v1/registrations/{id}"),
+    ("DELETE", "/admin/v1/registrations/{id}"),
+    ("POST", "/admin/v1/registrations/{id}/lock"),
+    ("POST", "/admin/v1/registrations/{id}/unlock"),
+    ("POST", "/admin/v1/registrations/{id}/wipe"),
+    ("GET", "/admin/v1/destinations"),
+    ("POST", "/admin/v1/config/reload"),
+    ("DELETE", "/admin/v1/tokens/{userId}"),
+    ("GET", "/admin/v1/audit"),
+    ("GET", "/healthz"),
+    ("GET", "/readyz"),
+}
+
+
+class Results:
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def check(self, name, condition, detail=""):
+        if condition:
+            self.passed += 1
+            print(f"ok   - {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"FAIL - {name}" + (f"\n       {detail}" if detail else ""), flush=True)
+        return condition
+
+
+class Answer:
+    def __init__(self, status, headers, data):
+        self.status = status
+        self.headers = headers  # lower-cased names
+        self.data = data
+        try:
+            self.json = json.loads(data) if data else None
+        except ValueError:
+            self.json = None
+
+    def excerpt(self):
+        text = self.data.decode("utf-8", "replace")
+        return text if len(text) <= 300 else text[:300] + "…"
+
+
+def request(port, method, path, headers=None, body=None):
+    """One HTTP call with a timeout; the path is sent exactly as given."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        data = response.read()
+        return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
+    finally:
+        connection.close()
+
+
+class Document:
+    """docs/admin-api.yaml, with its operations and $ref resolution."""
+
+    def __init__(self, path):
+        self.raw = yaml.safe_load(path.read_text())
+        self.registry = Registry().with_resource(DOC_URI, Resource.from_contents(self.raw, default_specification=DRAFT202012))
+        self.operations = {}
+        for template, item in self.raw["paths"].items():
+            shared = item.get("parameters", [])
+            for method in METHODS:
+                if method in item:
+                    operation = dict(item[method])
+                    operation["parameters"] = [self.resolve(p) for p in shared + operation.get("parameters", [])]
+                    self.operations[(method.upper(), template)] = operation
+        self.patterns = [(template, re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template)) + "/?$"))
+                         for template in self.raw["paths"]]
+
+    def resolve(self, node):
+        while isinstance(node, dict) and "$ref" in node:
+            pointer = node["$ref"].lstrip("#/").split("/")
+            node = self.raw
+            for part in pointer:
+                node = node[part.replace("~1", "/").replace("~0", "~")]
+        return node
+
+    def template(self, path):
+        for template, pattern in self.patterns:
+            if pattern.match(path):
+                return template
+        return None
+
+    def validator(self, schema):
+        return Draft202012Validator(schema, registry=self.registry, format_checker=FormatChecker())
+
+    def schema_errors(self, schema, instance):
+        # Local $refs ("#/components/...") must resolve against the whole document.
+        wrapped = {"$id": DOC_URI + "-instance", "$defs": {}, "allOf": [self.rebase(schema)]}
+        return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in self.validator(wrapped).iter_errors(instance)]
+
+    def rebase(self, schema):
+        if isinstance(schema, dict):
+            return {k: (DOC_URI + v if k == "$ref" and isinstance(v, str) and v.startswith("#") else self.rebase(v)) for k, v in schema.items()}
+        if isinstance(schema, list):
+            return [self.rebase(v) for v in schema]
+        return schema
+
+
+class Contract:
+    def __init__(self, document, results, admin_port, token):
+        self.doc = document
+        self.results = results
+        self.port = admin_port
+        self.token = token
+        self.seen = {}  # (METHOD, template) -> statuses answered with a valid token
+
+    def call(self, label, method, path, expect, token="default", body=None, headers=None):
+        """Calls the admin API and checks the answer against the document and `expect`."""
+        headers = dict(headers or {})
+        token = self.token if token == "default" else token
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        answer = request(self.port, method, path, headers, data)
+        problems = self.problems(method, path, answer, data, authenticated=token == self.token)
+        if expect is not None and answer.status != expect:
+            problems.insert(0, f"expected {expect}, got {answer.status}")
+        self.results.check(f"{method} {path} {label} → {expect if expect is not None else answer.status}", not problems,
+                           "; ".join(problems) + f"\n       body: {answer.excerpt()}")
+        return answer
+
+    def problems(self, method, path, answer, body, authenticated):
+        bare, _, query = path.partition("?")
+        template = self.doc.template(bare)
+        operation = self.doc.operations.get((method, template))
+        if operation is None:
+            return [f"{method} {bare} is not in the document"]
+        if authenticated or operation.get("security") == []:
+            self.seen.setdefault((method, template), set()).add(answer.status)
+        problems = []
+        responses = operation["responses"]
+        declared = responses.get(str(answer.status))
+        if declared is None:
+            return [f"status {answer.status} is not declared (declared: {', '.join(sorted(responses))})"]
+        declared = self.doc.resolve(declared)
+        for name, header in (declared.get("headers") or {}).items():
+            header = self.doc.resolve(header)
+            value = answer.headers.get(name.lower())
+            if value is None:
+                if header.get("required"):
+                    problems.append(f"header {name} is missing")
+            elif "schema" in header:
+                problems += [f"header {name}: {e}" for e in self.doc.schema_errors(header["schema"], value)]
+        content = declared.get("content")
+        if not content:
+            if answer.data:
+                problems.append("a body where the document declares none")
+        else:
+            media = answer.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media not in content:
+                problems.append(f"Content-Type {answer.headers.get('content-type')!r} is not declared ({', '.join(content)})")
+            elif answer.json is None and answer.data != b"null":
+                problems.append("the body is not JSON")
+            else:
+                problems += self.doc.schema_errors(content[media]["schema"], answer.json)
+        # Requests the document calls invalid must be refused with 400; valid ones must not be.
+        invalid = self.invalid_request(operation, query, body)
+        if invalid and answer.status not in (400, 401, 413):
+            problems.append(f"the document calls the request invalid ({invalid}) but the server answered {answer.status}")
+        malformed_path = re.search(r"%(?![0-9A-Fa-f]{2})", bare) is not None
+        if not invalid and answer.status == 400 and not malformed_path:
+            problems.append("the document calls the request valid but the server answered 400")
+        return problems
+
+    def invalid_request(self, operation, query, body):
+        values = urllib.parse.parse_qs(query, keep_blank_values=True)
+        for parameter in operation["parameters"]:
+            if parameter.get("in") != "query" or parameter["name"] not in values:
+                continue
+            for value in values[parameter["name"]]:
+                instance = value
+                if self.doc.resolve(parameter["schema"]).get("type") == "integer":
+                    try:
+                        instance = int(value)
+                    except ValueError:
+                        return f"{parameter['name']}={value!r} is not an integer"
+                errors = self.doc.schema_errors(parameter["schema"], instance)
+                if errors:
+                    return f"{parameter['name']}={value!r}: {errors[0]}"
+        request_body = operation.get("requestBody")
+        if request_body is not None:
+            request_body = self.doc.resolve(request_body)
+            if body is None:
+                return "no body" if request_body.get("required") else ""
+            try:
+                instance = json.loads(body)
+            except ValueError:
+                return "the body is not JSON"
+            errors = self.doc.schema_errors(request_body["content"]["application/json"]["schema"], instance)
+            if errors:
+                return errors[0]
+        return ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port, path, seconds=20):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if request(port, "GET", path).status < 500:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def hash_secret(binary, secret):
+    out = subprocess.run([binary, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True, timeout=60, check=True)
+    return out.stdout.strip()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.splitlines()[2], file=sys.stderr)
+        return 2
+    binary = str(Path(sys.argv[1]).resolve())
+    results = Results()
+    work = Path(tempfile.mkdtemp(prefix="midtier-admin-api-"))
+    processes = []
+    try:
+        run(binary, work, processes, results)
+    except Exception as error:  # a crash of the test is a failure, never a pass
+        results.check("the contract test ran to the end", False, f"{type(error).__name__}: {error}")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        if results.failed:
+            for log in ("midtier.log", "sandbox.log"):
+                path = work / log
+                if path.exists():
+                    tail = path.read_text(errors="replace").splitlines()[-15:]
+                    print(f"# last lines of {log}:", *("#   " + line for line in tail), sep="\n")
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"admin-api: {results.passed} passed, {results.failed} failed")
+    return 0 if results.failed == 0 else 1
+
+
+def run(binary, work, processes, results):
+    check = results.check
+
+    # ---- The document itself.
+    try:
+        validate_openapi(yaml.safe_load(DOCUMENT.read_text()))
+        check("docs/admin-api.yaml is a valid OpenAPI document", True)
+    except Exception as error:
+        check("docs/admin-api.yaml is a valid OpenAPI document", False, str(error)[:500])
+    doc = Document(DOCUMENT)
+    documented = set(doc.operations)
+    check("the document lists exactly the operations the admin listener serves (SPEC §7, /healthz, /readyz)",
+          documented == EXPECTED_OPERATIONS,
+          f"missing: {sorted(EXPECTED_OPERATIONS - documented)}; not served: {sorted(documented - EXPECTED_OPERATIONS)}")
+    schemes = doc.raw.get("components", {}).get("securitySchemes", {})
+    bearer = {name for name, s in schemes.items() if s.get("type") == "http" and s.get("scheme", "").lower() == "bearer"}
+    unprotected = [f"{m} {t}" for (m, t), op in sorted(doc.operations.items()) if t.startswith("/admin/")
+                   and not any(set(requirement) & bearer for requirement in op.get("security", doc.raw.get("security", [])))]
+    check("the document requires the bearer token for every admin operation", bearer and not unprotected, f"unprotected: {unprotected}")
+
+    # ---- A configuration of our own: free ports, a fresh store, two admin tokens (one in force).
+    token1 = "adm1-" + secrets.token_urlsafe(24)
+    token2 = "adm2-" + secrets.token_urlsafe(24)
+    hash1, hash2 = hash_secret(binary, token1), hash_secret(binary, token2)
+    config = work / "config"
+    shutil.copytree(REPO / "config", config)
+    listen, admin, sandbox = free_port(), free_port(), free_port()
+    server_file = config / "midtier.json"
+
+    def write_server(hashes, **extra):
+        settings = json.loads((REPO / "config" / "midtier.json").read_text())
+        settings.update(listen=f"127.0.0.1:{listen}", adminListen=f"127.0.0.1:{admin}", publicURL=f"http://localhost:{listen}",
+                        store=f"sqlite:{work}/midtier.sqlite", adminTokenHashes=hashes, **extra)
+        server_file.write_text(json.dumps(settings, indent=2))
+
+    write_server([hash1])
+    sf = config / "destinations" / "sf.json"
+    sf.write_text(sf.read_text().replace("localhost:8081", f"127.0.0.1:{sandbox}"))
+    check("check-config accepts the contract test's configuration",
+          subprocess.run([binary, "check-config", "--config", str(config)], cwd=REPO, capture_output=True, timeout=60).returncode == 0)
+
+    with open(work / "sandbox.log", "wb") as log:
+        processes.append(subprocess.Popen([binary, "sandbox", "--port", str(sandbox)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    with open(work / "midtier.log", "wb") as log:
+        processes.append(subprocess.Popen([binary, "serve", "--config", str(config)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+    up = wait_for(sandbox, "/sandbox/stats") and wait_for(listen, "/healthz") and wait_for(admin, "/healthz")
+    if not check("sandbox and midtier start (listen and adminListen answer)", up):
+        return
+
+    api = Contract(doc, results, admin, token1)
+    call = api.call
+
+    # ---- Devices, as the README onboards them.
+    def onboard(user, password):
+        answer = request(listen, "POST", "/odata/applications/v1/demo/Connections",
+                         {"Authorization": "Basic " + b64encode(f"{user}:{password}".encode()).decode(), "Content-Type": "application/json"},
+                         json.dumps({"DeviceType": "iOS", "DeviceModel": "iPhone15,2"}).encode())
+        return answer.status, answer.headers.get("x-smp-appcid")
+
+    def device_call(user, password, appcid):
+        answer = request(listen, "GET", "/sf/odata/v2/User('100001')" if user == "alice" else "/sf/odata/v2/User('100002')",
+                         {"Authorization": "Basic " + b64encode(f"{user}:{password}".encode()).decode(), "X-SMP-APPCID": appcid})
+        return answer.status, answer.headers.get("x-message-code")
+
+    alice = ("alice", "alice-demo-password")
+    status, device_a = onboard(*alice)
+    check("alice onboards device A (201)", status == 201 and device_a, f"status {status}")
+    status, device_b = onboard(*alice)
+    check("alice onboards device B (201)", status == 201 and device_b, f"status {status}")
+    status, device_bob = onboard("bob", "bob-demo-password")
+    check("bob onboards a device (201)", status == 201 and device_bob, f"status {status}")
+    check("alice's device A reads through Midtier (200)", device_call(*alice, device_a) == (200, None))
+
+    # ---- Health, without a token.
+    call("(no token)", "GET", "/healthz", 200, token=None)
+    call("(no token)", "GET", "/readyz", 200, token=None)
+
+    # ---- Every documented admin operation exists and wants a token: without one, 401 (a route
+    # that did not exist would answer the router's 404 before any token check).
+    concrete = {"{userId}": "alice", "{id}": device_a}
+
+    def fill(template):
+        for placeholder, value in concrete.items():
+            template = template.replace(placeholder, urllib.parse.quote(value, safe=""))
+        return template
+
+    for method, template in sorted(doc.operations):
+        if template.startswith("/admin/"):
+            call("without a token", method, fill(template), 401, token=None)
+    call("with a wrong token", "GET", "/admin/v1/destinations", 401, token="wrong-" + token1)
+    call("with the token plus one character", "GET", "/admin/v1/destinations", 401, token=token1 + "x")
+    call("with an empty bearer token", "GET", "/admin/v1/destinations", 401, token="")
+    call("with Basic credentials", "GET", "/admin/v1/destinations", 401, token=None,
+         headers={"Authorization": "Basic " + b64encode(f"admin:{token1}".encode()).decode()})
+    call("with the second token, not (yet) in force", "GET", "/admin/v1/destinations", 401, token=token2)
+    # RFC 7235 §2.1 / RFC 6750: the scheme name is case-insensitive.
+    call("with the scheme written 'bearer' (case-insensitive, RFC 7235)", "GET", "/admin/v1/destinations", 200, token=None,
+         headers={"Authorization": f"bearer {token1}"})
+
+    # ---- Nothing undocumented: other methods on the documented paths are not routes (no 401).
+    for template in doc.raw["paths"]:
+        others = [m.upper() for m in METHODS if (m.upper(), template) not in doc.operations]
+        statuses = {m: request(admin, m, fill(template)).status for m in others}
+        check(f"{fill(template)}: undocumented methods are not served ({', '.join(others)})",
+              all(s == 404 for s in statuses.values()), f"answers: {statuses}")
+    unknown = request(admin, "GET", "/admin/v1/nothing-here", {"Authorization": f"Bearer {token1}"})
+    check("an unknown admin path answers 404 with the documented error body (code NOT_FOUND)",
+          unknown.status == 404 and unknown.headers.get("content-type", "").startswith("application/json")
+          and not doc.schema_errors({"$ref": "#/components/schemas/Error"}, unknown.json)
+          and (unknown.json or {}).get("error", {}).get("code") == "NOT_FOUND",
+          f"status {unknown.status}, Content-Type {unknown.headers.get('content-type')!r}, body {unknown.excerpt()!r}")
+
+    # ---- Users and blocks.
+    user = call("(known user with devices)", "GET", "/admin/v1/users/alice", 200).json or {}
+    check("alice: known, not blocked, both devices listed",
+          user.get("known") is True and user.get("block") is None
+          and {device_a, device_b} <= {r.get("id") for r in user.get("registrations", [])})
+    call("(unknown user)", "GET", "/admin/v1/users/nobody-at-all", 404)
+    call("(malformed percent-encoding)", "GET", "/admin/v1/users/%zz", 400)
+
+    block = "/admin/v1/users/alice/block"
+    call("bad block type", "PUT", block, 400, body={"type": "everything", "reason": "x"})
+    call("without a type", "PUT", block, 400, body={"reason": "x"})
+    call("with an unknown member", "PUT", block, 400, body={"type": "all", "until": "tomorrow"})
+    call("with reason null", "PUT", block, 400, body={"type": "all", "reason": None})
+    call("with a reason of 1001 characters", "PUT", block, 400, body={"type": "all", "reason": "r" * 1001})
+    call("with a body that is not JSON", "PUT", block, 400, body=b"type=all")
+    call("with a JSON array", "PUT", block, 400, body=b'["all"]')
+    call("with a body over 64 KiB", "PUT", block, 413, body=json.dumps({"type": "all", "reason": "r" * 70000}).encode())
+    call("(malformed percent-encoding)", "PUT", "/admin/v1/users/%zz/block", 400, body={"type": "all"})
+
+    purged = call("(alice has called sf)", "DELETE", "/admin/v1/tokens/alice", 200).json or {}
+    check("purging alice's tokens drops the one she used", purged.get("purged", 0) >= 1 and purged.get("userId") == "alice", str(purged))
+    check("after the purge alice still reads (a new token is exchanged)", device_call(*alice, device_a) == (200, None))
+
+    blocked = call("type traffic", "PUT", block, 200, body={"type": "traffic", "reason": "phone reported stolen"}).json or {}
+    check("the block answer names type, reason and the admin",
+          blocked.get("block", {}).get("type") == "traffic" and blocked["block"].get("reason") == "phone reported stolen"
+          and blocked["block"].get("by") == "admin#1", str(blocked))
+    purged = call("(right after the block)", "DELETE", "/admin/v1/tokens/alice", 200).json or {}
+    check("blocking dropped alice's cached tokens (nothing left to purge)", purged.get("purged") == 0, str(purged))
+    check("traffic block: alice's next call is refused (403 TRAFFIC_BLOCKED)", device_call(*alice, device_a) == (403, "TRAFFIC_BLOCKED"))
+    status, device_c = onboard(*alice)
+    check("traffic block: onboarding still works (201)", status == 201, f"status {status}")
+    user = call("(blocked)", "GET", "/admin/v1/users/alice", 200).json or {}
+    check("the user shows the block", (user.get("block") or {}).get("type") == "traffic", str(user.get("block")))
+
+    call("type registration (replaces the block)", "PUT", block, 200, body={"type": "registration"})
+    check("registration block: onboarding is refused (403 REG_BLOCKED)", onboard(*alice)[0] == 403)
+    check("registration block: existing devices work (200)", device_call(*alice, device_a) == (200, None))
+    call("type all", "PUT", block, 200, body={"type": "all", "reason": ""})
+    check("block all: calls are refused (403 TRAFFIC_REG_BLOCKED)", device_call(*alice, device_a) == (403, "TRAFFIC_REG_BLOCKED"))
+    call("(lift the block)", "DELETE", block, 204)
+    check("after the block is lifted alice reads again (200)", device_call(*alice, device_a) == (200, None))
+    call("(not blocked)", "DELETE", block, 404)
+    call("(malformed percent-encoding)", "DELETE", "/admin/v1/users/%zz/block", 400)
+
+    ghost = "/admin/v1/users/ghost%20user"
+    call("(a user not in users.json)", "PUT", ghost + "/block", 200, body={"type": "all", "reason": "left the company"})
+    user = call("(blocked, not in users.json)", "GET", ghost, 200).json or {}
+    check("a blocked stranger is found, known: false", user.get("known") is False and user.get("userId") == "ghost user", str(user))
+    call("(the stranger)", "DELETE", ghost + "/block", 204)
+    call("(the stranger, unblocked again)", "GET", ghost, 404)
+
+    # ---- Registrations.
+    everything = call("(all)", "GET", "/admin/v1/registrations", 200).json or {}
+    ids = {r.get("id") for r in everything.get("registrations", [])}
+    check("the list holds every registration", {device_a, device_b, device_c, device_bob} <= ids, str(ids))
+    mine = call("filtered by user", "GET", "/admin/v1/registrations?user=alice", 200).json or {}
+    check("user=alice lists alice's three and only hers",
+          {r["id"] for r in mine.get("registrations", [])} == {device_a, device_b, device_c}
+          and all(r["userId"] == "alice" for r in mine["registrations"]))
+    call("filtered by app", "GET", "/admin/v1/registrations?app=demo", 200)
+    nothing = call("filtered by an unknown app", "GET", "/admin/v1/registrations?app=no-such-app", 200).json or {}
+    check("an unknown app lists nothing", nothing.get("registrations") == [])
+    call("filtered by state", "GET", "/admin/v1/registrations?state=active&user=alice&app=demo", 200)
+    call("with a bad state", "GET", "/admin/v1/registrations?state=deleted", 400)
+
+    one = call("(exists)", "GET", f"/admin/v1/registrations/{device_a}", 200).json or {}
+    check("the registration is alice's, active, app demo",
+          one.get("id") == device_a and one.get("userId") == "alice" and one.get("state") == "active" and one.get("appId") == "demo", str(one))
+    call("(unknown registration)", "GET", "/admin/v1/registrations/no-such-registration", 404)
+    call("(malformed percent-encoding)", "GET", "/admin/v1/registrations/%zz", 400)
+
+    def action(name, registration, expect, label):
+        return call(label, "POST", f"/admin/v1/registrations/{registration}/{name}", expect).json or {}
+
+    check("lock answers the registration, locked", action("lock", device_a, 200, "(active)").get("state") == "locked")
+    check("a locked registration is refused (403 TRAFFIC_REG_LOCKED)", device_call(*alice, device_a) == (403, "TRAFFIC_REG_LOCKED"))
+    check("locking again changes nothing", action("lock", device_a, 200, "(already locked)").get("state") == "locked")
+    locked = call("filtered by state locked", "GET", "/admin/v1/registrations?state=locked", 200).json or {}
+    check("state=locked lists exactly the locked one", [r["id"] for r in locked.get("registrations", [])] == [device_a])
+    check("unlock answers the registration, active", action("unlock", device_a, 200, "(locked)").get("state") == "active")
+    check("an unlocked registration calls again (200)", device_call(*alice, device_a) == (200, None))
+    check("unlocking again changes nothing", action("unlock", device_a, 200, "(already active)").get("state") == "active")
+
+    check("wipe answers the registration, wiped", action("wipe", device_b, 200, "(active)").get("state") == "wiped")
+    check("a wiped registration is refused (403 TRAFFIC_REG_WIPED)", device_call(*alice, device_b) == (403, "TRAFFIC_REG_WIPED"))
+    action("unlock", device_b, 409, "after wipe")
+    action("lock", device_b, 409, "after wipe")
+    check("wiping again changes nothing", action("wipe", device_b, 200, "(already wiped)").get("state") == "wiped")
+    check("the wipe is for ever: still wiped, still refused",
+          (call("(wiped)", "GET", f"/admin/v1/registrations/{device_b}", 200).json or {}).get("state") == "wiped"
+          and device_call(*alice, device_b) == (403, "TRAFFIC_REG_WIPED"))
+    for name in ("lock", "unlock", "wipe"):
+        action(name, "no-such-registration", 404, "(unknown registration)")
+        action(name, "%zz", 400, "(malformed percent-encoding)")
+
+    call("(bob's)", "DELETE", f"/admin/v1/registrations/{device_bob}", 204)
+    check("a deleted registration is unknown to its device (403)", device_call("bob", "bob-demo-password", device_bob)[0] == 403)
+    call("(deleted)", "GET", f"/admin/v1/registrations/{device_bob}", 404)
+    call("(deleted already)", "DELETE", f"/admin/v1/registrations/{device_bob}", 404)
+    call("(malformed percent-encoding)", "DELETE", "/admin/v1/registrations/%zz", 400)
+
+    own = request(listen, "DELETE", f"/odata/applications/v1/demo/Connections('{device_c}')",
+                  {"Authorization": "Basic " + b64encode(b"alice:alice-demo-password").decode(), "X-SMP-APPCID": device_c})
+    check("alice deletes her device C herself (self-service, for the audit trail)", 200 <= own.status < 300, f"status {own.status}")
+
+    # ---- Destinations and tokens.
+    listed = call("", "GET", "/admin/v1/destinations", 200).json or {}
+    check("the shipped destination sf is listed as a SAML bearer destination",
+          [(d.get("name"), d.get("authentication")) for d in listed.get("destinations", [])] == [("sf", "OAuth2SAMLBearerAssertion")], str(listed))
+    check("destinations carry no key material", "BEGIN" not in json.dumps(listed) and "signingKey" not in json.dumps(listed))
+    carol = call("(user who never called)", "DELETE", "/admin/v1/tokens/carol", 200).json or {}
+    check("purging a user without tokens answers 0", carol == {"userId": "carol", "purged": 0}, str(carol))
+    call("(malformed percent-encoding)", "DELETE", "/admin/v1/tokens/%zz", 400)
+
+    # ---- Reload: a broken configuration changes nothing; a good one is put in force whole.
+    users_file = config / "users.json"
+    good_users = users_file.read_text()
+    users_file.write_text('{"users": [')
+    rejected = call("(users.json is not JSON)", "POST", "/admin/v1/config/reload", 422).json or {}
+    check("the rejection is CONFIG_INVALID and names users.json",
+          rejected.get("error", {}).get("code") == "CONFIG_INVALID" and any("users.json" in p for p in rejected.get("problems", [])), str(rejected))
+    check("after a rejected reload admin calls still work", call("(after a rejected reload)", "GET", "/admin/v1/destinations", 200).status == 200)
+    check("after a rejected reload alice (old users.json) still reads", device_call(*alice, device_a) == (200, None))
+    users_file.write_text(good_users)
+    demo_app = config / "apps" / "demo.json"
+    good_demo = demo_app.read_text()
+    demo_app.write_text(json.dumps({**json.loads(good_demo), "destinations": ["sf", "missing-destination"]}))
+    write_server([hash1], colour="blue")
+    rejected = call("(two problems)", "POST", "/admin/v1/config/reload", 422).json or {}
+    problems = rejected.get("problems", [])
+    check("every problem is listed as file: key: what",
+          len(problems) >= 2 and any("midtier.json: colour" in p for p in problems) and any("demo.json: destinations[1]" in p for p in problems), str(problems))
+    demo_app.write_text(good_demo)
+
+    (config / "destinations" / "hr.json").write_text(json.dumps({
+        "Name": "hr", "Type": "HTTP", "URL": f"http://127.0.0.1:{sandbox}/hr", "Authentication": "BasicAuthentication",
+        "User": "technical-user", "Password": "hr-secret-password-4711", "timeout": 5000,
+        "URL.headers.X-Tenant": "tenant-secret-value", "URL.queries.client": "client-secret-value"}))
+    (config / "destinations" / "open.json").write_text(json.dumps({
+        "Name": "open", "URL": f"http://127.0.0.1:{sandbox}/open", "Authentication": "NoAuthentication"}))
+    write_server([hash1, hash2])
+    reloaded = call("(good configuration, two more destinations, a second admin token)", "POST", "/admin/v1/config/reload", 200).json or {}
+    check("the reload counts what is now in force", reloaded == {"status": "reloaded", "apps": 1, "destinations": 3, "users": 3}, str(reloaded))
+    listed = call("(after the reload)", "GET", "/admin/v1/destinations", 200)
+    by_name = {d.get("name"): d for d in (listed.json or {}).get("destinations", [])}
+    check("the new destinations are listed, sorted, each with its own members",
+          list(by_name) == ["hr", "open", "sf"] and by_name["hr"].get("user") == "technical-user"
+          and by_name["hr"].get("headers") == ["X-Tenant"] and by_name["hr"].get("queries") == ["client"]
+          and by_name["hr"].get("timeout") == 5000 and by_name["open"].get("authentication") == "NoAuthentication", str(by_name))
+    check("no password, header or query value is shown",
+          not any(s.encode() in listed.data for s in ("hr-secret-password-4711", "tenant-secret-value", "client-secret-value")))
+    check("the reload dropped the cached tokens", (call("(after the reload)", "DELETE", "/admin/v1/tokens/alice", 200).json or {}).get("purged") == 0)
+    call("with the second token, now in force", "DELETE", "/admin/v1/tokens/carol", 200, token=token2)
+    write_server([hash2])
+    call("(removes the first token) by the second admin", "POST", "/admin/v1/config/reload", 200, token=token2)
+    call("with the first token, removed by the reload", "GET", "/admin/v1/destinations", 401)
+    write_server([hash1])
+    call("(restores the first token) by the second admin", "POST", "/admin/v1/config/reload", 200, token=token2)
+    call("with the first token again", "GET", "/admin/v1/destinations", 200)
+
+    # ---- The audit trail.
+    trail = (call("(everything)", "GET", "/admin/v1/audit", 200).json or {}).get("entries", [])
+    sequences = [e.get("sequence") for e in trail]
+    check("audit entries come oldest first with increasing sequence numbers", sequences == sorted(set(sequences)) and len(sequences) > 0)
+
+    def has(actor, action, target, detail=None):
+        return any(e.get("actor") == actor and e.get("action") == action and e.get("target") == target
+                   and (detail is None or e.get("detail") == detail) and e.get("source") == "127.0.0.1" for e in trail)
+
+    expectations = [
+        ("user:alice", "registration.create", device_a, None),
+        ("admin#1", "user.block", "alice", "traffic: phone reported stolen"),
+        ("admin#1", "user.block", "ghost user", "all: left the company"),
+        ("admin#1", "user.unblock", "alice", None),
+        ("admin#1", "registration.lock", device_a, None),
+        ("admin#1", "registration.unlock", device_a, None),
+        ("admin#1", "registration.wipe", device_b, None),
+        ("admin#1", "registration.delete", device_bob, None),
+        ("user:alice", "registration.delete", device_c, None),
+        ("admin#1", "tokens.purge", "carol", "0 token(s)"),
+        ("admin#2", "tokens.purge", "carol", "0 token(s)"),
+        ("admin#2", "config.reload", str(config), "reloaded"),
+    ]
+    missing = [e for e in expectations if not has(*e)]
+    check("the audit trail records who did what to what, from where", not missing, f"missing: {missing}")
+    check("a rejected reload is audited, saying the old configuration stays",
+          any(e.get("action") == "config.reload" and e.get("detail", "").startswith("rejected") for e in trail))
+    check("refused changes leave no entry (no lock or unlock of the wiped registration)",
+          not any(e.get("action") in ("registration.lock", "registration.unlock") and e.get("target") == device_b for e in trail))
+    check("reads leave no entry", {e.get("action") for e in trail} <= {
+        "registration.create", "registration.update", "registration.delete", "registration.lock", "registration.unlock",
+        "registration.wipe", "user.block", "user.unblock", "tokens.purge", "config.reload"}, str({e.get("action") for e in trail}))
+
+    first = (call("with limit=1", "GET", "/admin/v1/audit?limit=1", 200).json or {}).get("entries", [])
+    check("limit=1 gives the oldest entry", [e.get("sequence") for e in first] == sequences[:1])
+    call("with limit=10000", "GET", "/admin/v1/audit?limit=10000", 200)
+    call("with limit=0", "GET", "/admin/v1/audit?limit=0", 400)
+    call("with limit=10001", "GET", "/admin/v1/audit?limit=10001", 400)
+    call("with limit=many", "GET", "/admin/v1/audit?limit=many", 400)
+    future_ms = int(time.time() * 1000) + 3_600_000
+    check("since in the future (milliseconds) gives nothing",
+          (call("with since in milliseconds", "GET", f"/admin/v1/audit?since={future_ms}", 200).json or {}).get("entries") == [])
+    check("since=0 gives everything",
+          len((call("with since=0", "GET", "/admin/v1/audit?since=0", 200).json or {}).get("entries", [])) == len(trail))
+    check("since as ISO 8601 in the past gives everything",
+          len((call("with since as ISO 8601", "GET", "/admin/v1/audit?since=2000-01-01T00:00:00Z", 200).json or {}).get("entries", [])) == len(trail))
+    check("since as ISO 8601 in the future gives nothing",
+          (call("with since as ISO 8601 in the future", "GET", "/admin/v1/audit?since=2999-01-01T00:00:00Z", 200).json or {}).get("entries") == [])
+    last_at = trail[-1]["at"] if trail else "2000-01-01T00:00:00Z"
+    tail = (call("with since = the last entry's at", "GET", "/admin/v1/audit?since=" + urllib.parse.quote(last_at), 200).json or {}).get("entries", [])
+    check("since is inclusive: the last entry comes again", tail and tail[-1].get("sequence") == sequences[-1])
+    call("with since as a time with an offset", "GET", "/admin/v1/audit?since=" + urllib.parse.quote("2000-01-01T02:00:00+02:00"), 200)
+    call("with since as a date only", "GET", "/admin/v1/audit?since=2020-01-01", 400)
+    call("with since=yesterday", "GET", "/admin/v1/audit?since=yesterday", 400)
+
+    # ---- Every documented operation was exercised with a valid token and served (2xx).
+    for key in sorted(doc.operations):
+        statuses = api.seen.get(key, set())
+        check(f"{key[0]} {key[1]} is served: answered 2xx to a valid call", any(200 <= s < 300 for s in statuses),
+              f"answers seen: {sorted(statuses)}")
+    for key in sorted(doc.operations):
+        unexercised = sorted(set(doc.operations[key]["responses"]) - {str(s) for s in api.seen.get(key, set())} - {"401"})
+        if unexercised:
+            print(f"#    not provoked: {key[0]} {key[1]} {', '.join(unexercised)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
