@@ -108,6 +108,7 @@ check "check-config names file and key (unknown key)" grep -q "midtier.json: col
 check "check-config names the missing destination" grep -q "apps/demo.json: destinations\[0\]: " "$work/bad.out"
 "$bin" serve --config "$work/bad" >/dev/null 2>&1; code=$?
 check "serve refuses to start on a bad configuration" test "$code" -ne 0
+check "admin API matches docs/admin-api.yaml (Tests/e2e/admin_api_contract.py)" python3 "$repo/Tests/e2e/admin_api_contract.py" "$bin"
 
 # SIGTERM: stop accepting, finish, exit 0.
 kill -TERM "$midtier"
