@@ -27,7 +27,8 @@ public final class AdminAuthenticator: Sendable {
 
     /// The admin's audit name, `admin#<n>` for the n-th hash (from 1), or nil.
     public func authenticate(authorization: String?) async -> String? {
-        guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }
+        // The scheme name is case-insensitive (RFC 9110 §11.1).
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return nil }
         let token = String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: " ")
         guard !token.isEmpty, token.utf8.count <= 1024 else { return nil }
         let current = hashes()

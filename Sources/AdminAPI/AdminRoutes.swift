@@ -83,8 +83,9 @@ public struct AdminRoutes: Sendable {
     }
 
     private func parameter(_ context: MidtierRequestContext, _ name: String) throws(Refusal) -> String {
-        guard let value = context.parameters.get(name)?.removingPercentEncoding, !value.isEmpty else {
-            throw .badRequest("\(name) is missing")
+        guard let raw = context.parameters.get(name), !raw.isEmpty else { throw .badRequest("\(name) is missing") }
+        guard let value = raw.removingPercentEncoding, !value.isEmpty else {
+            throw .badRequest("\(name) has a malformed percent-encoding")
         }
         return value
     }

@@ -29,7 +29,7 @@ public struct Refusal: Error, Sendable, Equatable {
         if let messageCode { headers[HTTPField.Name("x-message-code")!] = messageCode }
         if let challenge { headers[.wwwAuthenticate] = challenge }
         let body: [String: Any] = ["error": ["code": code, "message": ["lang": "en", "value": message]]]
-        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys])) ?? Data("{}".utf8)
+        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 }

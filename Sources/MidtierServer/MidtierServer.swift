@@ -112,6 +112,7 @@ public final class MidtierServer: Sendable {
     ) -> some ApplicationProtocol {
         let settings = runtime.current.configuration.server
         let router = Router(context: MidtierRequestContext.self)
+        router.middlewares.add(ODataErrorMiddleware())
         HealthRoutes(store: registrations.store).add(to: router)
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
@@ -136,6 +137,7 @@ public final class MidtierServer: Sendable {
         let settings = runtime.current.configuration.server
         let runtime = self.runtime
         let router = Router(context: MidtierRequestContext.self)
+        router.middlewares.add(ODataErrorMiddleware())
         HealthRoutes(store: registrations.store).add(to: router)
         let metrics = self.metrics
         router.get("/metrics") { _, _ in

@@ -157,7 +157,13 @@ import Testing
             #expect(try await env.admin(.GET, "/admin/v1/audit?since=yesterday").status == 400)
             let purge = try await env.admin(.DELETE, "/admin/v1/tokens/alice")
             #expect(purge.status == 200)
-            #expect(try await env.admin(.GET, "/admin/v1/nothing-here").status == 404)
+            let nothing = try await env.admin(.GET, "/admin/v1/nothing-here")
+            #expect(nothing.status == 404)
+            #expect(nothing.errorMessage != nil, "the router's own 404 has an OData error body too")
+            let lowercase = try await env.call(.GET, "/admin/v1/destinations", headers: [("Authorization", "bearer \(TestEnvironment.adminToken)")],
+                                               base: "http://127.0.0.1:\(env.adminPort)")
+            #expect(lowercase.status == 200, "the auth scheme is case-insensitive")
+            #expect(try await env.call(.GET, "/odata/nothing").errorMessage != nil)
         }
     }
 
