@@ -30,7 +30,7 @@ fi
 
 # Python packages the end-to-end tests use, from PyPI, when missing: a real OData client
 # (pyodata) and what the admin API contract test validates with (module:pip package).
-for pair in pyodata:pyodata==1.12.1 requests:requests yaml:PyYAML jsonschema:jsonschema referencing:jsonschema>=4.18 \
-            rfc3339_validator:rfc3339-validator openapi_spec_validator:openapi-spec-validator; do
+for pair in "pyodata:pyodata==1.12.1" "requests:requests" "yaml:PyYAML" "jsonschema:jsonschema" "referencing:jsonschema>=4.18" \
+            "rfc3339_validator:rfc3339-validator" "openapi_spec_validator:openapi-spec-validator"; do
   python3 -c "import ${pair%%:*}" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "${pair#*:}"
 done
