@@ -109,6 +109,7 @@ public struct Forwarder: Sendable {
         }
 
         let response: HTTPClientResponse
+        let deadline = ContinuousClock.now + .milliseconds(destination.timeoutMilliseconds)
         do {
             response = try await httpClient.execute(outbound, timeout: .milliseconds(Int64(destination.timeoutMilliseconds)))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
@@ -121,7 +122,7 @@ public struct Forwarder: Sendable {
             logger.warning("back end unreachable", metadata: ["destination": "\(destination.name)", "error": "\(String(describing: error))"])
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
         }
-        return UpstreamResponse(response: response, headers: responseHeaders(response.headers))
+        return UpstreamResponse(response: response, headers: responseHeaders(response.headers), deadline: deadline)
     }
 
     /// Whether `request` has no body, so it can be sent twice (after a token renewal).
@@ -177,6 +178,10 @@ public struct UpstreamResponse: Sendable {
     let response: HTTPClientResponse
     /// The headers that may reach the device.
     public let headers: HTTPFields
+    /// The destination's `timeout` from the start of the call: a body read whole must have
+    /// arrived by then. (A streamed body is not bounded yet: a back end that trickles a large
+    /// answer keeps the device's request open.)
+    let deadline: ContinuousClock.Instant
 
     public var status: Int { Int(response.status.code) }
 
@@ -203,7 +208,7 @@ public struct UpstreamResponse: Sendable {
             }
         }
         if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length <= Self.wholeBodyLimit {
-            var buffer = try await response.body.collect(upTo: Self.wholeBodyLimit)
+            var buffer = try await collect(before: deadline)
             if let rewrite {
                 var input = buffer.readBytes(length: buffer.readableBytes) ?? []
                 var output: [UInt8] = []
@@ -216,10 +221,25 @@ public struct UpstreamResponse: Sendable {
             }
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
-        guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: response.body)) }
+        let body = response.body
+        guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
         // The length changes with the rewriting: the body goes out chunked.
         headers[.contentLength] = nil
-        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(response.body)))
+        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(body)))
+    }
+
+    /// The whole (small) body, or `UpstreamTimedOut` when it has not arrived by `deadline`.
+    func collect(before deadline: ContinuousClock.Instant) async throws -> ByteBuffer {
+        let body = response.body
+        return try await withThrowingTaskGroup(of: ByteBuffer.self) { group in
+            group.addTask { try await body.collect(upTo: Self.wholeBodyLimit) }
+            group.addTask {
+                try await Task.sleep(until: deadline)
+                throw UpstreamTimedOut()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).
@@ -233,6 +253,9 @@ public struct UpstreamResponse: Sendable {
         _ = try? await response.body.collect(upTo: 1 << 20)
     }
 }
+
+/// The back end's answer did not arrive within the destination's `timeout`.
+public struct UpstreamTimedOut: Error {}
 
 /// Thrown into the upload when a streamed body passes the limit.
 struct BodyTooLarge: Error {}

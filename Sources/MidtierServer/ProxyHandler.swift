@@ -147,6 +147,8 @@ struct ProxyHandler: Sendable {
         }
         do {
             return try await upstream.deviceResponse(rewriter: runtime.rewriters[name])
+        } catch is UpstreamTimedOut {
+            throw .gatewayTimeout("destination \(name) did not answer within \(destination.timeoutMilliseconds) ms")
         } catch {
             throw .badGateway("the back end of destination \(name) broke off its answer")
         }

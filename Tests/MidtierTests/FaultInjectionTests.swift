@@ -1,0 +1,174 @@
+import Foundation
+import MidtierConfiguration
+import Synchronization
+import Testing
+
+/// A TCP server that misbehaves on purpose, one way at a time: it closes the connection
+/// without answering, hangs, answers with canned bytes, or trickles a body.
+final class FaultServer: @unchecked Sendable {
+    enum Mode: Sendable {
+        case close
+        case hang
+        case respond(String)
+        /// Headers at once, then one body byte every `interval` seconds.
+        case trickle(interval: Double)
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let mode = Mutex<Mode>(.close)
+    private let connections = Mutex(0)
+
+    var accepted: Int { connections.withLock { $0 } }
+    func set(_ newMode: Mode) { mode.withLock { $0 = newMode } }
+
+    init() {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        Glibc.listen(listener, 64)
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: bound.sin_port))
+        let thread = Thread { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    deinit { Glibc.close(listener) }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            connections.withLock { $0 += 1 }
+            let current = mode.withLock { $0 }
+            Thread { [self] in serve(connection, current) }.start()
+        }
+    }
+
+    private func serve(_ connection: Int32, _ mode: Mode) {
+        defer { Glibc.close(connection) }
+        // Read the request head (and whatever body came with it) before misbehaving.
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var received: [UInt8] = []
+        while !received.contains(13) || String(decoding: received, as: UTF8.self).range(of: "\r\n\r\n") == nil {
+            let count = recv(connection, &buffer, buffer.count, 0)
+            if count <= 0 { return }
+            received += buffer[0..<count]
+        }
+        usleep(20_000)
+        _ = recv(connection, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        func send(_ text: String) { _ = text.withCString { Glibc.send(connection, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+        switch mode {
+        case .close:
+            var linger = linger(l_onoff: 1, l_linger: 0)  // RST, not a polite FIN
+            setsockopt(connection, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<linger>.size))
+        case .hang:
+            sleep(10)
+        case .respond(let text):
+            send(text)
+        case .trickle(let interval):
+            send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n")
+            for _ in 0..<1000 {
+                send("x")
+                usleep(useconds_t(interval * 1_000_000))
+            }
+        }
+    }
+
+    static func http(_ status: String, _ contentType: String, _ body: String) -> String {
+        "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+    }
+}
+
+/// Failures of the token service and of the back end, injected one at a time: each gives a
+/// clear 502/504 within the destination's timeout (+1 s), caches nothing, and Midtier recovers
+/// as soon as the fault is gone.
+@Suite(.serialized) struct FaultInjectionTests {
+    static let timeout = 800
+
+    /// Destination `faulty`: SAML, its token service and its data both at fault servers.
+    static func environment(token: FaultServer, data: FaultServer, _ body: (TestEnvironment) async throws -> Void) async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            guard case .samlBearer(var settings) = configuration.destinations["sf"]!.authentication else { return }
+            settings.tokenServiceURL = "http://127.0.0.1:\(token.port)/oauth/token"
+            settings.assertionRecipient = settings.tokenServiceURL
+            configuration.destinations["faulty"] = DestinationConfiguration(
+                name: "faulty", url: "http://127.0.0.1:\(data.port)/data", authentication: .samlBearer(settings),
+                userIdSource: "sfUserId", timeoutMilliseconds: timeout)
+            configuration.apps["demo"]!.destinations.append("faulty")
+        }, body)
+    }
+
+    func timed(_ env: TestEnvironment, _ id: String) async throws -> (TestEnvironment.Reply, Duration) {
+        let start = ContinuousClock.now
+        let reply = try await env.call(.GET, "/faulty/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
+        return (reply, ContinuousClock.now - start)
+    }
+
+    static let goodToken = FaultServer.http("200 OK", "application/json", #"{"access_token":"fault-token-1","token_type":"Bearer","expires_in":3600}"#)
+    static let goodData = FaultServer.http("200 OK", "application/json", #"{"d":{"ok":true}}"#)
+
+    @Test func tokenServiceFaultsAre502Or504AndNothingIsCached() async throws {
+        let token = FaultServer(), data = FaultServer()
+        data.set(.respond(Self.goodData))
+        try await Self.environment(token: token, data: data) { env in
+            let id = try await env.register(.alice)
+            let limit = Duration.milliseconds(Self.timeout + 1000)
+            let faults: [(String, FaultServer.Mode, Int)] = [
+                ("connection reset", .close, 502),
+                ("slower than the timeout", .hang, 504),
+                ("500", .respond(FaultServer.http("500 Internal Server Error", "text/plain", "boom")), 502),
+                ("garbage", .respond(FaultServer.http("200 OK", "application/json", "this is not json")), 502),
+                ("an HTML page", .respond(FaultServer.http("200 OK", "text/html", "<html><body>Login</body></html>")), 502),
+                ("negative expires_in", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t","expires_in":-5}"#)), 502),
+                ("no expires_in", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t"}"#)), 502),
+                ("expires_in not a number", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t","expires_in":"soon"}"#)), 502),
+                ("no access_token", .respond(FaultServer.http("200 OK", "application/json", #"{"expires_in":60}"#)), 502),
+            ]
+            for (name, mode, expected) in faults {
+                token.set(mode)
+                let (reply, elapsed) = try await timed(env, id)
+                #expect(reply.status == expected, "\(name): \(reply.status) \(reply.text)")
+                #expect(reply.errorMessage != nil, "\(name): OData error body")
+                #expect(elapsed < limit, "\(name) took \(elapsed)")
+            }
+            #expect(env.server.tokens.count == 0, "no failure was cached")
+            // Healed: the next call exchanges and succeeds, and the token is cached.
+            let before = token.accepted
+            token.set(.respond(Self.goodToken))
+            #expect(try await timed(env, id).0.status == 200)
+            #expect(try await timed(env, id).0.status == 200)
+            #expect(token.accepted == before + 1, "one exchange after healing, then the cached token")
+        }
+    }
+
+    @Test func backEndFaultsAre502Or504AndMidtierRecovers() async throws {
+        let token = FaultServer(), data = FaultServer()
+        token.set(.respond(Self.goodToken))
+        try await Self.environment(token: token, data: data) { env in
+            let id = try await env.register(.alice)
+            let limit = Duration.milliseconds(Self.timeout + 1000)
+            for (name, mode, expected) in [("connection reset", FaultServer.Mode.close, 502), ("slower than the timeout", .hang, 504)] {
+                data.set(mode)
+                let (reply, elapsed) = try await timed(env, id)
+                #expect(reply.status == expected, "\(name): \(reply.status)")
+                #expect(elapsed < limit, "\(name) took \(elapsed)")
+            }
+            // A (small) body that trickles past the timeout: 504 within it, not a hang.
+            data.set(.trickle(interval: 0.05))
+            let (trickled, elapsed) = try await timed(env, id)
+            #expect(trickled.status == 504, "trickle: \(trickled.status)")
+            #expect(elapsed < limit, "a trickling body is cut off at the timeout, took \(elapsed)")
+            data.set(.respond(Self.goodData))
+            let healed = try await timed(env, id)
+            #expect(healed.0.status == 200, "recovered: \(healed.0.text)")
+        }
+    }
+}
