@@ -87,7 +87,7 @@ extension ConfigurationLoader {
         var seen = Set<String>()
         for key in reader.keys where key.hasPrefix(prefix) {
             let name = String(key.dropFirst(prefix.count))
-            guard let value = reader.string(key, allowEmpty: true) else { continue }
+            guard let value = reader.string(key, allowEmpty: true, dynamic: true) else { continue }
             if !isHTTPToken(name) {
                 reader.problem(key, "must end in a valid HTTP header name")
             } else if Self.forbiddenHeaders.contains(name.lowercased())
@@ -110,7 +110,7 @@ extension ConfigurationLoader {
         var queries: [(name: String, value: String)] = []
         for key in reader.keys where key.hasPrefix(prefix) {
             let name = String(key.dropFirst(prefix.count))
-            guard let value = reader.string(key, allowEmpty: true) else { continue }
+            guard let value = reader.string(key, allowEmpty: true, dynamic: true) else { continue }
             if name.isEmpty || containsControlCharacters(name) {
                 reader.problem(key, "must end in a query parameter name")
             } else if containsControlCharacters(value) {

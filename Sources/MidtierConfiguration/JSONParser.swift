@@ -36,6 +36,25 @@ func utf8Text(_ bytes: [UInt8]) -> String? {
     return text.utf8.elementsEqual(bytes) ? text : nil
 }
 
+/// One step of a key path, kept unjoined while parsing so that long keys nested deeply cost
+/// nothing unless a problem needs the path.
+enum PathComponent {
+    case key(String)
+    case index(Int)
+}
+
+/// `[.key("users"), .index(2), .key("id")]` = `users[2].id`.
+func keyPath(_ components: [PathComponent]) -> String {
+    var path = ""
+    for component in components {
+        switch component {
+        case .key(let key): path = keyPath(path, key)
+        case .index(let index): path = keyPath(path, index: index)
+        }
+    }
+    return path
+}
+
 /// Joins key paths: `authentication` + `jwks` = `authentication.jwks`.
 func keyPath(_ parent: String, _ key: String) -> String {
     parent.isEmpty ? key : parent + "." + key
@@ -63,6 +82,8 @@ struct JSONParser {
     private var position = 0
     /// Key paths of keys that appear twice in one object (the first occurrence is kept).
     private(set) var duplicateKeys: [String] = []
+    /// Where the parser is, for `duplicateKeys`.
+    private var pathStack: [PathComponent] = []
 
     /// Parses a whole document. On a syntax error, `error` says what and where (line, column).
     static func parse(_ bytes: [UInt8]) -> (value: JSON?, duplicateKeys: [String], error: String?) {
@@ -74,7 +95,7 @@ struct JSONParser {
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { parser.position = 3 }
         do throws(SyntaxError) {
             parser.skipWhitespace()
-            let value = try parser.parseValue(path: "", depth: 0)
+            let value = try parser.parseValue(depth: 0)
             parser.skipWhitespace()
             if parser.position < bytes.count {
                 throw parser.error("unexpected characters after the end of the JSON value")
@@ -117,11 +138,11 @@ struct JSONParser {
         position += 1
     }
 
-    private mutating func parseValue(path: String, depth: Int) throws(SyntaxError) -> JSON {
+    private mutating func parseValue(depth: Int) throws(SyntaxError) -> JSON {
         guard let byte = current else { throw error("unexpected end of file") }
         switch byte {
-        case UInt8(ascii: "{"): return try parseObject(path: path, depth: depth + 1)
-        case UInt8(ascii: "["): return try parseArray(path: path, depth: depth + 1)
+        case UInt8(ascii: "{"): return try parseObject(depth: depth + 1)
+        case UInt8(ascii: "["): return try parseArray(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
         case UInt8(ascii: "t"): try parseLiteral("true"); return .bool(true)
@@ -137,7 +158,7 @@ struct JSONParser {
         position += expected.count
     }
 
-    private mutating func parseObject(path: String, depth: Int) throws(SyntaxError) -> JSON {
+    private mutating func parseObject(depth: Int) throws(SyntaxError) -> JSON {
         guard depth <= Self.maximumDepth else { throw error("nested more than \(Self.maximumDepth) levels deep") }
         position += 1  // {
         var members: [JSONMember] = []
@@ -155,13 +176,14 @@ struct JSONParser {
             skipWhitespace()
             try expect(":")
             skipWhitespace()
-            let memberPath = keyPath(path, key)
-            let value = try parseValue(path: memberPath, depth: depth)
+            pathStack.append(.key(key))
+            let value = try parseValue(depth: depth)
             if seen.insert(key).inserted {
                 members.append(JSONMember(key: key, value: value))
             } else {
-                duplicateKeys.append(memberPath)
+                duplicateKeys.append(keyPath(pathStack))
             }
+            pathStack.removeLast()
             skipWhitespace()
             if current == UInt8(ascii: ",") {
                 position += 1
@@ -174,7 +196,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseArray(path: String, depth: Int) throws(SyntaxError) -> JSON {
+    private mutating func parseArray(depth: Int) throws(SyntaxError) -> JSON {
         guard depth <= Self.maximumDepth else { throw error("nested more than \(Self.maximumDepth) levels deep") }
         position += 1  // [
         var elements: [JSON] = []
@@ -186,7 +208,9 @@ struct JSONParser {
         while true {
             skipWhitespace()
             if current == UInt8(ascii: "]") { throw error("a comma after the last element is not allowed") }
-            elements.append(try parseValue(path: keyPath(path, index: elements.count), depth: depth))
+            pathStack.append(.index(elements.count))
+            elements.append(try parseValue(depth: depth))
+            pathStack.removeLast()
             skipWhitespace()
             if current == UInt8(ascii: ",") {
                 position += 1

@@ -2,20 +2,27 @@
 /// every wrong type or missing required key, and remembers which keys were read so that
 /// `reportUnknownKeys()` can name the rest.
 ///
-/// Values are never quoted in messages: any of them might be a secret pasted in the wrong
-/// place.
+/// Values are not quoted in messages (any of them might be a secret pasted in the wrong
+/// place), except names that are not secrets: destination names, user ids, paths of files,
+/// names of environment variables.
 final class ObjectReader {
     /// Key path of this object (`""` for the top level of a file).
     let path: String
     let problems: FileProblems
     private let members: [JSONMember]
-    /// Keys this reader was asked about (present or not), for unknown-key hints.
+    /// Members by key, so that a file with very many keys is still read in linear time.
+    private let index: [String: JSON]
+    /// Keys this reader was asked about (present or not): any other key is unknown.
     private var known = Set<String>()
+    /// The fixed key names among `known` (not `URL.headers.<name>` and the like), for hints.
+    private var named = Set<String>()
 
     init(path: String, members: [JSONMember], problems: FileProblems) {
         self.path = path
         self.members = members
         self.problems = problems
+        // The parser keeps only the first of duplicate keys, so keys are unique here.
+        self.index = Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// A reader for `value`, or a problem at `path` if it is not an object.
@@ -33,12 +40,13 @@ final class ObjectReader {
     /// All keys present, in file order.
     var keys: [String] { members.map { $0.key } }
 
-    func contains(_ name: String) -> Bool { members.contains { $0.key == name } }
+    func contains(_ name: String) -> Bool { index[name] != nil }
 
     /// Marks keys as accepted without reading them (keys a pasted BTP destination carries for
     /// another authentication type).
     func accept(_ names: [String]) {
         known.formUnion(names)
+        named.formUnion(names)
     }
 
     /// Records a problem on one member.
@@ -47,9 +55,11 @@ final class ObjectReader {
     }
 
     /// The raw value of a member, marking it as known. A missing required key is a problem.
-    func value(_ name: String, required: Bool = false, requiredBecause reason: String? = nil) -> JSON? {
+    /// `dynamic` marks a key whose name is data (`URL.headers.<name>`), never offered as a hint.
+    func value(_ name: String, required: Bool = false, requiredBecause reason: String? = nil, dynamic: Bool = false) -> JSON? {
         known.insert(name)
-        guard let value = members.first(where: { $0.key == name })?.value else {
+        if !dynamic { named.insert(name) }
+        guard let value = index[name] else {
             if required { problem(name, "missing required key" + (reason.map { " (\($0))" } ?? "")) }
             return nil
         }
@@ -58,8 +68,8 @@ final class ObjectReader {
 
     /// A string member. Empty strings are refused unless `allowEmpty`.
     func string(_ name: String, required: Bool = false, requiredBecause reason: String? = nil,
-                allowEmpty: Bool = false) -> String? {
-        guard let value = value(name, required: required, requiredBecause: reason) else { return nil }
+                allowEmpty: Bool = false, dynamic: Bool = false) -> String? {
+        guard let value = value(name, required: required, requiredBecause: reason, dynamic: dynamic) else { return nil }
         guard case .string(let string) = value else {
             problem(name, "must be a string (found \(value.kind))")
             return nil
@@ -149,8 +159,9 @@ final class ObjectReader {
 
     /// Records "unknown key" for every member that was neither read nor accepted.
     func reportUnknownKeys() {
+        let candidates = named.sorted()
         for name in keys where !known.contains(name) {
-            if let hint = closestKnownKey(to: name) {
+            if let hint = closestKey(to: name, among: candidates) {
                 problem(name, "unknown key (did you mean \"\(hint)\"?)")
             } else {
                 problem(name, "unknown key")
@@ -158,16 +169,19 @@ final class ObjectReader {
         }
     }
 
-    /// A known key that differs from `name` only in letter case or by at most two edits
+    /// The candidate that differs from `name` only in letter case or by at most two edits
     /// (a typo), for a hint.
-    private func closestKnownKey(to name: String) -> String? {
-        if let sameLetters = known.sorted().first(where: { $0.lowercased() == name.lowercased() }) {
+    private func closestKey(to name: String, among candidates: [String]) -> String? {
+        let lowered = name.lowercased()
+        if let sameLetters = candidates.first(where: { $0.lowercased() == lowered }) {
             return sameLetters
         }
-        let candidates = known.sorted()
-            .map { (key: $0, distance: editDistance($0.lowercased(), name.lowercased())) }
-            .filter { $0.distance <= min(2, name.count / 3) }
-        return candidates.min { $0.distance < $1.distance }?.key
+        let limit = min(2, name.count / 3)
+        return candidates
+            .filter { abs($0.count - name.count) <= limit }
+            .map { (key: $0, distance: editDistance($0.lowercased(), lowered)) }
+            .filter { $0.distance <= limit }
+            .min { $0.distance < $1.distance }?.key
     }
 }
 
@@ -194,32 +208,48 @@ func parseInteger(_ text: String) -> Int? {
 }
 
 /// Converts a parsed value to the `JSONValue` kept in the model. Numbers that do not fit a
-/// `Double` (such as `1e999`) are a problem at their key path.
+/// `Double` (such as `1e999`) are a problem at their key path. Every member is converted, so
+/// that every such problem is reported.
 func jsonValue(_ value: JSON, path: String, problems: FileProblems) -> JSONValue? {
+    var stack: [PathComponent] = [.key(path)]
+    return jsonValue(value, stack: &stack, problems: problems)
+}
+
+private func jsonValue(_ value: JSON, stack: inout [PathComponent], problems: FileProblems) -> JSONValue? {
     switch value {
     case .null: return .null
     case .bool(let bool): return .bool(bool)
     case .string(let string): return .string(string)
     case .number(let literal):
         guard let number = Double(literal), number.isFinite else {
-            problems.add(path, "number is too large")
+            problems.add(keyPath(stack), "number is too large")
             return nil
         }
         return .number(number)
     case .array(let elements):
-        // Every element is converted, so that every problem is reported.
-        let converted = elements.enumerated().map { jsonValue($0.element, path: keyPath(path, index: $0.offset), problems: problems) }
-        guard converted.allSatisfy({ $0 != nil }) else { return nil }
-        return .array(converted.compactMap { $0 })
+        var result: [JSONValue] = []
+        var complete = true
+        for (index, element) in elements.enumerated() {
+            stack.append(.index(index))
+            if let converted = jsonValue(element, stack: &stack, problems: problems) {
+                result.append(converted)
+            } else {
+                complete = false
+            }
+            stack.removeLast()
+        }
+        return complete ? .array(result) : nil
     case .object(let members):
         var result: [String: JSONValue] = [:]
         var complete = true
         for member in members {
-            if let converted = jsonValue(member.value, path: keyPath(path, member.key), problems: problems) {
+            stack.append(.key(member.key))
+            if let converted = jsonValue(member.value, stack: &stack, problems: problems) {
                 result[member.key] = converted
             } else {
                 complete = false
             }
+            stack.removeLast()
         }
         return complete ? .object(result) : nil
     }

@@ -73,6 +73,27 @@ import Testing
         #expect(problems.first?.message.contains("nested more than 100 levels deep") == true)
     }
 
+    /// Very many keys, and long keys nested deeply, are read in about linear time.
+    @Test func largeFilesAreReadInLinearTime() {
+        let fixture = Fixture()
+        let manyHeaders = (0..<20_000).map { "\"URL.headers.X-H\($0)\": \"v\"" }.joined(separator: ",")
+        let manyUnknown = (0..<20_000).map { "\"unknown\($0)\": 1" }.joined(separator: ",")
+        fixture.files["destinations/public.json"] = nil
+        fixture.rawFiles["destinations/public.json"] =
+            #"{"Name":"public","URL":"http://localhost:8099","Authentication":"NoAuthentication","#
+            + manyHeaders + "," + manyUnknown + "}"
+        let longKey = String(repeating: "k", count: 50_000)
+        let nested = String(repeating: "{\"\(longKey)\":", count: 99) + "1e999" + String(repeating: "}", count: 99)
+        fixture.set("apps/com.example.payroll.json", "discovery", nested)
+
+        let start = ContinuousClock.now
+        let problems = fixture.problems()
+        #expect(ContinuousClock.now - start < .seconds(30))
+        #expect(problems.filter { $0.message == "unknown key" }.count == 20_000)
+        #expect(problems.contains { $0.message == "number is too large" && $0.key.hasPrefix("discovery.kkkk") })
+        #expect(problems.count == 20_001)
+    }
+
     @Test func moderateNestingInFreeFormValuesIsKept() throws {
         let fixture = Fixture()
         let depth = 50
