@@ -56,8 +56,11 @@ func keyPath(_ components: [PathComponent]) -> String {
 }
 
 /// Joins key paths: `authentication` + `jwks` = `authentication.jwks`.
+/// A key longer than 100 characters is shortened (`abc…`), so that key paths stay readable
+/// and bounded whatever the input.
 func keyPath(_ parent: String, _ key: String) -> String {
-    parent.isEmpty ? key : parent + "." + key
+    let shown = key.count > 100 ? key.prefix(100) + "…" : key
+    return parent.isEmpty ? shown : parent + "." + shown
 }
 
 /// Joins key paths for array elements: `users` + 2 = `users[2]`.

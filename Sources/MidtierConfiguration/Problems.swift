@@ -40,8 +40,16 @@ final class FileProblems {
 
     var isEmpty: Bool { problems.isEmpty }
 
+    /// More problems than this in one file are summed up in one last problem: a file that
+    /// wrong needs rewriting, not a longer list, and no input can grow the list without bound.
+    static let limit = 1000
+
     func add(_ key: String, _ message: String) {
-        problems.append(ConfigProblem(file: file, key: key, message: message))
+        if problems.count < Self.limit {
+            problems.append(ConfigProblem(file: file, key: key, message: message))
+        } else if problems.count == Self.limit {
+            problems.append(ConfigProblem(file: file, key: "", message: "more than \(Self.limit) problems; the rest are not listed"))
+        }
     }
 
     /// Whether a problem was recorded for `key` or for anything below it.
