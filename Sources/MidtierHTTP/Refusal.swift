@@ -38,6 +38,10 @@ extension Refusal {
     public static func unauthorized(_ message: String) -> Refusal {
         Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Basic realm=\"midtier\", charset=\"UTF-8\"")
     }
+    /// A 401 for an app whose devices sign in with a bearer token (JWT): a Bearer challenge.
+    public static func bearerUnauthorized(_ message: String) -> Refusal {
+        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Bearer realm=\"midtier\"")
+    }
     public static func notFound(_ message: String) -> Refusal { Refusal(.notFound, code: "NOT_FOUND", message) }
     public static func badRequest(_ message: String) -> Refusal { Refusal(.badRequest, code: "BAD_REQUEST", message) }
     public static func forbidden(_ message: String, messageCode: String? = nil) -> Refusal {

@@ -38,7 +38,7 @@ public final class MidtierServer: Sendable {
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
         let httpClient = Forwarder.makeHTTPClient()
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient))
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, logger: logger))
         } catch {
             try? httpClient.syncShutdown()
             throw error
@@ -50,14 +50,9 @@ public final class MidtierServer: Sendable {
         self.logger = logger
     }
 
-    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient) throws(StartupError) -> Runtime {
-        for (id, app) in configuration.apps.sorted(by: { $0.key < $1.key }) {
-            if case .jwt = app.authentication {
-                throw StartupError("app \(id): JWT authentication is not supported by this Midtier build yet; use basic")
-            }
-        }
+    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, logger: Logger) throws(StartupError) -> Runtime {
         do {
-            return try Runtime(configuration: configuration, httpClient: httpClient)
+            return try Runtime(configuration: configuration, httpClient: httpClient, logger: logger)
         } catch {
             throw StartupError("signing material does not load: \(error.message)")
         }
@@ -82,7 +77,7 @@ public final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient)
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()
                 outcome = .reloaded(apps: configuration.apps.count, destinations: configuration.destinations.count, users: configuration.users.count)

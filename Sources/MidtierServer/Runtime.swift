@@ -3,6 +3,7 @@ import DeviceAuthentication
 import Forwarding
 import Foundation
 import Hummingbird
+import Logging
 import MidtierHTTP
 import MidtierConfiguration
 import SAMLSigning
@@ -21,11 +22,14 @@ public final class Runtime: Sendable {
     let basicAuthenticator: BasicAuthenticator
     /// Back-end URL → device-facing URL, by destination name.
     let rewriters: [String: URLRewriter]
+    /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
+    let jwtAuthenticators: [String: JWTAuthenticator]
     /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
     let publicScheme: String
     let publicHost: String
 
-    public init(configuration: MidtierConfiguration, httpClient: HTTPClient) throws(SigningError) {
+    public init(configuration: MidtierConfiguration, httpClient: HTTPClient,
+                logger: Logger = Logger(label: "midtier")) throws(SigningError) {
         self.configuration = configuration
         var exchanges: [String: SAMLBearerExchange] = [:]
         var basic: [String: String] = [:]
@@ -47,6 +51,19 @@ public final class Runtime: Sendable {
         }
         self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
                                                      cacheSeconds: configuration.server.credentialCacheSeconds)
+        var jwt: [String: JWTAuthenticator] = [:]
+        for (id, app) in configuration.apps {
+            guard case .jwt(let settings) = app.authentication else { continue }
+            jwt[id] = JWTAuthenticator(settings: settings, httpClient: httpClient, log: { level, message in
+                let metadata: Logger.Metadata = ["app": "\(id)"]
+                switch level {
+                case .info: logger.info("\(message)", metadata: metadata)
+                case .warning: logger.warning("\(message)", metadata: metadata)
+                case .error: logger.error("\(message)", metadata: metadata)
+                }
+            })
+        }
+        self.jwtAuthenticators = jwt
         let publicURL = configuration.server.publicURL
         if let schemeEnd = publicURL.range(of: "://") {
             publicScheme = String(publicURL[..<schemeEnd.lowerBound])
@@ -66,7 +83,11 @@ public final class Runtime: Sendable {
             case .failure(let failure): throw Refusal.unauthorized(failure.description)
             }
         case .jwt:
-            throw Refusal.unauthorized("JWT authentication is not supported by this Midtier build yet")
+            guard let authenticator = jwtAuthenticators[app.id] else { throw Refusal.bearerUnauthorized("the app has no token verifier") }
+            switch await authenticator.authenticate(authorization: request.headers[.authorization]) {
+            case .success(let user): return user
+            case .failure(let failure): throw Refusal.bearerUnauthorized(failure.description)
+            }
         }
     }
 
