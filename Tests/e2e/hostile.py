@@ -41,6 +41,17 @@ class Backend(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         if length:
             self.rfile.read(length)
+        elif "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            # Read the whole chunked body before answering, as a real server does; a
+            # request whose body is aborted gets no answer at all.
+            while True:
+                size_line = self.rfile.readline()
+                if not size_line:
+                    return
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                self.rfile.read(size + 2)
+                if size == 0:
+                    break
         seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
         if self.path.endswith("/$metadata"):
             body, content_type = METADATA["body"], "application/xml"
