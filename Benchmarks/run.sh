@@ -74,20 +74,28 @@ path="/odata/v2/EmployeePayrollRunResults?\$top=1"
 status=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" -H "X-SMP-APPCID: $appcid" "http://127.0.0.1:$mport/bench$path")
 [ "$status" = 200 ] || { echo "the hot path does not answer 200 ($status)"; exit 1; }
 
-run_wrk() { # name connections threads url [headers...]
+# CPU time (user + system, in clock ticks) used so far by the processes in $cpu_pids.
+ticks() { local sum=0 pid; for pid in ${cpu_pids:-}; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat"))); done; echo "$sum"; }
+nginx_workers=$(pgrep -f "nginx: worker" -P "$(cat "$work/nginx.pid")" | tr '\n' ' ')
+run_wrk() { # name connections threads url [headers...]; also records the CPU ticks $cpu_pids used
   local name=$1 c=$2 t=$3 url=$4; shift 4
   local args=()
   for h in "$@"; do args+=(-H "$h"); done
+  local before; before=$(ticks)
   wrk -c "$c" -t "$t" -d "${DURATION}s" --latency "${args[@]}" "$url" >"$out/wrk-$name.txt" 2>&1
+  echo $(($(ticks) - before)) >"$out/ticks-$name.txt"
 }
+requests() { awk '/requests in/ {print $1}' "$out/wrk-$1.txt"; }
+# CPU microseconds per request of the measured processes during run $1.
+cpu_us() { echo "$(cat "$out/ticks-$1.txt") * 1000000 / $(getconf CLK_TCK) / $(requests "$1")" | bc -l; }
 rps() { awk '/Requests\/sec/ {print $2}' "$out/wrk-$1.txt"; }
 p50() { awk '$1=="50%" {v=$2; if (v ~ /us$/) {sub("us","",v); print v} else if (v ~ /ms$/) {sub("ms","",v); print v*1000} else {sub("s","",v); print v*1000000}}' "$out/wrk-$1.txt"; }
 non2xx() { awk '/Non-2xx/ {print $5} END {}' "$out/wrk-$1.txt"; }
 
 echo "throughput at c=64 and latency at c=1, ${DURATION}s each ..."
-run_wrk direct-64 64 2 "http://127.0.0.1:$up$path"
-run_wrk nginx-64 64 2 "http://127.0.0.1:$proxy$path"
-run_wrk midtier-64 64 2 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
+cpu_pids=$nginx_workers run_wrk direct-64 64 2 "http://127.0.0.1:$up$path"
+cpu_pids=$nginx_workers run_wrk nginx-64 64 2 "http://127.0.0.1:$proxy$path"
+cpu_pids=$midtier run_wrk midtier-64 64 2 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
 run_wrk direct-1 1 1 "http://127.0.0.1:$up$path"
 run_wrk nginx-1 1 1 "http://127.0.0.1:$proxy$path"
 run_wrk midtier-1 1 1 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
@@ -139,6 +147,9 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
   printf "throughput c=64  direct %s req/s, nginx proxy_pass %s req/s, midtier %s req/s\n" "$(rps direct-64)" "$(rps nginx-64)" "$(rps midtier-64)"
   printf "  midtier / nginx                 %.2f   (target >= 1.0)\n" "$(echo "$(rps midtier-64) / $(rps nginx-64)" | bc -l)"
   printf "  midtier / direct                %.2f\n" "$(echo "$(rps midtier-64) / $(rps direct-64)" | bc -l)"
+  # nginx's workers serve the upstream too: its proxying costs its CPU per request less the upstream's.
+  nginx_proxy_us=$(echo "$(cpu_us nginx-64) - $(cpu_us direct-64)" | bc -l)
+  printf "CPU per proxied request, c=64    nginx %.1f us, midtier %.1f us: midtier / nginx %.1f\n" "$nginx_proxy_us" "$(cpu_us midtier-64)" "$(echo "$(cpu_us midtier-64) / $nginx_proxy_us" | bc -l)"
   printf "latency p50 c=1  direct %s us, nginx %s us, midtier %s us\n" "$(p50 direct-1)" "$(p50 nginx-1)" "$(p50 midtier-1)"
   printf "  midtier added over direct       %.0f us (target <= 100)\n" "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)"
   printf "  nginx added over direct         %.0f us\n" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)"

@@ -5,6 +5,8 @@ import Logging
 import MidtierConfiguration
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import Synchronization
 
 /// Why a call was not forwarded, or how the back end failed. Each maps to one status (SPEC §4, §6).
 public enum ForwardingError: Error, Sendable, Equatable {
@@ -45,25 +47,25 @@ public struct ForwardingContext: Sendable {
 /// cookies never reach the back end; `Set-Cookie` never reaches the device. Bodies stream both
 /// ways without being collected. Redirects are passed to the device, never followed here.
 public struct Forwarder: Sendable {
-    public let httpClient: HTTPClient
+    public let clients: LoopLocalHTTPClients
     public let maxRequestBodyBytes: Int
     /// Cookie names Midtier itself sets on devices (removed from forwarded `Cookie` headers).
     public static let ownCookies: Set<String> = ["x-smp-appcid"]
 
-    public init(httpClient: HTTPClient, maxRequestBodyBytes: Int) {
-        self.httpClient = httpClient
+    public init(clients: LoopLocalHTTPClients, maxRequestBodyBytes: Int) {
+        self.clients = clients
         self.maxRequestBodyBytes = maxRequestBodyBytes
     }
 
-    /// An HTTP client configured for forwarding: pooled, no redirects followed, no
-    /// decompression (bodies pass as they are).
-    public static func makeHTTPClient() -> HTTPClient {
+    /// How Midtier's HTTP clients are configured: pooled (up to 64 connections per back end and
+    /// event loop), no redirects followed, no decompression (bodies pass as they are).
+    public static func clientConfiguration() -> HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         configuration.decompression = .disabled
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
         configuration.timeout = .init(connect: .seconds(10))
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        return configuration
     }
 
     /// The back-end URL for `remainder` (already checked by `ProxyPath.problem(in:)`) and the
@@ -111,7 +113,7 @@ public struct Forwarder: Sendable {
         let response: HTTPClientResponse
         let deadline = ContinuousClock.now + .milliseconds(destination.timeoutMilliseconds)
         do {
-            response = try await httpClient.execute(outbound, timeout: .milliseconds(Int64(destination.timeoutMilliseconds)))
+            response = try await clients.current.execute(outbound, timeout: .milliseconds(Int64(destination.timeoutMilliseconds)))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
             throw .timedOut(milliseconds: destination.timeoutMilliseconds)
         } catch is BodyTooLarge {
@@ -229,16 +231,27 @@ public struct UpstreamResponse: Sendable {
     }
 
     /// The whole (small) body, or `UpstreamTimedOut` when it has not arrived by `deadline`.
+    ///
+    /// The body is read by a child task that a timer on the current event loop cancels at the
+    /// deadline (a `Task.sleep` race would cost a second task and a wake-up of a Dispatch
+    /// thread on every call). Cancelling the caller cancels the read too.
     func collect(before deadline: ContinuousClock.Instant) async throws -> ByteBuffer {
         let body = response.body
-        return try await withThrowingTaskGroup(of: ByteBuffer.self) { group in
-            group.addTask { try await body.collect(upTo: Self.wholeBodyLimit) }
-            group.addTask {
-                try await Task.sleep(until: deadline)
-                throw UpstreamTimedOut()
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
+        let reader = Task { try await body.collect(upTo: Self.wholeBodyLimit) }
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
+        let timedOut = Atomic(false)
+        let remaining = (deadline - .now).components
+        let nanoseconds = max(0, remaining.seconds * 1_000_000_000 + remaining.attoseconds / 1_000_000_000)
+        let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            timedOut.store(true, ordering: .relaxed)
+            reader.cancel()
+        }
+        defer { timer.cancel() }
+        do {
+            return try await withTaskCancellationHandler { try await reader.value } onCancel: { reader.cancel() }
+        } catch {
+            if timedOut.load(ordering: .relaxed) { throw UpstreamTimedOut() }
+            throw error
         }
     }
 

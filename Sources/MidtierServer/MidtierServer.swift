@@ -26,7 +26,9 @@ public final class MidtierServer: Sendable {
     public let runtime: RuntimeHolder
     public let tokens: TokenCache
     public let registrations: RegistrationService
-    public let httpClient: HTTPClient
+    /// The HTTP clients toward back ends; `httpClients.shared` also runs token exchanges and
+    /// JWKS fetches.
+    public let httpClients: LoopLocalHTTPClients
     public let metrics = MidtierMetrics()
     public let cookieJar = BackendCookieJar()
     /// Where `reload` reads from; nil when the configuration was built in memory (tests).
@@ -36,14 +38,14 @@ public final class MidtierServer: Sendable {
     public init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
                 tokenCache: TokenCache = TokenCache(),
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
-        let httpClient = Forwarder.makeHTTPClient()
+        let httpClients = LoopLocalHTTPClients()
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, logger: logger))
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClients.shared, logger: logger))
         } catch {
-            try? httpClient.syncShutdown()
+            httpClients.syncShutdown()
             throw error
         }
-        self.httpClient = httpClient
+        self.httpClients = httpClients
         self.tokens = tokenCache
         self.registrations = RegistrationService(store: store, now: clock)
         self.configurationDirectory = configurationDirectory
@@ -77,7 +79,7 @@ public final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, logger: logger)
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClients.shared, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()
                 outcome = .reloaded(apps: configuration.apps.count, destinations: configuration.destinations.count, users: configuration.users.count)
@@ -112,7 +114,7 @@ public final class MidtierServer: Sendable {
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
-        let forwarder = Forwarder(httpClient: httpClient, maxRequestBodyBytes: settings.maxRequestBodyBytes)
+        let forwarder = Forwarder(clients: httpClients, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
                                  cookieJar: cookieJar, metrics: metrics, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
@@ -159,9 +161,9 @@ public final class MidtierServer: Sendable {
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
-    /// Closes the HTTP client's connections; call once the applications have stopped.
+    /// Closes the HTTP clients' connections; call once the applications have stopped.
     public func shutdown() async {
-        try? await httpClient.shutdown()
+        await httpClients.shutdown()
     }
 }
 
