@@ -106,6 +106,33 @@ final class FaultServer: @unchecked Sendable {
         }, body)
     }
 
+    /// Midtier's own (client-side) TCP connections to `port` that are still open: ESTABLISHED,
+    /// or CLOSE_WAIT (the peer closed and Midtier never did: a leak). Read from /proc/net/tcp,
+    /// where the fault servers' accepted sockets have `port` as local port and are not counted.
+    static func openConnections(to port: Int) -> Int {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return -1 }
+        return table.split(separator: "\n").dropFirst().count { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 3, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { return false }
+            return remotePort == port && (fields[3] == "01" || fields[3] == "08")
+        }
+    }
+
+    /// After a fault: no connection to the fault servers left open and no exchange still
+    /// running, within `seconds` (the answer may reach the device a moment before the close).
+    static func expectNothingLeaked(_ env: TestEnvironment, _ servers: [FaultServer], after fault: String, seconds: Double = 3) async throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        var open = 0, exchanges = 0
+        repeat {
+            open = servers.reduce(0) { $0 + openConnections(to: $1.port) }
+            exchanges = env.server.tokens.exchangesInFlight
+            if open == 0 && exchanges == 0 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < deadline
+        #expect(open == 0, "\(fault): \(open) connection(s) to the fault servers still open after \(seconds) s")
+        #expect(exchanges == 0, "\(fault): \(exchanges) exchange(s) still running after \(seconds) s")
+    }
+
     func timed(_ env: TestEnvironment, _ id: String) async throws -> (TestEnvironment.Reply, Duration) {
         let start = ContinuousClock.now
         let reply = try await env.call(.GET, "/faulty/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
@@ -138,6 +165,7 @@ final class FaultServer: @unchecked Sendable {
                 #expect(reply.status == expected, "\(name): \(reply.status) \(reply.text)")
                 #expect(reply.errorMessage != nil, "\(name): OData error body")
                 #expect(elapsed < limit, "\(name) took \(elapsed)")
+                try await Self.expectNothingLeaked(env, [token, data], after: name)
             }
             #expect(env.server.tokens.count == 0, "no failure was cached")
             // Healed: the next call exchanges and succeeds, and the token is cached.
@@ -146,6 +174,7 @@ final class FaultServer: @unchecked Sendable {
             #expect(try await timed(env, id).0.status == 200)
             #expect(try await timed(env, id).0.status == 200)
             #expect(token.accepted == before + 1, "one exchange after healing, then the cached token")
+            try await Self.expectNothingLeaked(env, [token, data], after: "healing")
         }
     }
 
@@ -160,15 +189,25 @@ final class FaultServer: @unchecked Sendable {
                 let (reply, elapsed) = try await timed(env, id)
                 #expect(reply.status == expected, "\(name): \(reply.status)")
                 #expect(elapsed < limit, "\(name) took \(elapsed)")
+                try await Self.expectNothingLeaked(env, [token, data], after: name)
             }
+            // The leak check sees a connection while one is open (so it can fail).
+            data.set(.hang)
+            let pending = Task { try await timed(env, id) }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(Self.openConnections(to: data.port) >= 1, "a call in progress shows as an open connection")
+            #expect(try await pending.value.0.status == 504)
+            try await Self.expectNothingLeaked(env, [token, data], after: "a second hang")
             // A (small) body that trickles past the timeout: 504 within it, not a hang.
             data.set(.trickle(interval: 0.05))
             let (trickled, elapsed) = try await timed(env, id)
             #expect(trickled.status == 504, "trickle: \(trickled.status)")
             #expect(elapsed < limit, "a trickling body is cut off at the timeout, took \(elapsed)")
+            try await Self.expectNothingLeaked(env, [token, data], after: "trickle")
             data.set(.respond(Self.goodData))
             let healed = try await timed(env, id)
             #expect(healed.0.status == 200, "recovered: \(healed.0.text)")
+            try await Self.expectNothingLeaked(env, [token, data], after: "healing")
         }
     }
 }
