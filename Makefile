@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench clean
+.PHONY: run test deps certs build check-config bench soak clean
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -31,6 +31,10 @@ certs:
 ## Benchmarks: Midtier's hot path against nginx proxy_pass, signing, bursts, memory (see docs/benchmarks.md).
 bench: deps certs
 	Benchmarks/run.sh
+
+# 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
+soak: deps certs
+	Benchmarks/soak.sh
 
 build:
 	$(SWIFT) build --product midtier

@@ -1,0 +1,70 @@
+# Sourced by run.sh and soak.sh, from the repository root, with $repo and $out set: installs
+# the tools, builds Midtier in release mode and starts, on free loopback ports, nginx as the
+# upstream ($up, a 62-byte JSON answer) and as a plain proxy_pass to it ($proxy), the sandbox
+# ($sport) and Midtier ($mport, admin $aport) with a destination `bench` (SAML bearer tokens from
+# the sandbox) to the upstream and users user0..user1001 (password `bench-password`).
+# Leaves: $midtier (pid), $bin, $work, $appcid/$auth (user0's registration and credentials), $path.
+work=$(mktemp -d)
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# Tools, when missing: wrk, nginx and bc from Debian.
+for tool in wrk nginx bc; do
+  command -v "$tool" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$tool" >/dev/null; }
+done
+scripts/install-deps.sh
+certs/make-demo-keys.sh >/dev/null
+swift build -c release --product midtier 2>&1 | tail -1
+bin="$repo/.build/release/midtier"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1"; return 1; }
+up=$(free_port); proxy=$(free_port); sport=$(free_port); mport=$(free_port); aport=$(free_port)
+
+# The upstream: nginx answering a small OData-like JSON document from memory; and nginx as a
+# plain reverse proxy to it (keep-alive to the upstream, like Midtier's pool).
+cat >"$work/nginx.conf" <<NGINX
+worker_processes auto;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $work; proxy_temp_path $work; fastcgi_temp_path $work; uwsgi_temp_path $work; scgi_temp_path $work;
+  upstream backend { server 127.0.0.1:$up; keepalive 64; }
+  server { listen 127.0.0.1:$up; location / { default_type application/json; return 200 '{"d":{"results":[{"userId":"100001","amount":"4250.00"}]}}'; } }
+  server { listen 127.0.0.1:$proxy; location / { proxy_pass http://backend; proxy_http_version 1.1; proxy_set_header Connection ""; } }
+}
+NGINX
+nginx -c "$work/nginx.conf" -g 'daemon off;' & pids+=($!)
+
+# Midtier on a copy of the demo configuration, with a destination `bench` to the upstream.
+cp -r config "$work/config"
+python3 - "$work" "$mport" "$aport" "$sport" "$up" <<'PY'
+import json, sys
+work, mport, aport, sport, up = sys.argv[1:]
+c = f"{work}/config"
+s = json.load(open(f"{c}/midtier.json"))
+s.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://127.0.0.1:{mport}",
+          "store": f"sqlite:{work}/midtier.sqlite", "logLevel": "warning"})
+json.dump(s, open(f"{c}/midtier.json", "w"))
+d = json.load(open(f"{c}/destinations/sf.json"))
+d["URL"] = f"http://127.0.0.1:{sport}"; d["tokenServiceURL"] = f"http://127.0.0.1:{sport}/oauth/token"
+json.dump(d, open(f"{c}/destinations/sf.json", "w"))
+d.update({"Name": "bench", "URL": f"http://127.0.0.1:{up}"})
+json.dump(d, open(f"{c}/destinations/bench.json", "w"))
+a = json.load(open(f"{c}/apps/demo.json")); a["destinations"] = ["sf", "bench"]
+json.dump(a, open(f"{c}/apps/demo.json", "w"))
+PY
+"$bin" bench-internal make-users --count 1002 >"$work/config/users.json"
+"$bin" sandbox --port "$sport" >/dev/null 2>&1 & pids+=($!)
+"$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
+wait_for "http://127.0.0.1:$up/"; wait_for "http://127.0.0.1:$proxy/"; wait_for "http://127.0.0.1:$mport/healthz"; wait_for "http://127.0.0.1:$sport/sandbox/stats"
+rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
+
+appcid=$(curl -s -D - -o /dev/null -u user0:bench-password -X POST "http://127.0.0.1:$mport/odata/applications/v1/demo/Connections" | awk 'tolower($1)=="x-smp-appcid:" {print $2}' | tr -d '\r')
+auth="Authorization: Basic $(printf 'user0:bench-password' | base64)"
+path="/odata/v2/EmployeePayrollRunResults?\$top=1"
+status=$(curl -s -o /dev/null -w '%{http_code}' -H "$auth" -H "X-SMP-APPCID: $appcid" "http://127.0.0.1:$mport/bench$path")
+[ "$status" = 200 ] || { echo "the hot path does not answer 200 ($status)"; exit 1; }
