@@ -180,9 +180,8 @@ public struct UpstreamResponse: Sendable {
     let response: HTTPClientResponse
     /// The headers that may reach the device.
     public let headers: HTTPFields
-    /// The destination's `timeout` from the start of the call: a body read whole must have
-    /// arrived by then. (A streamed body is not bounded yet: a back end that trickles a large
-    /// answer keeps the device's request open.)
+    /// The destination's `timeout` from the start of the call: the whole answer must have
+    /// arrived by then (a body read whole gives 504; a streamed one is cut off).
     let deadline: ContinuousClock.Instant
 
     public var status: Int { Int(response.status.code) }
@@ -223,7 +222,9 @@ public struct UpstreamResponse: Sendable {
             }
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
-        let body = response.body
+        // Streamed: the answer has begun, so a back end still sending at the deadline can only be
+        // cut off (the device sees the connection close before the end of the body).
+        let body = DeadlineBody(base: response.body, deadline: deadline)
         guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
         // The length changes with the rewriting: the body goes out chunked.
         headers[.contentLength] = nil
@@ -231,28 +232,9 @@ public struct UpstreamResponse: Sendable {
     }
 
     /// The whole (small) body, or `UpstreamTimedOut` when it has not arrived by `deadline`.
-    ///
-    /// The body is read by a child task that a timer on the current event loop cancels at the
-    /// deadline (a `Task.sleep` race would cost a second task and a wake-up of a Dispatch
-    /// thread on every call). Cancelling the caller cancels the read too.
     func collect(before deadline: ContinuousClock.Instant) async throws -> ByteBuffer {
         let body = response.body
-        let reader = Task { try await body.collect(upTo: Self.wholeBodyLimit) }
-        let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
-        let timedOut = Atomic(false)
-        let remaining = (deadline - .now).components
-        let nanoseconds = max(0, remaining.seconds * 1_000_000_000 + remaining.attoseconds / 1_000_000_000)
-        let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
-            timedOut.store(true, ordering: .relaxed)
-            reader.cancel()
-        }
-        defer { timer.cancel() }
-        do {
-            return try await withTaskCancellationHandler { try await reader.value } onCancel: { reader.cancel() }
-        } catch {
-            if timedOut.load(ordering: .relaxed) { throw UpstreamTimedOut() }
-            throw error
-        }
+        return try await withDeadline(deadline) { try await body.collect(upTo: Self.wholeBodyLimit) }
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).
@@ -269,6 +251,66 @@ public struct UpstreamResponse: Sendable {
 
 /// The back end's answer did not arrive within the destination's `timeout`.
 public struct UpstreamTimedOut: Error {}
+
+/// `operation`'s result, or `UpstreamTimedOut` once `deadline` has passed.
+///
+/// The operation runs in a child task that a timer on the current event loop cancels at the
+/// deadline (a `Task.sleep` race would cost a second task and a wake-up of a Dispatch thread on
+/// every call). Cancelling the caller cancels the operation too.
+func withDeadline<T: Sendable>(_ deadline: ContinuousClock.Instant, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    let worker = Task { try await operation() }
+    let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
+    let timedOut = Atomic(false)
+    let remaining = (deadline - .now).components
+    let nanoseconds = max(0, remaining.seconds * 1_000_000_000 + remaining.attoseconds / 1_000_000_000)
+    let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+        timedOut.store(true, ordering: .relaxed)
+        worker.cancel()
+    }
+    defer { timer.cancel() }
+    do {
+        return try await withTaskCancellationHandler { try await worker.value } onCancel: { worker.cancel() }
+    } catch {
+        if timedOut.load(ordering: .relaxed) { throw UpstreamTimedOut() }
+        throw error
+    }
+}
+
+/// A streamed answer that ends with `UpstreamTimedOut` when a chunk has not arrived by
+/// `deadline`.
+struct DeadlineBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    typealias Element = ByteBuffer
+    let base: Base
+    let deadline: ContinuousClock.Instant
+
+    /// The base iterator, handed to one reading task at a time: `next()` waits for that task
+    /// (or, at the deadline, ends the sequence and never touches the iterator again).
+    final class Box: @unchecked Sendable {
+        var iterator: Base.AsyncIterator
+        init(_ iterator: Base.AsyncIterator) { self.iterator = iterator }
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let box: Box
+        let deadline: ContinuousClock.Instant
+        var finished = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard !finished else { return nil }
+            let box = self.box
+            do {
+                let chunk = try await withDeadline(deadline) { try await box.iterator.next() }
+                if chunk == nil { finished = true }
+                return chunk
+            } catch {
+                finished = true
+                throw error
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(box: Box(base.makeAsyncIterator()), deadline: deadline) }
+}
 
 /// Thrown into the upload when a streamed body passes the limit.
 struct BodyTooLarge: Error {}

@@ -12,6 +12,9 @@ final class FaultServer: @unchecked Sendable {
         case respond(String)
         /// Headers at once, then one body byte every `interval` seconds.
         case trickle(interval: Double)
+        /// A 1 MB answer (streamed, not read whole): 64 KiB at once, then one byte every
+        /// `interval` seconds.
+        case trickleLarge(interval: Double)
     }
 
     let port: Int
@@ -79,6 +82,13 @@ final class FaultServer: @unchecked Sendable {
                 send("x")
                 usleep(useconds_t(interval * 1_000_000))
             }
+        case .trickleLarge(let interval):
+            send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n")
+            send(String(repeating: "x", count: 65536))
+            for _ in 0..<100 {
+                guard Glibc.send(connection, "x", 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
+                usleep(useconds_t(interval * 1_000_000))
+            }
         }
     }
 
@@ -110,7 +120,16 @@ final class FaultServer: @unchecked Sendable {
     /// or CLOSE_WAIT (the peer closed and Midtier never did: a leak). Read from /proc/net/tcp,
     /// where the fault servers' accepted sockets have `port` as local port and are not counted.
     static func openConnections(to port: Int) -> Int {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return -1 }
+        // procfs files report size 0: read until the end, not one page.
+        guard let file = fopen("/proc/net/tcp", "r") else { return -1 }
+        defer { fclose(file) }
+        var bytes: [UInt8] = [], chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count <= 0 { break }
+            bytes += chunk[0..<count]
+        }
+        let table = String(decoding: bytes, as: UTF8.self)
         return table.split(separator: "\n").dropFirst().count { line in
             let fields = line.split(separator: " ")
             guard fields.count > 3, let remotePort = fields[2].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { return false }
@@ -194,8 +213,13 @@ final class FaultServer: @unchecked Sendable {
             // The leak check sees a connection while one is open (so it can fail).
             data.set(.hang)
             let pending = Task { try await timed(env, id) }
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(Self.openConnections(to: data.port) >= 1, "a call in progress shows as an open connection")
+            let watchUntil = ContinuousClock.now + .milliseconds(Self.timeout - 100)
+            var seenOpen = 0
+            while seenOpen == 0, ContinuousClock.now < watchUntil {
+                seenOpen = Self.openConnections(to: data.port)
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(seenOpen >= 1, "a call in progress shows as an open connection")
             #expect(try await pending.value.0.status == 504)
             try await Self.expectNothingLeaked(env, [token, data], after: "a second hang")
             // A (small) body that trickles past the timeout: 504 within it, not a hang.
@@ -204,6 +228,20 @@ final class FaultServer: @unchecked Sendable {
             #expect(trickled.status == 504, "trickle: \(trickled.status)")
             #expect(elapsed < limit, "a trickling body is cut off at the timeout, took \(elapsed)")
             try await Self.expectNothingLeaked(env, [token, data], after: "trickle")
+            // A large, streamed answer that trickles past the timeout: the answer has begun (200),
+            // so Midtier cuts it off at the deadline rather than letting it run on.
+            data.set(.trickleLarge(interval: 0.05))
+            let start = ContinuousClock.now
+            var cutOff = false
+            do {
+                let reply = try await timed(env, id).0
+                Issue.record("a trickling streamed answer ran to the end: \(reply.status), \(reply.body.count) bytes")
+            } catch {
+                cutOff = true
+            }
+            #expect(cutOff, "the streamed answer is cut off")
+            #expect(ContinuousClock.now - start < limit, "cut off at the timeout, took \(ContinuousClock.now - start)")
+            try await Self.expectNothingLeaked(env, [token, data], after: "large trickle")
             data.set(.respond(Self.goodData))
             let healed = try await timed(env, id)
             #expect(healed.0.status == 200, "recovered: \(healed.0.text)")
