@@ -32,7 +32,11 @@ struct ProxyHandler: Sendable {
         // Only configured destination names become labels.
         let name = ProxyPath(rawPath: request.uri.path).map { String($0.destination) }
         let label = name.flatMap { runtime.current.configuration.destinations[$0] != nil ? $0 : nil }
-        metrics.recordRequest(destination: label, status: response.status.code, duration: ContinuousClock.now - start)
+        let duration = ContinuousClock.now - start
+        metrics.recordRequest(destination: label, status: response.status.code, duration: duration)
+        // The path without its query (which may hold `$filter` values); never headers.
+        logger.debug("proxied call", metadata: ["method": "\(request.method.rawValue)", "path": "\(request.uri.path)",
+                                                "status": "\(response.status.code)", "microseconds": "\(duration.components.attoseconds / 1_000_000_000_000 + duration.components.seconds * 1_000_000)"])
         return response
     }
 
@@ -115,6 +119,7 @@ struct ProxyHandler: Sendable {
                 try await tokens.token(for: tokenKey, exchange: exchangeFunction(exchange, nameID: nameID))
             }
             metrics.recordTokenLookup(outcome == .hit ? .hit : outcome == .miss ? .miss : .wait)
+            logger.debug("token lookup", metadata: ["destination": "\(name)", "user": "\(user.id)", "outcome": "\(outcome)"])
             token = cached
             authorization = token.map { "Bearer " + $0.value }
         }
@@ -139,6 +144,8 @@ struct ProxyHandler: Sendable {
             upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         }
         cookieJar.store(upstream.setCookies, for: jarKey, requestPath: upstreamPath)
+        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.id)", "status": "\(upstream.status)",
+                                                     "keptCookies": "\(upstream.setCookies.count)"])
 
         // 9. The answer: `$metadata` patched where configured, the back end's URLs rewritten.
         if !destination.metadataPatches.isEmpty, upstream.status == 200,
@@ -194,6 +201,8 @@ struct ProxyHandler: Sendable {
         let logger = self.logger
         let metrics = self.metrics
         return { key, forceNew in
+            logger.debug("exchanging a token", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(nameID)",
+                                                          "tokenService": "\(exchange.settings.tokenServiceURL)", "newToken": "\(forceNew)"])
             do {
                 let token = try await exchange.exchange(nameID: nameID, newToken: forceNew)
                 metrics.recordExchange(destination: key.destination, succeeded: true)

@@ -24,6 +24,8 @@ wait_for() { for _ in $(seq 1 100); do curl -s -o /dev/null "$1" && return 0; sl
 mport=$(free_port); sport=$(free_port)
 cp -r "$repo/config" "$work/config"
 sed -i "s/0.0.0.0:8080/127.0.0.1:$mport/; s#http://localhost:8080#http://localhost:$mport#; s#sqlite:data/midtier.sqlite#sqlite:$work/midtier.sqlite#" "$work/config/midtier.json"
+# Debug level: the secrets checks below then cover every log line Midtier can write.
+sed -i 's/"logLevel": "info"/"logLevel": "debug"/' "$work/config/midtier.json"
 sed -i "s#localhost:8081#127.0.0.1:$sport#g" "$work/config/destinations/sf.json"
 cd "$repo"
 
@@ -94,6 +96,7 @@ check "xmlsec1 refuses a tampered one" bash -c "! xmlsec1 --verify --pubkey-cert
 # No secret reaches the log.
 check "the log never carries passwords" bash -c "! grep -q 'alice-demo-password' '$work/midtier.log'"
 check "the log never carries assertions" bash -c "! grep -q 'PHNhbWwy' '$work/midtier.log'"
+check "the log has debug lines (the level took effect)" grep -q '"level":"debug"' "$work/midtier.log"
 check "the log is JSON lines" python3 -c "import json; [json.loads(l) for l in open('$work/midtier.log') if l.strip()]"
 
 # Bad configuration: every problem named as file: key: what.
