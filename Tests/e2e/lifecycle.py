@@ -196,8 +196,16 @@ try:
     problems = json.loads(body).get("problems", []) if body else []
     check("reload of a broken set answers 422 naming the file", status == 422 and any("users.json" in p for p in problems), f"({status} {problems})")
     status, _, _ = call("GET", base + "/sf/odata/v2/User('100002')", headers={**basic("bob", "bob-demo-password"), "X-SMP-APPCID": registrations[1][1]})
+    def sighup_rejections():
+        status, _, body = call("GET", f"{admin}/admin/v1/audit?limit=10000", headers=ADMIN)
+        entries = json.loads(body)["entries"] if status == 200 else []
+        return sum(1 for e in entries if e["actor"] == "system" and e["action"] == "config.reload" and e["detail"].startswith("rejected"))
+    rejections = sighup_rejections()
     midtier.send_signal(signal.SIGHUP)
-    time.sleep(0.5)
+    deadline = time.time() + 10
+    while sighup_rejections() == rejections and time.time() < deadline:
+        time.sleep(0.05)
+    check("a broken SIGHUP reload is rejected (audited)", sighup_rejections() == rejections + 1)
     check("after a broken reload the old configuration still serves", wait_for(base + "/healthz") and call("GET", base + "/config/v1/demo")[0] == 200)
     status, _, _ = call("POST", base + "/odata/applications/v1/demo/Connections", b"{}", basic("bob", "bob-demo-password"))
     check("after a broken reload the old users still sign in", status == 201, f"({status})")
