@@ -7,6 +7,14 @@ extension PayrollData {
     /// December 2025, paid on the last day of the month) of 4 to 6 items each.
     /// Fixed dates, no randomness: every build answers the same.
     public static let demo: PayrollData = PayrollDemo.build()
+
+    /// The demo data plus `count` generated employees, for load tests that need many distinct
+    /// users (`midtier sandbox --extra-employees`): ids `200001`, `200002`, … (user name
+    /// `employee200001`, name "Employee 200001"), each with Alice's pay profile under their own
+    /// id — an employment and the same 24 payroll runs — and no payment information.
+    public static func demo(extraEmployees count: Int) -> PayrollData {
+        PayrollDemo.build(extraEmployees: count)
+    }
 }
 
 /// Builds `PayrollData.demo` from one profile per employee.
@@ -44,8 +52,8 @@ private enum PayrollDemo {
         let deductions: [Deduction]
     }
 
-    static func build() -> PayrollData {
-        let profiles = [alice, bob, carol]
+    static func build(extraEmployees: Int = 0) -> PayrollData {
+        let profiles = [alice, bob, carol] + (0..<max(0, extraEmployees)).map { generated(userId: String(200_001 + $0)) }
         let recordsChanged = date(2024, 1, 15, hour: 9)
         let users = profiles.map { profile in
             PayrollData.User(
@@ -104,6 +112,18 @@ private enum PayrollDemo {
             Deduction(wageType: "/403", name: "National Insurance", basisPoints: 800, fixedCents: nil),
             Deduction(wageType: "/420", name: "Pension Contribution", basisPoints: 500, fixedCents: nil),
         ])
+
+    /// A generated employee: Alice's profile under another id and name.
+    static func generated(userId: String) -> Profile {
+        let a = alice
+        return Profile(
+            userId: userId, username: "employee\(userId)", firstName: "Employee", lastName: userId, title: a.title,
+            department: a.department, location: a.location, country: a.country, countryCode: a.countryCode,
+            timeZone: a.timeZone, locale: a.locale, hireDate: a.hireDate, currency: a.currency, companyId: a.companyId,
+            payrollId: a.payrollId, baseCents: a.baseCents, raiseBasisPoints: a.raiseBasisPoints,
+            overtimeMonths: a.overtimeMonths, overtimeHours: a.overtimeHours, overtimeRateCents: a.overtimeRateCents,
+            deductions: a.deductions)
+    }
 
     // MARK: Payment information and banks
 

@@ -36,10 +36,15 @@ struct Sandbox: AsyncParsableCommand {
     @Option(name: .customLong("page-size"), help: "OData server page size (__next paging beyond it).")
     var pageSize = 20
 
+    @Option(name: .customLong("extra-employees"),
+            help: "Generated employees 200001, 200002, … with payroll data, besides the three demo ones (for load tests).")
+    var extraEmployees = 0
+
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("--port must be between 1 and 65535") }
         guard tokenLifetime > 0 else { throw ValidationError("--token-lifetime must be positive") }
         guard pageSize > 0 else { throw ValidationError("--page-size must be positive") }
+        guard (0...100_000).contains(extraEmployees) else { throw ValidationError("--extra-employees must be between 0 and 100000") }
     }
 
     func run() async throws {
@@ -57,7 +62,7 @@ struct Sandbox: AsyncParsableCommand {
         }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "sandbox")
-        let application = SandboxServer(tokens: tokens, odata: PayrollODataService(pageSize: pageSize))
+        let application = SandboxServer(tokens: tokens, odata: PayrollODataService(data: extraEmployees == 0 ? .demo : .demo(extraEmployees: extraEmployees), pageSize: pageSize))
             .makeApplication(address: .hostname(host, port: port), logger: logger)
         let services = ServiceGroup(configuration: .init(services: [.init(service: application)],
                                                          gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

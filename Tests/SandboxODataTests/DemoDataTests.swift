@@ -46,6 +46,21 @@ import Testing
         #expect(get("$metadata").body == get("$metadata").body)
     }
 
+    @Test func extraEmployeesEachSeeTheirOwnRuns() throws {
+        let data = PayrollData.demo(extraEmployees: 5)
+        #expect(data.userIds == ["100001", "100002", "100003", "200001", "200002", "200003", "200004", "200005"])
+        #expect(data.payrollRuns.count == 8 * 24)
+        #expect(Set(data.payrollRuns.map(\.externalCode)).count == 8 * 24)
+        let service = PayrollODataService(data: data, pageSize: 50)
+        for user in ["200001", "200005"] {
+            let runs = try JSONBody(get("EmployeePayrollRunResults", "$top=50", user: user, service: service)).results
+            #expect(runs.count == 24)
+            #expect(runs.allSatisfy { $0["userId"] as? String == user })
+        }
+        #expect(try JSONBody(get("EmployeePayrollRunResults", user: "200006", service: service)).results.isEmpty)
+        #expect(PayrollData.demo(extraEmployees: 0).userIds == PayrollData.demo.userIds)
+    }
+
     @Test func customDataIsServed() throws {
         let day = Date(timeIntervalSince1970: 1_717_200_000)
         let custom = PayrollData(
