@@ -433,9 +433,10 @@ try:
         cookie = None
         if destination != "sf" and rng.random() < 0.05:
             victim = rng.choice([r for r in registrations if r is not registration])
-            cookie = "; ".join(f"{name}={issued_to[(victim['id'], destination, name)]}" for name in ("SESSION", "ROUTE"))
+            values = [(name, issued_to.get((victim["id"], destination, name))) for name in ("SESSION", "ROUTE")]
+            cookie = "; ".join(f"{name}={value}" for name, value in values if value) or None
             with done_lock:
-                forged[0] += 1
+                forged[0] += cookie is not None
         result = request(registration, destination, cookie)
         with done_lock:
             done[0] += 1
@@ -557,13 +558,14 @@ try:
     ]
     flagged = [mismatch(r) is not None for r in wrong]
     victim_nonce = next(n for n, (rid, d) in nonce_owner.items() if rid == registrations[1]["id"] and d == "echo")
-    donor_value = issued_per[(registrations[0]["id"], "echo", "SESSION")][0]
-    planted = [("echo", victim_nonce, {"SESSION": donor_value, "ROUTE": issued_per[(registrations[1]["id"], "echo", "ROUTE")][0]}),
+    donor_value = issued_per.get((registrations[0]["id"], "echo", "SESSION"), ["?"])[0]
+    planted = [("echo", victim_nonce, {"SESSION": donor_value, "ROUTE": issued_per.get((registrations[1]["id"], "echo", "ROUTE"), ["?"])[0]}),
                ("tech", victim_nonce, {})]
     _, _, planted_crossed, planted_missing, planted_shared = cookie_audit(State.issued, State.presented + planted, nonce_owner)
     check(f"the checks flag made-up wrong answers ({sum(flagged)}/{len(wrong)}) and a made-up crossed and missing cookie",
-          all(flagged) and mismatch(sf_result) is None and mismatch(echo_result) is None and len(planted_crossed) == 1
-          and planted_missing == 2 and len(planted_shared) == 1, f"({flagged}, {planted_crossed}, {planted_missing}, {planted_shared})")
+          all(flagged) and mismatch(sf_result) is None and mismatch(echo_result) is None and len(planted_crossed) == len(crossed) + 1
+          and planted_missing == missing + 2 and len(planted_shared) == len(shared) + (("echo", "SESSION", donor_value) not in shared),
+          f"({flagged}, {len(planted_crossed)}, {planted_missing}, {len(planted_shared)})")
 
     # --- Error paths, so that error bodies and error logs exist ---
     own = registrations[0]
@@ -684,6 +686,9 @@ try:
     print(f"cookies: {len(State.issued)} issued, {cookie_checks} presented and checked, crossed {len(crossed)}")
     print(f"secrets scan: {len(log_lines)} log lines, {len(device)} answers, {len(haystack) // 1024} KiB, {len(secrets)} secrets, "
           f"hits {len(hits)}, {scan_seconds:.1f} s; total {elapsed:.1f} s")
+except Exception:
+    import traceback
+    check("the test ran to the end", False, "\n" + traceback.format_exc())
 finally:
     for process in processes:
         if process.poll() is None:
