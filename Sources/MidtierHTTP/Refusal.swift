@@ -14,13 +14,17 @@ public struct Refusal: Error, Sendable, Equatable {
     public var messageCode: String?
     /// For 401: the challenge to send.
     public var challenge: String?
+    /// For 405: the methods that are allowed (`Allow`).
+    public var allow: String?
 
-    public init(_ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil) {
+    public init(_ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil,
+                allow: String? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.messageCode = messageCode
         self.challenge = challenge
+        self.allow = allow
     }
 
     public var response: Response {
@@ -28,6 +32,7 @@ public struct Refusal: Error, Sendable, Equatable {
         headers[.contentType] = "application/json;charset=utf-8"
         if let messageCode { headers[HTTPField.Name("x-message-code")!] = messageCode }
         if let challenge { headers[.wwwAuthenticate] = challenge }
+        if let allow { headers[.allow] = allow }
         let body: [String: Any] = ["error": ["code": code, "message": ["lang": "en", "value": message]]]
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
@@ -58,5 +63,7 @@ extension Refusal {
     public static func badGateway(_ message: String) -> Refusal { Refusal(.badGateway, code: "BAD_GATEWAY", message) }
     public static func gatewayTimeout(_ message: String) -> Refusal { Refusal(.gatewayTimeout, code: "GATEWAY_TIMEOUT", message) }
     public static func unavailable(_ message: String) -> Refusal { Refusal(.serviceUnavailable, code: "SERVICE_UNAVAILABLE", message) }
-    public static func methodNotAllowed(_ message: String) -> Refusal { Refusal(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message) }
+    public static func methodNotAllowed(_ message: String, allow: String? = nil) -> Refusal {
+        Refusal(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message, allow: allow)
+    }
 }

@@ -40,8 +40,17 @@ struct ProxyHandler: Sendable {
         return response
     }
 
+    /// The methods OData clients use (MERGE is OData v2's partial update). Not TRACE or TRACK,
+    /// which would have the back end echo the request with the credential Midtier added, nor
+    /// CONNECT or anything unknown.
+    static let forwardedMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options, HTTPRequest.Method("MERGE")!]
+    static let allowHeader = "GET, HEAD, POST, PUT, PATCH, MERGE, DELETE, OPTIONS"
+
     private func proxy(_ request: Request, context: MidtierRequestContext) async throws(Refusal) -> Response {
         let runtime = runtime.current
+        guard Self.forwardedMethods.contains(request.method) else {
+            throw .methodNotAllowed("the method \(request.method.rawValue) is not forwarded to back ends", allow: Self.allowHeader)
+        }
 
         // 1. HTTP hygiene the parser leaves to us: exactly one Host.
         guard request.head.authority != nil else { throw .badRequest("the request has no Host header") }

@@ -63,7 +63,7 @@ class Backend(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = handle_any
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_MERGE = handle_any
 
     def log_message(self, *args):
         pass
@@ -193,6 +193,14 @@ try:
         ("HTTP/0.9 request", b"GET /be/x\r\n\r\n", {400, 0}),
         ("unknown HTTP version", request("GET /be/x HTTP/9.9"), {400, 505, 0}),
         ("lowercase method", request("get /be/x HTTP/1.1"), {400, 405, 501}),
+        # TRACE would have the back end echo the request, with the credential Midtier adds.
+        ("TRACE", request("TRACE /be/x HTTP/1.1"), {405}),
+        ("TRACK (llhttp knows no TRACK)", request("TRACK /be/x HTTP/1.1"), {405, 400}),
+        ("CONNECT", request("CONNECT /be/x HTTP/1.1"), {405, 400}),
+        ("CONNECT authority-form", request("CONNECT backend.example:443 HTTP/1.1"), {405, 400}),
+        ("PROPFIND", request("PROPFIND /be/x HTTP/1.1"), {405}),
+        ("made-up method (llhttp knows no BREW)", request("BREW /be/x HTTP/1.1"), {405, 400}),
+        ("MERGE (OData v2 partial update)", request("MERGE /be/x HTTP/1.1", "Content-Length: 2\r\n", b"{}"), {200}),
         ("garbage request line", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"A" * 40 + b"\r\n\r\n", {400, 0}),
         ("many headers", request("GET /be/x HTTP/1.1", "".join(f"X-H{i}: v\r\n" for i in range(300))), {431, 400}),
         ("one huge header", request("GET /be/x HTTP/1.1", "X-Huge: " + "a" * 100_000 + "\r\n"), {431, 400}),
@@ -212,6 +220,9 @@ try:
         # seen the start of a request that is then aborted, never completed.
         started_is_fine = name == "bad chunk size"
         check(f"http: {name} is not forwarded", forwarded_is_fine or started_is_fine or not unsettled(seen[before:]), f"(back end saw {unsettled(seen[before:])})")
+
+    status, answer = raw(mport, request("TRACE /be/x HTTP/1.1"))
+    check("http: TRACE's 405 names the allowed methods", status == 405 and b"\r\nallow: GET, HEAD, POST" in answer.lower().replace(b"get, head, post", b"GET, HEAD, POST"), f"({answer[:200]!r})")
 
     # A slow-headers client must not hold the server: other calls still answer.
     slow = socket.create_connection(("127.0.0.1", mport))
