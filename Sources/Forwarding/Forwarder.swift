@@ -124,7 +124,9 @@ public struct Forwarder: Sendable {
             logger.warning("back end unreachable", metadata: ["destination": "\(destination.name)", "error": "\(String(describing: error))"])
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
         }
-        return UpstreamResponse(response: response, headers: responseHeaders(response.headers), deadline: deadline)
+        let redaction = CredentialRedaction(authorization: context.authorization)
+        return UpstreamResponse(response: response, headers: responseHeaders(response.headers, redacting: redaction), deadline: deadline,
+                                redaction: redaction)
     }
 
     /// Whether `request` has no body, so it can be sent twice (after a token renewal).
@@ -165,11 +167,11 @@ public struct Forwarder: Sendable {
         return headers
     }
 
-    func responseHeaders(_ upstream: HTTPHeaders) -> HTTPFields {
+    func responseHeaders(_ upstream: HTTPHeaders, redacting redaction: CredentialRedaction) -> HTTPFields {
         let connectionTokens = HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init))
         var fields = HTTPFields()
         for (name, value) in upstream where HeaderPolicy.forwardsResponseHeader(name, connectionTokens: connectionTokens) {
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: redaction.redact(value) ?? value)) }
         }
         return fields
     }
@@ -183,6 +185,8 @@ public struct UpstreamResponse: Sendable {
     /// The destination's `timeout` from the start of the call: the whole answer must have
     /// arrived by then (a body read whole gives 504; a streamed one is cut off).
     let deadline: ContinuousClock.Instant
+    /// The credential Midtier sent, kept out of what the device sees.
+    public let redaction: CredentialRedaction
 
     public var status: Int { Int(response.status.code) }
 
@@ -210,6 +214,10 @@ public struct UpstreamResponse: Sendable {
         }
         if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length <= Self.wholeBodyLimit {
             var buffer = try await collect(before: deadline)
+            if let redacted = redaction.redact(buffer.readableBytesView) {
+                buffer = ByteBuffer(bytes: redacted)
+                headers[.contentLength] = String(redacted.count)
+            }
             if let rewrite {
                 var input = buffer.readBytes(length: buffer.readableBytes) ?? []
                 var output: [UInt8] = []

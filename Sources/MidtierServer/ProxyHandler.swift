@@ -179,7 +179,7 @@ struct ProxyHandler: Sendable {
         }
         let patches = destination.metadataPatches.map { FacetPatch(entityType: $0.entityType, property: $0.property, set: $0.set) }
         do {
-            let result = try MetadataPatcher.apply(patches, to: document)
+            let result = try MetadataPatcher.apply(patches, to: upstream.redaction.redact(document) ?? document)
             for patch in result.unmatched {
                 logger.warning("metadata patch matched nothing", metadata: ["destination": "\(destination.name)",
                                                                             "entityType": "\(patch.entityType)", "property": "\(patch.property)"])

@@ -34,6 +34,33 @@ import Testing
         }
     }
 
+    @Test func aBackEndThatEchoesTheCredentialNeverShowsItToTheDevice() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, echoPort in
+            configuration.destinations["tech"] = DestinationConfiguration(
+                name: "tech", url: "http://127.0.0.1:\(echoPort)/base", authentication: .basic(user: "MOBILE_TECH", password: "tech-password-123"),
+                timeoutMilliseconds: 5000)
+            configuration.apps["demo"]!.destinations.append("tech")
+        }) { env in
+            let id = try await env.register(.alice)
+            let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
+            // The echo back end answers with the Authorization it received.
+            let saml = try await env.call(.GET, "/echo/x", headers: headers)
+            let sent = try #require(env.echo.requests.last?.header("Authorization").first)
+            #expect(sent.hasPrefix("Bearer ") && sent.count > 20, "the back end got a token")
+            #expect(saml.status == 200)
+            #expect(!saml.text.contains(String(sent.dropFirst(7))), "the token never reaches the device: \(saml.text)")
+            #expect(saml.text.contains(#""authorization":"Bearer [redacted]""#), "\(saml.text)")
+            #expect(saml.header("Content-Length") == String(saml.body.count))
+
+            let tech = try await env.call(.GET, "/tech/x", headers: headers)
+            let basic = "Basic " + Data("MOBILE_TECH:tech-password-123".utf8).base64EncodedString()
+            #expect(env.echo.requests.last?.header("Authorization").first == basic, "the back end got the technical user")
+            #expect(tech.status == 200)
+            #expect(!tech.text.contains("tech-password-123") && !tech.text.contains(String(basic.dropFirst(6))), "\(tech.text)")
+            #expect(tech.text.contains("[redacted]"))
+        }
+    }
+
     @Test func atomFeedLinksPointAtMidtier() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.destinations["echo"]!.authentication = .noAuthentication
@@ -79,6 +106,25 @@ import Testing
             #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Precision="15""#, options: .regularExpression) != nil, "\(metadata.text)")
             #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Scale="2""#, options: .regularExpression) != nil)
         }
+    }
+}
+
+@Suite struct CredentialRedactionTests {
+    @Test func findsTheCredentialInEveryFormAndNothingElse() {
+        let bearer = CredentialRedaction(authorization: "Bearer abc.DEF-123_token")
+        #expect(bearer.redact("error: token abc.DEF-123_token rejected; again abc.DEF-123_token") == "error: token [redacted] rejected; again [redacted]")
+        #expect(bearer.redact("nothing here") == nil)
+        #expect(bearer.redact(Array("abc.DEF-123_toke".utf8)) == nil, "a prefix is not the token")
+
+        let basic = CredentialRedaction(authorization: "Basic " + Data("TECH:secret-password".utf8).base64EncodedString())
+        let encoded = Data("TECH:secret-password".utf8).base64EncodedString()
+        #expect(basic.redact("Authorization: Basic \(encoded)") == "Authorization: Basic [redacted]")
+        #expect(basic.redact("user TECH:secret-password") == "user [redacted]")
+        #expect(basic.redact("password secret-password") == "password [redacted]")
+
+        #expect(CredentialRedaction(authorization: "Basic " + Data("u:pw".utf8).base64EncodedString()).redact("pw u:pw") == nil,
+                "values under 8 bytes would match ordinary text")
+        #expect(CredentialRedaction(authorization: nil).isEmpty)
     }
 }
 

@@ -132,6 +132,10 @@ class Backend(http.server.BaseHTTPRequestHandler):
         nonce = urllib.parse.parse_qs(query).get("n", [""])[0]
         destination = path.split("/")[1]
         authorization = self.headers.get("Authorization", "")
+        if path.endswith("/echo-credential"):
+            # A back end that echoes what it was sent (a debug endpoint, an error page quoting
+            # the request): Midtier must keep the credential it added from the device.
+            return self.answer(200, {"received": authorization}, [("X-Received-Authorization", authorization)])
         if destination == "echo":
             with State.lock:
                 token = authorization[7:] if authorization.startswith("Bearer ") else None
@@ -595,6 +599,11 @@ try:
         renewed = State.new_token_requests - before
     errors.append(("a back-end 401 made Midtier renew the token once", renewed == 1, renewed, b""))
     expect("back end answers 500", 500, "GET", mport, "/echo/fail-500", {"Authorization": own["auth"], "X-SMP-APPCID": own["id"]})
+    for destination in ("echo", "tech"):
+        expect(f"{destination}: a back end that echoes the credential it received", 200, "GET", mport, f"/{destination}/echo-credential",
+               {"Authorization": own["auth"], "X-SMP-APPCID": own["id"]})
+        echoed = next(data for name, _, _, data in errors if name.startswith(f"{destination}: a back end that echoes"))
+        check(f"{destination}: the echoed credential reaches the device redacted", b"[redacted]" in echoed, str(echoed))
     for kind in ("500", "echo", "garbage"):
         r = extra_registrations[f"tokenservice-{kind}"]
         expect(f"token service answers {kind}", 502, "GET", mport, proxied, {"Authorization": r["auth"], "X-SMP-APPCID": r["id"]})
