@@ -230,8 +230,8 @@ public struct UpstreamResponse: Sendable {
             }
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         }
-        // Streamed: the answer has begun, so a back end still sending at the deadline can only be
-        // cut off (the device sees the connection close before the end of the body).
+        // Streamed: the answer has begun, so a back end still sending when its time is up can only
+        // be cut off (the device sees the connection close before the end of the body).
         let body = DeadlineBody(base: response.body, deadline: deadline)
         guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
         // The length changes with the rewriting: the body goes out chunked.
@@ -284,15 +284,17 @@ func withDeadline<T: Sendable>(_ deadline: ContinuousClock.Instant, _ operation:
     }
 }
 
-/// A streamed answer that ends with `UpstreamTimedOut` when a chunk has not arrived by
-/// `deadline`.
+/// A streamed answer that ends with `UpstreamTimedOut` once the back end has used up the call's
+/// time: only the time spent waiting for the back end's next chunk counts, from the head's
+/// arrival on, so a device that reads slowly (and holds the stream back) is never cut off,
+/// while a back end that trickles its answer is, at `deadline` in back-end time.
 struct DeadlineBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     typealias Element = ByteBuffer
     let base: Base
     let deadline: ContinuousClock.Instant
 
     /// The base iterator, handed to one reading task at a time: `next()` waits for that task
-    /// (or, at the deadline, ends the sequence and never touches the iterator again).
+    /// (or, past the budget, ends the sequence and never touches the iterator again).
     final class Box: @unchecked Sendable {
         var iterator: Base.AsyncIterator
         init(_ iterator: Base.AsyncIterator) { self.iterator = iterator }
@@ -300,14 +302,17 @@ struct DeadlineBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable whe
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let box: Box
-        let deadline: ContinuousClock.Instant
+        /// The back-end time left.
+        var budget: Duration
         var finished = false
 
         mutating func next() async throws -> ByteBuffer? {
             guard !finished else { return nil }
             let box = self.box
+            let start = ContinuousClock.now
             do {
-                let chunk = try await withDeadline(deadline) { try await box.iterator.next() }
+                let chunk = try await withDeadline(start + budget) { try await box.iterator.next() }
+                budget -= ContinuousClock.now - start
                 if chunk == nil { finished = true }
                 return chunk
             } catch {
@@ -317,7 +322,9 @@ struct DeadlineBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable whe
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(box: Box(base.makeAsyncIterator()), deadline: deadline) }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(box: Box(base.makeAsyncIterator()), budget: Swift.max(.zero, deadline - .now))
+    }
 }
 
 /// Thrown into the upload when a streamed body passes the limit.

@@ -15,6 +15,8 @@ final class FaultServer: @unchecked Sendable {
         /// A 1 MB answer (streamed, not read whole): 64 KiB at once, then one byte every
         /// `interval` seconds.
         case trickleLarge(interval: Double)
+        /// A 16 MB answer (more than the kernel buffers between Midtier and a device hold), all at once.
+        case large
     }
 
     let port: Int
@@ -82,6 +84,15 @@ final class FaultServer: @unchecked Sendable {
                 send("x")
                 usleep(useconds_t(interval * 1_000_000))
             }
+        case .large:
+            send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(Self.largeSize)\r\nConnection: close\r\n\r\n")
+            let body = [UInt8](repeating: UInt8(ascii: "y"), count: Self.largeSize)
+            var sent = 0
+            while sent < body.count {
+                let count = body[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if count <= 0 { return }
+                sent += count
+            }
         case .trickleLarge(let interval):
             send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n")
             send(String(repeating: "x", count: 65536))
@@ -91,6 +102,8 @@ final class FaultServer: @unchecked Sendable {
             }
         }
     }
+
+    static let largeSize = 16_000_000
 
     static func http(_ status: String, _ contentType: String, _ body: String) -> String {
         "HTTP/1.1 \(status)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
@@ -150,6 +163,43 @@ final class FaultServer: @unchecked Sendable {
         } while ContinuousClock.now < deadline
         #expect(open == 0, "\(fault): \(open) connection(s) to the fault servers still open after \(seconds) s")
         #expect(exchanges == 0, "\(fault): \(exchanges) exchange(s) still running after \(seconds) s")
+    }
+
+    /// A device with a small receive buffer that reads the head of an answer, stops reading for
+    /// `pause`, then reads the rest: the status and how many body bytes arrived.
+    static func slowDeviceRead(port: Int, id: String, pause: Duration) throws -> (status: Int, bodyBytes: Int) {
+        let device = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(device) }
+        var small: Int32 = 4096
+        setsockopt(device, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(device, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        guard connected == 0 else { throw TestFailure("cannot connect to Midtier") }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(device, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let request = "GET /faulty/large HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: \(TestUser.alice.basic)\r\nX-SMP-APPCID: \(id)\r\n\r\n"
+        _ = request.withCString { Glibc.send(device, $0, strlen($0), Int32(MSG_NOSIGNAL)) }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var headEnd: Int?
+        while headEnd == nil {
+            let count = recv(device, &buffer, buffer.count, 0)
+            guard count > 0 else { throw TestFailure("no head from Midtier") }
+            received += buffer[0..<count]
+            headEnd = received.count < 4 ? nil : (0...(received.count - 4)).first { received[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) }.map { $0 + 4 }
+        }
+        let status = Int(String(decoding: received[9..<12], as: UTF8.self)) ?? 0
+        var bodyBytes = received.count - headEnd!
+        Thread.sleep(forTimeInterval: Double(pause.components.seconds) + Double(pause.components.attoseconds) / 1e18)
+        while bodyBytes < FaultServer.largeSize {
+            let count = recv(device, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            bodyBytes += count
+        }
+        return (status, bodyBytes)
     }
 
     func timed(_ env: TestEnvironment, _ id: String) async throws -> (TestEnvironment.Reply, Duration) {
@@ -242,6 +292,12 @@ final class FaultServer: @unchecked Sendable {
             #expect(cutOff, "the streamed answer is cut off")
             #expect(ContinuousClock.now - start < limit, "cut off at the timeout, took \(ContinuousClock.now - start)")
             try await Self.expectNothingLeaked(env, [token, data], after: "large trickle")
+            // A device that reads slowly is not the back end's fault: a large answer the back end
+            // sent at once reaches a device that stops reading for twice the timeout, whole
+            // (Midtier's stream is held back meanwhile: 16 MB do not fit in the socket buffers).
+            data.set(.large)
+            let received = try Self.slowDeviceRead(port: env.midtierPort, id: id, pause: .milliseconds(2 * Self.timeout))
+            #expect(received.status == 200 && received.bodyBytes == FaultServer.largeSize, "slow device: \(received)")
             data.set(.respond(Self.goodData))
             let healed = try await timed(env, id)
             #expect(healed.0.status == 200, "recovered: \(healed.0.text)")
