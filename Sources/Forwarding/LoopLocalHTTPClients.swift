@@ -40,10 +40,4 @@ public final class LoopLocalHTTPClients: Sendable {
         for client in byLoop.values { try? await client.shutdown() }
         try? await shared.shutdown()
     }
-
-    /// Closes every client's connections, blocking; only for a server that never started.
-    public func syncShutdown() {
-        for client in byLoop.values { try? client.syncShutdown() }
-        try? shared.syncShutdown()
-    }
 }

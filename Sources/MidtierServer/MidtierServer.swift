@@ -42,7 +42,8 @@ public final class MidtierServer: Sendable {
         do {
             runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClients.shared, logger: logger))
         } catch {
-            httpClients.syncShutdown()
+            // Not `syncShutdown`: this may run on an event loop, where blocking is not allowed.
+            Task { await httpClients.shutdown() }
             throw error
         }
         self.httpClients = httpClients
