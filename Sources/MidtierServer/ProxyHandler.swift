@@ -40,15 +40,14 @@ struct ProxyHandler: Sendable {
         return response
     }
 
-    /// The methods OData clients use (MERGE is OData v2's partial update). Not TRACE or TRACK,
-    /// which would have the back end echo the request with the credential Midtier added, nor
-    /// CONNECT or anything unknown.
-    static let forwardedMethods: Set<HTTPRequest.Method> = [.get, .head, .post, .put, .patch, .delete, .options, HTTPRequest.Method("MERGE")!]
+    /// Methods never forwarded (SPEC §4 forwards any other): TRACE and TRACK would have the back
+    /// end echo the request, with the credential Midtier added; CONNECT asks for a tunnel.
+    static let refusedMethods: Set<String> = ["TRACE", "TRACK", "CONNECT"]
     static let allowHeader = "GET, HEAD, POST, PUT, PATCH, MERGE, DELETE, OPTIONS"
 
     private func proxy(_ request: Request, context: MidtierRequestContext) async throws(Refusal) -> Response {
         let runtime = runtime.current
-        guard Self.forwardedMethods.contains(request.method) else {
+        guard !Self.refusedMethods.contains(request.method.rawValue.uppercased()) else {
             throw .methodNotAllowed("the method \(request.method.rawValue) is not forwarded to back ends", allow: Self.allowHeader)
         }
 

@@ -63,7 +63,7 @@ class Backend(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_MERGE = handle_any
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_MERGE = do_PROPFIND = handle_any
 
     def log_message(self, *args):
         pass
@@ -198,7 +198,7 @@ try:
         ("TRACK (llhttp knows no TRACK)", request("TRACK /be/x HTTP/1.1"), {405, 400}),
         ("CONNECT", request("CONNECT /be/x HTTP/1.1"), {405, 400}),
         ("CONNECT authority-form", request("CONNECT backend.example:443 HTTP/1.1"), {405, 400}),
-        ("PROPFIND", request("PROPFIND /be/x HTTP/1.1"), {405}),
+        ("PROPFIND (any other method is forwarded, SPEC §4)", request("PROPFIND /be/x HTTP/1.1"), {200}),
         ("made-up method (llhttp knows no BREW)", request("BREW /be/x HTTP/1.1"), {405, 400}),
         ("MERGE (OData v2 partial update)", request("MERGE /be/x HTTP/1.1", "Content-Length: 2\r\n", b"{}"), {200}),
         ("garbage request line", b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03" + b"A" * 40 + b"\r\n\r\n", {400, 0}),
