@@ -9,28 +9,16 @@ Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.request
+from harness import Checks, free_port
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-passed = failed = 0
 processes = []
 seen = []            # (method, path, headers) that reached the stand-in back end
 METADATA = {"body": b""}
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-    else:
-        failed += 1
-        print(f"FAIL - {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+check = Checks("hostile", quiet=True)
 
 
 class Backend(http.server.BaseHTTPRequestHandler):
@@ -342,5 +330,4 @@ finally:
     shutil.rmtree(work, ignore_errors=True)
 
 print()
-print(f"hostile: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

@@ -30,6 +30,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 import base64, hashlib, http.client, http.server, json, os, random, re, shutil, signal, socket, socketserver
 import subprocess, sys, tempfile, threading, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from harness import Checks, free_port, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -37,25 +38,11 @@ USERS, TWO_DEVICES, REQUESTS, WORKERS = 50, 5, 10_000, 32
 ADMIN_TOKEN = "iso-admin-" + os.urandom(16).hex()
 TECH_PASSWORD = "iso-tech-" + os.urandom(16).hex()
 CLIENT_KEY, COMPANY = "iso-client-key", "ISOCOMPANY"
-passed = failed = 0
 processes = []
 started = time.monotonic()
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   - {name}")
-    else:
-        failed += 1
-        print(f"FAIL - {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+check = Checks("isolation")
 
 
 def basic(user, password):
@@ -217,20 +204,6 @@ def header(headers, name):
     return next((v for k, v in headers if k.lower() == name.lower()), None)
 
 
-def wait_for(port, path, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-                if s.recv(12).startswith(b"HTTP/1.1 200"):
-                    return True
-        except OSError:
-            pass
-        time.sleep(0.05)
-    return False
-
-
 # --- The secrets scanner ----------------------------------------------------------------------
 
 def cookie_audit(issued, presented, nonce_owner):
@@ -340,7 +313,7 @@ try:
                                       cwd=REPO, stdout=files["sandbox.out"], stderr=files["sandbox.err"]))
     midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=files["midtier.out"], stderr=files["midtier.err"])
     processes.append(midtier)
-    check("sandbox and midtier (logLevel debug) start", wait_for(sport, "/sandbox/stats") and wait_for(mport, "/healthz") and wait_for(aport, "/healthz"))
+    check("sandbox and midtier (logLevel debug) start", wait_for(f"http://127.0.0.1:{sport}/sandbox/stats", 30) and wait_for(f"http://127.0.0.1:{mport}/healthz", 30) and wait_for(f"http://127.0.0.1:{aport}/healthz", 30))
     ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN}
 
     # --- Registrations: one device per user, two for the first five; one each for the extra users ---
@@ -711,5 +684,4 @@ finally:
         shutil.rmtree(work, ignore_errors=True)
 
 print()
-print(f"isolation: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

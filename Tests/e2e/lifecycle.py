@@ -7,28 +7,15 @@ Standard library only; every HTTP call has a timeout and every process is killed
 """
 import base64, json, os, random, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
+from harness import Checks, free_port, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ADMIN_TOKEN = "lifecycle-admin-token-" + os.urandom(8).hex()
-passed = failed = 0
 processes = []
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   - {name}")
-    else:
-        failed += 1
-        print(f"FAIL - {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+check = Checks("lifecycle")
 
 
 def call(method, url, body=None, headers=None, timeout=10):
@@ -48,17 +35,6 @@ def basic(user, password):
 
 
 ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN}
-
-
-def wait_for(url, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url, timeout=1)
-            return True
-        except Exception:
-            time.sleep(0.05)
-    return False
 
 
 work = tempfile.mkdtemp(prefix="midtier-lifecycle-")
@@ -238,5 +214,4 @@ finally:
     shutil.rmtree(work, ignore_errors=True)
 
 print()
-print(f"lifecycle: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

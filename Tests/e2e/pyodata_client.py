@@ -11,38 +11,14 @@ from urllib.parse import urlparse
 
 import pyodata
 import requests
+from harness import Checks, free_port, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-passed = failed = 0
 processes = []
 
 
-def check(name, condition, detail=""):
-    global passed, failed
-    if condition:
-        passed += 1
-        print(f"ok   - {name}")
-    else:
-        failed += 1
-        print(f"FAIL - {name} {detail}")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url, seconds=20):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            requests.get(url, timeout=1)
-            return True
-        except requests.RequestException:
-            time.sleep(0.05)
-    return False
+check = Checks("pyodata")
 
 
 work = tempfile.mkdtemp(prefix="midtier-pyodata-")
@@ -131,5 +107,4 @@ finally:
     shutil.rmtree(work, ignore_errors=True)
 
 print()
-print(f"pyodata: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()

@@ -1,0 +1,51 @@
+"""What the end-to-end scripts share: counted checks ending in one summary line, free loopback
+ports, and waiting for a server to answer. Standard library only."""
+import socket
+import sys
+import time
+import urllib.request
+
+
+class Checks:
+    """Counts checks, printing `ok   - name` (unless quiet) or `FAIL - name detail`."""
+
+    def __init__(self, suite, quiet=False):
+        self.suite, self.quiet = suite, quiet
+        self.passed = self.failed = 0
+
+    def __call__(self, name, condition, detail=""):
+        if condition:
+            self.passed += 1
+            if not self.quiet:
+                print(f"ok   - {name}")
+        else:
+            self.failed += 1
+            print(f"FAIL - {name} {detail}")
+
+    def finish(self):
+        """Prints `SUITE: N passed, M failed` and exits, 1 on any failure."""
+        print(f"{self.suite}: {self.passed} passed, {self.failed} failed")
+        sys.exit(1 if self.failed else 0)
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Loopback only: never through a proxy from the environment.
+_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def wait_for(url, seconds=20):
+    """Whether `url` answers 2xx within `seconds`."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with _direct.open(url, timeout=1):
+                return True
+        except Exception:
+            time.sleep(0.05)
+    return False
