@@ -49,3 +49,26 @@ def wait_for(url, seconds=20):
         except Exception:
             time.sleep(0.05)
     return False
+
+
+def demo_config(repo, work, mport, aport, **settings):
+    """A copy of the demo configuration in `work/config`, listening on `mport` (admin `aport`)
+    with its store in `work`, and `settings` over midtier.json; returns its path."""
+    import json, os, shutil
+    config = os.path.join(work, "config")
+    shutil.copytree(os.path.join(repo, "config"), config)
+    path = os.path.join(config, "midtier.json")
+    current = json.load(open(path))
+    current.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
+                    "store": f"sqlite:{work}/midtier.sqlite"})
+    current.update(settings)
+    json.dump(current, open(path, "w"))
+    return config
+
+
+def kill_all(processes):
+    """Kills what is still running of `processes` and waits for each."""
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

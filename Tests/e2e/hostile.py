@@ -9,7 +9,7 @@ Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.request
-from harness import Checks, free_port
+from harness import Checks, free_port, demo_config, kill_all
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -101,12 +101,7 @@ try:
     threading.Thread(target=backend.serve_forever, daemon=True).start()
 
     mport, aport, sport = free_port(), free_port(), free_port()
-    config = os.path.join(work, "config")
-    shutil.copytree(os.path.join(REPO, "config"), config)
-    settings = json.load(open(os.path.join(config, "midtier.json")))
-    settings.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
-                     "store": f"sqlite:{work}/midtier.sqlite", "maxRequestBodyBytes": 65536})
-    json.dump(settings, open(os.path.join(config, "midtier.json"), "w"))
+    config = demo_config(REPO, work, mport, aport, maxRequestBodyBytes=65536)
     sf = json.load(open(os.path.join(config, "destinations", "sf.json")))
     sf.update({"URL": f"http://127.0.0.1:{sport}", "tokenServiceURL": f"http://127.0.0.1:{sport}/oauth/token"})
     json.dump(sf, open(os.path.join(config, "destinations", "sf.json"), "w"))
@@ -323,10 +318,7 @@ try:
     text = open(os.path.join(work, "midtier.log"), "rb").read()
     check("no secret reached the log", b"alice-demo-password" not in text and b"bob-demo-password" not in text)
 finally:
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
 
 print()

@@ -30,7 +30,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 import base64, hashlib, http.client, http.server, json, os, random, re, shutil, signal, socket, socketserver
 import subprocess, sys, tempfile, threading, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from harness import Checks, free_port, wait_for
+from harness import Checks, free_port, wait_for, demo_config, kill_all
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -282,12 +282,7 @@ try:
     threading.Thread(target=backend.serve_forever, daemon=True).start()
 
     mport, aport, sport = free_port(), free_port(), free_port()
-    config = os.path.join(work, "config")
-    shutil.copytree(os.path.join(REPO, "config"), config)
-    settings = json.load(open(os.path.join(config, "midtier.json")))
-    settings.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
-                     "store": f"sqlite:{work}/midtier.sqlite", "adminTokenHashes": [admin_hash], "logLevel": "debug"})
-    json.dump(settings, open(os.path.join(config, "midtier.json"), "w"))
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[admin_hash], logLevel="debug")
     json.dump({"users": users_file}, open(os.path.join(config, "users.json"), "w"))
     sf_file = os.path.join(config, "destinations", "sf.json")
     sf = json.load(open(sf_file))
@@ -672,10 +667,7 @@ except Exception:
     import traceback
     check("the test ran to the end", False, "\n" + traceback.format_exc())
 finally:
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    kill_all(processes)
     if backend:
         backend.shutdown()
     if os.environ.get("ISOLATION_KEEP"):

@@ -7,7 +7,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 """
 import base64, json, os, random, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
-from harness import Checks, free_port, wait_for
+from harness import Checks, free_port, wait_for, demo_config, kill_all
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -40,13 +40,8 @@ ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN}
 work = tempfile.mkdtemp(prefix="midtier-lifecycle-")
 try:
     mport, aport, sport = free_port(), free_port(), free_port()
-    config = os.path.join(work, "config")
-    shutil.copytree(os.path.join(REPO, "config"), config)
     admin_hash = subprocess.run([BIN, "hash-secret", "--cost", "10"], input=ADMIN_TOKEN + "\n", capture_output=True, text=True, check=True).stdout.strip()
-    settings = json.load(open(os.path.join(config, "midtier.json")))
-    settings.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
-                     "store": f"sqlite:{work}/midtier.sqlite", "adminTokenHashes": [admin_hash]})
-    json.dump(settings, open(os.path.join(config, "midtier.json"), "w"))
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[admin_hash])
     destination_file = os.path.join(config, "destinations", "sf.json")
     destination = json.load(open(destination_file))
     destination["URL"] = f"http://127.0.0.1:{sport}"
@@ -207,10 +202,7 @@ try:
     text = open(os.path.join(work, "midtier.log"), encoding="utf-8", errors="replace").read()
     check("the admin token never reaches the log", ADMIN_TOKEN not in text)
 finally:
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
 
 print()

@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 import pyodata
 import requests
-from harness import Checks, free_port, wait_for
+from harness import Checks, free_port, wait_for, demo_config
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -24,12 +24,7 @@ check = Checks("pyodata")
 work = tempfile.mkdtemp(prefix="midtier-pyodata-")
 try:
     mport, aport, sport = free_port(), free_port(), free_port()
-    config = os.path.join(work, "config")
-    shutil.copytree(os.path.join(REPO, "config"), config)
-    settings = json.load(open(os.path.join(config, "midtier.json")))
-    settings.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://localhost:{mport}",
-                     "store": f"sqlite:{work}/midtier.sqlite"})
-    json.dump(settings, open(os.path.join(config, "midtier.json"), "w"))
+    config = demo_config(REPO, work, mport, aport)
     destination_file = os.path.join(config, "destinations", "sf.json")
     destination = json.load(open(destination_file))
     destination["URL"] = f"http://127.0.0.1:{sport}"
