@@ -34,10 +34,13 @@ public struct CredentialRedaction: Sendable {
         secrets = Set(found.filter { $0.utf8.count >= Self.minimumLength }).map { Array($0.utf8) }.sorted { $0.count > $1.count }
     }
 
-    /// `text` with every secret replaced, or nil when it holds none.
+    /// `text` with every secret replaced, or nil when it holds none (searched in place: no
+    /// copy of a header value that holds no secret, which is every one on the hot path).
     public func redact(_ text: String) -> String? {
         guard !secrets.isEmpty else { return nil }
-        return redact(Array(text.utf8)).map { String(decoding: $0, as: UTF8.self) }
+        var text = text
+        text.makeContiguousUTF8()
+        return redact(text.utf8).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// `bytes` with every secret replaced, or nil when they hold none (found without copying).
