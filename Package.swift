@@ -31,6 +31,12 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        // The domain's core types: who a user is (realm + id, compared by bytes).
+        .target(
+            name: "MidtierCore",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
         // Configuration files: typed values, validation with file/key errors, secrets.
         .target(
             name: "MidtierConfiguration",
@@ -47,7 +53,7 @@ let package = Package(
         .target(
             name: "TokenExchange",
             dependencies: [
-                "SAMLSigning", "MidtierConfiguration",
+                "SAMLSigning", "MidtierConfiguration", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -57,7 +63,7 @@ let package = Package(
         .target(
             name: "DeviceAuthentication",
             dependencies: [
-                "MidtierConfiguration", "COpenSSL",
+                "MidtierConfiguration", "MidtierCore", "COpenSSL",
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -68,13 +74,13 @@ let package = Package(
         // Registrations (device onboarding) and the rules that decide whether one may call.
         .target(
             name: "Registrations",
-            dependencies: ["MidtierStore", "MidtierConfiguration"],
+            dependencies: ["MidtierStore", "MidtierConfiguration", "MidtierCore"],
             swiftSettings: swiftSettings
         ),
         // Durable state: registrations (SQLite through GRDB).
         .target(
             name: "MidtierStore",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["MidtierCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         // $metadata facet patches (libxml2).
@@ -110,7 +116,7 @@ let package = Package(
         .target(
             name: "MidtierHTTP",
             dependencies: [
-                "MidtierStore",
+                "MidtierStore", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
@@ -120,7 +126,7 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "MidtierHTTP", "Registrations", "TokenExchange", "DeviceAuthentication", "MidtierConfiguration",
+                "MidtierHTTP", "Registrations", "TokenExchange", "DeviceAuthentication", "MidtierConfiguration", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -134,6 +140,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
+                "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -157,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "midtier",
             dependencies: [
-                "MidtierServer", "MidtierConfiguration", "SAMLSigning", "SuccessFactorsSandbox",
+                "MidtierServer", "MidtierConfiguration", "MidtierCore", "SAMLSigning", "SuccessFactorsSandbox",
                 "DeviceAuthentication", "TokenExchange", "MetadataPatching",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -175,7 +182,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
-                "MetadataPatching",
+                "MetadataPatching", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

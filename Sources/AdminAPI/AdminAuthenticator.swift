@@ -6,8 +6,17 @@ import Synchronization
 /// Checks `Authorization: Bearer <admin token>` against `adminTokenHashes` (bcrypt, from
 /// `midtier hash-secret`). Every hash is tried, whatever matches first, so the answer takes as
 /// long for a near miss as for garbage; a verified token is remembered for five minutes under
-/// a keyed digest (never the token), so bcrypt is not paid per admin request.
+/// a keyed digest (never the token), so bcrypt is not paid per admin request. As for device
+/// sign-ins, failures are throttled per client address and verifications wait in a bounded
+/// queue (docs/identity.md); a remembered token is neither throttled nor queued.
 public final class AdminAuthenticator: Sendable {
+    /// Why an admin request was not authenticated.
+    public enum Failure: Error, Sendable, Equatable {
+        case invalid
+        case throttled(retryAfterSeconds: Int)
+        case busy(retryAfterSeconds: Int)
+    }
+
     private struct Remembered {
         let actor: String
         let expiresAt: UInt64
@@ -18,40 +27,53 @@ public final class AdminAuthenticator: Sendable {
     private let digester = KeyedDigester()
     private let remembered = Mutex<[CredentialDigest: Remembered]>([:])
     private let hashes: @Sendable () -> [String]
+    private let throttle: SignInThrottle
+    private let limiter: VerificationLimiter
     static let rememberNanoseconds: UInt64 = 300 * 1_000_000_000
 
     /// - Parameter hashes: the hashes in force now (they change on reload).
-    public init(hashes: @escaping @Sendable () -> [String]) {
+    public init(hashes: @escaping @Sendable () -> [String], throttle: SignInThrottle = SignInThrottle(),
+                limiter: VerificationLimiter = VerificationLimiter()) {
         self.hashes = hashes
+        self.throttle = throttle
+        self.limiter = limiter
     }
 
-    /// The admin's audit name, `admin#<n>` for the n-th hash (from 1), or nil.
-    public func authenticate(authorization: String?) async -> String? {
+    /// The admin's audit name, `admin#<n>` for the n-th hash (from 1), or why not.
+    public func authenticate(authorization: String?, client: String? = nil) async -> Result<String, Failure> {
         // The scheme name is case-insensitive (RFC 9110 §11.1).
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return nil }
+        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return .failure(.invalid) }
         let token = String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: " ")
-        guard !token.isEmpty, token.utf8.count <= 1024 else { return nil }
+        guard !token.isEmpty, (try? SecretHashing.check(token)) != nil else { return .failure(.invalid) }
         let current = hashes()
-        guard !current.isEmpty else { return nil }
+        guard !current.isEmpty else { return .failure(.invalid) }
         let digest = digester.digest([token])
         let now = DispatchTime.now().uptimeNanoseconds
         if let known = remembered.withLock({ $0[digest] }), now < known.expiresAt, known.hashes == current {
-            return known.actor
+            return .success(known.actor)
         }
-        let match: Int? = (try? await NIOThreadPool.singleton.runIfActive {
-            var found: Int?
-            for (index, hash) in current.enumerated() where SecretHashing.verify(token, hash: hash) && found == nil {
-                found = index
-            }
-            return found
-        }) ?? nil
-        guard let match else { return nil }
+        if let seconds = throttle.retryAfter(address: client, user: nil) { return .failure(.throttled(retryAfterSeconds: seconds)) }
+        let outcome = await limiter.run { () async -> Int? in
+            (try? await NIOThreadPool.singleton.runIfActive {
+                var found: Int?
+                for (index, hash) in current.enumerated() where SecretHashing.verify(token, hash: hash) && found == nil {
+                    found = index
+                }
+                return found
+            }) ?? nil
+        }
+        guard let outcome else { return .failure(.busy(retryAfterSeconds: 1)) }
+        guard let match = outcome else {
+            throttle.recordFailure(address: client, user: nil)
+            return .failure(.invalid)
+        }
+        throttle.recordSuccess(address: client, user: nil)
         let actor = "admin#\(match + 1)"
         remembered.withLock { entries in
             if entries.count > 1000 { entries.removeAll() }
             entries[digest] = Remembered(actor: actor, expiresAt: now + Self.rememberNanoseconds, hashes: current)
         }
-        return actor
+        return .success(actor)
     }
 }
 

@@ -11,7 +11,7 @@ enum AdminJSON {
     }
 
     static func registration(_ r: Registration) -> [String: Any] {
-        ["id": r.id, "appId": r.appId, "userId": r.userId, "deviceType": r.deviceType, "deviceModel": r.deviceModel,
+        ["id": r.id, "appId": r.appId, "userId": r.user.id, "realm": r.user.realm, "deviceType": r.deviceType, "deviceModel": r.deviceModel,
          "deviceId": r.deviceId, "formFactor": r.formFactor, "state": r.state.rawValue,
          "createdAt": timestamp(r.createdAt), "lastContactAt": timestamp(r.lastContactAt)]
     }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import MidtierConfiguration
+import MidtierCore
 import MidtierHTTP
 import Registrations
 import TokenExchange
@@ -22,12 +23,12 @@ public struct AdminRoutes: Sendable {
     public let tokens: TokenCache
     public let authenticator: AdminAuthenticator
     public let destinations: @Sendable () -> [DestinationConfiguration]
-    public let knownUser: @Sendable (String) -> Bool
+    public let knownUser: @Sendable (UserIdentity) -> Bool
     public let reload: @Sendable (Actor) async -> ReloadOutcome
     public let logger: Logger
 
     public init(registrations: RegistrationService, tokens: TokenCache, authenticator: AdminAuthenticator,
-                destinations: @escaping @Sendable () -> [DestinationConfiguration], knownUser: @escaping @Sendable (String) -> Bool,
+                destinations: @escaping @Sendable () -> [DestinationConfiguration], knownUser: @escaping @Sendable (UserIdentity) -> Bool,
                 reload: @escaping @Sendable (Actor) async -> ReloadOutcome, logger: Logger) {
         self.registrations = registrations
         self.tokens = tokens
@@ -61,9 +62,17 @@ public struct AdminRoutes: Sendable {
     /// Registers `handler` behind the admin-token check.
     private func route(_ router: Router<MidtierRequestContext>, _ method: HTTPRequest.Method, _ path: String, _ handler: @escaping Handler) {
         router.on(RouterPath(path), method: method) { request, context -> Response in
-            guard let admin = await authenticator.authenticate(authorization: request.headers[.authorization]) else {
+            let admin: String
+            switch await authenticator.authenticate(authorization: request.headers[.authorization], client: context.clientIP) {
+            case .success(let name):
+                admin = name
+            case .failure(.invalid):
                 return Refusal(.unauthorized, code: "UNAUTHORIZED", "a valid admin token is required",
                                challenge: "Bearer realm=\"midtier-admin\"").response
+            case .failure(.throttled(let seconds)):
+                return Refusal.tooManySignIns("too many failed admin sign-ins; try again in \(seconds) s", retryAfter: seconds).response
+            case .failure(.busy(let seconds)):
+                return Refusal.signInBusy("too many admin tokens are being checked; try again in \(seconds) s", retryAfter: seconds).response
             }
             do throws(Refusal) {
                 return try await handler(request, context, Actor(name: admin, source: context.clientIP ?? ""))
@@ -90,19 +99,26 @@ public struct AdminRoutes: Sendable {
         return value
     }
 
+    /// The user a path names: `{userId}` in the realm the `realm` query names — absent or
+    /// empty for `users.json`, else a JWT issuer exactly as configured (docs/identity.md).
+    private func user(_ request: Request, _ context: MidtierRequestContext) throws(Refusal) -> UserIdentity {
+        let id = try parameter(context, "userId")
+        return UserIdentity(realm: request.uri.queryParameters["realm"].map(String.init) ?? UserIdentity.localRealm, id: id)
+    }
+
     // MARK: Users and blocks
 
     private func getUser(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try parameter(context, "userId")
+        let user = try user(request, context)
         let block = try await store { () async throws(StoreError) in try await registrations.store.block(of: user) }
         let owned = try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: RegistrationFilter(user: user)) }
         guard knownUser(user) || block != nil || !owned.isEmpty else { throw .notFound("user \(user) is not known") }
-        return AdminJSON.response(.ok, ["userId": user, "known": knownUser(user), "block": AdminJSON.block(block),
+        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "known": knownUser(user), "block": AdminJSON.block(block),
                                         "registrations": owned.map(AdminJSON.registration)])
     }
 
     private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try parameter(context, "userId")
+        let user = try user(request, context)
         let body = try await Self.jsonObject(request, context)
         guard let type = body["type"] as? String, let kind = UserBlock.Kind(rawValue: type) else {
             throw .badRequest("type must be one of traffic, registration, all")
@@ -112,18 +128,18 @@ public struct AdminRoutes: Sendable {
         guard Set(body.keys).isSubset(of: ["type", "reason"]) else {
             throw .badRequest("unknown member \(body.keys.sorted().first { !["type", "reason"].contains($0) } ?? "")")
         }
-        let block = UserBlock(userId: user, kind: kind, reason: reasonText, since: registrations.now(), by: actor.name)
-        let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user,
+        let block = UserBlock(user: user, kind: kind, reason: reasonText, since: registrations.now(), by: actor.name)
+        let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user.description,
                                detail: "\(kind.rawValue): \(reasonText)", source: actor.source)
         try await store { () async throws(StoreError) in try await registrations.store.setBlock(block, audit: audit) }
         let dropped = tokens.remove(user: user)
         logger.notice("user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
-        return AdminJSON.response(.ok, ["userId": user, "block": AdminJSON.block(block)])
+        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(block)])
     }
 
     private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try parameter(context, "userId")
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user, source: actor.source)
+        let user = try user(request, context)
+        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
         let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
         guard removed else { throw .notFound("user \(user) is not blocked") }
         logger.notice("user unblocked", metadata: ["user": "\(user)", "by": "\(actor.name)"])
@@ -135,7 +151,7 @@ public struct AdminRoutes: Sendable {
     private func listRegistrations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
         let query = request.uri.queryParameters
         var filter = RegistrationFilter()
-        if let user = query["user"] { filter.user = String(user) }
+        if let user = query["user"] { filter.user = UserIdentity(realm: query["realm"].map(String.init) ?? UserIdentity.localRealm, id: String(user)) }
         if let app = query["app"] { filter.app = String(app) }
         if let state = query["state"] {
             guard let parsed = Registration.State(rawValue: String(state)) else { throw .badRequest("state must be one of active, locked, wiped") }
@@ -169,11 +185,13 @@ public struct AdminRoutes: Sendable {
 
     private func deleteRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
         let id = try parameter(context, "id")
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
-        guard try await store({ () async throws(StoreError) in try await registrations.store.delete(id: id, audit: audit) }) else {
+        switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
+        case .deleted:
+            logger.notice("registration deleted", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
+            return Response(status: .noContent)
+        case .notFound, .refused:
             throw .notFound("registration \(id) does not exist")
         }
-        return Response(status: .noContent)
     }
 
     // MARK: Destinations, configuration, tokens, audit
@@ -195,11 +213,11 @@ public struct AdminRoutes: Sendable {
     }
 
     private func purgeTokens(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try parameter(context, "userId")
+        let user = try user(request, context)
         let purged = tokens.remove(user: user)
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user, detail: "\(purged) token(s)", source: actor.source)
+        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description, detail: "\(purged) token(s)", source: actor.source)
         try await store { () async throws(StoreError) in try await registrations.store.appendAudit(audit) }
-        return AdminJSON.response(.ok, ["userId": user, "purged": purged])
+        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "purged": purged])
     }
 
     private func listAudit(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
@@ -225,12 +243,7 @@ public struct AdminRoutes: Sendable {
 
     static func jsonObject(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> [String: Any] {
         var request = request
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        } catch {
-            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the body is larger than \(context.maxUploadSize) bytes")
-        }
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "body")
         guard let object = (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] else {
             throw .badRequest("the body must be a JSON object")
         }

@@ -3,19 +3,24 @@ import Dispatch
 import Foundation
 import HummingbirdBcrypt
 import MidtierConfiguration
+import MidtierCore
 import NIOPosix
 import Synchronization
 
 /// A user whose credentials were verified.
 public struct AuthenticatedUser: Sendable, Equatable {
-    public let id: String
+    /// Realm and id (docs/identity.md): for `users.json`, the id exactly as configured.
+    public let identity: UserIdentity
     /// From `users.json` (basic) or the token's claims (jwt); `userIdSource` reads these.
     public let attributes: [String: String]
 
-    public init(id: String, attributes: [String: String] = [:]) {
-        self.id = id
+    public init(identity: UserIdentity, attributes: [String: String] = [:]) {
+        self.identity = identity
         self.attributes = attributes
     }
+
+    /// The id within the realm.
+    public var id: String { identity.id }
 }
 
 /// Why a device was not authenticated. The messages are safe for a 401 body.
@@ -23,55 +28,86 @@ public enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConve
     case missingCredentials
     case malformedCredentials(String)
     case invalidCredentials
+    /// Too many failed sign-ins from this address or for this user name (429).
+    case throttled(retryAfterSeconds: Int)
+    /// Every place in the verification queue is taken (503).
+    case busy(retryAfterSeconds: Int)
 
     public var description: String {
         switch self {
         case .missingCredentials: "no credentials were sent"
         case .malformedCredentials(let detail): "the Authorization header is malformed: \(detail)"
         case .invalidCredentials: "the user name or password is wrong"
+        case .throttled(let seconds): "too many failed sign-ins; try again in \(seconds) s"
+        case .busy(let seconds): "too many sign-ins are being checked; try again in \(seconds) s"
         }
     }
 }
 
-/// HTTP Basic authentication against `users.json` (SPEC §3).
+/// HTTP Basic authentication against `users.json` (docs/identity.md).
+///
+/// User names are matched by their exact UTF-8 bytes, and the user returned carries the id as
+/// configured. Credentials with control characters (NUL among them: bcrypt would stop reading
+/// there) are refused, and so are passwords longer than bcrypt's 72 bytes (`hash-secret` never
+/// made a hash of one, so only a truncated prefix could match).
 ///
 /// bcrypt is slow on purpose, so a verified credential is remembered for `cacheSeconds`,
 /// keyed by an HMAC of user and password under a key that exists only in this process's
 /// memory: the password itself is never kept. Concurrent first requests with the same
 /// credential share one bcrypt verification. bcrypt runs on NIO's blocking thread pool, never
-/// on an event loop. Failures are not remembered.
+/// on an event loop, behind a bounded queue (`VerificationLimiter`) and the failed sign-in
+/// throttle (`SignInThrottle`); neither touches a credential that is already remembered.
+/// Failures are not remembered.
 public final class BasicAuthenticator: Sendable {
     private struct CachedCredential {
         let user: AuthenticatedUser
         let expiresAt: UInt64
     }
 
-    private struct State {
-        var verified: [CredentialDigest: CachedCredential] = [:]
-        var inFlight: [CredentialDigest: Task<AuthenticatedUser?, Never>] = [:]
+    private enum Verification: Sendable {
+        case verified(AuthenticatedUser)
+        case wrong
+        case busy
     }
 
-    private let users: [String: LocalUser]
+    private struct State {
+        var verified: [CredentialDigest: CachedCredential] = [:]
+        var inFlight: [CredentialDigest: Task<Verification, Never>] = [:]
+    }
+
+    /// bcrypt reads at most this many bytes of a password.
+    public static let maximumPasswordBytes = 72
+
+    private let users: [ExactString: LocalUser]
+    private let decoyCost: Int
     private let cacheNanoseconds: UInt64
     private let capacity: Int
     private let digester = KeyedDigester()
     private let state = Mutex(State())
     private let now: @Sendable () -> UInt64
-
-    /// A bcrypt hash of a random string, verified against for unknown users so that the answer
-    /// takes as long as for a known user with a wrong password.
-    private static let decoyHash = Bcrypt.hash(UUID().uuidString, cost: 10)
+    private let throttle: SignInThrottle
+    private let limiter: VerificationLimiter
 
     public init(users: [String: LocalUser], cacheSeconds: Int, capacity: Int = 100_000,
+                throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
-        self.users = users
+        var exact: [ExactString: LocalUser] = [:]
+        for user in users.values { exact[ExactString(user.id)] = user }
+        self.users = exact
+        self.decoyCost = users.values.compactMap { Decoy.cost(of: $0.passwordHash) }.max() ?? Decoy.defaultCost
         self.cacheNanoseconds = UInt64(max(0, cacheSeconds)) * 1_000_000_000
         self.capacity = capacity
+        self.throttle = throttle
+        self.limiter = limiter
         self.now = now
     }
 
-    /// Verifies an `Authorization: Basic …` header value.
-    public func authenticate(authorization: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
+    /// The configured user with exactly this id (by bytes), if any.
+    public func user(exactly id: String) -> LocalUser? { users[ExactString(id)] }
+
+    /// Verifies an `Authorization: Basic …` header value from `client` (an address, for the
+    /// failed sign-in throttle).
+    public func authenticate(authorization: String?, client: String? = nil) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard let authorization, !authorization.isEmpty else { return .failure(.missingCredentials) }
         let (user, password): (String, String)
         switch Self.decodeBasic(authorization) {
@@ -80,34 +116,59 @@ public final class BasicAuthenticator: Sendable {
         }
         let digest = credentialDigest(user: user, password: password)
         let now = self.now()
-        enum Step { case remembered(AuthenticatedUser), wait(Task<AuthenticatedUser?, Never>) }
+        enum Step { case remembered(AuthenticatedUser), wait(Task<Verification, Never>), refuse(AuthenticationFailure) }
         let step: Step = state.withLock { state in
-            if let cached = state.verified[digest], now < cached.expiresAt, cached.user.id == user {
+            if let cached = state.verified[digest], now < cached.expiresAt, cached.user.id.utf8.elementsEqual(user.utf8) {
                 return .remembered(cached.user)
             }
             if let running = state.inFlight[digest] { return .wait(running) }
-            let task = Task { [self] in await verify(user: user, password: password, digest: digest) }
+            if let seconds = throttle.retryAfter(address: client, user: user) { return .refuse(.throttled(retryAfterSeconds: seconds)) }
+            let task = Task { [self] in await verify(user: user, password: password, digest: digest, client: client) }
             state.inFlight[digest] = task
             return .wait(task)
         }
         switch step {
         case .remembered(let user):
             return .success(user)
+        case .refuse(let failure):
+            return .failure(failure)
         case .wait(let task):
-            guard let verified = await task.value else { return .failure(.invalidCredentials) }
-            return .success(verified)
+            switch await task.value {
+            case .verified(let user): return .success(user)
+            case .wrong: return .failure(.invalidCredentials)
+            case .busy: return .failure(.busy(retryAfterSeconds: 1))
+            }
         }
     }
 
-    private func verify(user: String, password: String, digest: CredentialDigest) async -> AuthenticatedUser? {
-        let account = users[user]
-        let hash = account?.passwordHash ?? Self.decoyHash
-        let matches = (try? await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash) }) ?? false
-        let verified = (matches && account != nil) ? AuthenticatedUser(id: user, attributes: account!.attributes) : nil
+    private func verify(user: String, password: String, digest: CredentialDigest, client: String?) async -> Verification {
+        let account = users[ExactString(user)]
+        let outcome: Verification
+        if password.utf8.count > Self.maximumPasswordBytes {
+            outcome = .wrong
+        } else {
+            let hash = account?.passwordHash
+            let decoyCost = self.decoyCost
+            let matched = await limiter.run { () async -> Bool in
+                (try? await NIOThreadPool.singleton.runIfActive {
+                    Bcrypt.verify(password, hash: hash ?? Decoy.hash(cost: decoyCost))
+                }) ?? false
+            }
+            switch (matched, account) {
+            case (nil, _): outcome = .busy
+            case (true?, let account?): outcome = .verified(AuthenticatedUser(identity: .local(account.id), attributes: account.attributes))
+            default: outcome = .wrong
+            }
+        }
+        switch outcome {
+        case .verified: throttle.recordSuccess(address: client, user: user)
+        case .wrong: throttle.recordFailure(address: client, user: user)
+        case .busy: break
+        }
         let expiresAt = now() + cacheNanoseconds
         state.withLock { state in
             state.inFlight[digest] = nil
-            guard let verified, cacheNanoseconds > 0 else { return }
+            guard case .verified(let verified) = outcome, cacheNanoseconds > 0 else { return }
             if state.verified.count >= capacity {
                 let now = self.now()
                 state.verified = state.verified.filter { now < $0.value.expiresAt }
@@ -115,7 +176,7 @@ public final class BasicAuthenticator: Sendable {
             }
             state.verified[digest] = CachedCredential(user: verified, expiresAt: expiresAt)
         }
-        return verified
+        return outcome
     }
 
     /// `Basic base64(user:password)` → (user, password).
@@ -128,6 +189,9 @@ public final class BasicAuthenticator: Sendable {
               let decoded = String(data: data, encoding: .utf8) else {
             return .failure(.malformedCredentials("the credentials are not base64 of UTF-8 text"))
         }
+        guard !decoded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return .failure(.malformedCredentials("the user name or password contains control characters"))
+        }
         guard let colon = decoded.firstIndex(of: ":") else {
             return .failure(.malformedCredentials("the credentials have no ':' between user and password"))
         }
@@ -138,6 +202,31 @@ public final class BasicAuthenticator: Sendable {
 
     private func credentialDigest(user: String, password: String) -> CredentialDigest {
         digester.digest([user, password])
+    }
+}
+
+/// The hash verified against for an unknown user, so that the answer takes as long as for a
+/// known user with a wrong password: of the same cost as the configured hashes.
+enum Decoy {
+    static let defaultCost = 12
+    private static let hashes = Mutex<[Int: String]>([:])
+
+    /// The cost of a `$2b$12$…` hash.
+    static func cost(of hash: String) -> Int? {
+        let parts = hash.split(separator: "$", omittingEmptySubsequences: true)
+        guard parts.count >= 2, let cost = Int(parts[1]), (4...31).contains(cost) else { return nil }
+        return cost
+    }
+
+    /// A hash of a random string at `cost`, made once per cost (on the blocking pool).
+    static func hash(cost: Int) -> String {
+        if let known = hashes.withLock({ $0[cost] }) { return known }
+        let made = Bcrypt.hash(UUID().uuidString, cost: UInt8(cost))
+        return hashes.withLock { hashes in
+            if let known = hashes[cost] { return known }
+            hashes[cost] = made
+            return made
+        }
     }
 }
 
@@ -185,6 +274,28 @@ public struct CredentialDigest: Hashable, Sendable {
 
 /// Makes the bcrypt hashes the configuration files take (`midtier hash-secret`).
 public enum SecretHashing {
+    /// Why a secret cannot be hashed.
+    public enum Problem: Error, CustomStringConvertible {
+        case tooLong(bytes: Int)
+        case controlCharacters
+        case empty
+        public var description: String {
+            switch self {
+            case .tooLong(let bytes): "the secret is \(bytes) bytes long; bcrypt reads at most \(BasicAuthenticator.maximumPasswordBytes) bytes, so choose one of at most \(BasicAuthenticator.maximumPasswordBytes) bytes"
+            case .controlCharacters: "the secret contains control characters (such as NUL or a tab), which sign-ins refuse"
+            case .empty: "the secret is empty"
+            }
+        }
+    }
+
+    /// Checks that `secret` can be hashed without losing any of it, and that a sign-in could
+    /// send it.
+    public static func check(_ secret: String) throws(Problem) {
+        guard !secret.isEmpty else { throw .empty }
+        guard secret.utf8.count <= BasicAuthenticator.maximumPasswordBytes else { throw .tooLong(bytes: secret.utf8.count) }
+        guard !secret.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { throw .controlCharacters }
+    }
+
     public static func hash(_ secret: String, cost: UInt8 = 12) -> String { Bcrypt.hash(secret, cost: cost) }
     public static func verify(_ secret: String, hash: String) -> Bool { Bcrypt.verify(secret, hash: hash) }
 }

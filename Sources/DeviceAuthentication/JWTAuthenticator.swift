@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import JWTKit
 import MidtierConfiguration
+import MidtierCore
 import Synchronization
 
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the
@@ -149,6 +150,17 @@ public final class JWTAuthenticator: Sendable {
         }
     }
 
+    /// The `iss` a bearer token claims, before anything is verified: only for choosing which
+    /// authenticators to ask, never for trusting it.
+    public static func claimedIssuer(authorization: String?) -> String? {
+        guard let authorization else { return nil }
+        let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        guard token.utf8.count <= maximumTokenBytes, let compact = try? CompactToken(token), let claims = try? compact.claims() else { return nil }
+        return claims.string("iss")
+    }
+
     private func verify(_ token: String, at now: Double) async -> Result<(AuthenticatedUser, Double), JWTAuthenticationFailure> {
         let compact: CompactToken
         do { compact = try CompactToken(token) } catch { return .failure(error) }
@@ -213,7 +225,9 @@ public final class JWTAuthenticator: Sendable {
         for (name, value) in claims {
             if case .string(let text) = value { attributes[name] = text }
         }
-        return .success((AuthenticatedUser(id: userID, attributes: attributes), expiresAt))
+        // The realm is the issuer (docs/identity.md): `alice` of this IdP is not `alice` of
+        // users.json nor of another IdP.
+        return .success((AuthenticatedUser(identity: UserIdentity(realm: settings.issuer, id: userID), attributes: attributes), expiresAt))
     }
 
     private func remember(_ digest: CredentialDigest, _ entry: CachedToken) {

@@ -32,7 +32,14 @@ public final class BackendCookieJar: Sendable {
         var lastUsed: UInt64 = 0
     }
 
-    private let jars = Mutex<[Key: Jar]>([:])
+    private struct State {
+        var jars: [Key: Jar] = [:]
+        /// When each registration's sessions were last ended, so that the answer of a call
+        /// that started before cannot bring them back. Bounded like the jars.
+        var endedAt: [String: UInt64] = [:]
+    }
+
+    private let state = Mutex(State())
     private let capacity: Int
     private let now: @Sendable () -> UInt64
 
@@ -44,22 +51,27 @@ public final class BackendCookieJar: Sendable {
     /// The `Cookie` header value for a request to `path`, or nil.
     public func cookieHeader(for key: Key, path: String) -> String? {
         let now = self.now()
-        return jars.withLock { jars -> String? in
-            guard var jar = jars[key] else { return nil }
+        return state.withLock { state -> String? in
+            guard var jar = state.jars[key] else { return nil }
             jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
             jar.lastUsed = now
-            jars[key] = jar
+            state.jars[key] = jar
             let matching = jar.cookies.filter { Self.pathMatches(path, $0.value.path) }.sorted { $0.key < $1.key }
             return matching.isEmpty ? nil : matching.map { "\($0.key)=\($0.value.value)" }.joined(separator: "; ")
         }
     }
 
-    /// Takes the `Set-Cookie` values of a back end's answer.
-    public func store(_ setCookies: [String], for key: Key, requestPath: String) {
+    /// Now, on the jar's clock: what `store(_:for:requestPath:startedAt:)` takes.
+    public var clock: UInt64 { now() }
+
+    /// Takes the `Set-Cookie` values of a back end's answer to a call that started at
+    /// `startedAt` (`clock`); dropped when the registration's sessions ended since.
+    public func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64) {
         guard !setCookies.isEmpty else { return }
         let now = self.now()
-        jars.withLock { jars in
-            var jar = jars[key] ?? Jar()
+        state.withLock { state in
+            if let ended = state.endedAt[key.registration], ended >= startedAt { return }
+            var jar = state.jars[key] ?? Jar()
             for header in setCookies {
                 guard let (name, cookie) = Self.parse(header, requestPath: requestPath, now: now) else { continue }
                 if let expiry = cookie.expiresAt, expiry <= now {
@@ -69,22 +81,29 @@ public final class BackendCookieJar: Sendable {
                 }
             }
             jar.lastUsed = now
-            jars[key] = jar.cookies.isEmpty ? nil : jar
-            if jars.count > capacity {
-                let excess = jars.count - capacity + capacity / 10
-                for (old, _) in jars.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }).prefix(excess) { jars[old] = nil }
+            state.jars[key] = jar.cookies.isEmpty ? nil : jar
+            if state.jars.count > capacity {
+                let excess = state.jars.count - capacity + capacity / 10
+                for (old, _) in state.jars.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }).prefix(excess) { state.jars[old] = nil }
             }
         }
     }
 
-    /// Forgets every jar of a registration (it was wiped, locked or deleted).
+    /// Ends every back-end session of a registration (it was wiped, locked or deleted): its
+    /// jars go, and answers to calls already under way are not kept.
     public func remove(registration: String) {
-        jars.withLock { jars in
-            for key in jars.keys where key.registration == registration { jars[key] = nil }
+        let now = self.now()
+        state.withLock { state in
+            for key in state.jars.keys where key.registration.utf8.elementsEqual(registration.utf8) { state.jars[key] = nil }
+            state.endedAt[registration] = now
+            if state.endedAt.count > capacity {
+                let excess = state.endedAt.count - capacity + capacity / 10
+                for (old, _) in state.endedAt.sorted(by: { $0.value < $1.value }).prefix(excess) { state.endedAt[old] = nil }
+            }
         }
     }
 
-    public var count: Int { jars.withLock { $0.count } }
+    public var count: Int { state.withLock { $0.jars.count } }
 
     /// RFC 6265 §5.1.4 path-match.
     static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {

@@ -64,6 +64,9 @@ public struct ServerSettings: Sendable {
     public var maxRequestBodyBytes: Int
     /// `credentialCacheSeconds`: how long a verified device credential is remembered. Default 300.
     public var credentialCacheSeconds: Int
+    /// `maxRegistrationsPerUser`: the most registrations one user may hold, over all apps.
+    /// Default 20.
+    public var maxRegistrationsPerUser: Int
 
     public init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -73,7 +76,8 @@ public struct ServerSettings: Sendable {
         adminTokenHashes: [String] = [],
         logLevel: String = "info",
         maxRequestBodyBytes: Int = 10 * 1024 * 1024,
-        credentialCacheSeconds: Int = 300
+        credentialCacheSeconds: Int = 300,
+        maxRegistrationsPerUser: Int = 20
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -83,6 +87,7 @@ public struct ServerSettings: Sendable {
         self.logLevel = logLevel
         self.maxRequestBodyBytes = maxRequestBodyBytes
         self.credentialCacheSeconds = credentialCacheSeconds
+        self.maxRegistrationsPerUser = maxRegistrationsPerUser
     }
 }
 

@@ -64,6 +64,7 @@ extension ConfigurationLoader {
         if let level = reader.choice("logLevel", Self.logLevels) { settings.logLevel = level }
         if let bytes = reader.integer("maxRequestBodyBytes", in: 1...Int.max) { settings.maxRequestBodyBytes = bytes }
         if let seconds = reader.integer("credentialCacheSeconds", in: 0...86400) { settings.credentialCacheSeconds = seconds }
+        if let count = reader.integer("maxRegistrationsPerUser", in: 1...100_000) { settings.maxRegistrationsPerUser = count }
 
         reader.reportUnknownKeys()
         return settings

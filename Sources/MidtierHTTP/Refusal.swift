@@ -16,15 +16,18 @@ public struct Refusal: Error, Sendable, Equatable {
     public var challenge: String?
     /// For 405: the methods that are allowed (`Allow`).
     public var allow: String?
+    /// For 429 and 503: seconds to wait (`Retry-After`).
+    public var retryAfter: Int?
 
     public init(_ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil,
-                allow: String? = nil) {
+                allow: String? = nil, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.message = message
         self.messageCode = messageCode
         self.challenge = challenge
         self.allow = allow
+        self.retryAfter = retryAfter
     }
 
     public var response: Response {
@@ -33,6 +36,7 @@ public struct Refusal: Error, Sendable, Equatable {
         if let messageCode { headers[HTTPField.Name("x-message-code")!] = messageCode }
         if let challenge { headers[.wwwAuthenticate] = challenge }
         if let allow { headers[.allow] = allow }
+        if let retryAfter { headers[.retryAfter] = String(retryAfter) }
         let body: [String: Any] = ["error": ["code": code, "message": ["lang": "en", "value": message]]]
         let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
@@ -40,12 +44,23 @@ public struct Refusal: Error, Sendable, Equatable {
 }
 
 extension Refusal {
+    public static let basicChallenge = "Basic realm=\"midtier\", charset=\"UTF-8\""
+    public static let bearerChallenge = "Bearer realm=\"midtier\""
+
     public static func unauthorized(_ message: String) -> Refusal {
-        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Basic realm=\"midtier\", charset=\"UTF-8\"")
+        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: basicChallenge)
     }
     /// A 401 for an app whose devices sign in with a bearer token (JWT): a Bearer challenge.
     public static func bearerUnauthorized(_ message: String) -> Refusal {
-        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: "Bearer realm=\"midtier\"")
+        Refusal(.unauthorized, code: "UNAUTHORIZED", message, challenge: bearerChallenge)
+    }
+    /// Too many failed sign-ins (429, `Retry-After`).
+    public static func tooManySignIns(_ message: String, retryAfter: Int) -> Refusal {
+        Refusal(.tooManyRequests, code: "TOO_MANY_REQUESTS", message, retryAfter: retryAfter)
+    }
+    /// The sign-in queue is full (503, `Retry-After`).
+    public static func signInBusy(_ message: String, retryAfter: Int) -> Refusal {
+        Refusal(.serviceUnavailable, code: "SERVICE_UNAVAILABLE", message, retryAfter: retryAfter)
     }
     public static func notFound(_ message: String) -> Refusal { Refusal(.notFound, code: "NOT_FOUND", message) }
     public static func badRequest(_ message: String) -> Refusal { Refusal(.badRequest, code: "BAD_REQUEST", message) }

@@ -20,7 +20,7 @@ struct ClientConfigurationRoutes: Sendable {
         router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let app = try Self.app(context, runtime)
-            _ = try await runtime.authenticate(request, app: app)
+            _ = try await runtime.authenticate(request, app: app, client: context.clientIP)
             return Self.json(Self.settings(app))
         }
     }

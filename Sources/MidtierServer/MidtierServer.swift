@@ -1,10 +1,12 @@
 import AdminAPI
 import AsyncHTTPClient
 import Forwarding
+import DeviceAuthentication
 import Foundation
 import Hummingbird
 import Logging
 import MidtierConfiguration
+import MidtierCore
 import MidtierHTTP
 import MidtierMetrics
 import NIOCore
@@ -30,7 +32,12 @@ public final class MidtierServer: Sendable {
     /// JWKS fetches.
     public let httpClients: LoopLocalHTTPClients
     public let metrics = MidtierMetrics()
-    public let cookieJar = BackendCookieJar()
+    public let cookieJar: BackendCookieJar
+    /// Failed device sign-ins, and admin tokens, per address and user name; and the queue in
+    /// front of bcrypt. They outlive reloads (docs/identity.md).
+    let deviceSignIns: SignInThrottle
+    let adminSignIns = SignInThrottle()
+    let verifications: VerificationLimiter
     /// Where `reload` reads from; nil when the configuration was built in memory (tests).
     let configurationDirectory: String?
     let logger: Logger
@@ -39,8 +46,13 @@ public final class MidtierServer: Sendable {
                 tokenCache: TokenCache = TokenCache(),
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
         let httpClients = LoopLocalHTTPClients()
+        let deviceSignIns = SignInThrottle()
+        let verifications = VerificationLimiter()
+        self.deviceSignIns = deviceSignIns
+        self.verifications = verifications
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClients.shared, logger: logger))
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClients.shared, throttle: deviceSignIns,
+                                                         limiter: verifications, logger: logger))
         } catch {
             // Not `syncShutdown`: this may run on an event loop, where blocking is not allowed.
             Task { await httpClients.shutdown() }
@@ -48,14 +60,21 @@ public final class MidtierServer: Sendable {
         }
         self.httpClients = httpClients
         self.tokens = tokenCache
-        self.registrations = RegistrationService(store: store, now: clock)
+        let cookieJar = BackendCookieJar()
+        self.cookieJar = cookieJar
+        let runtime = self.runtime
+        self.registrations = RegistrationService(
+            store: store, now: clock,
+            maximumPerUser: { runtime.current.configuration.server.maxRegistrationsPerUser },
+            sessionsEnded: { cookieJar.remove(registration: $0) })
         self.configurationDirectory = configurationDirectory
         self.logger = logger
     }
 
-    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, logger: Logger) throws(StartupError) -> Runtime {
+    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, throttle: SignInThrottle,
+                            limiter: VerificationLimiter, logger: Logger) throws(StartupError) -> Runtime {
         do {
-            return try Runtime(configuration: configuration, httpClient: httpClient, logger: logger)
+            return try Runtime(configuration: configuration, httpClient: httpClient, throttle: throttle, limiter: limiter, logger: logger)
         } catch {
             throw StartupError("signing material does not load: \(error.message)")
         }
@@ -80,7 +99,8 @@ public final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClients.shared, logger: logger)
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClients.shared, throttle: deviceSignIns,
+                                                   limiter: verifications, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()
                 outcome = .reloaded(apps: configuration.apps.count, destinations: configuration.destinations.count, users: configuration.users.count)
@@ -145,9 +165,10 @@ public final class MidtierServer: Sendable {
         }
         AdminRoutes(
             registrations: registrations, tokens: tokens,
-            authenticator: AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes }),
+            authenticator: AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
+                                              throttle: adminSignIns, limiter: verifications),
             destinations: { Array(runtime.current.configuration.destinations.values) },
-            knownUser: { runtime.current.configuration.users[$0] != nil },
+            knownUser: { user in user.isLocal && runtime.current.basicAuthenticator.user(exactly: user.id) != nil },
             reload: { actor in await self.reload(by: actor) },
             logger: logger
         ).add(to: router)

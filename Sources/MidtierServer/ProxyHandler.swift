@@ -6,6 +6,7 @@ import MidtierHTTP
 import Logging
 import MetadataPatching
 import MidtierConfiguration
+import MidtierCore
 import MidtierMetrics
 import Registrations
 import TokenExchange
@@ -64,7 +65,9 @@ struct ProxyHandler: Sendable {
         // 2. The destination is the first path segment.
         guard let path = ProxyPath(rawPath: request.uri.path) else { throw .notFound("no destination in the path") }
 
-        // 3. The registration names the app; its authentication names the user.
+        // 3. The registration names the app; its authentication names the user. Whether the id
+        //    is known never changes the answer to a caller who is not signed in
+        //    (docs/identity.md): the same 401 for a known and an unknown id.
         guard request.headers[values: HTTPField.Name("X-SMP-APPCID")!].count <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
@@ -73,21 +76,34 @@ struct ProxyHandler: Sendable {
         }
         let found: (registration: Registration, block: UserBlock?)?
         do {
-            found = try await registrations.store.registrationAndBlock(id: registrationID)
+            // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without
+            // a lookup.
+            found = RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
         } catch {
             logger.error("store read failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
         }
         guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
+            _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
             throw .forbidden("the registration id is not known")
         }
-        let user = try await runtime.authenticate(request, app: app)
+        let user: AuthenticatedUser
+        do {
+            user = try await runtime.authenticate(request, app: app, client: context.clientIP)
+        } catch {
+            // A Basic failure against a basic app is already what any realm would answer;
+            // everything else is answered as for an unknown id.
+            let isBasic = request.headers[.authorization].map { $0.prefix(6).lowercased() == "basic " } ?? false
+            if case .basic = app.authentication, isBasic { throw error }
+            _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
+            throw .forbidden("the registration id is not known")
+        }
 
         // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
         //    longer than the app's policy allows, lets the call through.
         let admission: Admission
         do {
-            admission = try await registrations.admit(found, user: user.id, policy: app.blockWipingPolicy)
+            admission = try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
         } catch {
             logger.error("store write failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
@@ -109,8 +125,9 @@ struct ProxyHandler: Sendable {
         // 6. Nothing that could leave the destination's base path.
         if let problem = ProxyPath.problem(in: path.remainder) { throw .badRequest(problem) }
 
-        // 7. The back-end credential, in the user's own name for SAML destinations.
-        let tokenKey = TokenCacheKey(destination: name, user: user.id)
+        // 7. The back-end credential, in the user's own name for SAML destinations: a token is
+        //    keyed by what it was issued for (destination, realm-qualified user, NameID).
+        var tokenKey: TokenCacheKey?
         var token: AccessToken?
         var authorization: String?
         switch destination.authentication {
@@ -123,11 +140,13 @@ struct ProxyHandler: Sendable {
             guard let nameID = runtime.backendUser(user, destination: destination) else {
                 throw .forbidden("user \(user.id) has no \(destination.userIdSource ?? "id") for destination \(name)")
             }
-            let (cached, outcome) = try await Self.mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
-                try await tokens.token(for: tokenKey, exchange: exchangeFunction(exchange, nameID: nameID))
+            let key = TokenCacheKey(destination: name, user: user.identity, nameID: nameID)
+            tokenKey = key
+            let (cached, outcome) = try await mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
+                try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID))
             }
             metrics.recordTokenLookup(outcome == .hit ? .hit : outcome == .miss ? .miss : .wait)
-            logger.debug("token lookup", metadata: ["destination": "\(name)", "user": "\(user.id)", "outcome": "\(outcome)"])
+            logger.debug("token lookup", metadata: ["destination": "\(name)", "user": "\(user.identity)", "outcome": "\(outcome)"])
             token = cached
             authorization = token.map { "Bearer " + $0.value }
         }
@@ -136,23 +155,23 @@ struct ProxyHandler: Sendable {
         let url = Forwarder.upstreamURL(destination: destination, remainder: path.remainder, query: request.uri.query)
         let jarKey = BackendCookieJar.Key(registration: registrationID, destination: name)
         let upstreamPath = String(url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }.prefix { $0 != "?" })
+        let sessionStart = cookieJar.clock
         var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
                                            publicHost: runtime.publicHost, authorization: authorization,
                                            backendCookies: cookieJar.cookieHeader(for: jarKey, path: upstreamPath))
         var upstream = try await forward(request, destination: destination, url: url, context: forwarding)
-        if upstream.status == 401, let rejected = token, case .samlBearer = destination.authentication,
-           Forwarder.isReplayable(request), let exchange = runtime.exchanges[name],
-           let nameID = runtime.backendUser(user, destination: destination) {
+        if upstream.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
+           let exchange = runtime.exchanges[name] {
             await upstream.discard()
-            logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.id)"])
-            let renewed = try await Self.mapExchangeErrors { () async throws -> AccessToken in
-                try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: nameID))
+            logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
+            let renewed = try await mapExchangeErrors { () async throws -> AccessToken in
+                try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value))
             }
             forwarding.authorization = "Bearer " + renewed.value
             upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         }
-        cookieJar.store(upstream.setCookies, for: jarKey, requestPath: upstreamPath)
-        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.id)", "status": "\(upstream.status)",
+        cookieJar.store(upstream.setCookies, for: jarKey, requestPath: upstreamPath, startedAt: sessionStart)
+        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.identity)", "status": "\(upstream.status)",
                                                      "keptCookies": "\(upstream.setCookies.count)"])
 
         // 9. The answer: `$metadata` patched where configured, the back end's URLs rewritten.
@@ -213,26 +232,29 @@ struct ProxyHandler: Sendable {
                                                           "tokenService": "\(exchange.settings.tokenServiceURL)", "newToken": "\(forceNew)"])
             do {
                 let token = try await exchange.exchange(nameID: nameID, newToken: forceNew)
-                metrics.recordExchange(destination: key.destination, succeeded: true)
+                metrics.recordExchange(destination: key.destination.value, succeeded: true)
                 logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])
                 return token
             } catch {
-                metrics.recordExchange(destination: key.destination, succeeded: false)
+                metrics.recordExchange(destination: key.destination.value, succeeded: false)
                 logger.warning("token exchange failed", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "error": "\(error)"])
                 throw error
             }
         }
     }
 
-    private static func mapExchangeErrors<T>(_ body: () async throws -> T) async throws(Refusal) -> T {
+    /// A failed exchange as the device sees it: what failed in plain words (the detail was
+    /// logged by `exchangeFunction`).
+    private func mapExchangeErrors<T>(_ body: () async throws -> T) async throws(Refusal) -> T {
         do {
             return try await body()
         } catch let error as TokenExchangeError {
             switch error {
-            case .timedOut: throw .gatewayTimeout(error.description)
-            default: throw .badGateway(error.description)
+            case .timedOut: throw .gatewayTimeout(error.deviceMessage)
+            default: throw .badGateway(error.deviceMessage)
             }
         } catch {
+            logger.warning("token exchange failed", metadata: ["error": "\(error)"])
             throw .badGateway("the token exchange failed")
         }
     }

@@ -38,27 +38,32 @@ struct RegistrationRoutes: Sendable {
     private func create(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
         guard entity == "Connections" else { throw .notFound("unknown entity set \(entity)") }
-        let user = try await runtime.current.authenticate(request, app: app)
+        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         var body = request
         let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
         let registration: Registration
         do {
-            if let block = try await registrations.store.block(of: user.id), block.kind.blocksRegistration {
+            if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
                 throw Refusal.userBlocked(block.kind)
             }
-            registration = try await registrations.register(app: app.id, user: user.id, requestedID: ProxyHandler.registrationID(of: request),
-                                                           device: device, source: context.clientIP ?? "")
+            switch try await registrations.register(app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
+                                                    device: device, source: context.clientIP ?? "") {
+            case .registered(let made):
+                registration = made
+            case .limitReached(let limit):
+                throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
+                              "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+            }
         } catch let refusal as Refusal {
             throw refusal
         } catch {
             logger.error("store write failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
         }
-        logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.id)", "registration": "\(registration.id)"])
+        logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .created)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
-        let secure = runtime.current.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
-        response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(secure)"
+        response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(cookieSecurity)"
         response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
         return response
     }
@@ -69,22 +74,33 @@ struct RegistrationRoutes: Sendable {
             if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
             throw .notFound("unknown entity \(entity)")
         }
-        let user = try await runtime.current.authenticate(request, app: app)
+        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         let notFound = Refusal.notFound("registration \(id) does not exist")
         do {
             switch request.method {
             case .get:
-                guard let registration = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
+                guard let registration = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .ok)
             case .delete:
-                guard try await registrations.delete(id: id, user: user.id, app: app.id, source: context.clientIP ?? "") else { throw notFound }
-                logger.info("registration deleted", metadata: ["app": "\(app.id)", "user": "\(user.id)", "registration": "\(id)"])
-                return Response(status: .noContent)
+                switch try await registrations.delete(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "") {
+                case .deleted:
+                    logger.info("registration deleted", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(id)"])
+                    // The device forgets the id too: its cookie expires.
+                    var response = Response(status: .noContent)
+                    response.headers[.setCookie] = "X-SMP-APPCID=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict\(cookieSecurity)"
+                    return response
+                case .notFound:
+                    throw notFound
+                case .refused(.locked):
+                    throw Refusal.forbidden("the registration is locked; only an admin can delete it", messageCode: "TRAFFIC_REG_LOCKED")
+                case .refused:
+                    throw Refusal.forbidden("the registration is wiped; only an admin can delete it", messageCode: "TRAFFIC_REG_WIPED")
+                }
             default:
-                guard let existing = try await registrations.owned(id: id, user: user.id, app: app.id) else { throw notFound }
+                guard let existing = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 var body = request
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
-                guard try await registrations.updateDevice(id: id, user: user.id, app: app.id, source: context.clientIP ?? "", { $0 = device }) != nil else {
+                guard try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "", { $0 = device }) != nil else {
                     throw notFound
                 }
                 return Response(status: .noContent)
@@ -97,6 +113,11 @@ struct RegistrationRoutes: Sendable {
         }
     }
 
+    /// `; Secure` when devices reach Midtier over https.
+    private var cookieSecurity: String {
+        runtime.current.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
+    }
+
     /// `Connections('id')` → `id` (OData v2 key syntax, `''` for a quote).
     static func connectionID(_ entity: String) -> String? {
         guard entity.hasPrefix("Connections('"), entity.hasSuffix("')"), entity.count > "Connections('')".count else { return nil }
@@ -107,12 +128,7 @@ struct RegistrationRoutes: Sendable {
     /// Reads the device fields from a JSON body (`{..}` or OData's `{"d":{..}}`). Fields that
     /// are not given keep their `existing` values; unknown fields are ignored, as SAP does.
     static func deviceDetails(from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails) async throws(Refusal) -> DeviceDetails {
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.collectBody(upTo: context.maxUploadSize)
-        } catch {
-            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the registration body is larger than \(context.maxUploadSize) bytes")
-        }
+        let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "registration body")
         var device = existing
         guard buffer.readableBytes > 0 else { return device }
         var object: [String: JSONValue]
@@ -159,7 +175,7 @@ struct RegistrationRoutes: Sendable {
             "DeviceModel": registration.deviceModel,
             "DeviceId": registration.deviceId,
             "FormFactor": registration.formFactor,
-            "UserName": registration.userId,
+            "UserName": registration.user.id,
             "CreatedAt": "/Date(\(registration.createdAt))/",
             "LastKnownLocation": "",
             "ApnsDeviceToken": registration.apnsDeviceToken,

@@ -2,10 +2,12 @@ import AsyncHTTPClient
 import DeviceAuthentication
 import Forwarding
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import MidtierHTTP
 import MidtierConfiguration
+import MidtierCore
 import SAMLSigning
 import Synchronization
 import TokenExchange
@@ -28,7 +30,11 @@ public final class Runtime: Sendable {
     let publicScheme: String
     let publicHost: String
 
+    /// - Parameters:
+    ///   - throttle, limiter: the failed sign-in throttle and the verification queue; they
+    ///     belong to the server and outlive a reload.
     public init(configuration: MidtierConfiguration, httpClient: HTTPClient,
+                throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
                 logger: Logger = Logger(label: "midtier")) throws(SigningError) {
         self.configuration = configuration
         var exchanges: [String: SAMLBearerExchange] = [:]
@@ -50,7 +56,8 @@ public final class Runtime: Sendable {
             URLRewriter(backendBase: destination.url, deviceBase: configuration.server.publicURL + "/" + destination.name)
         }
         self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
-                                                     cacheSeconds: configuration.server.credentialCacheSeconds)
+                                                     cacheSeconds: configuration.server.credentialCacheSeconds,
+                                                     throttle: throttle, limiter: limiter)
         var jwt: [String: JWTAuthenticator] = [:]
         for (id, app) in configuration.apps {
             guard case .jwt(let settings) = app.authentication else { continue }
@@ -74,13 +81,14 @@ public final class Runtime: Sendable {
         }
     }
 
-    /// Authenticates a device of `app` (SPEC §3).
-    func authenticate(_ request: Request, app: AppConfiguration) async throws(Refusal) -> AuthenticatedUser {
+    /// Authenticates a device of `app` (docs/identity.md): Basic against `users.json` for a
+    /// basic app, a bearer JWT of the app's issuer and audience for a jwt app.
+    func authenticate(_ request: Request, app: AppConfiguration, client: String?) async throws(Refusal) -> AuthenticatedUser {
         switch app.authentication {
         case .basic:
-            switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization]) {
+            switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
             case .success(let user): return user
-            case .failure(let failure): throw Refusal.unauthorized(failure.description)
+            case .failure(let failure): throw Self.refusal(failure)
             }
         case .jwt:
             guard let authenticator = jwtAuthenticators[app.id] else { throw Refusal.bearerUnauthorized("the app has no token verifier") }
@@ -88,6 +96,55 @@ public final class Runtime: Sendable {
             case .success(let user): return user
             case .failure(let failure): throw Refusal.bearerUnauthorized(failure.description)
             }
+        }
+    }
+
+    /// Authenticates a caller without knowing the app (self-service, and the answer to a call
+    /// whose registration does not let it in): Basic against `users.json`; a bearer JWT against
+    /// the jwt apps of the issuer it claims (its signature, audience and the rest checked by
+    /// them). The refusal depends on the request alone — its credentials and `X-SMP-APPID` —,
+    /// never on whether a registration id exists.
+    func authenticateInAnyRealm(_ request: Request, client: String?) async throws(Refusal) -> AuthenticatedUser {
+        let authorization = request.headers[.authorization]
+        guard let authorization, !authorization.isEmpty else {
+            throw Refusal(.unauthorized, code: "UNAUTHORIZED", AuthenticationFailure.missingCredentials.description,
+                          challenge: challenge(for: request))
+        }
+        guard authorization.prefix(7).lowercased() == "bearer " else {
+            switch await basicAuthenticator.authenticate(authorization: authorization, client: client) {
+            case .success(let user): return user
+            case .failure(let failure): throw Self.refusal(failure)
+            }
+        }
+        let issuer = JWTAuthenticator.claimedIssuer(authorization: authorization)
+        let candidates = jwtAuthenticators.sorted { $0.key < $1.key }.map(\.value)
+            .filter { authenticator in issuer.map { authenticator.settings.issuer.utf8.elementsEqual($0.utf8) } ?? false }
+        var firstFailure: JWTAuthenticationFailure?
+        for authenticator in candidates {
+            switch await authenticator.authenticate(authorization: authorization) {
+            case .success(let user): return user
+            case .failure(let failure): firstFailure = firstFailure ?? failure
+            }
+        }
+        throw Refusal.bearerUnauthorized(firstFailure?.description ?? "the token is not from an identity provider that Midtier accepts")
+    }
+
+    /// The challenge for a request that sent no credentials: the one of the app `X-SMP-APPID`
+    /// names, else both schemes Midtier accepts.
+    func challenge(for request: Request) -> String {
+        if let appID = request.headers[HTTPField.Name("X-SMP-APPID")!], let app = configuration.apps[appID] {
+            if case .jwt = app.authentication { return Refusal.bearerChallenge }
+            return Refusal.basicChallenge
+        }
+        return jwtAuthenticators.isEmpty ? Refusal.basicChallenge : Refusal.basicChallenge + ", " + Refusal.bearerChallenge
+    }
+
+    /// The refusal for a failed Basic sign-in: 401, or 429/503 with `Retry-After`.
+    static func refusal(_ failure: AuthenticationFailure) -> Refusal {
+        switch failure {
+        case .throttled(let seconds): .tooManySignIns(failure.description, retryAfter: seconds)
+        case .busy(let seconds): .signInBusy(failure.description, retryAfter: seconds)
+        default: .unauthorized(failure.description)
         }
     }
 

@@ -10,10 +10,9 @@ import Registrations
 /// `GET /mobileservices/me/registrations`, `POST /mobileservices/me/registrations/{id}/lock`
 /// and `…/wipe`. A registration that is not the caller's does not exist for them (404).
 ///
-/// Who is calling: with an `X-SMP-APPCID` (header or cookie) of one of the caller's
-/// registrations, the credentials are checked the way that registration's app checks them —
-/// the usual case, another phone of the same user. Without one, HTTP Basic against
-/// `users.json`.
+/// Who is calling: HTTP Basic against `users.json`, or a bearer JWT of an identity provider a
+/// jwt app trusts; the user is realm and id (docs/identity.md), so `alice` of an IdP never sees
+/// or touches the registrations of `alice` of `users.json`.
 struct SelfServiceRoutes: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
@@ -21,8 +20,10 @@ struct SelfServiceRoutes: Sendable {
 
     func add(to router: Router<MidtierRequestContext>) {
         router.get("/mobileservices/me/registrations") { request, context throws(Refusal) -> Response in
-            let user = try await caller(request)
-            let owned = try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: RegistrationFilter(user: user.id)) }
+            let user = try await runtime.current.authenticateInAnyRealm(request, client: context.clientIP)
+            let owned = try await store { () async throws(StoreError) in
+                try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity))
+            }
             let publicURL = runtime.current.configuration.server.publicURL
             let entities = owned.map { registration in
                 RegistrationRoutes.entity(registration, policy: runtime.current.configuration.apps[registration.appId]?.blockWipingPolicy ?? .init(),
@@ -32,17 +33,17 @@ struct SelfServiceRoutes: Sendable {
         }
         for action in [RegistrationAction.lock, .wipe] {
             router.post("/mobileservices/me/registrations/{id}/\(action.rawValue)") { request, context throws(Refusal) -> Response in
-                let user = try await caller(request)
+                let user = try await runtime.current.authenticateInAnyRealm(request, client: context.clientIP)
                 let id = context.parameters.get("id")?.removingPercentEncoding ?? ""
                 let notFound = Refusal.notFound("registration \(id) does not exist")
                 guard let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
-                      registration.userId == user.id else { throw notFound }
+                      registration.user == user.identity else { throw notFound }
                 let result = try await store { () async throws(StoreError) in
-                    try await registrations.apply(action, to: id, by: .user(user.id, source: context.clientIP ?? ""))
+                    try await registrations.apply(action, to: id, by: .user(user.identity, source: context.clientIP ?? ""))
                 }
                 switch result {
                 case .changed(let changed):
-                    logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.id)"])
+                    logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.identity)"])
                     let policy = runtime.current.configuration.apps[changed.appId]?.blockWipingPolicy ?? .init()
                     return ClientConfigurationRoutes.json(["d": RegistrationRoutes.entity(changed, policy: policy, version: "v1",
                                                                                          publicURL: runtime.current.configuration.server.publicURL)])
@@ -52,21 +53,6 @@ struct SelfServiceRoutes: Sendable {
                     throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue) and cannot be locked")
                 }
             }
-        }
-    }
-
-    private func caller(_ request: Request) async throws(Refusal) -> AuthenticatedUser {
-        let runtime = runtime.current
-        if let id = ProxyHandler.registrationID(of: request),
-           let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
-           let app = runtime.configuration.apps[registration.appId] {
-            let user = try await runtime.authenticate(request, app: app)
-            guard user.id == registration.userId else { throw .forbidden("the registration id is not known") }
-            return user
-        }
-        switch await runtime.basicAuthenticator.authenticate(authorization: request.headers[.authorization]) {
-        case .success(let user): return user
-        case .failure(let failure): throw .unauthorized(failure.description)
         }
     }
 

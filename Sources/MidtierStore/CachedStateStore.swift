@@ -1,3 +1,4 @@
+import MidtierCore
 import Synchronization
 
 /// Keeps what the request path reads — registrations and user blocks — in memory in front of
@@ -18,8 +19,9 @@ public final class CachedStateStore: StateStore {
     }
 
     private struct State {
-        var registrations: [String: Cached<Registration>] = [:]
-        var blocks: [String: Cached<UserBlock?>] = [:]
+        // Keyed by exact bytes, as the store compares them (docs/identity.md).
+        var registrations: [ExactString: Cached<Registration>] = [:]
+        var blocks: [UserIdentity: Cached<UserBlock?>] = [:]
         var generation: UInt64 = 0
     }
 
@@ -52,11 +54,11 @@ public final class CachedStateStore: StateStore {
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
-            state.registrations[registration.id] = Cached(value: registration, loadedAt: .now)
+            state.registrations[ExactString(registration.id)] = Cached(value: registration, loadedAt: .now)
         }
     }
 
-    private func remember(block: UserBlock?, of user: String, ifGeneration generation: UInt64) {
+    private func remember(block: UserBlock?, of user: UserIdentity, ifGeneration generation: UInt64) {
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.blocks.count >= capacity { state.blocks.removeAll(keepingCapacity: true) }
@@ -67,14 +69,14 @@ public final class CachedStateStore: StateStore {
     // MARK: Reads
 
     public func registration(id: String) async throws(StoreError) -> Registration? {
-        let (cached, generation) = state.withLock { (fresh($0.registrations[id]), $0.generation) }
+        let (cached, generation) = state.withLock { (fresh($0.registrations[ExactString(id)]), $0.generation) }
         if let cached { return cached }
         let loaded = try await base.registration(id: id)
         if let loaded { remember(registration: loaded, ifGeneration: generation) }
         return loaded
     }
 
-    public func block(of user: String) async throws(StoreError) -> UserBlock? {
+    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         let (cached, generation) = state.withLock { (fresh($0.blocks[user]), $0.generation) }
         if let cached { return cached }
         let loaded = try await base.block(of: user)
@@ -84,7 +86,7 @@ public final class CachedStateStore: StateStore {
 
     public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
         guard let registration = try await registration(id: id) else { return nil }
-        return (registration, try await block(of: registration.userId))
+        return (registration, try await block(of: registration.user))
     }
 
     public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
@@ -99,15 +101,15 @@ public final class CachedStateStore: StateStore {
 
     // MARK: Writes (store first, memory after the commit)
 
-    public func insert(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
-        let inserted = try await base.insert(registration, audit: audit)
-        if inserted { afterWrite { $0.registrations[registration.id] = Cached(value: registration, loadedAt: .now) } }
-        return inserted
+    public func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
+        let outcome = try await base.insert(registration, maximumPerUser: maximumPerUser, audit: audit)
+        if outcome == .inserted { afterWrite { $0.registrations[ExactString(registration.id)] = Cached(value: registration, loadedAt: .now) } }
+        return outcome
     }
 
     public func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         let updated = try await base.updateDevice(registration, audit: audit)
-        afterWrite { $0.registrations[registration.id] = nil }
+        afterWrite { $0.registrations[ExactString(registration.id)] = nil }
         return updated
     }
 
@@ -116,35 +118,35 @@ public final class CachedStateStore: StateStore {
         let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
         afterWrite { memory in
             if case .changed(let registration) = result {
-                memory.registrations[id] = Cached(value: registration, loadedAt: .now)
+                memory.registrations[ExactString(id)] = Cached(value: registration, loadedAt: .now)
             } else {
-                memory.registrations[id] = nil
+                memory.registrations[ExactString(id)] = nil
             }
         }
         return result
     }
 
-    public func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool {
-        let deleted = try await base.delete(id: id, audit: audit)
-        afterWrite { $0.registrations[id] = nil }
-        return deleted
+    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
+        let outcome = try await base.delete(id: id, allowedFrom: allowedFrom, audit: audit)
+        afterWrite { $0.registrations[ExactString(id)] = nil }
+        return outcome
     }
 
     public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
         try await base.recordContact(id: id, at: milliseconds)
         afterWrite { memory in
-            guard var registration = memory.registrations[id]?.value, registration.lastContactAt < milliseconds else { return }
+            guard var registration = memory.registrations[ExactString(id)]?.value, registration.lastContactAt < milliseconds else { return }
             registration.lastContactAt = milliseconds
-            memory.registrations[id] = Cached(value: registration, loadedAt: .now)
+            memory.registrations[ExactString(id)] = Cached(value: registration, loadedAt: .now)
         }
     }
 
     public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await base.setBlock(block, audit: audit)
-        afterWrite { $0.blocks[block.userId] = Cached(value: block, loadedAt: .now) }
+        afterWrite { $0.blocks[block.user] = Cached(value: block, loadedAt: .now) }
     }
 
-    public func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool {
+    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         let removed = try await base.removeBlock(of: user, audit: audit)
         afterWrite { $0.blocks[user] = Cached(value: nil, loadedAt: .now) }
         return removed

@@ -1,3 +1,5 @@
+import MidtierCore
+
 /// A device registration (an "application connection" in SAP Mobile Services terms), as stored.
 public struct Registration: Sendable, Equatable {
     public enum State: String, Sendable, Equatable, CaseIterable {
@@ -11,8 +13,8 @@ public struct Registration: Sendable, Equatable {
     /// `ApplicationConnectionId`.
     public var id: String
     public var appId: String
-    /// The Midtier user who owns it.
-    public var userId: String
+    /// The Midtier user who owns it (realm and id).
+    public var user: UserIdentity
     public var deviceType: String
     public var deviceModel: String
     public var deviceId: String
@@ -26,14 +28,14 @@ public struct Registration: Sendable, Equatable {
     public var state: State
 
     public init(
-        id: String, appId: String, userId: String,
+        id: String, appId: String, user: UserIdentity,
         deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
         apnsDeviceToken: String = "", androidGcmRegistrationId: String = "",
         createdAt: Int64, lastContactAt: Int64? = nil, state: State = .active
     ) {
         self.id = id
         self.appId = appId
-        self.userId = userId
+        self.user = user
         self.deviceType = deviceType
         self.deviceModel = deviceModel
         self.deviceId = deviceId
@@ -52,6 +54,24 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
+/// The result of inserting a registration.
+public enum InsertOutcome: Sendable, Equatable {
+    case inserted
+    /// The id is in use, or was used before: ids are never handed out twice.
+    case idTaken
+    /// The user already has `limit` registrations.
+    case limitReached(limit: Int)
+}
+
+/// The result of deleting a registration.
+public enum DeleteOutcome: Sendable, Equatable {
+    case deleted(Registration)
+    case notFound
+    /// Its state is not one the caller may delete from (a device cannot delete its locked or
+    /// wiped registration).
+    case refused(current: Registration.State)
+}
+
 /// The result of a registration state change.
 public enum StateTransition: Sendable, Equatable {
     case changed(Registration)
@@ -67,8 +87,10 @@ public enum StateTransition: Sendable, Equatable {
 public protocol StateStore: Sendable {
     // MARK: Registrations
 
-    /// Inserts `registration`; false (and nothing written) when its id is taken.
-    func insert(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool
+    /// Inserts `registration` unless its id is in use or was ever used (deleted ids are
+    /// retired, never handed out again), or its user already has `maximumPerUser`
+    /// registrations; nothing is written then.
+    func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome
     func registration(id: String) async throws(StoreError) -> Registration?
     /// A registration with its owner's block, in one read (the request path needs both).
     func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)?
@@ -79,18 +101,18 @@ public protocol StateStore: Sendable {
     /// Moves a registration to `state` when its current state is in `allowedFrom`.
     func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
                     audit: AuditEntry) async throws(StoreError) -> StateTransition
-    /// Deletes; false when there was none.
-    func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool
+    /// Deletes when the registration's state is in `allowedFrom`, and retires its id for good.
+    func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome
     /// Records a successful contact (monotonic: never moves back in time). Not audited.
     func recordContact(id: String, at milliseconds: Int64) async throws(StoreError)
 
     // MARK: Blocks
 
-    func block(of user: String) async throws(StoreError) -> UserBlock?
+    func block(of user: UserIdentity) async throws(StoreError) -> UserBlock?
     /// Sets (or replaces) the user's block.
     func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError)
     /// Removes the user's block; false when there was none.
-    func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool
+    func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool
 
     // MARK: Audit
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import MidtierCore
 
 /// The embedded store: one SQLite file in WAL mode through GRDB. Each change is one
 /// transaction with its audit entry, committed with `synchronous=FULL` before it returns, so
@@ -68,16 +69,41 @@ public final class SQLiteStore: StateStore {
                 CREATE INDEX audit_at ON audit(at);
                 """)
         }
+        migrator.registerMigration("v3: realm-qualified users, retired registration ids") { db in
+            // A user is a realm plus an id (docs/identity.md); rows from before are users.json
+            // users, the realm ''. Text compares by bytes (BINARY), as identities must.
+            try db.execute(sql: """
+                ALTER TABLE registration ADD COLUMN user_realm TEXT NOT NULL DEFAULT '';
+                DROP INDEX registration_user;
+                CREATE INDEX registration_user ON registration(user_realm, user_id);
+                CREATE TABLE user_block_v3 (
+                    user_realm TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    reason TEXT NOT NULL,
+                    since INTEGER NOT NULL,
+                    blocked_by TEXT NOT NULL,
+                    PRIMARY KEY (user_realm, user_id)
+                );
+                INSERT INTO user_block_v3 SELECT '', user_id, kind, reason, since, blocked_by FROM user_block;
+                DROP TABLE user_block;
+                ALTER TABLE user_block_v3 RENAME TO user_block;
+                CREATE TABLE retired_registration (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    retired_at INTEGER NOT NULL
+                );
+                """)
+        }
         return migrator
     }
 
     // MARK: Rows
 
-    private static let columns = "id, app_id, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
+    private static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
 
     private static func registration(_ row: Row) -> Registration {
         Registration(
-            id: row["id"], appId: row["app_id"], userId: row["user_id"],
+            id: row["id"], appId: row["app_id"], user: UserIdentity(realm: row["user_realm"], id: row["user_id"]),
             deviceType: row["device_type"], deviceModel: row["device_model"], deviceId: row["device_id"],
             formFactor: row["form_factor"], apnsDeviceToken: row["apns_device_token"],
             androidGcmRegistrationId: row["android_gcm_registration_id"],
@@ -88,12 +114,12 @@ public final class SQLiteStore: StateStore {
     }
 
     private static func block(_ row: Row) -> UserBlock? {
-        guard let user: String = row["b_user_id"] else { return nil }
-        return UserBlock(userId: user, kind: UserBlock.Kind(rawValue: row["b_kind"]) ?? .all, reason: row["b_reason"],
+        guard let user: String = row["b_user_id"], let realm: String = row["b_user_realm"] else { return nil }
+        return UserBlock(user: UserIdentity(realm: realm, id: user), kind: UserBlock.Kind(rawValue: row["b_kind"]) ?? .all, reason: row["b_reason"],
                          since: row["b_since"], by: row["b_blocked_by"])
     }
 
-    private static let blockColumns = "b.user_id AS b_user_id, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by"
+    private static let blockColumns = "b.user_realm AS b_user_realm, b.user_id AS b_user_id, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by"
 
     private static func append(_ entry: AuditEntry, in db: Database) throws {
         try db.execute(sql: "INSERT INTO audit (at, actor, action, target, detail, source) VALUES (?,?,?,?,?,?)",
@@ -118,14 +144,22 @@ public final class SQLiteStore: StateStore {
 
     // MARK: Registrations
 
-    public func insert(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    public func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         try await write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                           arguments: [r.id, r.appId, r.userId, r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken,
-                                       r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue])
-            guard db.changesCount == 1 else { return false }
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM retired_registration WHERE id = ?)", arguments: [r.id]) == true {
+                return .idTaken
+            }
+            if let maximumPerUser {
+                let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM registration WHERE user_realm = ? AND user_id = ?",
+                                             arguments: [r.user.realm, r.user.id]) ?? 0
+                if count >= maximumPerUser { return .limitReached(limit: maximumPerUser) }
+            }
+            try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                           arguments: [r.id, r.appId, r.user.realm, r.user.id, r.deviceType, r.deviceModel, r.deviceId, r.formFactor,
+                                       r.apnsDeviceToken, r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue])
+            guard db.changesCount == 1 else { return .idTaken }
             if let audit { try Self.append(audit, in: db) }
-            return true
+            return .inserted
         }
     }
 
@@ -137,7 +171,10 @@ public final class SQLiteStore: StateStore {
 
     public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
         try await read { db in
-            let sql = "SELECT r.*, \(Self.blockColumns) FROM registration r LEFT JOIN user_block b ON b.user_id = r.user_id WHERE r.id = ?"
+            let sql = """
+                SELECT r.*, \(Self.blockColumns) FROM registration r
+                LEFT JOIN user_block b ON b.user_realm = r.user_realm AND b.user_id = r.user_id WHERE r.id = ?
+                """
             return try Row.fetchOne(db, sql: sql, arguments: [id]).map { (Self.registration($0), Self.block($0)) }
         }
     }
@@ -146,7 +183,7 @@ public final class SQLiteStore: StateStore {
         try await read { db in
             var conditions: [String] = []
             var arguments: StatementArguments = []
-            if let user = filter.user { conditions.append("user_id = ?"); arguments += [user] }
+            if let user = filter.user { conditions.append("user_realm = ? AND user_id = ?"); arguments += [user.realm, user.id] }
             if let app = filter.app { conditions.append("app_id = ?"); arguments += [app] }
             if let state = filter.state { conditions.append("state = ?"); arguments += [state.rawValue] }
             let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
@@ -180,12 +217,16 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func delete(id: String, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { db in
+            guard let registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
+                .map(Self.registration) else { return .notFound }
+            guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
-            guard db.changesCount == 1 else { return false }
+            try db.execute(sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
+                           arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
             if let audit { try Self.append(audit, in: db) }
-            return true
+            return .deleted(registration)
         }
     }
 
@@ -198,23 +239,24 @@ public final class SQLiteStore: StateStore {
 
     // MARK: Blocks
 
-    public func block(of user: String) async throws(StoreError) -> UserBlock? {
+    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM user_block b WHERE b.user_id = ?", arguments: [user]).flatMap(Self.block)
+            try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM user_block b WHERE b.user_realm = ? AND b.user_id = ?",
+                             arguments: [user.realm, user.id]).flatMap(Self.block)
         }
     }
 
     public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO user_block (user_id, kind, reason, since, blocked_by) VALUES (?,?,?,?,?)",
-                           arguments: [block.userId, block.kind.rawValue, block.reason, block.since, block.by])
+            try db.execute(sql: "INSERT OR REPLACE INTO user_block (user_realm, user_id, kind, reason, since, blocked_by) VALUES (?,?,?,?,?,?)",
+                           arguments: [block.user.realm, block.user.id, block.kind.rawValue, block.reason, block.since, block.by])
             try Self.append(audit, in: db)
         }
     }
 
-    public func removeBlock(of user: String, audit: AuditEntry) async throws(StoreError) -> Bool {
+    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { db in
-            try db.execute(sql: "DELETE FROM user_block WHERE user_id = ?", arguments: [user])
+            try db.execute(sql: "DELETE FROM user_block WHERE user_realm = ? AND user_id = ?", arguments: [user.realm, user.id])
             guard db.changesCount == 1 else { return false }
             try Self.append(audit, in: db)
             return true

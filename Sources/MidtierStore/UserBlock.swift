@@ -1,3 +1,5 @@
+import MidtierCore
+
 /// An admin's block of a user (SPEC §7).
 public struct UserBlock: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable, CaseIterable {
@@ -12,7 +14,7 @@ public struct UserBlock: Sendable, Equatable {
         public var blocksRegistration: Bool { self != .traffic }
     }
 
-    public var userId: String
+    public var user: UserIdentity
     public var kind: Kind
     public var reason: String
     /// Milliseconds since 1970.
@@ -20,8 +22,8 @@ public struct UserBlock: Sendable, Equatable {
     /// Who blocked (the audit actor).
     public var by: String
 
-    public init(userId: String, kind: Kind, reason: String, since: Int64, by: String) {
-        self.userId = userId
+    public init(user: UserIdentity, kind: Kind, reason: String, since: Int64, by: String) {
+        self.user = user
         self.kind = kind
         self.reason = reason
         self.since = since
@@ -35,7 +37,8 @@ public struct AuditEntry: Sendable, Equatable {
     public var sequence: Int64
     /// Milliseconds since 1970.
     public var at: Int64
-    /// `admin#<n>` (the n-th admin token), `user:<id>` (self-service), or `system` (policy).
+    /// `admin#<n>` (the n-th admin token), `user:<id>` or `user:<id>@<realm>` (self-service),
+    /// or `system` (policy).
     public var actor: String
     /// e.g. `registration.lock`, `user.block`, `config.reload`.
     public var action: String
@@ -59,10 +62,10 @@ public struct AuditEntry: Sendable, Equatable {
 
 /// Which registrations to list.
 public struct RegistrationFilter: Sendable, Equatable {
-    public var user: String?
+    public var user: UserIdentity?
     public var app: String?
     public var state: Registration.State?
-    public init(user: String? = nil, app: String? = nil, state: Registration.State? = nil) {
+    public init(user: UserIdentity? = nil, app: String? = nil, state: Registration.State? = nil) {
         self.user = user
         self.app = app
         self.state = state

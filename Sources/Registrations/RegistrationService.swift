@@ -1,5 +1,6 @@
 import Foundation
 import MidtierConfiguration
+import MidtierCore
 @_exported import MidtierStore
 
 /// The device-supplied fields of a new or updated registration.
@@ -71,8 +72,15 @@ public struct Actor: Sendable, Equatable {
         self.name = name
         self.source = source
     }
-    public static func user(_ id: String, source: String) -> Actor { Actor(name: "user:\(id)", source: source) }
+    public static func user(_ user: UserIdentity, source: String) -> Actor { Actor(name: "user:\(user)", source: source) }
     public static let system = Actor(name: "system")
+}
+
+/// The result of onboarding a device.
+public enum Onboarding: Sendable, Equatable {
+    case registered(Registration)
+    /// The user already has `limit` registrations (`maxRegistrationsPerUser`).
+    case limitReached(limit: Int)
 }
 
 /// Onboarding, the ownership rules (a registration belongs to one user of one app; for anyone
@@ -81,14 +89,23 @@ public struct RegistrationService: Sendable {
     public let store: any StateStore
     /// Milliseconds since 1970 (injectable for tests).
     public let now: @Sendable () -> Int64
+    /// The most registrations one user may hold (`maxRegistrationsPerUser`; read per call, as
+    /// a reload may change it).
+    let maximumPerUser: @Sendable () -> Int?
+    /// Told when a registration's back-end sessions must end: it was deleted, locked or wiped.
+    let sessionsEnded: @Sendable (_ registrationID: String) -> Void
     /// How often a registration's last contact is written at most (a write per request would
     /// cost more than the request).
     public static let contactResolutionMilliseconds: Int64 = 60_000
     static let dayMilliseconds: Int64 = 86_400_000
 
-    public init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    public init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                maximumPerUser: @escaping @Sendable () -> Int? = { nil },
+                sessionsEnded: @escaping @Sendable (_ registrationID: String) -> Void = { _ in }) {
         self.store = store
         self.now = now
+        self.maximumPerUser = maximumPerUser
+        self.sessionsEnded = sessionsEnded
     }
 
     /// Whether a client-supplied registration id is acceptable: 1–128 characters of
@@ -104,11 +121,11 @@ public struct RegistrationService: Sendable {
     }
 
     /// Creates a registration owned by `user`. A client-supplied id is kept when acceptable and
-    /// free; otherwise a new UUID is given.
-    public func register(app: String, user: String, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Registration {
+    /// free — never used before, by anyone —; otherwise a new UUID is given.
+    public func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Onboarding {
         let created = now()
         var registration = Registration(
-            id: "", appId: app, userId: user,
+            id: "", appId: app, user: user,
             deviceType: device.deviceType, deviceModel: device.deviceModel, deviceId: device.deviceId,
             formFactor: device.formFactor, apnsDeviceToken: device.apnsDeviceToken,
             androidGcmRegistrationId: device.androidGcmRegistrationId, createdAt: created
@@ -117,25 +134,34 @@ public struct RegistrationService: Sendable {
             AuditEntry(at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
                        detail: "app \(app), \(device.deviceType) \(device.deviceModel)", source: source)
         }
+        let maximum = maximumPerUser()
         if let requestedID, Self.isAcceptableID(requestedID) {
             registration.id = requestedID
-            if try await store.insert(registration, audit: audit()) { return registration }
+            switch try await store.insert(registration, maximumPerUser: maximum, audit: audit()) {
+            case .inserted: return .registered(registration)
+            case .limitReached(let limit): return .limitReached(limit: limit)
+            case .idTaken: break
+            }
         }
         while true {
             registration.id = UUID().uuidString.lowercased()
-            if try await store.insert(registration, audit: audit()) { return registration }
+            switch try await store.insert(registration, maximumPerUser: maximum, audit: audit()) {
+            case .inserted: return .registered(registration)
+            case .limitReached(let limit): return .limitReached(limit: limit)
+            case .idTaken: continue
+            }
         }
     }
 
     /// The registration if it exists, belongs to `user` and to `app`; nil otherwise.
-    public func owned(id: String, user: String, app: String) async throws(StoreError) -> Registration? {
+    public func owned(id: String, user: UserIdentity, app: String) async throws(StoreError) -> Registration? {
         guard let registration = try await store.registration(id: id),
-              registration.userId == user, registration.appId == app else { return nil }
+              registration.user == user, registration.appId == app else { return nil }
         return registration
     }
 
     /// Updates the device fields of an owned registration; nil when it is not the user's.
-    public func updateDevice(id: String, user: String, app: String, source: String,
+    public func updateDevice(id: String, user: UserIdentity, app: String, source: String,
                              _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> Registration? {
         guard var registration = try await owned(id: id, user: user, app: app) else { return nil }
         var device = DeviceDetails(of: registration)
@@ -151,26 +177,41 @@ public struct RegistrationService: Sendable {
         return registration
     }
 
-    /// Deletes an owned registration; false when it is not the user's (or does not exist).
-    public func delete(id: String, user: String, app: String, source: String) async throws(StoreError) -> Bool {
-        guard try await owned(id: id, user: user, app: app) != nil else { return false }
+    /// Deletes an owned registration for its device: `.notFound` when it is not the user's,
+    /// `.refused` when it is locked or wiped (its owner cannot escape a lock or wipe by
+    /// deleting it and registering again).
+    public func delete(id: String, user: UserIdentity, app: String, source: String) async throws(StoreError) -> DeleteOutcome {
+        guard try await owned(id: id, user: user, app: app) != nil else { return .notFound }
         let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.delete", target: id, source: source)
-        return try await store.delete(id: id, audit: audit)
+        let outcome = try await store.delete(id: id, allowedFrom: [.active], audit: audit)
+        if case .deleted = outcome { sessionsEnded(id) }
+        return outcome
+    }
+
+    /// Deletes a registration whatever its state (admin API).
+    public func delete(id: String, by actor: Actor) async throws(StoreError) -> DeleteOutcome {
+        let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
+        let outcome = try await store.delete(id: id, allowedFrom: Set(Registration.State.allCases), audit: audit)
+        if case .deleted = outcome { sessionsEnded(id) }
+        return outcome
     }
 
     /// Locks, unlocks or wipes a registration, with an audit entry in the same transaction.
     public func apply(_ action: RegistrationAction, to id: String, by actor: Actor, detail: String = "") async throws(StoreError) -> StateTransition {
         let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
                                detail: detail, source: actor.source)
-        return try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
+        let result = try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
+        // A lock or wipe ends the back-end sessions; an unlock starts without them.
+        if case .changed = result, action != .unlock { sessionsEnded(id) }
+        return result
     }
 
     /// Decides whether `user` may make a proxied call with `found` (a registration and its
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
-    public func admit(_ found: (registration: Registration, block: UserBlock?)?, user: String,
+    public func admit(_ found: (registration: Registration, block: UserBlock?)?, user: UserIdentity,
                       policy: BlockWipingPolicy) async throws(StoreError) -> Admission {
-        guard let (registration, block) = found, registration.userId == user else { return .unknown }
+        guard let (registration, block) = found, registration.user == user else { return .unknown }
         if let block, block.kind.blocksTraffic { return .blocked(block.kind) }
         switch registration.state {
         case .wiped: return .wiped

@@ -39,4 +39,17 @@ public enum TokenExchangeError: Error, Sendable, Equatable, CustomStringConverti
         case .assertionFailed(let reason): "the SAML assertion could not be made: \(reason)"
         }
     }
+
+    /// What the device is told: what failed, in plain words — the back end's own reason for a
+    /// refusal, but nothing about Midtier's internals (the HTTP client's errors, OpenSSL's),
+    /// which go to the log with `description`.
+    public var deviceMessage: String {
+        switch self {
+        case .refused: description
+        case .invalidResponse: "the token service answered with an unusable response"
+        case .unreachable: "the token service could not be reached"
+        case .timedOut: description
+        case .assertionFailed: "Midtier could not make the SAML assertion for this user"
+        }
+    }
 }

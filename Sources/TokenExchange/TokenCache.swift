@@ -1,14 +1,20 @@
 import Dispatch
+import MidtierCore
 import Synchronization
 
-/// Which token: one per destination and Midtier user (SPEC §5). Two fields, never a joined
-/// string, so no user id can be crafted to collide with another user's key.
+/// Which token: what it was issued for — a destination, the realm-qualified Midtier user, and
+/// the NameID the assertion named (docs/identity.md). Separate fields, never a joined string,
+/// so no user id can be crafted to collide with another user's key; the NameID is part of the
+/// key, so a token can never serve a request that would assert another NameID (a JWT whose
+/// claims map the same user elsewhere, a mapping changed by a reload).
 public struct TokenCacheKey: Hashable, Sendable {
-    public var destination: String
-    public var user: String
-    public init(destination: String, user: String) {
-        self.destination = destination
+    public var destination: ExactString
+    public var user: UserIdentity
+    public var nameID: ExactString
+    public init(destination: String, user: UserIdentity, nameID: String) {
+        self.destination = ExactString(destination)
         self.user = user
+        self.nameID = ExactString(nameID)
     }
 }
 
@@ -36,14 +42,28 @@ public final class TokenCache: Sendable {
         /// Monotonic nanoseconds after which a background refresh starts.
         var refreshAfter: UInt64 = 0
         var exchange: Task<AccessToken, any Error>?
-        /// Bumped on every stored token and on invalidation, so a late exchange result of an
-        /// older round does not overwrite a newer decision.
-        var generation: UInt64 = 0
+        /// Taken from the cache's epoch, which only grows: bumped on every stored token and on
+        /// invalidation, and fresh for every new entry, so a late exchange result of an older
+        /// round — even one started before the entry was removed and made again (block,
+        /// purge, reload) — never matches and is never stored.
+        var generation: UInt64
         var lastUsed: UInt64 = 0
     }
 
     private struct State {
         var entries: [TokenCacheKey: Entry] = [:]
+        /// The last generation handed out; never reset, not even by `removeAll`.
+        var epoch: UInt64 = 0
+
+        mutating func nextGeneration() -> UInt64 {
+            epoch += 1
+            return epoch
+        }
+
+        mutating func entry(for key: TokenCacheKey) -> Entry {
+            if let entry = entries[key] { return entry }
+            return Entry(generation: nextGeneration())
+        }
     }
 
     private let state = Mutex(State())
@@ -69,7 +89,7 @@ public final class TokenCache: Sendable {
         let now = self.now()
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
         let (step, outcome): (Step, Outcome) = state.withLock { state in
-            var entry = state.entries[key] ?? Entry()
+            var entry = state.entry(for: key)
             entry.lastUsed = now
             defer { state.entries[key] = entry }
             if let token = entry.token, now < entry.usableUntil {
@@ -95,14 +115,14 @@ public final class TokenCache: Sendable {
     public func renew(for key: TokenCacheKey, rejected token: AccessToken, exchange: @escaping Exchange) async throws -> AccessToken {
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
         let step: Step = state.withLock { state in
-            var entry = state.entries[key] ?? Entry()
+            var entry = state.entry(for: key)
             defer { state.entries[key] = entry }
             if let current = entry.token, current != token, now() < entry.usableUntil {
                 return .use(current)
             }
             if let running = entry.exchange { return .wait(running) }
             entry.token = nil
-            entry.generation &+= 1
+            entry.generation = state.nextGeneration()
             let task = startExchange(key: key, forceNew: true, generation: entry.generation, exchange: exchange)
             entry.exchange = task
             return .wait(task)
@@ -115,7 +135,7 @@ public final class TokenCache: Sendable {
 
     /// Drops every token of `user` (all destinations), and any exchange result still to come.
     @discardableResult
-    public func remove(user: String) -> Int {
+    public func remove(user: UserIdentity) -> Int {
         state.withLock { state in
             let keys = state.entries.keys.filter { $0.user == user }
             for key in keys { state.entries[key] = nil }
@@ -154,7 +174,7 @@ public final class TokenCache: Sendable {
             entry.usableUntil = now + lifetime - margin
             entry.refreshAfter = now + (lifetime - margin) * 3 / 4
             entry.exchange = nil
-            entry.generation &+= 1
+            entry.generation = state.nextGeneration()
             state.entries[key] = entry
         }
     }

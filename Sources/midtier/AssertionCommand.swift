@@ -117,8 +117,10 @@ struct HashSecret: AsyncParsableCommand {
             throw ExitCode.failure
         }
         if secret.hasSuffix("\r") { secret.removeLast() }
-        guard !secret.isEmpty else {
-            printError("midtier hash-secret: the secret is empty")
+        do {
+            try SecretHashing.check(secret)
+        } catch {
+            printError("midtier hash-secret: \(error)")
             throw ExitCode.failure
         }
         print(SecretHashing.hash(secret, cost: cost))

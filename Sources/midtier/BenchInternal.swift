@@ -1,6 +1,7 @@
 import ArgumentParser
 import DeviceAuthentication
 import Foundation
+import MidtierCore
 import SAMLSigning
 import TokenExchange
 
@@ -50,7 +51,7 @@ struct BenchInternal: AsyncParsableCommand {
             let filler = String(repeating: "x", count: max(0, tokenLength - 12))
             for index in 0..<tokens {
                 let value = String(format: "%012d", index) + filler
-                _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: "user-\(index)")) { _, _ in
+                _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: .local("user-\(index)"), nameID: "user-\(index)")) { _, _ in
                     AccessToken(value: value, lifetimeSeconds: 3600)
                 }
             }

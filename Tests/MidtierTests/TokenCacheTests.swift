@@ -1,4 +1,5 @@
 import Synchronization
+import MidtierCore
 import Testing
 @testable import TokenExchange
 
@@ -31,8 +32,8 @@ final class FakeTokenService: Sendable {
 }
 
 @Suite struct TokenCacheTests {
-    let alice = TokenCacheKey(destination: "sf", user: "alice")
-    let bob = TokenCacheKey(destination: "sf", user: "bob")
+    let alice = TokenCacheKey(destination: "sf", user: .local("alice"), nameID: "100001")
+    let bob = TokenCacheKey(destination: "sf", user: .local("bob"), nameID: "100002")
 
     @Test func concurrentCallersShareOneExchange() async throws {
         let service = FakeTokenService()
@@ -54,8 +55,8 @@ final class FakeTokenService: Sendable {
         #expect(a.value.hasPrefix("alice-"))
         #expect(b.value.hasPrefix("bob-"))
         // Keys are two fields, not a joined string: these must not collide.
-        let tricky1 = TokenCacheKey(destination: "sf|x", user: "y")
-        let tricky2 = TokenCacheKey(destination: "sf", user: "x|y")
+        let tricky1 = TokenCacheKey(destination: "sf|x", user: .local("y"), nameID: "n")
+        let tricky2 = TokenCacheKey(destination: "sf", user: .local("x|y"), nameID: "n")
         let t1 = try await cache.token(for: tricky1, exchange: service.exchange()).0
         let t2 = try await cache.token(for: tricky2, exchange: service.exchange()).0
         #expect(t1 != t2)
@@ -114,23 +115,84 @@ final class FakeTokenService: Sendable {
         let service = FakeTokenService()
         let cache = TokenCache()
         _ = try await cache.token(for: alice, exchange: service.exchange())
-        _ = try await cache.token(for: TokenCacheKey(destination: "other", user: "alice"), exchange: service.exchange())
+        _ = try await cache.token(for: TokenCacheKey(destination: "other", user: .local("alice"), nameID: "100001"), exchange: service.exchange())
         _ = try await cache.token(for: bob, exchange: service.exchange())
-        #expect(cache.remove(user: "alice") == 2)
+        #expect(cache.remove(user: .local("alice")) == 2)
         #expect(cache.count == 1)
         // An exchange in flight when the user is removed does not come back into the cache.
         async let pending = cache.token(for: alice, exchange: service.exchange(delay: .milliseconds(100)))
         try await Task.sleep(for: .milliseconds(20))
-        cache.remove(user: "alice")
+        cache.remove(user: .local("alice"))
         _ = try await pending
         #expect(cache.count == 1)
+    }
+
+    /// An exchange that started before a purge (block, reload) finishes after a new lookup made
+    /// the entry again: its token — possibly for the wrong person — must never be cached. With
+    /// generations restarting at 0 for a new entry, the old exchange matched the new entry.
+    @Test func anExchangeStartedBeforeAPurgeIsNeverCachedAfterIt() async throws {
+        let cache = TokenCache()
+        let old = Task {
+            try await cache.token(for: alice) { _, _ in
+                try await Task.sleep(for: .milliseconds(300))
+                return AccessToken(value: "old-token-for-the-old-mapping", lifetimeSeconds: 3600)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        cache.remove(user: .local("alice"))
+        let fresh = Task {
+            try await cache.token(for: alice) { _, _ in
+                try await Task.sleep(for: .milliseconds(700))
+                return AccessToken(value: "new-token", lifetimeSeconds: 3600)
+            }
+        }
+        _ = try await old.value
+        let (later, _) = try await cache.token(for: alice) { _, _ in AccessToken(value: "third-token", lifetimeSeconds: 3600) }
+        #expect(later.value == "new-token")
+        #expect(try await fresh.value.0.value == "new-token")
+        // The same after removing everything (a reload).
+        let older = Task {
+            try await cache.token(for: bob) { _, _ in
+                try await Task.sleep(for: .milliseconds(300))
+                return AccessToken(value: "older", lifetimeSeconds: 3600)
+            }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        cache.removeAll()
+        let newer = Task {
+            try await cache.token(for: bob) { _, _ in
+                try await Task.sleep(for: .milliseconds(700))
+                return AccessToken(value: "newer", lifetimeSeconds: 3600)
+            }
+        }
+        _ = try await older.value
+        #expect(try await cache.token(for: bob) { _, _ in AccessToken(value: "x", lifetimeSeconds: 3600) }.0.value == "newer")
+        _ = try await newer.value
+    }
+
+    /// A token is for one NameID: the same user asserting another NameID (a JWT whose claims
+    /// map them elsewhere) never gets it, and neither does the same id of another realm.
+    @Test func aTokenServesOnlyTheNameIDAndRealmItWasIssuedFor() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache()
+        let first = try await cache.token(for: alice, exchange: service.exchange()).0
+        let elsewhere = TokenCacheKey(destination: "sf", user: .local("alice"), nameID: "100003")
+        let otherRealm = TokenCacheKey(destination: "sf", user: UserIdentity(realm: "https://idp.test", id: "alice"), nameID: "100001")
+        #expect(try await cache.token(for: elsewhere, exchange: service.exchange()).0 != first)
+        #expect(try await cache.token(for: otherRealm, exchange: service.exchange()).0 != first)
+        #expect(service.exchanges == 3)
+        // Keys compare by bytes: a canonically equivalent spelling is another user.
+        let kelvin = TokenCacheKey(destination: "sf", user: .local("\u{212A}im"), nameID: "n")
+        let plain = TokenCacheKey(destination: "sf", user: .local("Kim"), nameID: "n")
+        #expect(kelvin != plain)
+        #expect(cache.remove(user: .local("Kim")) == 0)
     }
 
     @Test func theCacheIsBounded() async throws {
         let service = FakeTokenService()
         let cache = TokenCache(capacity: 100)
         for index in 0..<1000 {
-            _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: "user\(index)"), exchange: service.exchange())
+            _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "user\(index)"), exchange: service.exchange())
         }
         #expect(cache.count <= 101)
     }

@@ -1,0 +1,61 @@
+/// Who a user is: a realm plus an id (docs/identity.md).
+///
+/// `users.json` is one realm (the local realm, written as the empty string); each JWT issuer is
+/// another, named by its `iss` exactly as configured. Two identities are the same user only when
+/// both the realm and the id have the same UTF-8 bytes: never by Unicode canonical equivalence
+/// (which Swift's `String ==` and dictionary keys use: `"\u{212A}im" == "Kim"`), never by case
+/// folding. SQLite and PostgreSQL compare text by bytes too, so memory and the store agree.
+///
+/// Every map, cache, store query, block, token key and audit entry that is about a user keys on
+/// this type, not on a bare `String`.
+public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
+    /// The realm of `users.json`.
+    public static let localRealm = ""
+
+    /// `""` for `users.json`, else the JWT issuer.
+    public let realm: String
+    /// The user id within the realm: the `users.json` id, or the JWT's `userClaim`.
+    public let id: String
+
+    public init(realm: String, id: String) {
+        self.realm = realm
+        self.id = id
+    }
+
+    /// A `users.json` user.
+    public static func local(_ id: String) -> UserIdentity { UserIdentity(realm: localRealm, id: id) }
+
+    public var isLocal: Bool { realm.utf8.isEmpty }
+
+    public static func == (lhs: UserIdentity, rhs: UserIdentity) -> Bool {
+        lhs.id.utf8.elementsEqual(rhs.id.utf8) && lhs.realm.utf8.elementsEqual(rhs.realm.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        Self.hashBytes(of: realm, into: &hasher)
+        Self.hashBytes(of: id, into: &hasher)
+    }
+
+    /// Hashes a string's UTF-8 bytes, length first, so `("ab","c")` and `("a","bc")` differ.
+    static func hashBytes(of text: String, into hasher: inout Hasher) {
+        var text = text
+        text.withUTF8 { bytes in
+            hasher.combine(bytes.count)
+            hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+        }
+    }
+
+    /// For logs and audit entries: `alice` for a `users.json` user, `alice@<issuer>` otherwise.
+    public var description: String { isLocal ? id : "\(id)@\(realm)" }
+}
+
+/// A string compared and hashed by its exact UTF-8 bytes, for dictionary keys that must not
+/// merge canonically equivalent spellings (registration ids, configured user ids).
+public struct ExactString: Hashable, Sendable, CustomStringConvertible {
+    public let value: String
+    public init(_ value: String) { self.value = value }
+
+    public static func == (lhs: ExactString, rhs: ExactString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+    public func hash(into hasher: inout Hasher) { UserIdentity.hashBytes(of: value, into: &hasher) }
+    public var description: String { value }
+}
