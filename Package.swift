@@ -183,6 +183,7 @@ let package = Package(
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
                 "MetadataPatching", "MidtierCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

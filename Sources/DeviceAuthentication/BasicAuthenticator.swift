@@ -79,7 +79,7 @@ public final class BasicAuthenticator: Sendable {
     public static let maximumPasswordBytes = 72
 
     private let users: [ExactString: LocalUser]
-    private let decoyCost: Int
+    let decoyCost: Int
     private let cacheNanoseconds: UInt64
     private let capacity: Int
     private let digester = KeyedDigester()

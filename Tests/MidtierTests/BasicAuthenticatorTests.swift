@@ -1,5 +1,6 @@
 import Foundation
 import MidtierConfiguration
+import MidtierCore
 import Testing
 @testable import DeviceAuthentication
 
@@ -34,5 +35,78 @@ import Testing
         let users = ["bob": LocalUser(id: "bob", passwordHash: SecretHashing.hash("a:b:c", cost: 4))]
         let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)
         #expect(try await authenticator.authenticate(authorization: header("bob", "a:b:c")).get().id == "bob")
+    }
+
+    /// KELVIN SIGN + "im" is canonically equivalent to "Kim" (Swift's `==` says equal): it must
+    /// not sign in as Kim, and Kim signs in as the id configured, byte for byte.
+    @Test func userNamesAreMatchedByTheirBytes() async throws {
+        let users = ["Kim": LocalUser(id: "Kim", passwordHash: SecretHashing.hash("kim-pw", cost: 4))]
+        let authenticator = BasicAuthenticator(users: users, cacheSeconds: 300)
+        #expect("\u{212A}im" == "Kim", "the premise: Swift's == merges the two spellings")
+        #expect(await authenticator.authenticate(authorization: header("\u{212A}im", "kim-pw")) == .failure(.invalidCredentials))
+        let kim = try await authenticator.authenticate(authorization: header("Kim", "kim-pw")).get()
+        #expect(Array(kim.identity.id.utf8) == Array("Kim".utf8))
+        #expect(kim.identity == .local("Kim"))
+        // Remembered for the exact spelling only.
+        #expect(await authenticator.authenticate(authorization: header("\u{212A}im", "kim-pw")) == .failure(.invalidCredentials))
+        #expect(UserIdentity.local("\u{212A}im") != .local("Kim"))
+    }
+
+    /// bcrypt stops at NUL and reads 72 bytes: neither may let a wrong password in.
+    @Test func controlCharactersAndOverlongPasswordsAreRefused() async throws {
+        let long = String(repeating: "p", count: 72)
+        let users = ["alice": LocalUser(id: "alice", passwordHash: SecretHashing.hash("right", cost: 4)),
+                     "bob": LocalUser(id: "bob", passwordHash: SecretHashing.hash(long, cost: 4))]
+        let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)
+        for bad in ["right\u{0}", "right\u{0}tail", "right\u{1}", "ri\u{7F}ght", "right\t"] {
+            guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: header("alice", bad)) else {
+                Issue.record("a password with a control character was not refused")
+                continue
+            }
+        }
+        #expect(try await authenticator.authenticate(authorization: header("bob", long)).get().id == "bob")
+        #expect(await authenticator.authenticate(authorization: header("bob", long + "x")) == .failure(.invalidCredentials))
+        #expect(throws: SecretHashing.Problem.self) { try SecretHashing.check(long + "x") }
+        #expect(throws: SecretHashing.Problem.self) { try SecretHashing.check("a\u{0}b") }
+        try SecretHashing.check(long)
+    }
+
+    /// The decoy for unknown users costs what the configured hashes cost.
+    @Test func theDecoyHasTheCostOfTheConfiguredHashes() {
+        let users = ["a": LocalUser(id: "a", passwordHash: SecretHashing.hash("x", cost: 5)),
+                     "b": LocalUser(id: "b", passwordHash: SecretHashing.hash("y", cost: 6))]
+        let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)
+        #expect(authenticator.decoyCost == 6)
+        #expect(Decoy.cost(of: Decoy.hash(cost: 6)) == 6)
+        #expect(BasicAuthenticator(users: [:], cacheSeconds: 0).decoyCost == 12, "no users: the cost hash-secret makes")
+    }
+
+    /// Failures close the user name (and the address) with a growing backoff; a remembered
+    /// credential is still recognised; a full verification queue turns callers away at once.
+    @Test func failedSignInsAreThrottledButVerifiedUsersAreNot() async throws {
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 3)
+        let authenticator = BasicAuthenticator(users: Self.users, cacheSeconds: 300, throttle: throttle)
+        _ = try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.1").get()
+        for _ in 0..<3 {
+            #expect(await authenticator.authenticate(authorization: header("alice", "wrong"), client: "10.0.0.9") == .failure(.invalidCredentials))
+        }
+        #expect(await authenticator.authenticate(authorization: header("alice", "wrong"), client: "10.0.0.9") == .failure(.invalidCredentials))
+        guard case .failure(.throttled(let seconds)) = await authenticator.authenticate(authorization: header("alice", "wrong2"), client: "10.0.0.9") else {
+            Issue.record("the fifth failure in a row was not throttled")
+            return
+        }
+        #expect(seconds >= 1)
+        // alice's remembered credential is served as before.
+        #expect(try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.9").get().id == "alice")
+
+        let limiter = VerificationLimiter(concurrent: 1, waiting: 0)
+        let gate = AsyncStream<Void>.makeStream()
+        let blocker = Task { await limiter.run { for await _ in gate.stream { break } } }
+        try await Task.sleep(for: .milliseconds(50))
+        let busy = BasicAuthenticator(users: Self.users, cacheSeconds: 0, limiter: limiter)
+        #expect(await busy.authenticate(authorization: header("alice", "right")) == .failure(.busy(retryAfterSeconds: 1)))
+        gate.continuation.yield()
+        _ = await blocker.value
+        #expect(try await busy.authenticate(authorization: header("alice", "right")).get().id == "alice")
     }
 }
