@@ -42,7 +42,9 @@ struct Assertion: AsyncParsableCommand {
         }
         let nameID: String
         if let source = destinationConfiguration.userIdSource {
-            guard let value = configuration.users[user]?.attributes[source] else {
+            // The user whose id has exactly these bytes (docs/identity.md).
+            guard let account = configuration.users[user], account.id.utf8.elementsEqual(user.utf8),
+                  let value = account.attributes[source] else {
                 printError("midtier assertion: user \(user) has no attribute \(source) in users.json")
                 throw ExitCode.failure
             }
