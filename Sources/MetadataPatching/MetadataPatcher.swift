@@ -17,7 +17,22 @@ public struct MetadataPatchError: Error, Sendable, CustomStringConvertible {
     public var description: String
 }
 
-/// Sets facets on properties of an OData `$metadata` (EDMX) document with libxml2 (SPEC §6),
+/// A patched property whose `Scale` has no `Precision` that fits it (none, or a smaller one),
+/// judged on the patched document: strict clients (pyodata) refuse such a property.
+public struct UnfittingScale: Sendable, Equatable, CustomStringConvertible {
+    public var entityType: String
+    public var property: String
+    public var scale: Int
+    /// The property's `Precision` after patching, if it has one.
+    public var precision: Int?
+
+    public var description: String {
+        let reason = precision.map { "is larger than its Precision \($0)" } ?? "has no Precision"
+        return "property \(property) of entity type \(entityType): Scale \(scale) \(reason)"
+    }
+}
+
+/// Sets facets on properties of an OData `$metadata` (EDMX) document with libxml2 (docs/configuration.md),
 /// e.g. `Precision`/`Scale` on SuccessFactors' `Edm.Decimal` amounts, which ship without
 /// them and which strict clients (pyodata) then refuse or round.
 ///
@@ -29,6 +44,8 @@ public enum MetadataPatcher {
         public var document: [UInt8]
         /// Patches that matched no property (a typo, or a back end that changed).
         public var unmatched: [FacetPatch]
+        /// Patched properties whose `Scale` no `Precision` fits, in document order.
+        public var unfittingScales: [UnfittingScale]
     }
 
     public static func apply(_ patches: [FacetPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
@@ -43,6 +60,7 @@ public enum MetadataPatcher {
         guard let root = xmlDocGetRootElement(parsed) else { throw MetadataPatchError(description: "the $metadata document is empty") }
 
         var matched = Array(repeating: false, count: patches.count)
+        var patched: [(entityType: String, property: xmlNodePtr)] = []
         forEachElement(named: "EntityType", under: root) { entityType in
             guard let typeName = attribute(entityType, "Name") else { return }
             for (index, patch) in patches.enumerated() where patch.entityType == typeName {
@@ -52,9 +70,11 @@ public enum MetadataPatcher {
                         xmlSetProp(property, facet, value)
                     }
                     matched[index] = true
+                    if !patched.contains(where: { $0.property == property }) { patched.append((typeName, property)) }
                 }
             }
         }
+        let unfittingScales = patched.compactMap { unfittingScale(of: $0.property, in: $0.entityType) }
 
         var memory: UnsafeMutablePointer<xmlChar>?
         var size: Int32 = 0
@@ -62,7 +82,19 @@ public enum MetadataPatcher {
         guard let memory, size > 0 else { throw MetadataPatchError(description: "the patched $metadata could not be serialized") }
         defer { midtier_xmlFree(memory) }
         let output = Array(UnsafeBufferPointer(start: memory, count: Int(size)))
-        return Result(document: output, unmatched: zip(patches, matched).filter { !$0.1 }.map(\.0))
+        return Result(document: output, unmatched: zip(patches, matched).filter { !$0.1 }.map(\.0),
+                      unfittingScales: unfittingScales)
+    }
+
+    /// A numeric `Scale` needs a `Precision` at least as large; `variable` or `floating`
+    /// (OData V4) and a non-numeric `Precision` are left to the client.
+    private static func unfittingScale(of property: xmlNodePtr, in entityType: String) -> UnfittingScale? {
+        guard let scale = attribute(property, "Scale").flatMap({ Int($0) }), let name = attribute(property, "Name") else { return nil }
+        let precisionText = attribute(property, "Precision")
+        let precision = precisionText.flatMap { Int($0) }
+        if precisionText != nil, precision == nil { return nil }
+        if let precision, scale <= precision { return nil }
+        return UnfittingScale(entityType: entityType, property: name, scale: scale, precision: precision)
     }
 
     private static func localName(_ node: xmlNodePtr) -> String? {

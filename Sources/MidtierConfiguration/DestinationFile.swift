@@ -150,12 +150,10 @@ extension ConfigurationLoader {
                     }
                 }
                 if set.keys.isEmpty { patch.problem("set", "must set at least one facet") }
-                // Strict clients (pyodata) refuse a Scale larger than the Precision, and a
-                // property without Precision has a small default: a patch adding Scale must
-                // say the Precision too.
-                if facets["Scale"] != nil, facets["Precision"] == nil {
-                    set.problem("Scale", "needs Precision set in the same patch (clients refuse a Scale without a Precision that fits it)")
-                }
+                // Only what can never be valid is refused here: a Scale larger than the
+                // Precision set beside it. A Scale alone may fit the Precision the back end's
+                // document already carries; that is judged on the patched document
+                // (`check-config --metadata`, and a warning at run time; docs/configuration.md).
                 if let scale = facets["Scale"].flatMap(Int.init), let precision = facets["Precision"].flatMap(Int.init), scale > precision {
                     set.problem("Scale", "is larger than Precision (\(precision))")
                 }

@@ -202,6 +202,11 @@ struct ProxyHandler: Sendable {
                 logger.warning("metadata patch matched nothing", metadata: ["destination": "\(destination.name)",
                                                                             "entityType": "\(patch.entityType)", "property": "\(patch.property)"])
             }
+            for unfitting in result.unfittingScales {
+                logger.warning("metadata patch leaves a Scale without a fitting Precision", metadata: [
+                    "destination": "\(destination.name)", "entityType": "\(unfitting.entityType)", "property": "\(unfitting.property)",
+                    "scale": "\(unfitting.scale)", "precision": "\(unfitting.precision.map(String.init) ?? "none")"])
+            }
             var headers = upstream.headers
             headers[.contentLength] = String(result.document.count)
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: result.document)))

@@ -92,6 +92,9 @@ struct CheckConfig: AsyncParsableCommand {
                     let index = patches.firstIndex(of: patch) ?? 0
                     problems.append("\(file): metadataPatches[\(index)]: matches no property \(patch.property) of an entity type \(patch.entityType) in \(parts[1])")
                 }
+                for unfitting in result.unfittingScales {
+                    problems.append("\(file): metadataPatches: after patching \(parts[1]), \(unfitting) (clients refuse it; set a Precision that fits)")
+                }
             } catch {
                 problems.append("--metadata \(pair): \(error.description)")
             }

@@ -202,9 +202,6 @@ let brokenCases: [Broken] = [
     Broken("metadata patch without property", file: sf, key: "metadataPatches[0].property", message: "missing required key") {
         $0.set(sf, "metadataPatches", #"[{"entityType":"E","set":{"MaxLength":"20"}}]"#)
     },
-    Broken("metadata Scale without Precision", file: sf, key: "metadataPatches[0].set.Scale", message: "needs Precision") {
-        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Scale":"2"}}]"#)
-    },
     Broken("metadata Scale larger than Precision", file: sf, key: "metadataPatches[0].set.Scale", message: "larger than Precision") {
         $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Precision":"3","Scale":"5"}}]"#)
     },

@@ -140,6 +140,18 @@ import Testing
         #expect(configuration.users.isEmpty)
     }
 
+    /// A Scale alone may fit the Precision the back end's document carries: whether it does is
+    /// judged on the patched document (`check-config --metadata`), not at load.
+    @Test func metadataPatchSettingScaleAloneLoads() throws {
+        let fixture = Fixture()
+        fixture.set("destinations/sf.json", "metadataPatches",
+                    #"[{"entityType":"EmployeePayrollRunResultsItems","property":"amount","set":{"Scale":"2"}}]"#)
+        let configuration = try fixture.load()
+        #expect(configuration.destinations["sf"]?.metadataPatches == [
+            MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Scale": "2"]),
+        ])
+    }
+
     @Test func hiddenAndNonJSONFilesAreIgnored() throws {
         let fixture = Fixture()
         fixture.rawFiles["apps/.com.example.payroll.json.swp"] = "garbage"
