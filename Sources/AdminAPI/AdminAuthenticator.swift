@@ -53,16 +53,25 @@ public final class AdminAuthenticator: Sendable {
             return .success(known.actor)
         }
         if let seconds = throttle.retryAfter(address: client, user: nil) { return .failure(.throttled(retryAfterSeconds: seconds)) }
-        let outcome = await limiter.run { () async -> Int? in
-            (try? await NIOThreadPool.singleton.runIfActive {
+        let throttle = self.throttle
+        enum Attempt: Sendable { case found(Int?), throttled(Int) }
+        let attempt = await limiter.run { () async -> Attempt in
+            // Checked again once admitted: a token that waited while the address closed costs no bcrypt.
+            if let seconds = throttle.retryAfter(address: client, user: nil) { return .throttled(seconds) }
+            return .found((try? await NIOThreadPool.singleton.runIfActive {
                 var found: Int?
                 for (index, hash) in current.enumerated() where SecretHashing.verify(token, hash: hash) && found == nil {
                     found = index
                 }
                 return found
-            }) ?? nil
+            }) ?? nil)
         }
-        guard let outcome else { return .failure(.busy(retryAfterSeconds: 1)) }
+        let outcome: Int?
+        switch attempt {
+        case nil: return .failure(.busy(retryAfterSeconds: 1))
+        case .throttled(let seconds)?: return .failure(.throttled(retryAfterSeconds: seconds))
+        case .found(let found)?: outcome = found
+        }
         guard let match = outcome else {
             throttle.recordFailure(address: client, user: nil)
             return .failure(.invalid)

@@ -68,6 +68,7 @@ public final class BasicAuthenticator: Sendable {
         case verified(AuthenticatedUser)
         case wrong
         case busy
+        case throttled(Int)
     }
 
     private struct State {
@@ -137,6 +138,7 @@ public final class BasicAuthenticator: Sendable {
             case .verified(let user): return .success(user)
             case .wrong: return .failure(.invalidCredentials)
             case .busy: return .failure(.busy(retryAfterSeconds: 1))
+            case .throttled(let seconds): return .failure(.throttled(retryAfterSeconds: seconds))
             }
         }
     }
@@ -149,21 +151,26 @@ public final class BasicAuthenticator: Sendable {
         } else {
             let hash = account?.passwordHash
             let decoyCost = self.decoyCost
-            let matched = await limiter.run { () async -> Bool in
-                (try? await NIOThreadPool.singleton.runIfActive {
+            let throttle = self.throttle
+            let attempt = await limiter.run { () async -> VerificationLimiter.Attempt in
+                // Checked again once admitted: a sign-in that waited while its address or
+                // name closed costs no bcrypt.
+                if let seconds = throttle.retryAfter(address: client, user: user) { return .throttled(seconds) }
+                return .matched((try? await NIOThreadPool.singleton.runIfActive {
                     Bcrypt.verify(password, hash: hash ?? Decoy.hash(cost: decoyCost))
-                }) ?? false
+                }) ?? false)
             }
-            switch (matched, account) {
+            switch (attempt, account) {
             case (nil, _): outcome = .busy
-            case (true?, let account?): outcome = .verified(AuthenticatedUser(identity: .local(account.id), attributes: account.attributes))
+            case (.throttled(let seconds)?, _): outcome = .throttled(seconds)
+            case (.matched(true)?, let account?): outcome = .verified(AuthenticatedUser(identity: .local(account.id), attributes: account.attributes))
             default: outcome = .wrong
             }
         }
         switch outcome {
         case .verified: throttle.recordSuccess(address: client, user: user)
         case .wrong: throttle.recordFailure(address: client, user: user)
-        case .busy: break
+        case .busy, .throttled: break
         }
         let expiresAt = now() + cacheNanoseconds
         state.withLock { state in

@@ -117,6 +117,13 @@ public final class VerificationLimiter: Sendable {
 
     private enum Entry { case go, wait, full }
 
+    /// What a verification run through the limiter came to: the secret matched or not, or the
+    /// throttle closed while it waited (seconds to wait).
+    public enum Attempt: Sendable {
+        case matched(Bool)
+        case throttled(Int)
+    }
+
     /// Runs `body` when a place is free; nil (without running it) when the queue is full.
     public func run<T: Sendable>(_ body: @Sendable () async -> T) async -> T? {
         let entry: Entry = state.withLock { state in
