@@ -20,6 +20,7 @@ test: deps certs
 	python3 Tests/e2e/pyodata_client.py $(BIN)
 	python3 Tests/e2e/hostile.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN)
+	python3 Tests/e2e/identity.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

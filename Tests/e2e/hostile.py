@@ -85,6 +85,46 @@ def raw(port, data, timeout=5):
     return 0, answer
 
 
+def raw_answer(port, data, timeout=5):
+    """Sends raw bytes; returns (status, headers as a lower-cased dict, body) of the first
+    answer, reading the body by its Content-Length (0 and empty for none)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        answer = b""
+        try:
+            while b"\r\n\r\n" not in answer:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                answer += chunk
+            head, _, body = answer.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+            length = int(headers.get("content-length", "0"))
+            while len(body) < length:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+        except socket.timeout:
+            return 0, {}, answer
+    if not answer.startswith(b"HTTP/1.1 "):
+        return 0, {}, answer
+    return int(answer[9:12]), headers, body
+
+
+def basic(user, password):
+    """An Authorization value for HTTP Basic, from text or bytes."""
+    raw_user = user.encode() if isinstance(user, str) else user
+    raw_password = password.encode() if isinstance(password, str) else password
+    return "Basic " + base64.b64encode(raw_user + b":" + raw_password).decode()
+
+
+def header(headers, name):
+    """A header's value from `call`'s headers, by its name in any case."""
+    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
+
+
 def call(port, method, path, headers=None, body=None, timeout=10):
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
     try:
@@ -111,6 +151,17 @@ try:
     app = json.load(open(os.path.join(config, "apps", "demo.json")))
     app["destinations"] = ["sf", "be"]
     json.dump(app, open(os.path.join(config, "apps", "demo.json"), "w"))
+    # A user whose id has a canonically equivalent spelling (K and KELVIN SIGN), and an admin.
+    def hash_secret(secret):
+        return subprocess.run([BIN, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True, check=True).stdout.strip()
+    users = json.load(open(os.path.join(config, "users.json")))
+    users["users"].append({"id": "Kim", "passwordHash": hash_secret("kim-demo-password"), "attributes": {"sfUserId": "100009"}})
+    json.dump(users, open(os.path.join(config, "users.json"), "w"))
+    ADMIN_TOKEN = "hostile-admin-" + os.urandom(12).hex()
+    server_settings = json.load(open(os.path.join(config, "midtier.json")))
+    server_settings["adminTokenHashes"] = [hash_secret(ADMIN_TOKEN)]
+    json.dump(server_settings, open(os.path.join(config, "midtier.json"), "w"))
+    ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN}
     log = open(os.path.join(work, "midtier.log"), "wb")
     processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
@@ -292,7 +343,85 @@ try:
     status, _, answer = call(mport, "GET", "/be/odata/$metadata", {"Authorization": alice, "X-SMP-APPCID": appcid})
     check("metadata: a good document is patched", status == 200 and b'Scale="2"' in answer, f"({status} {answer[:200]!r})")
 
-    # --- 6. Bad configuration files: check-config names file and key, exits 1, never crashes. ---
+    # --- 6. Identity (docs/identity.md). ---
+    connections = "/odata/applications/v1/demo/Connections"
+
+    # A user id is compared by its bytes: KELVIN SIGN + "im" is not the blocked user Kim, and
+    # signing in with it neither registers nor lifts Kim's block.
+    kim, kelvin = basic("Kim", "kim-demo-password"), basic("\u212aim", "kim-demo-password")
+    status, _, answer = call(aport, "PUT", "/admin/v1/users/Kim/block", {**ADMIN, "Content-Type": "application/json"}, b'{"type":"all","reason":"left"}')
+    check("identity: the admin blocks Kim", status == 200, f"({status} {answer[:200]!r})")
+    status, _, answer = call(mport, "POST", connections, {"Authorization": kelvin}, b"{}")
+    check("identity: \\u212aim (KELVIN SIGN) is not Kim: 401, no registration", status == 401, f"({status} {answer[:200]!r})")
+    status, _, answer = call(mport, "POST", connections, {"Authorization": kim}, b"{}")
+    check("identity: Kim stays blocked after the KELVIN SIGN sign-in", status == 403, f"({status} {answer[:200]!r})")
+    status, _, answer = call(aport, "GET", "/admin/v1/users/Kim", ADMIN)
+    kim_state = json.loads(answer) if status == 200 else {}
+    check("identity: the admin API still shows Kim's block and no registration",
+          (kim_state.get("block") or {}).get("type") == "all" and kim_state.get("registrations") == [], f"({status} {answer[:300]!r})")
+    status, _, answer = call(aport, "GET", "/admin/v1/registrations?user=%E2%84%AAim", ADMIN)
+    check("identity: no registration exists for the KELVIN SIGN spelling",
+          status == 200 and json.loads(answer).get("registrations") == [], f"({status} {answer[:200]!r})")
+
+    # Credentials with NUL or other control characters are refused, not cut at the NUL.
+    for name, password in [("NUL after the right password", b"alice-demo-password\x00"), ("NUL and more", b"alice-demo-password\x00anything"),
+                           ("a tab after it", b"alice-demo-password\t"), ("DEL after it", b"alice-demo-password\x7f"),
+                           ("the right password then 60 more bytes", b"alice-demo-password" + b"x" * 60)]:
+        status, _, answer = call(mport, "POST", connections, {"Authorization": basic("alice", password)}, b"{}")
+        check(f"identity: {name} is 401", status == 401, f"({status} {answer[:200]!r})")
+    status, _, answer = call(mport, "POST", connections, {"Authorization": basic("al\x00ice", "alice-demo-password")}, b"{}")
+    check("identity: a NUL in the user name is 401", status == 401, f"({status} {answer[:200]!r})")
+    long_secret = "p" * 73
+    result = subprocess.run([BIN, "hash-secret", "--cost", "10"], input=long_secret + "\n", capture_output=True, text=True)
+    check("identity: hash-secret refuses a secret longer than 72 bytes, saying so",
+          result.returncode == 1 and "72" in result.stderr and not result.stdout.strip(), f"({result.returncode} {result.stdout!r} {result.stderr!r})")
+
+    # A locked or wiped registration cannot be deleted by its device, nor its id taken again.
+    for action, code in [("lock", "TRAFFIC_REG_LOCKED"), ("wipe", "TRAFFIC_REG_WIPED")]:
+        mine = f"hostile-{action}-" + os.urandom(4).hex()
+        status, headers, _ = call(mport, "POST", connections, {"Authorization": bob, "X-SMP-APPCID": mine}, b"{}")
+        check(f"identity: bob registers {mine}", status == 201 and header(headers, "X-SMP-APPCID") == mine, f"({status} {headers})")
+        status, _, _ = call(aport, "POST", f"/admin/v1/registrations/{mine}/{action}", ADMIN)
+        check(f"identity: the admin does {action}", status == 200, f"({status})")
+        status, headers, answer = call(mport, "DELETE", f"{connections}('{mine}')", {"Authorization": bob})
+        check(f"identity: the device cannot delete its {action}ed registration (403 {code})",
+              status == 403 and header(headers, "x-message-code") == code, f"({status} {headers.get('x-message-code')} {answer[:200]!r})")
+        status, _, answer = call(aport, "GET", f"/admin/v1/registrations/{mine}", ADMIN)
+        check(f"identity: the {action}ed registration is still there", status == 200 and json.loads(answer).get("state") in ("locked", "wiped"), f"({status} {answer[:200]!r})")
+        status, headers, _ = call(mport, "POST", connections, {"Authorization": bob, "X-SMP-APPCID": mine}, b"{}")
+        check(f"identity: registering again does not bring {mine} back", status != 201 or header(headers, "X-SMP-APPCID") != mine, f"({status} {headers})")
+        status, _, _ = call(aport, "DELETE", f"/admin/v1/registrations/{mine}", ADMIN)
+        status, headers, _ = call(mport, "POST", connections, {"Authorization": bob, "X-SMP-APPCID": mine}, b"{}")
+        check(f"identity: after the admin deleted it, {mine} is never active again", status != 201 or header(headers, "X-SMP-APPCID") != mine, f"({status} {headers})")
+
+    # Unauthenticated callers get the same answer for a known and an unknown registration id.
+    answers = []
+    for cid in [appcid, "no-such-registration-" + os.urandom(4).hex()]:
+        status, headers, answer = call(mport, "GET", "/be/x", {"X-SMP-APPCID": cid})
+        answers.append((status, header(headers, "x-message-code"), header(headers, "WWW-Authenticate"), answer.replace(cid.encode(), b"ID")))
+    check("identity: known and unknown ids look the same without credentials", answers[0] == answers[1] and answers[0][0] == 401, f"({answers})")
+    answers = []
+    for cid in [appcid, "no-such-registration-" + os.urandom(4).hex()]:
+        status, headers, answer = call(mport, "GET", "/be/x", {"X-SMP-APPCID": cid, "Authorization": basic("alice", "wrong-password")})
+        answers.append((status, header(headers, "x-message-code"), answer.replace(cid.encode(), b"ID")))
+    check("identity: ... and with a wrong password", answers[0] == answers[1] and answers[0][0] == 401, f"({answers})")
+
+    # A broken chunked body on Midtier's own routes is 400 naming the framing, never 413.
+    chunk_cases = [("zz", b"zz\r\nab\r\n0\r\n\r\n"), ("-5", b"-5\r\nab\r\n0\r\n\r\n"), ("0x10", b"0x10\r\n" + b"a" * 16 + b"\r\n0\r\n\r\n"),
+                   ("an overflowing size", b"ffffffffffffffffffff\r\nab\r\n0\r\n\r\n"), ("a chunk longer than its size", b"2\r\nabcdef\r\n0\r\n\r\n")]
+    targets = [("registration", f"POST {connections} HTTP/1.1", f"Authorization: {alice}\r\n"),
+               ("admin", "PUT /admin/v1/users/carol/block HTTP/1.1", f"Authorization: {ADMIN['Authorization']}\r\n")]
+    for target, line, credentials in targets:
+        port = mport if target == "registration" else aport
+        for name, body in chunk_cases:
+            data = (line + "\r\nHost: localhost\r\n" + credentials + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n").encode() + body
+            status, _, answer = raw_answer(port, data)
+            check(f"chunked: {target} body with chunk size {name} is 400, not 413", status == 400 and b"larger than" not in answer,
+                  f"({status} {answer[:200]!r})")
+    status, _, answer = call(aport, "GET", "/admin/v1/users/carol", ADMIN)
+    check("chunked: no block was made from a broken admin body", status == 200 and json.loads(answer).get("block") is None, f"({status} {answer[:200]!r})")
+
+    # --- 7. Bad configuration files: check-config names file and key, exits 1, never crashes. ---
     bad_configs = {
         "midtier.json": ["", "{", "[]", '{"listen": 8080}', '{"listen": "x:99999"}', '{"store": "mysql://x"}', '{"logLevel": "loud"}',
                          '{"maxRequestBodyBytes": -5}', '{"adminTokenHashes": ["plain"]}', '{"publicURL": "ftp://x"}', '{"a":' * 3000],
@@ -312,11 +441,44 @@ try:
             named = any(line.startswith(os.path.join(broken, file) + ":") for line in result.stdout.splitlines())
             check(f"config: {file} = {content[:40]!r}", result.returncode == 1 and named, f"(exit {result.returncode}: {result.stdout[:200]!r} {result.stderr[-200:]!r})")
 
+    # --- 8. Failed sign-ins are throttled (last: it closes this address for a while). ---
+    # Per user name: after a few failures, carol is refused at once with Retry-After, even with
+    # her right password, while alice (already verified) is served as before.
+    statuses = []
+    for _ in range(8):
+        status, headers, _ = call(mport, "POST", connections, {"Authorization": basic("carol", "wrong")}, b"{}")
+        statuses.append((status, header(headers, "Retry-After")))
+    check("throttle: repeated wrong passwords for one user turn into 429 with Retry-After",
+          statuses[0][0] == 401 and statuses[-1][0] == 429 and (statuses[-1][1] or "").isdigit(), f"({statuses})")
+    status, _, _ = call(mport, "GET", "/be/x", {"Authorization": alice, "X-SMP-APPCID": appcid})
+    check("throttle: a verified user is still served from the same address", status == 200, f"({status})")
+    # Many connections of wrong passwords for made-up names: each is answered (401, 429 or 503
+    # with Retry-After), and past the address's free failures they are turned away at once.
+    results = []
+    def spray(n):
+        status, headers, _ = call(mport, "POST", connections, {"Authorization": basic(f"spray{n}", "wrong")}, b"{}", timeout=60)
+        results.append((status, header(headers, "Retry-After")))
+    threads = [threading.Thread(target=spray, args=(n,)) for n in range(64)]
+    for thread in threads: thread.start()
+    for thread in threads: thread.join()
+    turned_away = [r for r in results if r[0] in (429, 503)]
+    check("throttle: 64 parallel wrong sign-ins are all answered 401/429/503",
+          len(results) == 64 and all(r[0] in (401, 429, 503) for r in results), f"({sorted(set(r[0] for r in results))})")
+    check("throttle: most are turned away with Retry-After instead of costing a bcrypt",
+          len(turned_away) >= 64 - 21 - 4 and all((r[1] or "").isdigit() for r in turned_away), f"({len(turned_away)} turned away)")
+    status, _, _ = call(mport, "GET", "/be/x", {"Authorization": alice, "X-SMP-APPCID": appcid})
+    check("throttle: alice is still served while the address is closed", status == 200, f"({status})")
+    # Admin tokens are throttled per address too.
+    statuses = [call(aport, "GET", "/admin/v1/destinations", {"Authorization": "Bearer wrong-" + str(n)})[0] for n in range(30)]
+    check("throttle: repeated wrong admin tokens turn into 429", statuses[0] == 401 and statuses[-1] == 429, f"({statuses})")
+    status, _, _ = call(aport, "GET", "/admin/v1/destinations", ADMIN)
+    check("throttle: the verified admin token still works", status == 200, f"({status})")
+
     # --- Never a 500 from Midtier, never a crash. ---
     check("the server is still running", midtier.poll() is None)
     log.flush()
     text = open(os.path.join(work, "midtier.log"), "rb").read()
-    check("no secret reached the log", b"alice-demo-password" not in text and b"bob-demo-password" not in text)
+    check("no secret reached the log", all(secret not in text for secret in [b"alice-demo-password", b"bob-demo-password", b"kim-demo-password", ADMIN_TOKEN.encode()]))
 finally:
     kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
