@@ -303,11 +303,12 @@ try:
     scale_log = open(scale_log_path, "wb")
     scale = subprocess.Popen([BIN, "serve", "--config", scale_config], cwd=REPO, stdout=scale_log, stderr=scale_log)
     processes.append(scale)
-    check("serve starts with it", wait_for(f"http://127.0.0.1:{scale_port}/healthz") and scale.poll() is None,
-          open(scale_log_path, "rb").read()[-1000:].decode(errors="replace"))
-    status, headers, _ = call(scale_port, "POST", connections, {"Authorization": ALICE}, b"{}")
-    cid = header(headers, "X-SMP-APPCID")
-    status, _, body = call(scale_port, "GET", "/sf/odata/v2/$metadata", {"Authorization": ALICE, "X-SMP-APPCID": cid})
+    started = wait_for(f"http://127.0.0.1:{scale_port}/healthz") and scale.poll() is None
+    check("serve starts with it", started, open(scale_log_path, "rb").read()[-1000:].decode(errors="replace"))
+    status, body = 0, b""
+    if started:
+        _, headers, _ = call(scale_port, "POST", connections, {"Authorization": ALICE}, b"{}")
+        status, _, body = call(scale_port, "GET", "/sf/odata/v2/$metadata", {"Authorization": ALICE, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")})
     check("the sandbox's $metadata (amount without Precision) is patched and served",
           status == 200 and b'Scale="2"' in body, f"({status} {body[:200]!r})")
     scale_log.flush()
