@@ -13,7 +13,7 @@ run: deps certs build
 ## hostile-input corpus).
 test: deps certs
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
 	$(SWIFT) build --product midtier
 	Tests/e2e/run.sh $(BIN)
 	python3 Tests/e2e/lifecycle.py $(BIN)

@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -77,10 +79,17 @@ let package = Package(
             dependencies: ["MidtierStore", "MidtierConfiguration", "MidtierCore"],
             swiftSettings: swiftSettings
         ),
-        // Durable state: registrations (SQLite through GRDB).
+        // Durable state: registrations, blocks, audit (SQLite through GRDB, or PostgreSQL
+        // through postgres-nio for several instances).
         .target(
             name: "MidtierStore",
-            dependencies: ["MidtierCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "MidtierCore", "MidtierConfiguration",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // $metadata facet patches (libxml2).
@@ -184,6 +193,7 @@ let package = Package(
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
                 "MetadataPatching", "MidtierCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -10,6 +10,7 @@ packages=(
   xmlsec1         # independent XML-DSig verifier used by the tests
   openssl         # generates the demo keys
   curl            # a real HTTP client for the end-to-end tests
+  postgresql      # the shared store; tests start throwaway servers (Tests/e2e/postgres.py)
   ca-certificates
   python3
 )

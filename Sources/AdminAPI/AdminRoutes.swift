@@ -216,7 +216,8 @@ public struct AdminRoutes: Sendable {
         let user = try user(request, context)
         let purged = tokens.remove(user: user)
         let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description, detail: "\(purged) token(s)", source: actor.source)
-        try await store { () async throws(StoreError) in try await registrations.store.appendAudit(audit) }
+        // Through the store, so that every instance sharing it drops the user's tokens too.
+        try await store { () async throws(StoreError) in try await registrations.store.purgeTokens(of: user, audit: audit) }
         return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "purged": purged])
     }
 

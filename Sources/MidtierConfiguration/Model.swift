@@ -41,8 +41,57 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 public enum StoreLocation: Sendable, Equatable {
     /// `sqlite:PATH` (relative paths against the working directory).
     case sqlite(path: String)
-    /// A `postgres://` or `postgresql://` URL.
-    case postgres(url: String)
+    /// A PostgreSQL server shared by several instances (docs/operations.md).
+    case postgres(PostgresLocation)
+}
+
+/// Where a PostgreSQL store is and how to reach it, from a `postgres://` URL (and, in the
+/// object form of `store`, a separate password secret). `description` never shows the
+/// password.
+public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    /// libpq's `sslmode`, the ones Midtier supports.
+    public enum TLSMode: String, Sendable, Equatable, CaseIterable {
+        /// Plain TCP.
+        case disable
+        /// TLS when the server offers it, without checking its certificate (libpq's default).
+        case prefer
+        /// TLS always, without checking the certificate.
+        case require
+        /// TLS always; the certificate must chain to the trusted roots (any host name).
+        case verifyCA = "verify-ca"
+        /// TLS always; the certificate must chain to the trusted roots and name the host.
+        case verifyFull = "verify-full"
+    }
+
+    /// A host name or address, or a directory holding the server's Unix socket (starts with `/`).
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+    /// `sslrootcert`: a PEM file of the roots to trust; the system's roots when nil.
+    public var rootCertificatePath: String?
+
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+                tls: TLSMode = .prefer, rootCertificatePath: String? = nil) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.tls = tls
+        self.rootCertificatePath = rootCertificatePath
+    }
+
+    /// Whether `host` names a Unix socket directory.
+    public var isUnixSocket: Bool { host.hasPrefix("/") }
+
+    public var description: String {
+        let hostPart = isUnixSocket ? "" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+        let socket = isUnixSocket ? "&host=\(host)" : ""
+        return "postgres://\(user)@\(hostPart)/\(database)?sslmode=\(tls.rawValue)\(socket)"
+    }
 }
 
 /// `config/midtier.json`.

@@ -38,12 +38,7 @@ extension ConfigurationLoader {
             }
         }
 
-        if let text = reader.string("store") {
-            switch parseStore(text) {
-            case .success(let store): settings.store = store
-            case .failure(let problem): reader.problem("store", problem.message)
-            }
-        }
+        if let store = storeLocation(reader) { settings.store = store }
 
         if let elements = reader.array("adminTokenHashes") {
             var hashes: [String] = []
@@ -71,6 +66,44 @@ extension ConfigurationLoader {
     }
 }
 
+extension ConfigurationLoader {
+    /// `store`: a string (`sqlite:PATH` or a `postgres://` URL), or for PostgreSQL the object
+    /// `{"url": "postgres://…", "password": secret}` so that the password can come from
+    /// `{"env": …}` or `{"file": …}` instead of the URL.
+    func storeLocation(_ reader: ObjectReader) -> StoreLocation? {
+        guard let value = reader.value("store") else { return nil }
+        switch value {
+        case .string(let text):
+            switch parseStore(text) {
+            case .success(let store): return store
+            case .failure(let problem): reader.problem("store", problem.message)
+            }
+        case .object:
+            guard let object = ObjectReader.make(value, path: reader.key("store"), problems: reader.problems) else { return nil }
+            let url = object.string("url", required: true)
+            let password = secret(object, "password", required: false)
+            object.reportUnknownKeys()
+            guard let url else { return nil }
+            switch parsePostgresURL(url) {
+            case .success(var location):
+                if let password {
+                    guard location.password == nil else {
+                        object.problem("password", "the url carries a password already: give it in one place")
+                        return nil
+                    }
+                    location.password = password
+                }
+                return .postgres(location)
+            case .failure(let problem):
+                object.problem("url", problem.message)
+            }
+        default:
+            reader.problem("store", "must be sqlite:PATH, a postgres:// URL or {\"url\": …, \"password\": …} (found \(value.kind))")
+        }
+        return nil
+    }
+}
+
 /// `sqlite:PATH` (a relative PATH resolves against the working directory) or a
 /// `postgres://` / `postgresql://` URL. `sqlite://…` is refused: it reads like a URL but
 /// would name an absolute path, which is rarely what was meant.
@@ -85,11 +118,66 @@ func parseStore(_ text: String) -> Result<StoreLocation, ValueProblem> {
         return .success(.sqlite(path: path))
     }
     if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
-        guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }),
-              let components = URLComponents(string: text),
-              !(components.host ?? "").isEmpty || components.query != nil  // host, or ?host=/socket/dir
-        else { return .failure(ValueProblem("is not a valid postgres:// URL")) }
-        return .success(.postgres(url: text))
+        return parsePostgresURL(text).map(StoreLocation.postgres)
     }
     return .failure(ValueProblem("must be sqlite:PATH or a postgres:// URL"))
+}
+
+/// `postgres://user[:password]@host[:port]/database?sslmode=…&sslrootcert=…&host=…`, as libpq
+/// reads it: `%`-escapes in the user, password and database; the port defaults to 5432, the
+/// database to the user name, `sslmode` to `prefer`; `host=/dir` names a Unix socket
+/// directory. Other parameters are refused rather than ignored. Messages never echo the URL.
+func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> {
+    let lowered = text.lowercased()
+    guard lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") else {
+        return .failure(ValueProblem("must be a postgres:// URL"))
+    }
+    guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }),
+          let components = URLComponents(string: text), components.fragment == nil
+    else { return .failure(ValueProblem("is not a valid postgres:// URL")) }
+    var host = components.host.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
+    var tls = PostgresLocation.TLSMode.prefer
+    var rootCertificatePath: String?
+    for item in components.queryItems ?? [] {
+        let value = item.value ?? ""
+        switch item.name {
+        case "sslmode":
+            guard let mode = PostgresLocation.TLSMode(rawValue: value) else {
+                return .failure(ValueProblem("sslmode must be one of \(PostgresLocation.TLSMode.allCases.map(\.rawValue).joined(separator: ", "))"))
+            }
+            tls = mode
+        case "sslrootcert":
+            guard !value.isEmpty else { return .failure(ValueProblem("sslrootcert must name a PEM file")) }
+            rootCertificatePath = value
+        case "host":
+            guard value.hasPrefix("/") else { return .failure(ValueProblem("the host parameter must name a socket directory (starting with /)")) }
+            host = value
+        default:
+            return .failure(ValueProblem("unknown parameter \(item.name) (Midtier takes sslmode, sslrootcert and host)"))
+        }
+    }
+    guard !host.isEmpty else { return .failure(ValueProblem("must name a host, or a socket directory with ?host=/path")) }
+    let user = components.user.flatMap { $0.removingPercentEncoding } ?? ""
+    guard !user.isEmpty else { return .failure(ValueProblem("must name a user, as in postgres://midtier@db.example/midtier")) }
+    if let port = components.port, !(1...65535).contains(port) { return .failure(ValueProblem("port must be 1 to 65535")) }
+    var database = components.path
+    if database.hasPrefix("/") { database.removeFirst() }
+    guard !database.contains("/"), let decoded = database.removingPercentEncoding else {
+        return .failure(ValueProblem("the path must be one database name"))
+    }
+    if (tls == .verifyCA || tls == .verifyFull) == false, rootCertificatePath != nil {
+        return .failure(ValueProblem("sslrootcert needs sslmode verify-ca or verify-full"))
+    }
+    return .success(PostgresLocation(host: host, port: components.port ?? 5432, user: user,
+                                     password: components.password.flatMap { $0.removingPercentEncoding },
+                                     database: decoded.isEmpty ? user : decoded, tls: tls, rootCertificatePath: rootCertificatePath))
+}
+
+extension StoreLocation {
+    /// A `store` value in its string form (`sqlite:PATH` or a `postgres://` URL); nil when it
+    /// is not one.
+    public init?(_ text: String) {
+        guard case .success(let location) = parseStore(text) else { return nil }
+        self = location
+    }
 }

@@ -80,14 +80,20 @@ public final class MidtierServer: Sendable {
         }
     }
 
-    /// Opens the store a configuration names.
-    public static func openStore(_ location: StoreLocation) throws(StartupError) -> any StateStore {
+    /// Opens the store a configuration names, behind the memory cache the request path reads.
+    public static func openStore(_ location: StoreLocation, logger: Logger) async throws(StartupError) -> any StateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
             do { return CachedStateStore(base: try SQLiteStore(path: path)) } catch { throw StartupError(error.description) }
-        case .postgres:
-            throw StartupError("store: PostgreSQL is not supported by this Midtier build yet; use sqlite:PATH")
+        case .postgres(let postgres):
+            // Shared by several instances: another instance's changes reach memory through the
+            // store's change feed (`storeChanges()`, docs/operations.md).
+            do {
+                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger))
+            } catch {
+                throw StartupError(error.description)
+            }
         }
     }
 
@@ -180,12 +186,57 @@ public final class MidtierServer: Sendable {
         )
     }
 
+    /// A service that applies the changes other instances make to a shared store until
+    /// shutdown: memory forgets what changed, and a block or purge drops the user's tokens.
+    /// Does nothing for a store no other instance shares.
+    public func storeChanges() -> some Service { StoreChangeApplier(server: self) }
+
+    /// Applies one event of the change feed to memory.
+    func apply(_ event: PostgresChangeFeed.Event, to cache: CachedStateStore) {
+        switch event {
+        case .changes(let changes):
+            for change in changes {
+                switch change {
+                case .registration(let id):
+                    cache.forget(registration: id)
+                    cookieJar.remove(registration: id)
+                case .device(let id):
+                    cache.forget(registration: id)
+                case .block(let user):
+                    cache.forget(blockOf: user)
+                    tokens.remove(user: user)
+                case .tokens(let user):
+                    tokens.remove(user: user)
+                }
+            }
+        case .everything:
+            cache.forgetAll()
+            tokens.removeAll()
+        }
+    }
+
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
     /// Closes the HTTP clients' connections; call once the applications have stopped.
     public func shutdown() async {
         await httpClients.shutdown()
+    }
+}
+
+/// Runs the shared store's change feed (`MidtierServer.storeChanges()`).
+struct StoreChangeApplier: Service {
+    let server: MidtierServer
+
+    func run() async throws {
+        guard let cache = server.registrations.store as? CachedStateStore, let shared = cache.base as? PostgresStore else {
+            try? await gracefulShutdown()
+            return
+        }
+        let feed = PostgresChangeFeed(store: shared, logger: server.logger)
+        try? await cancelWhenGracefulShutdown {
+            await feed.run { event in server.apply(event, to: cache) }
+        }
     }
 }
 

@@ -10,8 +10,9 @@ import Synchronization
 /// counter), so a stale row cannot overwrite a newer change. Bounded: past `capacity`
 /// entries, a map is emptied and refills from the store on demand.
 ///
-/// Right for one instance owning its store (SQLite). Instances sharing a store see each
-/// other's writes only through `refreshInterval`: entries older than that are read again.
+/// Instances sharing a store (PostgreSQL) learn of each other's writes through the store's
+/// change feed, which calls `forget`; `refreshInterval`, when set, also reads entries older
+/// than that again.
 public final class CachedStateStore: StateStore {
     private struct Cached<Value> {
         let value: Value
@@ -72,6 +73,13 @@ public final class CachedStateStore: StateStore {
         let (cached, generation) = state.withLock { (fresh($0.registrations[ExactString(id)]), $0.generation) }
         if let cached { return cached }
         let loaded = try await base.registration(id: id)
+        if let loaded { remember(registration: loaded, ifGeneration: generation) }
+        return loaded
+    }
+
+    public func currentRegistration(id: String) async throws(StoreError) -> Registration? {
+        let generation = state.withLock { $0.generation }
+        let loaded = try await base.currentRegistration(id: id)
         if let loaded { remember(registration: loaded, ifGeneration: generation) }
         return loaded
     }
@@ -154,5 +162,29 @@ public final class CachedStateStore: StateStore {
 
     public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
         try await base.appendAudit(entry)
+    }
+
+    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+        try await base.purgeTokens(of: user, audit: audit)
+    }
+
+    // MARK: Changes made elsewhere (another instance on the same store)
+
+    /// Forgets what memory holds of a registration, so the next read goes to the store.
+    public func forget(registration id: String) {
+        afterWrite { $0.registrations[ExactString(id)] = nil }
+    }
+
+    /// Forgets what memory holds of a user's block.
+    public func forget(blockOf user: UserIdentity) {
+        afterWrite { $0.blocks[user] = nil }
+    }
+
+    /// Forgets everything (after changes were missed that cannot be caught up on one by one).
+    public func forgetAll() {
+        afterWrite { memory in
+            memory.registrations.removeAll()
+            memory.blocks.removeAll()
+        }
     }
 }

@@ -92,6 +92,9 @@ public protocol StateStore: Sendable {
     /// registrations; nothing is written then.
     func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome
     func registration(id: String) async throws(StoreError) -> Registration?
+    /// The registration as the durable store has it now, past any memory cache (for decisions
+    /// another instance's writes could change, such as the offline policy).
+    func currentRegistration(id: String) async throws(StoreError) -> Registration?
     /// A registration with its owner's block, in one read (the request path needs both).
     func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)?
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
@@ -114,6 +117,10 @@ public protocol StateStore: Sendable {
     /// Removes the user's block; false when there was none.
     func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool
 
+    /// Records a purge of the user's back-end tokens (with its audit entry), so that every
+    /// instance sharing the store drops them too.
+    func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError)
+
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)
@@ -122,4 +129,8 @@ public protocol StateStore: Sendable {
 
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool
+}
+
+extension StateStore {
+    public func currentRegistration(id: String) async throws(StoreError) -> Registration? { try await registration(id: id) }
 }

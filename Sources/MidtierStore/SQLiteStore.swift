@@ -263,6 +263,11 @@ public final class SQLiteStore: StateStore {
         }
     }
 
+    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+        // Tokens live in this instance's memory only; nothing else shares an SQLite store.
+        try await appendAudit(audit)
+    }
+
     // MARK: Audit
 
     public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {

@@ -206,6 +206,18 @@ public struct RegistrationService: Sendable {
         return result
     }
 
+    /// What the app's offline policy does to a registration last seen `offline` ms ago.
+    static func offlineAction(offline: Int64, policy: BlockWipingPolicy) -> (RegistrationAction, String)? {
+        guard policy.blockWipeEnabled else { return nil }
+        if policy.wipeDisconnectedPeriod > 0, offline > Int64(policy.wipeDisconnectedPeriod) * dayMilliseconds {
+            return (.wipe, "offline longer than wipeDisconnectedPeriod (\(policy.wipeDisconnectedPeriod) days)")
+        }
+        if policy.blockDisconnectedPeriod > 0, offline > Int64(policy.blockDisconnectedPeriod) * dayMilliseconds {
+            return (.lock, "offline longer than blockDisconnectedPeriod (\(policy.blockDisconnectedPeriod) days)")
+        }
+        return nil
+    }
+
     /// Decides whether `user` may make a proxied call with `found` (a registration and its
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
@@ -219,18 +231,13 @@ public struct RegistrationService: Sendable {
         case .active: break
         }
         let now = now()
-        if policy.blockWipeEnabled {
-            let offline = now - registration.lastContactAt
-            if policy.wipeDisconnectedPeriod > 0, offline > Int64(policy.wipeDisconnectedPeriod) * Self.dayMilliseconds {
-                _ = try await apply(.wipe, to: registration.id, by: .system,
-                                    detail: "offline longer than wipeDisconnectedPeriod (\(policy.wipeDisconnectedPeriod) days)")
-                return .wiped
-            }
-            if policy.blockDisconnectedPeriod > 0, offline > Int64(policy.blockDisconnectedPeriod) * Self.dayMilliseconds {
-                _ = try await apply(.lock, to: registration.id, by: .system,
-                                    detail: "offline longer than blockDisconnectedPeriod (\(policy.blockDisconnectedPeriod) days)")
-                return .locked
-            }
+        if Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) != nil,
+           let current = try await store.currentRegistration(id: registration.id),
+           let (action, detail) = Self.offlineAction(offline: now - current.lastContactAt, policy: policy) {
+            // Judged on the store's last contact, not memory's: another instance may have
+            // served the device since, and every instance must give the same answer.
+            _ = try await apply(action, to: registration.id, by: .system, detail: detail)
+            return action == .wipe ? .wiped : .locked
         }
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
             // The last contact is not an acknowledged change: it is written beside the

@@ -28,7 +28,7 @@ struct Serve: AsyncParsableCommand {
 
         let server: MidtierServer
         do {
-            let store = try MidtierServer.openStore(configuration.server.store)
+            let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
             server = try MidtierServer(configuration: configuration, configurationDirectory: config, store: store, logger: logger)
         } catch {
             printError("midtier: not starting: \(error)")
@@ -39,6 +39,7 @@ struct Serve: AsyncParsableCommand {
                 .init(service: server.makeApplication()),
                 .init(service: server.makeAdminApplication()),
                 .init(service: server.reloadOnHangup()),
+                .init(service: server.storeChanges()),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger

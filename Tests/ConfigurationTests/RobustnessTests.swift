@@ -219,8 +219,13 @@ import Testing
 
     @Test(arguments: [
         ("sqlite:/var/lib/midtier/db.sqlite", StoreLocation.sqlite(path: "/var/lib/midtier/db.sqlite")),
-        ("postgres://midtier@localhost/midtier", StoreLocation.postgres(url: "postgres://midtier@localhost/midtier")),
-        ("postgresql:///midtier?host=/var/run/postgresql", StoreLocation.postgres(url: "postgresql:///midtier?host=/var/run/postgresql")),
+        ("postgres://midtier@localhost/midtier", StoreLocation.postgres(PostgresLocation(host: "localhost", user: "midtier", database: "midtier"))),
+        ("postgresql://midtier@/midtier?host=/var/run/postgresql",
+         StoreLocation.postgres(PostgresLocation(host: "/var/run/postgresql", user: "midtier", database: "midtier"))),
+        ("postgres://mid%40tier:p%40ss@[::1]:6543/?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+         StoreLocation.postgres(PostgresLocation(host: "::1", port: 6543, user: "mid@tier", password: "p@ss", database: "mid@tier",
+                                                 tls: .verifyFull, rootCertificatePath: "/etc/ca.pem"))),
+        ("postgres://u@db.example/d?sslmode=disable", StoreLocation.postgres(PostgresLocation(host: "db.example", user: "u", database: "d", tls: .disable))),
     ])
     func storeIsAccepted(_ given: String, _ expected: StoreLocation) throws {
         let fixture = Fixture()
@@ -228,7 +233,10 @@ import Testing
         #expect(try fixture.load().server.store == expected)
     }
 
-    @Test(arguments: ["sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite"])
+    @Test(arguments: ["sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite",
+                      "postgres://db.example/midtier", "postgres://u@db.example/d?sslmode=maybe", "postgres://u@db.example/d?connect_timeout=5",
+                      "postgres://u@db.example/d?sslrootcert=/ca.pem", "postgres://u@db.example/a/b", "postgres://u@db.example:0/d",
+                      "postgres://u@/d?host=relative"])
     func storeIsRefused(_ given: String) {
         let fixture = Fixture()
         fixture.set("midtier.json", "store", "\"\(given)\"")

@@ -124,7 +124,28 @@ import Testing
         fixture.set("midtier.json", "store", #""postgresql://midtier@db.example:5432/midtier""#)
         let server = try fixture.load().server
         #expect(server.publicURL == "https://mobile.example.com/midtier")
-        #expect(server.store == .postgres(url: "postgresql://midtier@db.example:5432/midtier"))
+        #expect(server.store == .postgres(PostgresLocation(host: "db.example", user: "midtier", database: "midtier")))
+    }
+
+    /// The object form of a PostgreSQL store takes the password as a secret; the description
+    /// that logs and errors show never carries it.
+    @Test func postgresStorePasswordFromTheEnvironment() throws {
+        let fixture = Fixture()
+        fixture.environment["MIDTIER_DB_PASSWORD"] = "s3cret"
+        fixture.set("midtier.json", "store", #"{"url": "postgres://midtier@db.example/midtier?sslmode=require", "password": {"env": "MIDTIER_DB_PASSWORD"}}"#)
+        let store = try fixture.load().server.store
+        #expect(store == .postgres(PostgresLocation(host: "db.example", user: "midtier", password: "s3cret", database: "midtier", tls: .require)))
+        guard case .postgres(let location) = store else { return }
+        #expect(location.description == "postgres://midtier@db.example:5432/midtier?sslmode=require")
+
+        fixture.set("midtier.json", "store", #"{"url": "postgres://midtier:inline@db.example/midtier", "password": {"env": "MIDTIER_DB_PASSWORD"}}"#)
+        #expect(fixture.problems().map(\.key) == ["store.password"])
+        fixture.set("midtier.json", "store", #"{"url": "postgres://midtier@db.example/midtier", "password": {"env": "MIDTIER_NOT_SET"}}"#)
+        #expect(fixture.problems().map(\.key) == ["store.password"])
+        fixture.set("midtier.json", "store", #"{"url": "sqlite:x"}"#)
+        #expect(fixture.problems().map(\.key) == ["store.url"])
+        fixture.set("midtier.json", "store", #"{"password": "x"}"#)
+        #expect(fixture.problems().map(\.key) == ["store.url"])
     }
 
     @Test func jwtAppWithURLAndUserClaimNeedsNoUsersFile() throws {

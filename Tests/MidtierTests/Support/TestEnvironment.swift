@@ -198,7 +198,7 @@ struct TestEnvironment: Sendable {
             })
         )
         adjust(&configuration, sfPort, ePort)
-        let store = try MidtierServer.openStore(configuration.server.store)
+        let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
         let clock = TestClock()
         let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: { clock.now })
         let midtier = ServiceGroup(configuration: .init(services: [

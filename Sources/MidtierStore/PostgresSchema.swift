@@ -1,0 +1,96 @@
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema and its versioned migrations. Each migration runs once, in a
+/// transaction that holds an advisory lock, so instances starting at the same time apply them
+/// one after the other; a version already applied is skipped. Text columns use the `C`
+/// collation: identities compare and sort by their bytes (docs/identity.md).
+enum PostgresSchema {
+    static let migrations: [(version: Int32, description: String, sql: [String])] = [
+        (1, "registrations, blocks, retired ids, audit, change log", [
+            """
+            CREATE TABLE midtier_registration (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                app_id TEXT COLLATE "C" NOT NULL,
+                user_realm TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL,
+                device_type TEXT NOT NULL,
+                device_model TEXT NOT NULL,
+                device_id TEXT NOT NULL,
+                form_factor TEXT NOT NULL,
+                apns_device_token TEXT NOT NULL,
+                android_gcm_registration_id TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                last_contact_at BIGINT NOT NULL,
+                state TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX midtier_registration_user ON midtier_registration (user_realm, user_id)",
+            """
+            CREATE TABLE midtier_user_block (
+                user_realm TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL,
+                kind TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                since BIGINT NOT NULL,
+                blocked_by TEXT NOT NULL,
+                PRIMARY KEY (user_realm, user_id)
+            )
+            """,
+            "CREATE TABLE midtier_retired_registration (id TEXT COLLATE \"C\" PRIMARY KEY, retired_at BIGINT NOT NULL)",
+            """
+            CREATE TABLE midtier_audit (
+                sequence BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                at BIGINT NOT NULL,
+                actor TEXT NOT NULL,
+                action TEXT NOT NULL,
+                target TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                source TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX midtier_audit_at ON midtier_audit (at)",
+            """
+            CREATE TABLE midtier_change (
+                sequence BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                at BIGINT NOT NULL,
+                kind TEXT NOT NULL,
+                key_a TEXT COLLATE "C" NOT NULL,
+                key_b TEXT COLLATE "C" NOT NULL
+            )
+            """,
+        ]),
+    ]
+
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.schemaLock))", logger: logger)
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS midtier_schema (
+                    version INT4 PRIMARY KEY, description TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+                )
+                """, logger: logger)
+            var applied: Set<Int32> = []
+            for try await (version) in try await connection.query("SELECT version FROM midtier_schema", logger: logger).decode(Int32.self) {
+                applied.insert(version)
+            }
+            if let newest = applied.max(), newest > migrations.last!.version {
+                throw PostgresSchemaError(message: "the database has schema version \(newest), newer than this Midtier knows (\(migrations.last!.version)); upgrade Midtier")
+            }
+            for migration in migrations where !applied.contains(migration.version) {
+                for statement in migration.sql {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query("""
+                    INSERT INTO midtier_schema (version, description) VALUES (\(migration.version), \(migration.description))
+                    """, logger: logger)
+                logger.notice("store schema migrated", metadata: ["version": "\(migration.version)", "migration": "\(migration.description)"])
+            }
+        }
+    }
+}
+
+struct PostgresSchemaError: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+}

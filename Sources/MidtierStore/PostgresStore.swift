@@ -1,0 +1,386 @@
+import Foundation
+import Logging
+import MidtierConfiguration
+import MidtierCore
+import NIOSSL
+import PostgresNIO
+
+/// The shared store for several instances: one PostgreSQL database through postgres-nio
+/// (docs/operations.md).
+///
+/// Every write is one transaction with its audit entry and, for a change other instances must
+/// enforce, a row in `midtier_change` and a `NOTIFY midtier_changes` (see `ChangeFeed`).
+/// Writes that append to the audit or the change log take one transaction-scoped advisory lock
+/// first, so their sequence numbers are handed out in commit order: a reader that has seen
+/// sequence n has seen everything before it, which makes `after=` paging exact and lets an
+/// instance catch up on changes by number. Admin and onboarding writes are rare enough for
+/// that to cost nothing that matters; the request path only reads memory.
+///
+/// Every operation has a deadline (`operationTimeout`): with the server gone, a write fails
+/// with `StoreError` (503 for the caller) within it instead of waiting for a connection.
+public final class PostgresStore: StateStore {
+    /// Text compared by bytes, as identities must be (docs/identity.md).
+    static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
+    static let writeLock: Int64 = 0x4D69_6474_6965_7202
+    /// The channel other instances listen on.
+    public static let changeChannel = "midtier_changes"
+
+    let client: PostgresClient
+    let location: PostgresLocation
+    let logger: Logger
+    let operationTimeout: Duration
+    private let runner: Task<Void, Never>
+
+    /// Connects (the pool connects lazily) and creates or migrates the schema; several
+    /// instances starting at once migrate one after the other.
+    public init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), logger: Logger) async throws(StoreError) {
+        self.location = location
+        self.logger = logger
+        self.operationTimeout = operationTimeout
+        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        self.client = client
+        self.runner = Task { await client.run() }
+        do {
+            try await withDeadline(.seconds(30)) { try await PostgresSchema.migrate(client, logger: logger) }
+        } catch {
+            runner.cancel()
+            throw StoreError("cannot open the PostgreSQL store at \(location.description): \(Self.describe(error))")
+        }
+    }
+
+    deinit { runner.cancel() }
+
+    /// Closes the connections.
+    public func close() { runner.cancel() }
+
+    /// A PostgreSQL error in words, with the server's message when there is one (never a
+    /// password: postgres-nio does not put it in its errors).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return message }
+            return "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
+        }
+        if error is DeadlineExceeded { return "no answer within the deadline" }
+        return "\(error)"
+    }
+
+    // MARK: Running operations
+
+    private func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw DeadlineExceeded()
+            }
+            defer { group.cancelAll() }
+            return try await group.next()!
+        }
+    }
+
+    /// One write transaction, holding the write lock (commit-ordered sequences).
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
+        let logger = self.logger
+        let client = self.client
+        do {
+            return try await withDeadline(operationTimeout) {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
+                    return try await body(connection, logger)
+                }
+            }
+        } catch {
+            throw StoreError("PostgreSQL write failed: \(Self.describe(error))")
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(StoreError) -> T {
+        let logger = self.logger
+        let client = self.client
+        do {
+            return try await withDeadline(operationTimeout) { try await body(client, logger) }
+        } catch {
+            throw StoreError("PostgreSQL read failed: \(Self.describe(error))")
+        }
+    }
+
+    // MARK: Rows
+
+    static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
+
+    typealias RegistrationRow = (String, String, String, String, String, String, String, String, String, String, Int64, Int64, String)
+
+    static func registration(_ row: RegistrationRow) -> Registration {
+        Registration(id: row.0, appId: row.1, user: UserIdentity(realm: row.2, id: row.3), deviceType: row.4, deviceModel: row.5,
+                     deviceId: row.6, formFactor: row.7, apnsDeviceToken: row.8, androidGcmRegistrationId: row.9,
+                     createdAt: row.10, lastContactAt: row.11,
+                     // An unreadable state is treated as the safest one.
+                     state: Registration.State(rawValue: row.12) ?? .wiped)
+    }
+
+    static func registrations(_ rows: PostgresRowSequence) async throws -> [Registration] {
+        var found: [Registration] = []
+        for try await row in rows.decode(RegistrationRow.self) { found.append(registration(row)) }
+        return found
+    }
+
+    static func append(_ entry: AuditEntry, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO midtier_audit (at, actor, action, target, detail, source)
+            VALUES (\(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.detail), \(entry.source))
+            """, logger: logger)
+    }
+
+    /// Records a change other instances must apply, and wakes them (delivered at commit).
+    static func announce(_ change: StoreChange, at milliseconds: Int64, on connection: PostgresConnection, logger: Logger) async throws {
+        let (kind, first, second) = change.columns
+        try await connection.query("""
+            INSERT INTO midtier_change (at, kind, key_a, key_b) VALUES (\(milliseconds), \(kind), \(first), \(second))
+            """, logger: logger)
+        try await connection.query("SELECT pg_notify(\(Self.changeChannel), '')", logger: logger)
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    // MARK: Registrations
+
+    public func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
+        try await write { connection, logger in
+            let retired = try await connection.query("SELECT 1 FROM midtier_retired_registration WHERE id = \(r.id)", logger: logger)
+            for try await _ in retired { return InsertOutcome.idTaken }
+            if let maximumPerUser {
+                let rows = try await connection.query("""
+                    SELECT COUNT(*) FROM midtier_registration WHERE user_realm = \(r.user.realm) AND user_id = \(r.user.id)
+                    """, logger: logger)
+                var count: Int64 = 0
+                for try await (value) in rows.decode(Int64.self) { count = value }
+                if count >= Int64(maximumPerUser) { return .limitReached(limit: maximumPerUser) }
+            }
+            let inserted = try await connection.query("""
+                INSERT INTO midtier_registration (\(unescaped: Self.columns))
+                VALUES (\(r.id), \(r.appId), \(r.user.realm), \(r.user.id), \(r.deviceType), \(r.deviceModel), \(r.deviceId), \(r.formFactor),
+                        \(r.apnsDeviceToken), \(r.androidGcmRegistrationId), \(r.createdAt), \(r.lastContactAt), \(r.state.rawValue))
+                ON CONFLICT (id) DO NOTHING RETURNING id
+                """, logger: logger)
+            var added = false
+            for try await _ in inserted { added = true }
+            guard added else { return .idTaken }
+            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            return .inserted
+        }
+    }
+
+    public func registration(id: String) async throws(StoreError) -> Registration? {
+        try await read { client, logger in
+            try await Self.registrations(client.query("SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id)", logger: logger)).first
+        }
+    }
+
+    public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
+        guard let registration = try await registration(id: id) else { return nil }
+        return (registration, try await block(of: registration.user))
+    }
+
+    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+        try await read { client, logger in
+            var query: PostgresQuery = "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE TRUE"
+            if let user = filter.user {
+                query.sql += " AND user_realm = $\(query.binds.count + 1) AND user_id = $\(query.binds.count + 2)"
+                query.binds.append(user.realm)
+                query.binds.append(user.id)
+            }
+            if let app = filter.app {
+                query.sql += " AND app_id = $\(query.binds.count + 1)"
+                query.binds.append(app)
+            }
+            if let state = filter.state {
+                query.sql += " AND state = $\(query.binds.count + 1)"
+                query.binds.append(state.rawValue)
+            }
+            query.sql += " ORDER BY created_at, id"
+            return try await Self.registrations(client.query(query, logger: logger))
+        }
+    }
+
+    public func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+        try await write { connection, logger in
+            let updated = try await connection.query("""
+                UPDATE midtier_registration SET device_type = \(r.deviceType), device_model = \(r.deviceModel), device_id = \(r.deviceId),
+                    form_factor = \(r.formFactor), apns_device_token = \(r.apnsDeviceToken),
+                    android_gcm_registration_id = \(r.androidGcmRegistrationId) WHERE id = \(r.id) RETURNING id
+                """, logger: logger)
+            var changed = false
+            for try await _ in updated { changed = true }
+            guard changed else { return false }
+            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            try await Self.announce(.device(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
+            return true
+        }
+    }
+
+    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+                           audit: AuditEntry) async throws(StoreError) -> StateTransition {
+        try await write { connection, logger in
+            let found = try await Self.registrations(connection.query(
+                "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            guard var registration = found.first else { return StateTransition.notFound }
+            guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
+            try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
+            try await Self.append(audit, on: connection, logger: logger)
+            try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
+            registration.state = state
+            return .changed(registration)
+        }
+    }
+
+    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
+        try await write { connection, logger in
+            let found = try await Self.registrations(connection.query(
+                "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            guard let registration = found.first else { return DeleteOutcome.notFound }
+            guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
+            let at = audit?.at ?? Self.now()
+            try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
+            try await connection.query("""
+                INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
+                """, logger: logger)
+            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            try await Self.announce(.registration(id: id), at: at, on: connection, logger: logger)
+            return .deleted(registration)
+        }
+    }
+
+    public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
+        // Monotonic and unaudited: no write lock, no change to announce.
+        try await read { client, logger in
+            try await client.query("""
+                UPDATE midtier_registration SET last_contact_at = \(milliseconds) WHERE id = \(id) AND last_contact_at < \(milliseconds)
+                """, logger: logger)
+        }
+    }
+
+    // MARK: Blocks
+
+    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
+        try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT kind, reason, since, blocked_by FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id)
+                """, logger: logger)
+            for try await (kind, reason, since, by) in rows.decode((String, String, Int64, String).self) {
+                return UserBlock(user: user, kind: UserBlock.Kind(rawValue: kind) ?? .all, reason: reason, since: since, by: by)
+            }
+            return nil
+        }
+    }
+
+    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+        try await write { connection, logger in
+            try await connection.query("""
+                INSERT INTO midtier_user_block (user_realm, user_id, kind, reason, since, blocked_by)
+                VALUES (\(block.user.realm), \(block.user.id), \(block.kind.rawValue), \(block.reason), \(block.since), \(block.by))
+                ON CONFLICT (user_realm, user_id) DO UPDATE SET kind = EXCLUDED.kind, reason = EXCLUDED.reason,
+                    since = EXCLUDED.since, blocked_by = EXCLUDED.blocked_by
+                """, logger: logger)
+            try await Self.append(audit, on: connection, logger: logger)
+            try await Self.announce(.block(user: block.user), at: audit.at, on: connection, logger: logger)
+        }
+    }
+
+    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
+        try await write { connection, logger in
+            let removed = try await connection.query("""
+                DELETE FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id) RETURNING user_id
+                """, logger: logger)
+            var found = false
+            for try await _ in removed { found = true }
+            guard found else { return false }
+            try await Self.append(audit, on: connection, logger: logger)
+            try await Self.announce(.block(user: user), at: audit.at, on: connection, logger: logger)
+            return true
+        }
+    }
+
+    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+        try await write { connection, logger in
+            try await Self.append(audit, on: connection, logger: logger)
+            try await Self.announce(.tokens(user: user), at: audit.at, on: connection, logger: logger)
+        }
+    }
+
+    // MARK: Changes made by any instance
+
+    /// The newest change's sequence number (0 for none).
+    public func newestChange() async throws(StoreError) -> Int64 {
+        try await read { client, logger in
+            var newest: Int64 = 0
+            for try await value in try await client.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
+                newest = value
+            }
+            return newest
+        }
+    }
+
+    /// Changes after sequence `after`, oldest first, at most `limit`; and whether some that
+    /// followed `after` were pruned already (the caller then cannot catch up by number).
+    public func changes(after: Int64, limit: Int = 10_000) async throws(StoreError) -> (changes: [(Int64, StoreChange)], gap: Bool) {
+        try await read { client, logger in
+            var oldest: Int64 = 0
+            for try await value in try await client.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
+                oldest = value
+            }
+            var found: [(Int64, StoreChange)] = []
+            let rows = try await client.query("""
+                SELECT sequence, kind, key_a, key_b FROM midtier_change WHERE sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
+                """, logger: logger)
+            for try await (sequence, kind, first, second) in rows.decode((Int64, String, String, String).self) {
+                if let change = StoreChange(kind: kind, first: first, second: second) { found.append((sequence, change)) }
+            }
+            return (found, oldest > after + 1 && oldest != 0)
+        }
+    }
+
+    /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
+    public func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
+        let cutoff = Self.now() - milliseconds
+        try await read { client, logger in
+            try await client.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
+        }
+    }
+
+    // MARK: Audit
+
+    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+        try await write { connection, logger in try await Self.append(entry, on: connection, logger: logger) }
+    }
+
+    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
+                WHERE at >= \(since) ORDER BY sequence LIMIT \(Int64(limit))
+                """, logger: logger)
+            var entries: [AuditEntry] = []
+            for try await (sequence, at, actor, action, target, detail, source) in rows.decode((Int64, Int64, String, String, String, String, String).self) {
+                entries.append(AuditEntry(sequence: sequence, at: at, actor: actor, action: action, target: target, detail: detail, source: source))
+            }
+            return entries
+        }
+    }
+
+    public func ping() async -> Bool {
+        do {
+            let one: Int32 = try await read { client, logger in
+                var one: Int32 = 0
+                let rows = try await client.query("SELECT 1::INT4", logger: logger)
+                for try await value in rows.decode(Int32.self) { one = value }
+                return one
+            }
+            return one == 1
+        } catch {
+            return false
+        }
+    }
+}
+
+/// An operation ran past its deadline.
+struct DeadlineExceeded: Error {}

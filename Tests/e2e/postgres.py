@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""A throwaway PostgreSQL server for the tests: `initdb` into a temporary folder, on a free
+loopback port, run as the `postgres` system user when the tests run as root (the server
+refuses root), and always stopped and removed at the end, even when a test fails.
+
+As a library:
+    with ThrowawayPostgres() as pg:
+        pg.url            # postgres://midtier@127.0.0.1:PORT/midtier?sslmode=disable
+        pg.stop(); pg.start()   # the store goes away and comes back on the same port
+        pg.sql("SELECT 1")      # psql as the superuser
+
+As a command, around another one (`make test` runs `swift test` this way):
+    python3 Tests/e2e/postgres.py run -- swift test --skip-build
+which exports MIDTIER_TEST_POSTGRES with the server's URL and the database's name for tests
+that make their own databases.
+"""
+import glob, os, pwd, shutil, signal, socket, subprocess, sys, tempfile, time
+
+
+def _binary(name):
+    """A PostgreSQL program from PATH, or from Debian's versioned folder."""
+    found = shutil.which(name)
+    if found:
+        return found
+    candidates = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if not candidates:
+        raise RuntimeError(f"{name} not found: install PostgreSQL (make deps does)")
+    return candidates[-1]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ThrowawayPostgres:
+    def __init__(self, ssl=False):
+        self.port = _free_port()
+        self.folder = tempfile.mkdtemp(prefix="midtier-pg-")
+        self.data = os.path.join(self.folder, "data")
+        self.log = os.path.join(self.folder, "postgres.log")
+        self.ssl = ssl
+        self.as_postgres = os.geteuid() == 0
+        self.user = "midtier"
+        self.database = "midtier"
+
+    @property
+    def url(self):
+        return f"postgres://{self.user}@127.0.0.1:{self.port}/{self.database}?sslmode=disable"
+
+    def _run(self, command, **kwargs):
+        if self.as_postgres:
+            command = ["runuser", "-u", "postgres", "--"] + command
+        return subprocess.run(command, check=True, capture_output=True, text=True, **kwargs)
+
+    def __enter__(self):
+        try:
+            if self.as_postgres:
+                entry = pwd.getpwnam("postgres")
+                os.chown(self.folder, entry.pw_uid, entry.pw_gid)
+            self._run([_binary("initdb"), "-D", self.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"])
+            with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
+                conf.write(f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = '{self.folder}'\n"
+                           "fsync = on\nmax_connections = 200\n")
+            self.start()
+            self.sql(f"CREATE ROLE {self.user} LOGIN CREATEDB")
+            self.sql(f"CREATE DATABASE {self.database} OWNER {self.user}")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def start(self):
+        self._run([_binary("pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60", "start"])
+
+    def stop(self, mode="fast"):
+        """Stops the server (`immediate` is a crash: no shutdown checkpoint)."""
+        self._run([_binary("pg_ctl"), "-D", self.data, "-m", mode, "-w", "-t", "60", "stop"])
+
+    def running(self):
+        result = subprocess.run(["runuser", "-u", "postgres", "--", _binary("pg_ctl"), "-D", self.data, "status"] if self.as_postgres
+                                else [_binary("pg_ctl"), "-D", self.data, "status"], capture_output=True)
+        return result.returncode == 0
+
+    def sql(self, statement, database="postgres"):
+        """Runs SQL as the superuser; returns psql's unaligned output."""
+        return self._run([_binary("psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", database,
+                          "-v", "ON_ERROR_STOP=1", "-At", "-c", statement]).stdout
+
+    def __exit__(self, *exc):
+        try:
+            if os.path.exists(os.path.join(self.data, "postmaster.pid")):
+                self.stop(mode="immediate")
+        except Exception:
+            pass
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] != "run" or argv[2] != "--":
+        print(__doc__)
+        return 2
+    with ThrowawayPostgres() as pg:
+        environment = dict(os.environ, MIDTIER_TEST_POSTGRES=pg.url)
+        child = subprocess.Popen(argv[3:], env=environment)
+        # Pass a Ctrl-C or TERM on, and still stop the server afterwards.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda number, frame: child.send_signal(number))
+        return child.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
