@@ -8,9 +8,10 @@ BIN := .build/debug/midtier
 run: deps certs build
 	@scripts/run-demo.sh $(BIN)
 
-## Run every test: unit and in-process socket tests (swift test), then end-to-end tests of
-## the real binary (curl, xmlsec1; SIGKILL durability, restarts, reload; pyodata; the
-## hostile-input corpus).
+## Run every test: unit and in-process socket tests (swift test; the store tests on SQLite and
+## on a throwaway PostgreSQL), then end-to-end tests of the real binary (curl, xmlsec1; SIGKILL
+## durability, restarts, reload; pyodata; the hostile-input corpus; isolation and identity;
+## two instances on one PostgreSQL).
 test: deps certs
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
@@ -21,6 +22,7 @@ test: deps certs
 	python3 Tests/e2e/hostile.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN)
 	python3 Tests/e2e/identity.py $(BIN)
+	python3 Tests/e2e/instances.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -94,11 +94,12 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(within limit: Duration? = nil,
+                           _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
-            return try await withDeadline(operationTimeout) { try await body(client, logger) }
+            return try await withDeadline(limit ?? operationTimeout) { try await body(client, logger) }
         } catch {
             throw StoreError("PostgreSQL read failed: \(Self.describe(error))")
         }
@@ -369,7 +370,8 @@ public final class PostgresStore: StateStore {
 
     public func ping() async -> Bool {
         do {
-            let one: Int32 = try await read { client, logger in
+            // A load balancer's probe must get its answer within a couple of seconds.
+            let one: Int32 = try await read(within: .seconds(2)) { client, logger in
                 var one: Int32 = 0
                 let rows = try await client.query("SELECT 1::INT4", logger: logger)
                 for try await value in rows.decode(Int32.self) { one = value }

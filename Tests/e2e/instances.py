@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Two `midtier` instances sharing one throwaway PostgreSQL (docs/operations.md), with the
+real sandbox as SuccessFactors:
+
+1. A registration made through one instance serves through the other; the admin API of each
+   answers the same.
+2. Block, unblock, lock, unlock, wipe, delete and token purge made on one instance are
+   enforced by the other; the time each took is measured (the change is made on A, then B is
+   called until it answers the new way) and printed; each must be under one second.
+3. `kill -9` of an instance during a stream of admin writes loses no acknowledged write.
+4. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
+   registration keeps being served from memory; PostgreSQL starts again: ready and writing
+   again without a restart, and a block made afterwards is enforced across instances.
+5. A dump of the database holds no password or admin token.
+
+Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exits 1 on failure.
+"""
+import base64, json, os, shutil, subprocess, sys, tempfile, threading, time
+import urllib.error, urllib.request
+from harness import Checks, free_port, wait_for, demo_config, kill_all
+from postgres import ThrowawayPostgres
+
+BIN = os.path.abspath(sys.argv[1])
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ADMIN_TOKEN = "instances-admin-" + os.urandom(12).hex()
+check = Checks("instances")
+processes = []
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def call(port, method, path, headers=None, body=None, timeout=10):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        return 0, {}, str(error).encode()
+
+
+def basic(user, password):
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def header(headers, name):
+    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
+
+
+def metric(port, name):
+    """The sum of a Prometheus counter over its labels, from the admin listener."""
+    _, _, body = call(port, "GET", "/metrics")
+    total = 0.0
+    for line in body.decode().splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def until(condition, seconds=5.0, step=0.005):
+    """Seconds until `condition()` held (polled every `step`), or None past `seconds`."""
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        if condition():
+            return time.monotonic() - started
+        time.sleep(step)
+    return None
+
+
+work = tempfile.mkdtemp(prefix="midtier-instances-")
+try:
+    with ThrowawayPostgres() as pg:
+        sport = free_port()
+        hash_ = subprocess.run([BIN, "hash-secret", "--cost", "10"], input=ADMIN_TOKEN + "\n", capture_output=True, text=True, check=True).stdout.strip()
+        instances = []
+        for name in ["a", "b"]:
+            mport, aport = free_port(), free_port()
+            folder = os.path.join(work, name)
+            os.makedirs(folder)
+            config = demo_config(REPO, folder, mport, aport, adminTokenHashes=[hash_],
+                                 store={"url": f"postgres://{pg.user}@127.0.0.1:{pg.port}/{pg.database}?sslmode=disable"})
+            sf_path = os.path.join(config, "destinations", "sf.json")
+            sf = json.load(open(sf_path))
+            sf.update({"URL": f"http://127.0.0.1:{sport}", "tokenServiceURL": f"http://127.0.0.1:{sport}/oauth/token"})
+            json.dump(sf, open(sf_path, "w"))
+            instances.append({"name": name, "port": mport, "admin": aport, "config": config, "log": os.path.join(folder, "midtier.log")})
+
+        def start(instance):
+            log = open(instance["log"], "ab")
+            instance["process"] = subprocess.Popen([BIN, "serve", "--config", instance["config"]], cwd=REPO, stdout=log, stderr=log)
+            processes.append(instance["process"])
+            return wait_for(f"http://127.0.0.1:{instance['port']}/healthz", 30)
+
+        processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        # Both at once: the schema is created once, the other waits for it.
+        starters = [threading.Thread(target=start, args=(instance,)) for instance in instances]
+        for thread in starters: thread.start()
+        for thread in starters: thread.join()
+        A, B = instances
+        for instance in instances:
+            status, _, body = call(instance["admin"], "GET", "/readyz")
+            check(f"instance {instance['name']} starts on PostgreSQL and is ready", status == 200,
+                  f"({status} {body[:200]!r} {open(instance['log'], 'rb').read()[-1500:]!r})")
+        schema = pg.sql("SELECT count(*) FROM midtier_schema", database=pg.database).strip()
+        check("the schema was migrated once", schema == "1", f"({schema})")
+
+        ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN, "Content-Type": "application/json"}
+        ALICE = basic("alice", "alice-demo-password")
+        payroll = "/sf/odata/v2/EmployeePayrollRunResults?$format=json&$top=1"
+
+        # --- 1. A registration made through A serves through B. ---
+        status, headers, body = call(A["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}")
+        cid = header(headers, "X-SMP-APPCID")
+        check("alice registers through A", status == 201 and cid, f"({status} {body[:200]!r})")
+        device = {"Authorization": ALICE, "X-SMP-APPCID": cid}
+        status, _, body = call(B["port"], "GET", payroll, device)
+        check("the registration serves through B", status == 200 and b'"100001"' in body, f"({status} {body[:200]!r})")
+        status, _, body = call(A["port"], "GET", payroll, device)
+        check("... and through A", status == 200, f"({status})")
+        answers = [call(instance["admin"], "GET", f"/admin/v1/registrations/{cid}", ADMIN) for instance in instances]
+        same = [json.loads(body) for status, _, body in answers if status == 200]
+        check("the admin API of both instances answers the same", len(same) == 2 and same[0] == same[1], f"({answers})")
+
+        # --- 2. Changes made on A are enforced by B, within a second. ---
+        figures = []
+
+        def enforced(what, change, expect_on_b):
+            """Makes `change` on A; returns the seconds until B's answer satisfied `expect_on_b`."""
+            status = change()
+            took = until(lambda: expect_on_b(call(B["port"], "GET", payroll, device)))
+            figures.append((what, took))
+            check(f"{what} on A (admin {status}) is enforced by B within 1 s", status in (200, 204) and took is not None and took < 1.0,
+                  f"(took {took})")
+
+        refused = lambda code: (lambda answer: answer[0] == 403 and header(answer[1], "x-message-code") == code)
+        served = lambda answer: answer[0] == 200
+        enforced("block", lambda: call(A["admin"], "PUT", "/admin/v1/users/alice/block", ADMIN, b'{"type":"traffic"}')[0], refused("TRAFFIC_BLOCKED"))
+        enforced("unblock", lambda: call(A["admin"], "DELETE", "/admin/v1/users/alice/block", ADMIN)[0], served)
+        enforced("lock", lambda: call(A["admin"], "POST", f"/admin/v1/registrations/{cid}/lock", ADMIN)[0], refused("TRAFFIC_REG_LOCKED"))
+        enforced("unlock", lambda: call(A["admin"], "POST", f"/admin/v1/registrations/{cid}/unlock", ADMIN)[0], served)
+        # A purge on A drops B's cached token: B's next call makes a new exchange.
+        exchanges = metric(B["admin"], "midtier_token_exchanges_total")
+        status = call(A["admin"], "DELETE", "/admin/v1/tokens/alice", ADMIN)[0]
+        took = until(lambda: call(B["port"], "GET", payroll, device)[0] == 200 and metric(B["admin"], "midtier_token_exchanges_total") > exchanges,
+                     step=0.02)
+        figures.append(("token purge", took))
+        check("a token purge on A makes B exchange a new token within 1 s", status == 200 and took is not None and took < 1.0, f"({status} took {took})")
+        # Lock and wipe made through self-service on A.
+        status, headers, body = call(A["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}")
+        second = header(headers, "X-SMP-APPCID")
+        second_device = {"Authorization": ALICE, "X-SMP-APPCID": second}
+        call(B["port"], "GET", payroll, second_device)
+        status = call(A["port"], "POST", f"/mobileservices/me/registrations/{second}/wipe", {"Authorization": ALICE})[0]
+        took = until(lambda: refused("TRAFFIC_REG_WIPED")(call(B["port"], "GET", payroll, second_device)))
+        figures.append(("self-service wipe", took))
+        check("a self-service wipe on A is enforced by B within 1 s", status == 200 and took is not None and took < 1.0, f"({status} took {took})")
+        status = call(A["admin"], "DELETE", f"/admin/v1/registrations/{cid}", ADMIN)[0]
+        took = until(lambda: call(B["port"], "GET", payroll, device)[0] in (401, 403))
+        figures.append(("delete", took))
+        check("a delete on A is enforced by B within 1 s", status == 204 and took is not None and took < 1.0, f"({status} took {took})")
+        print("enforcement across instances (seconds): " + ", ".join(f"{what} {took:.3f}" if took is not None else f"{what} never"
+                                                                   for what, took in figures))
+
+        # --- 3. kill -9 during a stream of admin writes loses nothing acknowledged. ---
+        acknowledged, stop = [], threading.Event()
+
+        def writer():
+            n = 0
+            while not stop.is_set():
+                status = call(A["admin"], "PUT", f"/admin/v1/users/crash{n}/block", ADMIN, b'{"type":"all","reason":"crash test"}', timeout=5)[0]
+                if status == 200:
+                    acknowledged.append(f"crash{n}")
+                n += 1
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        until(lambda: len(acknowledged) >= 30, seconds=20)
+        A["process"].kill()
+        A["process"].wait()
+        stop.set()
+        thread.join()
+        lost = [user for user in acknowledged if call(B["admin"], "GET", f"/admin/v1/users/{user}", ADMIN)[0] != 200
+                or json.loads(call(B["admin"], "GET", f"/admin/v1/users/{user}", ADMIN)[2]).get("block") is None]
+        check(f"kill -9 of A after {len(acknowledged)} acknowledged blocks: B has every one", len(acknowledged) >= 30 and not lost, f"(lost {lost})")
+        check("A starts again on the same store", start(A))
+
+        # --- 4. The store goes away and comes back. ---
+        status, headers, body = call(B["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}")
+        live = {"Authorization": ALICE, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
+        check("a registration for the outage", status == 201 and call(B["port"], "GET", payroll, live)[0] == 200)
+        pg.stop()
+        took = until(lambda: call(B["admin"], "GET", "/readyz")[0] == 503, seconds=15, step=0.1)
+        check("PostgreSQL stopped: /readyz is 503 within a few seconds", took is not None and took < 10, f"(took {took})")
+        print(f"store down: /readyz 503 after {took if took is None else round(took, 2)} s")
+        status, _, body = call(B["admin"], "PUT", "/admin/v1/users/bob/block", ADMIN, b'{"type":"all"}', timeout=20)
+        odata = json.loads(body).get("error", {}).get("code") if body.startswith(b"{") else None
+        check("a write answers 503 with an OData error body", status == 503 and odata, f"({status} {body[:200]!r})")
+        status, _, body = call(B["port"], "GET", payroll, live, timeout=20)
+        check("a known registration keeps being served from memory", status == 200, f"({status} {body[:200]!r})")
+        pg.start()
+        took = until(lambda: call(B["admin"], "GET", "/readyz")[0] == 200 and call(A["admin"], "GET", "/readyz")[0] == 200, seconds=30, step=0.1)
+        check("PostgreSQL back: both instances ready again without a restart", took is not None, f"(took {took})")
+        status, _, body = call(B["admin"], "PUT", "/admin/v1/users/alice/block", ADMIN, b'{"type":"traffic"}', timeout=20)
+        check("writes work again", status == 200, f"({status} {body[:200]!r})")
+        took = until(lambda: refused("TRAFFIC_BLOCKED")(call(A["port"], "GET", payroll, live)), seconds=5)
+        check("a block made on B after the outage is enforced by A (the change feed reconnected)", took is not None and took < 1.0, f"(took {took})")
+
+        # --- 5. Nothing secret in the database. ---
+        dump = subprocess.run(["runuser", "-u", "postgres", "--", "pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database]
+                              if os.geteuid() == 0 else ["pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database],
+                              capture_output=True, text=True)
+        secrets = ["alice-demo-password", ADMIN_TOKEN, "Bearer ", "Basic "]
+        check("a dump of the database holds no password, token or credential",
+              dump.returncode == 0 and "midtier_registration" in dump.stdout and not [s for s in secrets if s in dump.stdout],
+              f"({dump.returncode} {[s for s in secrets if s in dump.stdout]} {dump.stderr[-300:]})")
+        for instance in instances:
+            check(f"instance {instance['name']} is still running", instance["process"].poll() is None,
+                  open(instance["log"], "rb").read()[-1000:].decode(errors="replace"))
+        kill_all(processes)
+        processes.clear()
+finally:
+    kill_all(processes)
+    shutil.rmtree(work, ignore_errors=True)
+
+check.finish()
