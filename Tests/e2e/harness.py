@@ -1,5 +1,6 @@
 """What the end-to-end scripts share: counted checks ending in one summary line, free loopback
 ports, and waiting for a server to answer. Standard library only."""
+import base64
 import socket
 import sys
 import time
@@ -72,3 +73,15 @@ def kill_all(processes):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def basic(user, password):
+    """An Authorization value for HTTP Basic, from text or bytes."""
+    raw_user = user.encode() if isinstance(user, str) else user
+    raw_password = password.encode() if isinstance(password, str) else password
+    return "Basic " + base64.b64encode(raw_user + b":" + raw_password).decode()
+
+
+def header(headers, name):
+    """A header's value from a dict of response headers, by its name in any case."""
+    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)

@@ -9,7 +9,7 @@ Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.request
-from harness import Checks, free_port, demo_config, kill_all
+from harness import Checks, basic, demo_config, free_port, header, kill_all
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -111,18 +111,6 @@ def raw_answer(port, data, timeout=5):
     if not answer.startswith(b"HTTP/1.1 "):
         return 0, {}, answer
     return int(answer[9:12]), headers, body
-
-
-def basic(user, password):
-    """An Authorization value for HTTP Basic, from text or bytes."""
-    raw_user = user.encode() if isinstance(user, str) else user
-    raw_password = password.encode() if isinstance(password, str) else password
-    return "Basic " + base64.b64encode(raw_user + b":" + raw_password).decode()
-
-
-def header(headers, name):
-    """A header's value from `call`'s headers, by its name in any case."""
-    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
 
 
 def call(port, method, path, headers=None, body=None, timeout=10):

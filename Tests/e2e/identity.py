@@ -22,7 +22,7 @@ Standard library and the `openssl` command only; every process is killed at the 
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
-from harness import Checks, free_port, wait_for, demo_config, kill_all
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -34,14 +34,6 @@ check = Checks("identity")
 
 def b64url(data):
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def header(headers, name):
-    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
 
 
 def call(port, method, path, headers=None, body=None):

@@ -17,7 +17,7 @@ Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exi
 """
 import base64, json, os, shutil, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
-from harness import Checks, free_port, wait_for, demo_config, kill_all
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1])
@@ -37,14 +37,6 @@ def call(port, method, path, headers=None, body=None, timeout=10):
         return error.code, dict(error.headers), error.read()
     except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
         return 0, {}, str(error).encode()
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-def header(headers, name):
-    return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
 
 
 def metric(port, name):

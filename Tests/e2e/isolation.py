@@ -30,7 +30,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 import base64, hashlib, http.client, http.server, json, os, random, re, shutil, signal, socket, socketserver
 import subprocess, sys, tempfile, threading, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from harness import Checks, free_port, wait_for, demo_config, kill_all
+from harness import Checks, basic, demo_config, free_port, kill_all, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -43,10 +43,6 @@ started = time.monotonic()
 
 
 check = Checks("isolation")
-
-
-def basic(user, password):
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 # --- The stand-in back end and token service ------------------------------------------------
