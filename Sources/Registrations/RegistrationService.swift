@@ -231,13 +231,15 @@ public struct RegistrationService: Sendable {
         case .active: break
         }
         let now = now()
-        if Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) != nil,
-           let current = try await store.currentRegistration(id: registration.id),
-           let (action, detail) = Self.offlineAction(offline: now - current.lastContactAt, policy: policy) {
-            // Judged on the store's last contact, not memory's: another instance may have
-            // served the device since, and every instance must give the same answer.
-            _ = try await apply(action, to: registration.id, by: .system, detail: detail)
-            return action == .wipe ? .wiped : .locked
+        if Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) != nil {
+            // Judged on the store's registration, not memory's: another instance may have
+            // served the device (or deleted the registration) since, and every instance must
+            // give the same answer.
+            guard let current = try await store.currentRegistration(id: registration.id), current.user == user else { return .unknown }
+            if let (action, detail) = Self.offlineAction(offline: now - current.lastContactAt, policy: policy) {
+                _ = try await apply(action, to: registration.id, by: .system, detail: detail)
+                return action == .wipe ? .wiped : .locked
+            }
         }
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
             // The last contact is not an acknowledged change: it is written beside the

@@ -131,7 +131,13 @@ import Testing
             let received = Mutex<[StoreChange]>([])
             let running = Task { await feed.run { event in if case .changes(let changes) = event { received.withLock { $0 += changes } } } }
             defer { running.cancel() }
-            try await Task.sleep(for: .seconds(1))  // the feed connects and notes where it starts
+            // The feed has started once a probe change made after its start reaches it.
+            let probe = UserIdentity.local("probe")
+            for _ in 0..<100 where !received.withLock({ $0.contains(.tokens(user: probe)) }) {
+                try await writer.purgeTokens(of: probe, audit: Self.audit("tokens.purge"))
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            received.withLock { $0.removeAll() }
 
             let bob = UserIdentity.local("bob")
             _ = try await writer.insert(Self.registration("r1"), maximumPerUser: nil, audit: nil)
