@@ -27,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        // jwt-kit needs ≥ 4.1.0 (../shared/TOOLCHAIN.md); AES-GCM for back-end sessions.
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -92,6 +94,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The back ends' session cookies per registration and destination: memory, and sealed
+        // (AES-GCM) copies in the store that every instance continues.
+        .target(
+            name: "BackendSessions",
+            dependencies: [
+                "MidtierStore", "MidtierConfiguration", "MidtierCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // $metadata facet patches (libxml2).
         .target(
             name: "MetadataPatching",
@@ -149,7 +162,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
-                "MidtierCore",
+                "MidtierCore", "BackendSessions",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,7 +204,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
-                "MetadataPatching", "MidtierCore",
+                "MetadataPatching", "MidtierCore", "BackendSessions",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

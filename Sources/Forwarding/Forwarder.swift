@@ -29,7 +29,7 @@ public struct ForwardingContext: Sendable {
     public var publicHost: String
     /// The `Authorization` value Midtier sends (Bearer or Basic), or nil for none.
     public var authorization: String?
-    /// The back end's own cookies for this registration (from `BackendCookieJar`).
+    /// The back end's own cookies for this registration (from `BackendSessions`).
     public var backendCookies: String?
 
     public init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {

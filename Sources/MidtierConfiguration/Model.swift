@@ -116,6 +116,9 @@ public struct ServerSettings: Sendable {
     /// `maxRegistrationsPerUser`: the most registrations one user may hold, over all apps.
     /// Default 20.
     public var maxRegistrationsPerUser: Int
+    /// `backendSessionKeys`: the keys that seal the back-end sessions kept in the store. The
+    /// first seals, every one opens (rotation); none keeps sessions in memory only.
+    public var backendSessionKeys: [BackendSessionKey]
 
     public init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -126,7 +129,8 @@ public struct ServerSettings: Sendable {
         logLevel: String = "info",
         maxRequestBodyBytes: Int = 10 * 1024 * 1024,
         credentialCacheSeconds: Int = 300,
-        maxRegistrationsPerUser: Int = 20
+        maxRegistrationsPerUser: Int = 20,
+        backendSessionKeys: [BackendSessionKey] = []
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -137,7 +141,22 @@ public struct ServerSettings: Sendable {
         self.maxRequestBodyBytes = maxRequestBodyBytes
         self.credentialCacheSeconds = credentialCacheSeconds
         self.maxRegistrationsPerUser = maxRegistrationsPerUser
+        self.backendSessionKeys = backendSessionKeys
     }
+}
+
+/// A 256-bit key that seals back-end sessions at rest (docs/configuration.md,
+/// `backendSessionKeys`). Never printed.
+public struct BackendSessionKey: Sendable, Equatable, CustomStringConvertible {
+    public static let byteCount = 32
+    public let bytes: [UInt8]
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    public var description: String { "BackendSessionKey(\(Self.byteCount) bytes, not shown)" }
 }
 
 /// How devices of an app prove who their user is (SPEC §3).

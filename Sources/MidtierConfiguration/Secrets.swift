@@ -9,35 +9,40 @@ extension ConfigurationLoader {
     /// almost always a variable or file that was not filled in.
     func secret(_ reader: ObjectReader, _ name: String, required: Bool, requiredBecause reason: String? = nil) -> String? {
         guard let value = reader.value(name, required: required, requiredBecause: reason) else { return nil }
+        return secret(value, path: reader.key(name), problems: reader.problems)
+    }
+
+    /// Resolves a secret given as `value` at key path `path` (an array element, say).
+    func secret(_ value: JSON, path keyPath: String, problems: FileProblems) -> String? {
         switch value {
         case .string(let inline):
             guard !inline.isEmpty else {
-                reader.problem(name, "must not be empty")
+                problems.add(keyPath, "must not be empty")
                 return nil
             }
             return inline
         case .object:
-            guard let source = ObjectReader.make(value, path: reader.key(name), problems: reader.problems) else { return nil }
+            guard let source = ObjectReader.make(value, path: keyPath, problems: problems) else { return nil }
             let variable = source.string("env")
             let path = source.string("file")
             source.reportUnknownKeys()
             switch (source.contains("env"), source.contains("file")) {
             case (true, true):
-                reader.problem(name, "give either env or file, not both")
+                problems.add(keyPath, "give either env or file, not both")
                 return nil
             case (false, false):
-                reader.problem(name, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"}")
+                problems.add(keyPath, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"}")
                 return nil
             default:
                 break
             }
             if let variable {
                 guard let resolved = environment[variable] else {
-                    reader.problem(name, "environment variable \(variable) is not set")
+                    problems.add(keyPath, "environment variable \(variable) is not set")
                     return nil
                 }
                 guard !resolved.isEmpty else {
-                    reader.problem(name, "environment variable \(variable) is empty")
+                    problems.add(keyPath, "environment variable \(variable) is empty")
                     return nil
                 }
                 return resolved
@@ -45,18 +50,18 @@ extension ConfigurationLoader {
             if let path {
                 switch readFile(path) {
                 case .failure(let error):
-                    reader.problem(name, "cannot read secret file \(path): \(error.message)")
+                    problems.add(keyPath, "cannot read secret file \(path): \(error.message)")
                     return nil
                 case .success(let bytes):
                     guard var text = utf8Text(bytes) else {
-                        reader.problem(name, "secret file \(path) is not UTF-8 text")
+                        problems.add(keyPath, "secret file \(path) is not UTF-8 text")
                         return nil
                     }
                     // Files written with `echo` or an editor end in a line break that is not
                     // part of the secret.
                     while text.hasSuffix("\n") || text.hasSuffix("\r") || text.hasSuffix("\r\n") { text.removeLast() }
                     guard !text.isEmpty else {
-                        reader.problem(name, "secret file \(path) is empty")
+                        problems.add(keyPath, "secret file \(path) is empty")
                         return nil
                     }
                     return text
@@ -64,7 +69,7 @@ extension ConfigurationLoader {
             }
             return nil
         default:
-            reader.problem(name, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"} (found \(value.kind))")
+            problems.add(keyPath, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"} (found \(value.kind))")
             return nil
         }
     }

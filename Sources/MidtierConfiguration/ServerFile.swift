@@ -60,6 +60,7 @@ extension ConfigurationLoader {
         if let bytes = reader.integer("maxRequestBodyBytes", in: 1...Int.max) { settings.maxRequestBodyBytes = bytes }
         if let seconds = reader.integer("credentialCacheSeconds", in: 0...86400) { settings.credentialCacheSeconds = seconds }
         if let count = reader.integer("maxRegistrationsPerUser", in: 1...100_000) { settings.maxRegistrationsPerUser = count }
+        if let keys = backendSessionKeys(reader) { settings.backendSessionKeys = keys }
 
         reader.reportUnknownKeys()
         return settings
@@ -67,6 +68,27 @@ extension ConfigurationLoader {
 }
 
 extension ConfigurationLoader {
+    /// `backendSessionKeys`: an array of secrets, each 32 random bytes in base64
+    /// (`openssl rand -base64 32`). The value never appears in a message.
+    func backendSessionKeys(_ reader: ObjectReader) -> [BackendSessionKey]? {
+        guard let elements = reader.array("backendSessionKeys") else { return nil }
+        var keys: [BackendSessionKey] = []
+        for (path, value) in elements {
+            guard let text = secret(value, path: path, problems: reader.problems) else { continue }
+            guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)),
+                  let key = BackendSessionKey(bytes: Array(data)) else {
+                reader.problems.add(path, "must be \(BackendSessionKey.byteCount) random bytes in base64 (make one with `openssl rand -base64 32`)")
+                continue
+            }
+            if keys.contains(key) {
+                reader.problems.add(path, "repeats an earlier key")
+                continue
+            }
+            keys.append(key)
+        }
+        return keys
+    }
+
     /// `store`: a string (`sqlite:PATH` or a `postgres://` URL), or for PostgreSQL the object
     /// `{"url": "postgres://…", "password": secret}` so that the password can come from
     /// `{"env": …}` or `{"file": …}` instead of the URL.

@@ -1,5 +1,6 @@
 import AdminAPI
 import AsyncHTTPClient
+import BackendSessions
 import Forwarding
 import DeviceAuthentication
 import Foundation
@@ -32,7 +33,8 @@ public final class MidtierServer: Sendable {
     /// JWKS fetches.
     public let httpClients: LoopLocalHTTPClients
     public let metrics = MidtierMetrics()
-    public let cookieJar: BackendCookieJar
+    /// The back ends' session cookies, per registration and destination.
+    public let sessions: BackendSessions
     /// Failed device sign-ins, and admin tokens, per address and user name; and the queue in
     /// front of bcrypt. They outlive reloads (docs/identity.md).
     let deviceSignIns: SignInThrottle
@@ -60,13 +62,13 @@ public final class MidtierServer: Sendable {
         }
         self.httpClients = httpClients
         self.tokens = tokenCache
-        let cookieJar = BackendCookieJar()
-        self.cookieJar = cookieJar
+        let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger)
+        self.sessions = sessions
         let runtime = self.runtime
         self.registrations = RegistrationService(
             store: store, now: clock,
             maximumPerUser: { runtime.current.configuration.server.maxRegistrationsPerUser },
-            sessionsEnded: { cookieJar.remove(registration: $0) })
+            sessionsEnded: { sessions.ended(registration: $0) })
         self.configurationDirectory = configurationDirectory
         self.logger = logger
     }
@@ -143,7 +145,7 @@ public final class MidtierServer: Sendable {
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let forwarder = Forwarder(clients: httpClients, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
-                                 cookieJar: cookieJar, metrics: metrics, logger: logger)
+                                 sessions: sessions, metrics: metrics, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
         return Application(
             responder: responder,
@@ -199,7 +201,7 @@ public final class MidtierServer: Sendable {
                 switch change {
                 case .registration(let id):
                     cache.forget(registration: id)
-                    cookieJar.remove(registration: id)
+                    sessions.ended(registration: id)
                 case .device(let id):
                     cache.forget(registration: id)
                 case .block(let user):
@@ -207,11 +209,14 @@ public final class MidtierServer: Sendable {
                     tokens.remove(user: user)
                 case .tokens(let user):
                     tokens.remove(user: user)
+                case .session(let registration, let destination):
+                    sessions.changed(registration: registration, destination: destination)
                 }
             }
         case .everything:
             cache.forgetAll()
             tokens.removeAll()
+            sessions.forgetAll()
         }
     }
 

@@ -1,3 +1,4 @@
+import BackendSessions
 import DeviceAuthentication
 import Forwarding
 import HTTPTypes
@@ -18,7 +19,7 @@ struct ProxyHandler: Sendable {
     let registrations: RegistrationService
     let tokens: TokenCache
     let forwarder: Forwarder
-    let cookieJar: BackendCookieJar
+    let sessions: BackendSessions
     let metrics: MidtierMetrics
     let logger: Logger
 
@@ -153,12 +154,12 @@ struct ProxyHandler: Sendable {
 
         // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
         let url = Forwarder.upstreamURL(destination: destination, remainder: path.remainder, query: request.uri.query)
-        let jarKey = BackendCookieJar.Key(registration: registrationID, destination: name)
         let upstreamPath = String(url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }.prefix { $0 != "?" })
-        let sessionStart = cookieJar.clock
+        let session = await sessions.begin(registration: registrationID, destination: name, path: upstreamPath,
+                                           modifying: ![.get, .head, .options].contains(request.method))
         var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
                                            publicHost: runtime.publicHost, authorization: authorization,
-                                           backendCookies: cookieJar.cookieHeader(for: jarKey, path: upstreamPath))
+                                           backendCookies: session.cookieHeader)
         var upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         if upstream.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
            let exchange = runtime.exchanges[name] {
@@ -170,7 +171,7 @@ struct ProxyHandler: Sendable {
             forwarding.authorization = "Bearer " + renewed.value
             upstream = try await forward(request, destination: destination, url: url, context: forwarding)
         }
-        cookieJar.store(upstream.setCookies, for: jarKey, requestPath: upstreamPath, startedAt: sessionStart)
+        await sessions.finish(session, setCookies: upstream.setCookies)
         logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.identity)", "status": "\(upstream.status)",
                                                      "keptCookies": "\(upstream.setCookies.count)"])
 

@@ -168,6 +168,20 @@ public final class CachedStateStore: StateStore {
         try await base.purgeTokens(of: user, audit: audit)
     }
 
+    // Back-end sessions: their own memory is the cookie jar (BackendSessions).
+
+    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+        try await base.backendSession(registration: registration, destination: destination, now: now)
+    }
+
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
+        try await base.saveBackendSession(session, now: now)
+    }
+
+    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
+        try await base.removeBackendSession(registration: registration, destination: destination)
+    }
+
     // MARK: Changes made elsewhere (another instance on the same store)
 
     /// Forgets what memory holds of a registration, so the next read goes to the store.

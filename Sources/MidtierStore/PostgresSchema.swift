@@ -60,6 +60,18 @@ enum PostgresSchema {
             )
             """,
         ]),
+        (2, "sealed back-end sessions", [
+            """
+            CREATE TABLE midtier_backend_session (
+                registration_id TEXT COLLATE "C" NOT NULL,
+                destination TEXT COLLATE "C" NOT NULL,
+                sealed BYTEA NOT NULL,
+                expires_at BIGINT,
+                PRIMARY KEY (registration_id, destination)
+            )
+            """,
+            "CREATE INDEX midtier_backend_session_expiry ON midtier_backend_session (expires_at) WHERE expires_at IS NOT NULL",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

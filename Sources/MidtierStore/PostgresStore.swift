@@ -227,6 +227,7 @@ public final class PostgresStore: StateStore {
             guard var registration = found.first else { return StateTransition.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
             registration.state = state
@@ -242,6 +243,7 @@ public final class PostgresStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             let at = audit?.at ?? Self.now()
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             try await connection.query("""
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
                 """, logger: logger)
@@ -305,6 +307,52 @@ public final class PostgresStore: StateStore {
         try await write { connection, logger in
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.tokens(user: user), at: audit.at, on: connection, logger: logger)
+        }
+    }
+
+    // MARK: Back-end sessions
+
+    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+        // On the request path: a short deadline, so a store outage costs a request little.
+        try await read(within: .seconds(1)) { client, logger in
+            let rows = try await client.query("""
+                SELECT sealed, expires_at FROM midtier_backend_session
+                WHERE registration_id = \(registration) AND destination = \(destination) AND (expires_at IS NULL OR expires_at > \(now))
+                """, logger: logger)
+            for try await (sealed, expiresAt) in rows.decode((ByteBuffer, Int64?).self) {
+                return SealedBackendSession(registration: registration, destination: destination,
+                                            sealed: Array(buffer: sealed), expiresAt: expiresAt)
+            }
+            return nil
+        }
+    }
+
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
+        try await write { connection, logger in
+            try await connection.query("DELETE FROM midtier_backend_session WHERE expires_at <= \(now)", logger: logger)
+            let saved = try await connection.query("""
+                INSERT INTO midtier_backend_session (registration_id, destination, sealed, expires_at)
+                SELECT \(session.registration), \(session.destination), \(ByteBuffer(bytes: session.sealed)), \(session.expiresAt)
+                WHERE EXISTS (SELECT 1 FROM midtier_registration WHERE id = \(session.registration) AND state = 'active')
+                ON CONFLICT (registration_id, destination) DO UPDATE SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at
+                RETURNING registration_id
+                """, logger: logger)
+            var kept = false
+            for try await _ in saved { kept = true }
+            guard kept else { return false }
+            try await Self.announce(.session(registration: session.registration, destination: session.destination),
+                                    at: now, on: connection, logger: logger)
+            return true
+        }
+    }
+
+    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
+        try await write { connection, logger in
+            try await connection.query("""
+                DELETE FROM midtier_backend_session WHERE registration_id = \(registration) AND destination = \(destination)
+                """, logger: logger)
+            try await Self.announce(.session(registration: registration, destination: destination),
+                                    at: Self.now(), on: connection, logger: logger)
         }
     }
 

@@ -121,6 +121,17 @@ public protocol StateStore: Sendable {
     /// instance sharing the store drops them too.
     func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError)
 
+    // MARK: Back-end sessions (sealed by the caller; gone with their registration's state change)
+
+    /// The session of `registration` with `destination`, unless it expired before `now` (ms).
+    func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession?
+    /// Keeps `session` in place of the one before, if its registration is active; false when it
+    /// is not (locked, wiped or gone since the call that got the cookies started). Expired
+    /// sessions of any registration are dropped on the way.
+    func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool
+    /// Drops the session of `registration` with `destination` (the back end ended it).
+    func removeBackendSession(registration: String, destination: String) async throws(StoreError)
+
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)

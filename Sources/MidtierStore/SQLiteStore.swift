@@ -94,6 +94,18 @@ public final class SQLiteStore: StateStore {
                 );
                 """)
         }
+        migrator.registerMigration("v4: sealed back-end sessions") { db in
+            try db.execute(sql: """
+                CREATE TABLE backend_session (
+                    registration_id TEXT NOT NULL,
+                    destination TEXT NOT NULL,
+                    sealed BLOB NOT NULL,
+                    expires_at INTEGER,
+                    PRIMARY KEY (registration_id, destination)
+                );
+                CREATE INDEX backend_session_expiry ON backend_session(expires_at) WHERE expires_at IS NOT NULL;
+                """)
+        }
         return migrator
     }
 
@@ -211,6 +223,7 @@ public final class SQLiteStore: StateStore {
                 .map(Self.registration) else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
+            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
             try Self.append(audit, in: db)
             registration.state = state
             return .changed(registration)
@@ -223,6 +236,7 @@ public final class SQLiteStore: StateStore {
                 .map(Self.registration) else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
             try db.execute(sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
                            arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
             if let audit { try Self.append(audit, in: db) }
@@ -266,6 +280,38 @@ public final class SQLiteStore: StateStore {
     public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
         // Tokens live in this instance's memory only; nothing else shares an SQLite store.
         try await appendAudit(audit)
+    }
+
+    // MARK: Back-end sessions
+
+    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+        try await read { db in
+            try Row.fetchOne(db, sql: """
+                SELECT sealed, expires_at FROM backend_session
+                WHERE registration_id = ? AND destination = ? AND (expires_at IS NULL OR expires_at > ?)
+                """, arguments: [registration, destination, now]).map { row in
+                SealedBackendSession(registration: registration, destination: destination,
+                                     sealed: Array((row["sealed"] as Data?) ?? Data()), expiresAt: row["expires_at"])
+            }
+        }
+    }
+
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM backend_session WHERE expires_at <= ?", arguments: [now])
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO backend_session (registration_id, destination, sealed, expires_at)
+                SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM registration WHERE id = ? AND state = 'active')
+                """, arguments: [session.registration, session.destination, Data(session.sealed), session.expiresAt, session.registration])
+            return db.changesCount == 1
+        }
+    }
+
+    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ? AND destination = ?",
+                           arguments: [registration, destination])
+        }
     }
 
     // MARK: Audit

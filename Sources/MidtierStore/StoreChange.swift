@@ -10,6 +10,8 @@ public enum StoreChange: Sendable, Equatable {
     case device(id: String)
     case block(user: UserIdentity)
     case tokens(user: UserIdentity)
+    /// A registration's back-end session with a destination changed (new cookies, or ended).
+    case session(registration: String, destination: String)
 
     /// (kind, first key, second key) as stored in `midtier_change`.
     var columns: (String, String, String) {
@@ -18,6 +20,7 @@ public enum StoreChange: Sendable, Equatable {
         case .device(let id): ("device", id, "")
         case .block(let user): ("block", user.realm, user.id)
         case .tokens(let user): ("tokens", user.realm, user.id)
+        case .session(let registration, let destination): ("session", registration, destination)
         }
     }
 
@@ -27,6 +30,7 @@ public enum StoreChange: Sendable, Equatable {
         case "device": self = .device(id: first)
         case "block": self = .block(user: UserIdentity(realm: first, id: second))
         case "tokens": self = .tokens(user: UserIdentity(realm: first, id: second))
+        case "session": self = .session(registration: first, destination: second)
         default: return nil
         }
     }

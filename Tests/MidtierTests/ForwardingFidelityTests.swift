@@ -163,27 +163,6 @@ import Testing
     }
 }
 
-@Suite struct BackendCookieJarTests {
-    @Test func keepsDeletesAndSeparatesSessions() {
-        let jar = BackendCookieJar()
-        let a = BackendCookieJar.Key(registration: "a", destination: "gw")
-        let b = BackendCookieJar.Key(registration: "b", destination: "gw")
-        jar.store(["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)
-        #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "SAP_SESSIONID=s1; sap-usercontext=sap-client=100")
-        #expect(jar.cookieHeader(for: b, path: "/sap/opu") == nil, "another registration has no session")
-        jar.store(["SAP_SESSIONID=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)
-        #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "sap-usercontext=sap-client=100")
-        jar.store(["scoped=1; Path=/only"], for: a, requestPath: "/x", startedAt: jar.clock)
-        #expect(jar.cookieHeader(for: a, path: "/other")?.contains("scoped") == false)
-        #expect(jar.cookieHeader(for: a, path: "/only/here")?.contains("scoped=1") == true)
-        jar.store(["gone=1; Max-Age=0"], for: a, requestPath: "/", startedAt: jar.clock)
-        #expect(jar.cookieHeader(for: a, path: "/")?.contains("gone") == false)
-        #expect(httpDate("Wed, 21 Oct 2015 07:28:00 GMT") == 1_445_412_480)
-        #expect(httpDate("Wed, 21-Oct-2015 07:28:00 GMT") == 1_445_412_480)
-        #expect(httpDate("yesterday") == nil)
-    }
-}
-
 @Suite struct MetadataPatcherTests {
     static let document = """
     <?xml version="1.0" encoding="utf-8"?><edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx">\

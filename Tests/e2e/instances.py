@@ -4,20 +4,24 @@ real sandbox as SuccessFactors:
 
 1. A registration made through one instance serves through the other; the admin API of each
    answers the same.
-2. Block, unblock, lock, unlock, wipe, delete and token purge made on one instance are
+2. A CSRF token fetched through one instance is accepted on a write through the other (a
+   stand-in SAP Gateway that binds tokens to its session cookie), also right after the back
+   end replaced the session; another user's registration never gets that session.
+3. Block, unblock, lock, unlock, wipe, delete and token purge made on one instance are
    enforced by the other; the time each took is measured (the change is made on A, then B is
    called until it answers the new way) and printed. The one-second target is a benchmark
    figure, not asserted here; the check allows ten seconds (missing the feed never converges).
-3. `kill -9` of an instance during a stream of admin writes loses no acknowledged write.
-4. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
+4. `kill -9` of an instance during a stream of admin writes loses no acknowledged write.
+5. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
    registration keeps being served from memory; PostgreSQL starts again: ready and writing
    again without a restart, and a block made afterwards is enforced across instances.
-5. A dump of the database holds no password or admin token.
+6. A dump of the database holds no password, admin token or back-end cookie.
 
 Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exits 1 on failure.
 """
 import base64, json, os, shutil, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
 from postgres import ThrowawayPostgres
 
@@ -60,10 +64,63 @@ def until(condition, seconds=5.0, step=0.005):
     return None
 
 
+class Gateway(BaseHTTPRequestHandler):
+    """SAP Gateway's CSRF protection, as far as a client sees it: a session cookie, a token
+    fetched with `X-CSRF-Token: Fetch` bound to that session, writes refused with
+    `X-CSRF-Token: Required` unless both match."""
+    sessions = {}  # session id -> token
+    issued = []    # every session id handed out (none may appear in clear in the database)
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def session(self):
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == "SAP_SESSIONID" and value in Gateway.sessions:
+                return value, False
+        value = "gwsession-" + os.urandom(12).hex()
+        Gateway.sessions[value] = None
+        Gateway.issued.append(value)
+        return value, True
+
+    def answer(self, status, session, new, token=None, body=b"{}"):
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if new:
+            self.send_header("Set-Cookie", f"SAP_SESSIONID={session}; path=/; HttpOnly")
+        if token:
+            self.send_header("X-CSRF-Token", token)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        with Gateway.lock:
+            session, new = self.session()
+            token = None
+            if (self.headers.get("X-CSRF-Token") or "").lower() == "fetch":
+                token = Gateway.sessions[session] = Gateway.sessions[session] or "token-" + os.urandom(8).hex()
+        self.answer(200, session, new, token)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with Gateway.lock:
+            session, new = self.session()
+            valid = not new and Gateway.sessions.get(session) is not None and self.headers.get("X-CSRF-Token") == Gateway.sessions[session]
+        if valid:
+            self.answer(201, session, False, body=b'{"d":{"created":true}}')
+        else:
+            self.answer(403, session, new, "Required", b'{"error":"CSRF token validation failed"}')
+
+
 work = tempfile.mkdtemp(prefix="midtier-instances-")
 try:
     with ThrowawayPostgres() as pg:
-        sport = free_port()
+        sport, gport = free_port(), free_port()
+        gateway = ThreadingHTTPServer(("127.0.0.1", gport), Gateway)
+        threading.Thread(target=gateway.serve_forever, daemon=True).start()
         hash_ = subprocess.run([BIN, "hash-secret", "--cost", "10"], input=ADMIN_TOKEN + "\n", capture_output=True, text=True, check=True).stdout.strip()
         instances = []
         for name in ["a", "b"]:
@@ -76,6 +133,11 @@ try:
             sf = json.load(open(sf_path))
             sf.update({"URL": f"http://127.0.0.1:{sport}", "tokenServiceURL": f"http://127.0.0.1:{sport}/oauth/token"})
             json.dump(sf, open(sf_path, "w"))
+            json.dump({"Name": "gw", "URL": f"http://127.0.0.1:{gport}/sap/opu/odata/sap/API", "Authentication": "NoAuthentication"},
+                      open(os.path.join(config, "destinations", "gw.json"), "w"))
+            demo = json.load(open(os.path.join(config, "apps", "demo.json")))
+            demo["destinations"] = ["sf", "gw"]
+            json.dump(demo, open(os.path.join(config, "apps", "demo.json"), "w"))
             instances.append({"name": name, "port": mport, "admin": aport, "config": config, "log": os.path.join(folder, "midtier.log")})
 
         def start(instance):
@@ -94,8 +156,10 @@ try:
             status, _, body = call(instance["admin"], "GET", "/readyz")
             check(f"instance {instance['name']} starts on PostgreSQL and is ready", status == 200,
                   f"({status} {body[:200]!r} {open(instance['log'], 'rb').read()[-1500:]!r})")
-        schema = pg.sql("SELECT count(*) FROM midtier_schema", database=pg.database).strip()
-        check("the schema was migrated once", schema == "1", f"({schema})")
+        versions = pg.sql("SELECT string_agg(version::text, ',' ORDER BY version) FROM midtier_schema", database=pg.database).strip()
+        applied = sum(open(instance["log"]).read().count("store schema migrated") for instance in instances)
+        check("every schema migration was applied once, by one of the two", versions.startswith("1,") and applied == versions.count(",") + 1,
+              f"(versions {versions}, {applied} applied)")
 
         ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN, "Content-Type": "application/json"}
         ALICE = basic("alice", "alice-demo-password")
@@ -114,7 +178,35 @@ try:
         same = [json.loads(body) for status, _, body in answers if status == 200]
         check("the admin API of both instances answers the same", len(same) == 2 and same[0] == same[1], f"({answers})")
 
-        # --- 2. Changes made on A are enforced by B, within a second. ---
+        # --- 2. CSRF fetch on one instance, the write on the other. ---
+        items = "/gw/Items"
+        status, _, _ = call(B["port"], "GET", items, device)
+        check("B starts a back-end session (the gateway sets its cookie)", status == 200 and len(Gateway.issued) == 1, f"({status} {Gateway.issued})")
+        status, headers, _ = call(A["port"], "GET", items, dict(device, **{"X-CSRF-Token": "Fetch"}))
+        token = header(headers, "X-CSRF-Token")
+        check("A fetches a CSRF token in that same session", status == 200 and token and len(Gateway.issued) == 1,
+              f"({status} {token} {len(Gateway.issued)} sessions)")
+        check("the session cookie does not reach the device", header(headers, "Set-Cookie") is None)
+        status, headers, body = call(B["port"], "POST", items, dict(device, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
+        check("the write through B with the token fetched through A is accepted", status == 201, f"({status} {body[:200]!r})")
+        # The gateway forgets its sessions (a restart); a fetch through A starts a new one, and the
+        # write through B at once continues it although B still holds the old one in memory.
+        with Gateway.lock:
+            Gateway.sessions.clear()
+        status, headers, _ = call(A["port"], "GET", items, dict(device, **{"X-CSRF-Token": "Fetch"}))
+        token = header(headers, "X-CSRF-Token")
+        status, _, body = call(B["port"], "POST", items, dict(device, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
+        check("right after the back end replaced the session on A, a write through B continues the new one",
+              status == 201 and len(Gateway.issued) == 2, f"({status} {body[:200]!r} {len(Gateway.issued)} sessions)")
+        stored = pg.sql("SELECT count(*) FROM midtier_backend_session", database=pg.database).strip()
+        check("the session is kept (sealed) in the store", stored == "1", f"({stored})")
+        BOB = basic("bob", "bob-demo-password")
+        status, headers, body = call(A["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": BOB}, b"{}")
+        bob = {"Authorization": BOB, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
+        status, _, _ = call(B["port"], "POST", items, dict(bob, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
+        check("bob's registration does not continue alice's session (her token is refused for him)", status == 403, f"({status})")
+
+        # --- 3. Changes made on A are enforced by B, within a second. ---
         figures = []
 
         def enforced(what, change, expect_on_b):
@@ -153,7 +245,7 @@ try:
         print("enforcement across instances (seconds): " + ", ".join(f"{what} {took:.3f}" if took is not None else f"{what} never"
                                                                    for what, took in figures))
 
-        # --- 3. kill -9 during a stream of admin writes loses nothing acknowledged. ---
+        # --- 4. kill -9 during a stream of admin writes loses nothing acknowledged. ---
         acknowledged, stop = [], threading.Event()
 
         def writer():
@@ -176,7 +268,7 @@ try:
         check(f"kill -9 of A after {len(acknowledged)} acknowledged blocks: B has every one", len(acknowledged) >= 30 and not lost, f"(lost {lost})")
         check("A starts again on the same store", start(A))
 
-        # --- 4. The store goes away and comes back. ---
+        # --- 5. The store goes away and comes back. ---
         status, headers, body = call(B["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}")
         live = {"Authorization": ALICE, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
         check("a registration for the outage", status == 201 and call(B["port"], "GET", payroll, live)[0] == 200)
@@ -197,12 +289,12 @@ try:
         took = until(lambda: refused("TRAFFIC_BLOCKED")(call(A["port"], "GET", payroll, live)), seconds=10)
         check("a block made on B after the outage is enforced by A (the change feed reconnected)", took is not None, f"(took {took})")
 
-        # --- 5. Nothing secret in the database. ---
+        # --- 6. Nothing secret in the database. ---
         dump = subprocess.run(["runuser", "-u", "postgres", "--", "pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database]
                               if os.geteuid() == 0 else ["pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database],
                               capture_output=True, text=True)
-        secrets = ["alice-demo-password", ADMIN_TOKEN, "Bearer ", "Basic "]
-        check("a dump of the database holds no password, token or credential",
+        secrets = ["alice-demo-password", ADMIN_TOKEN, "Bearer ", "Basic ", "SAP_SESSIONID"] + Gateway.issued
+        check("a dump of the database holds no password, token, credential or back-end cookie",
               dump.returncode == 0 and "midtier_registration" in dump.stdout and not [s for s in secrets if s in dump.stdout],
               f"({dump.returncode} {[s for s in secrets if s in dump.stdout]} {dump.stderr[-300:]})")
         for instance in instances:

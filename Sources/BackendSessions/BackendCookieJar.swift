@@ -1,0 +1,261 @@
+import Dispatch
+import Foundation
+import MidtierCore
+import Synchronization
+
+/// The back ends' session cookies in memory (docs/device-api.md, "Back-end sessions"): per
+/// registration and destination, so a device's CSRF fetch-then-modify works as SAP Gateway
+/// requires while the cookies never reach the device — and one registration's session never
+/// serves another's. Keys compare registration ids and destination names by their bytes.
+///
+/// Only what a single back end needs: name, value, path and expiry. `Domain` is ignored (a
+/// destination is one back end); `Max-Age`/`Expires` in the past delete a cookie. Bounded:
+/// at most `capacity` jars and 50 cookies of at most 4 KiB per jar; the least recently used
+/// jar goes first.
+///
+/// A jar is either held (its cookies are known, possibly none) or not: `BackendSessions` loads
+/// one that is not held from the store. Two clocks: the wall clock for expiry (as back ends
+/// and the store write it), a monotonic one for ordering calls against ended sessions.
+public final class BackendCookieJar: Sendable {
+    public struct Key: Hashable, Sendable, CustomStringConvertible {
+        public let registration: ExactString
+        public let destination: ExactString
+        public init(registration: String, destination: String) {
+            self.registration = ExactString(registration)
+            self.destination = ExactString(destination)
+        }
+        public var description: String { "\(registration)/\(destination)" }
+    }
+
+    /// One cookie as kept; `Codable` for the sealed copy in the store.
+    public struct Cookie: Sendable, Equatable, Codable {
+        public var name: String
+        public var value: String
+        public var path: String
+        /// Milliseconds since 1970; nil for a session cookie.
+        public var expiresAt: Int64?
+
+        public init(name: String, value: String, path: String, expiresAt: Int64?) {
+            self.name = name
+            self.value = value
+            self.path = path
+            self.expiresAt = expiresAt
+        }
+    }
+
+    private struct Jar {
+        var cookies: [String: Cookie] = [:]
+        var lastUsed: UInt64 = 0
+    }
+
+    private struct State {
+        var jars: [Key: Jar] = [:]
+        /// When each registration's sessions were last ended, so that the answer of a call
+        /// that started before cannot bring them back. Bounded like the jars.
+        var endedAt: [ExactString: UInt64] = [:]
+        /// When each jar was last forgotten because another instance changed it, so that a
+        /// load from the store that started before cannot put back what it replaced.
+        var forgottenAt: [Key: UInt64] = [:]
+    }
+
+    /// A change worth writing to the store: expiry moves smaller than this are not.
+    static let expiryTolerance: Int64 = 60_000
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let wallClock: @Sendable () -> Int64
+
+    /// `wallClock`: milliseconds since 1970.
+    public init(capacity: Int = 100_000,
+                wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.capacity = capacity
+        self.wallClock = wallClock
+    }
+
+    /// Now, on the monotonic clock: what `store` and `load` take as the start of a call.
+    public var clock: UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Whether the jar of `key` is held in memory (its cookies, possibly none, are known).
+    public func holds(_ key: Key) -> Bool {
+        state.withLock { $0.jars[key] != nil }
+    }
+
+    /// The `Cookie` header value for a request to `path`, or nil.
+    public func cookieHeader(for key: Key, path: String) -> String? {
+        let now = wallClock()
+        let tick = clock
+        return state.withLock { state -> String? in
+            guard var jar = state.jars[key] else { return nil }
+            jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
+            jar.lastUsed = tick
+            state.jars[key] = jar
+            let matching = jar.cookies.values.filter { Self.pathMatches(path, $0.path) }.sorted { $0.name < $1.name }
+            return matching.isEmpty ? nil : matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+        }
+    }
+
+    /// Puts the cookies a store read found (none: an empty jar) in memory, unless the
+    /// registration's sessions ended or the jar was forgotten since the read started.
+    public func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) {
+        let now = wallClock()
+        let tick = clock
+        state.withLock { state in
+            if let ended = state.endedAt[key.registration], ended >= startedAt { return }
+            if let forgotten = state.forgottenAt[key], forgotten >= startedAt { return }
+            var jar = Jar(lastUsed: tick)
+            for cookie in cookies.prefix(50) where cookie.expiresAt.map({ now < $0 }) ?? true { jar.cookies[cookie.name] = cookie }
+            insert(jar, for: key, into: &state)
+        }
+    }
+
+    /// Takes the `Set-Cookie` values of a back end's answer to a call that started at
+    /// `startedAt` (`clock`); dropped when the registration's sessions ended since.
+    ///
+    /// Returns the jar's cookies when they changed in a way the store should learn (a cookie
+    /// set, changed or deleted, or an expiry moved by more than a minute); nil otherwise.
+    @discardableResult
+    public func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64) -> [Cookie]? {
+        guard !setCookies.isEmpty else { return nil }
+        let now = wallClock()
+        let tick = clock
+        return state.withLock { state -> [Cookie]? in
+            if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }
+            var jar = state.jars[key] ?? Jar()
+            let before = jar.cookies
+            for header in setCookies {
+                guard let cookie = Self.parse(header, requestPath: requestPath, now: now) else { continue }
+                if let expiry = cookie.expiresAt, expiry <= now {
+                    jar.cookies[cookie.name] = nil
+                } else if jar.cookies[cookie.name] != nil || jar.cookies.count < 50 {
+                    jar.cookies[cookie.name] = cookie
+                }
+            }
+            jar.lastUsed = tick
+            insert(jar, for: key, into: &state)
+            return Self.differ(before, jar.cookies) ? jar.cookies.values.sorted { $0.name < $1.name } : nil
+        }
+    }
+
+    /// Drops the jar of `key` from memory (another instance changed it); the next call loads
+    /// it from the store.
+    public func forget(_ key: Key) {
+        let tick = clock
+        state.withLock { state in
+            state.jars[key] = nil
+            state.forgottenAt[key] = tick
+            // A load is bounded by the store's deadline (seconds): older marks guard nothing.
+            if state.forgottenAt.count > 10_000 {
+                state.forgottenAt = state.forgottenAt.filter { tick - $0.value < 60_000_000_000 }
+            }
+        }
+    }
+
+    /// Ends every back-end session of a registration (it was wiped, locked or deleted): its
+    /// jars go, and answers to calls already under way are not kept.
+    public func remove(registration: String) {
+        let registration = ExactString(registration)
+        let tick = clock
+        state.withLock { state in
+            for key in state.jars.keys where key.registration == registration { state.jars[key] = nil }
+            state.endedAt[registration] = tick
+            if state.endedAt.count > capacity {
+                let excess = state.endedAt.count - capacity + capacity / 10
+                for (old, _) in state.endedAt.sorted(by: { $0.value < $1.value }).prefix(excess) { state.endedAt[old] = nil }
+            }
+        }
+    }
+
+    /// Drops every jar from memory (changes were missed); each loads again from the store.
+    public func forgetAll() {
+        let tick = clock
+        state.withLock { state in
+            for key in state.jars.keys { state.forgottenAt[key] = tick }
+            state.jars.removeAll()
+        }
+    }
+
+    public var count: Int { state.withLock { $0.jars.count } }
+
+    private func insert(_ jar: Jar, for key: Key, into state: inout State) {
+        state.jars[key] = jar
+        if state.jars.count > capacity {
+            let excess = state.jars.count - capacity + capacity / 10
+            for (old, _) in state.jars.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }).prefix(excess) { state.jars[old] = nil }
+        }
+    }
+
+    /// Whether two cookie sets differ in more than small expiry moves.
+    static func differ(_ before: [String: Cookie], _ after: [String: Cookie]) -> Bool {
+        guard before.count == after.count else { return true }
+        for (name, new) in after {
+            guard let old = before[name], old.value == new.value, old.path == new.path else { return true }
+            switch (old.expiresAt, new.expiresAt) {
+            case (nil, nil): continue
+            case (let a?, let b?) where abs(a - b) <= expiryTolerance: continue
+            default: return true
+            }
+        }
+        return false
+    }
+
+    /// RFC 6265 §5.1.4 path-match.
+    static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
+        requestPath == cookiePath || (requestPath.hasPrefix(cookiePath) && (cookiePath.hasSuffix("/") || requestPath.dropFirst(cookiePath.count).first == "/"))
+    }
+
+    /// `name=value; Path=…; Max-Age=…; Expires=…` → a cookie (expiry on the wall clock `now`,
+    /// in ms); nil when unusable.
+    static func parse(_ header: String, requestPath: String, now: Int64) -> Cookie? {
+        let parts = header.split(separator: ";", omittingEmptySubsequences: false)
+        guard let first = parts.first, let equals = first.firstIndex(of: "=") else { return nil }
+        let name = first[..<equals].trimmingCharacters(in: .whitespaces)
+        let value = first[first.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, name.utf8.count + value.utf8.count <= 4096,
+              !name.contains(where: { $0 == "=" || $0 == ";" || $0.isWhitespace }) else { return nil }
+        // Default path: the request path up to its last slash (RFC 6265 §5.1.4).
+        var path = String(requestPath.prefix { $0 != "?" })
+        if let slash = path.lastIndex(of: "/"), slash != path.startIndex { path = String(path[..<slash]) } else { path = "/" }
+        let longest: Int64 = 10 * 365 * 86400
+        var expiresAt: Int64?
+        for attribute in parts.dropFirst() {
+            let pieces = attribute.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            switch pieces.first?.lowercased() {
+            case "path" where pieces.count == 2 && pieces[1].hasPrefix("/"):
+                path = pieces[1]
+            case "max-age" where pieces.count == 2:
+                if let seconds = Int64(pieces[1]) {
+                    expiresAt = seconds <= 0 ? 0 : now + min(seconds, longest) * 1000
+                }
+            case "expires" where pieces.count == 2 && expiresAt == nil:
+                if let expiry = httpDate(pieces[1]) {
+                    let remaining = expiry - now / 1000
+                    expiresAt = remaining <= 0 ? 0 : now + min(remaining, longest) * 1000
+                }
+            default:
+                break
+            }
+        }
+        return Cookie(name: name, value: value, path: path, expiresAt: expiresAt)
+    }
+}
+
+/// Seconds since 1970 of an HTTP date as cookies write it (`Wed, 21 Oct 2015 07:28:00 GMT`,
+/// `Wed, 21-Oct-2015 07:28:00 GMT`, `Wednesday, 21-Oct-15 07:28:00 GMT`); nil otherwise.
+func httpDate(_ text: String) -> Int64? {
+    let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    guard let comma = text.firstIndex(of: ",") else { return nil }
+    let fields = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
+    guard fields.count == 5, fields[4].uppercased() == "GMT", let day = Int32(fields[0]),
+          let month = months.firstIndex(of: fields[1].lowercased()), var year = Int32(fields[2]) else { return nil }
+    if year < 100 { year += year < 70 ? 2000 : 1900 }
+    let clock = fields[3].split(separator: ":").compactMap { Int32($0) }
+    guard clock.count == 3, (1...31).contains(day), clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
+    var parts = tm()
+    parts.tm_year = year - 1900
+    parts.tm_mon = Int32(month)
+    parts.tm_mday = day
+    parts.tm_hour = clock[0]
+    parts.tm_min = clock[1]
+    parts.tm_sec = clock[2]
+    return Int64(timegm(&parts))
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import MidtierConfiguration
+import MidtierStore
+
+/// The back-end sessions of every registration: the cookie jar in memory and, with
+/// `backendSessionKeys` configured, a sealed copy in the store, so that every instance sharing
+/// the store continues a session another one started — a CSRF token fetched through one
+/// instance is accepted on a write through another (docs/operations.md).
+///
+/// - A call reads memory. A jar memory does not hold is loaded from the store once (an empty
+///   one too); a modifying call (anything but GET, HEAD and OPTIONS) always reads the store's
+///   copy, so it sees a session another instance started a moment ago.
+/// - An answer whose cookies change the session writes the sealed copy before the device sees
+///   the answer; other instances drop their copy through the store's change feed.
+/// - Ending a registration's sessions (lock, wipe, delete) happens in the store with the state
+///   change, and here through `ended(registration:)`.
+///
+/// With the store unavailable, memory serves: a call goes on with what this instance holds.
+/// Cookie values never reach a log.
+public final class BackendSessions: Sendable {
+    public typealias Key = BackendCookieJar.Key
+
+    /// What a call took from the jar, to hand back with the answer's cookies.
+    public struct Call: Sendable {
+        public let key: Key
+        let path: String
+        let startedAt: UInt64
+        /// The `Cookie` header for the back end, or nil.
+        public let cookieHeader: String?
+    }
+
+    public let jar: BackendCookieJar
+    private let store: any StateStore
+    private let sealer: SessionSealer?
+    private let logger: Logger
+    private let wallClock: @Sendable () -> Int64
+
+    /// Without `keys`, sessions stay in this instance's memory.
+    public init(store: any StateStore, keys: [BackendSessionKey], logger: Logger,
+                wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.jar = BackendCookieJar(wallClock: wallClock)
+        self.store = store
+        self.sealer = SessionSealer(keys: keys)
+        self.logger = logger
+        self.wallClock = wallClock
+    }
+
+    /// Whether sessions are shared through the store.
+    public var persisted: Bool { sealer != nil }
+
+    /// The cookies for a call of `registration` to `destination` at back-end path `path`.
+    public func begin(registration: String, destination: String, path: String, modifying: Bool) async -> Call {
+        let key = Key(registration: registration, destination: destination)
+        let startedAt = jar.clock
+        if sealer != nil, modifying || !jar.holds(key) { await load(key, startedAt: startedAt) }
+        return Call(key: key, path: path, startedAt: startedAt, cookieHeader: jar.cookieHeader(for: key, path: path))
+    }
+
+    /// Takes the `Set-Cookie` values of the back end's answer to `call`.
+    public func finish(_ call: Call, setCookies: [String]) async {
+        guard let changed = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt),
+              let sealer else { return }
+        let registration = call.key.registration.value
+        let destination = call.key.destination.value
+        do {
+            if changed.isEmpty {
+                try await store.removeBackendSession(registration: registration, destination: destination)
+                return
+            }
+            let plaintext = Array(try JSONEncoder().encode(changed))
+            let sealed = try sealer.seal(plaintext, registration: registration, destination: destination)
+            // A session cookie keeps the row until the registration's session ends.
+            let expiresAt = changed.contains { $0.expiresAt == nil } ? nil : changed.compactMap(\.expiresAt).max()
+            let kept = try await store.saveBackendSession(
+                SealedBackendSession(registration: registration, destination: destination, sealed: sealed, expiresAt: expiresAt),
+                now: wallClock())
+            if !kept { jar.remove(registration: registration) }
+        } catch {
+            logger.warning("back-end session not kept in the store; this instance continues it from memory",
+                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
+        }
+    }
+
+    /// A registration's sessions ended (locked, wiped or deleted, here or on another instance).
+    public func ended(registration: String) { jar.remove(registration: registration) }
+
+    /// Another instance changed a session: the next call reads it from the store.
+    public func changed(registration: String, destination: String) {
+        jar.forget(Key(registration: registration, destination: destination))
+    }
+
+    /// Changes were missed: every session is read from the store again.
+    public func forgetAll() { jar.forgetAll() }
+
+    private func load(_ key: Key, startedAt: UInt64) async {
+        guard let sealer else { return }
+        let registration = key.registration.value
+        let destination = key.destination.value
+        let found: SealedBackendSession?
+        do {
+            found = try await store.backendSession(registration: registration, destination: destination, now: wallClock())
+        } catch {
+            // Memory serves while the store is away; an instance that holds nothing sends none.
+            logger.warning("back-end session not read from the store; using this instance's memory",
+                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
+            return
+        }
+        guard let found else {
+            jar.load([], for: key, startedAt: startedAt)
+            return
+        }
+        do {
+            let plaintext = try sealer.open(found.sealed, registration: registration, destination: destination)
+            jar.load(try JSONDecoder().decode([BackendCookieJar.Cookie].self, from: Data(plaintext)), for: key, startedAt: startedAt)
+        } catch {
+            // The back end starts a new session (a device fetches a new CSRF token).
+            logger.warning("a stored back-end session does not open; starting without it",
+                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
+            jar.load([], for: key, startedAt: startedAt)
+        }
+    }
+}

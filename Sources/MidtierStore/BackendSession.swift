@@ -1,0 +1,19 @@
+/// A registration's back-end session with one destination (its cookies) as the store keeps
+/// it: sealed — encrypted and authenticated — by the caller, so the database never holds a
+/// cookie in clear (docs/operations.md). A state change or deletion of the registration
+/// removes its sessions in the same transaction.
+public struct SealedBackendSession: Sendable, Equatable {
+    public var registration: String
+    public var destination: String
+    public var sealed: [UInt8]
+    /// Milliseconds since 1970 after which none of its cookies is valid; nil while it holds
+    /// a session cookie (one that lives as long as the registration's session).
+    public var expiresAt: Int64?
+
+    public init(registration: String, destination: String, sealed: [UInt8], expiresAt: Int64?) {
+        self.registration = registration
+        self.destination = destination
+        self.sealed = sealed
+        self.expiresAt = expiresAt
+    }
+}
