@@ -220,6 +220,13 @@ public final class MidtierServer: Sendable {
         }
     }
 
+    /// A service that writes the registrations' last contacts to the store every `interval`,
+    /// and once more at shutdown. A service group stops its services in reverse order: list
+    /// this one before the applications.
+    public func contactWriter(every interval: Duration = .seconds(2)) -> some Service {
+        ContactWriter(contacts: registrations.contacts, interval: interval, logger: logger)
+    }
+
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
@@ -241,6 +248,34 @@ struct StoreChangeApplier: Service {
         let feed = PostgresChangeFeed(store: shared, logger: server.logger)
         try? await cancelWhenGracefulShutdown {
             await feed.run { event in server.apply(event, to: cache) }
+        }
+    }
+}
+
+/// Flushes the last contacts (`MidtierServer.contactWriter()`).
+struct ContactWriter: Service {
+    let contacts: ContactRecorder
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: interval)
+                await flush()
+            }
+        }
+        // What the last calls noted (list this service before the applications, so that it
+        // stops after them).
+        await flush()
+    }
+
+    private func flush() async {
+        do {
+            try await contacts.flush()
+        } catch {
+            logger.warning("last contacts not written; they wait for the next try",
+                           metadata: ["registrations": "\(contacts.waiting)", "error": "\(error)"])
         }
     }
 }

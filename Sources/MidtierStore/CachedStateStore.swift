@@ -140,12 +140,15 @@ public final class CachedStateStore: StateStore {
         return outcome
     }
 
-    public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
-        try await base.recordContact(id: id, at: milliseconds)
+    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+        try await base.recordContacts(contacts)
         afterWrite { memory in
-            guard var registration = memory.registrations[ExactString(id)]?.value, registration.lastContactAt < milliseconds else { return }
-            registration.lastContactAt = milliseconds
-            memory.registrations[ExactString(id)] = Cached(value: registration, loadedAt: .now)
+            for contact in contacts {
+                let key = ExactString(contact.id)
+                guard var registration = memory.registrations[key]?.value, registration.lastContactAt < contact.at else { continue }
+                registration.lastContactAt = contact.at
+                memory.registrations[key] = Cached(value: registration, loadedAt: .now)
+            }
         }
     }
 

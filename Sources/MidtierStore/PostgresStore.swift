@@ -253,11 +253,16 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
-        // Monotonic and unaudited: no write lock, no change to announce.
+    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+        guard !contacts.isEmpty else { return }
+        // Monotonic and unaudited: no write lock, no change to announce; one statement a batch.
+        let ids = contacts.map(\.id)
+        let times = contacts.map(\.at)
         try await read { client, logger in
             try await client.query("""
-                UPDATE midtier_registration SET last_contact_at = \(milliseconds) WHERE id = \(id) AND last_contact_at < \(milliseconds)
+                UPDATE midtier_registration AS r SET last_contact_at = c.at
+                FROM unnest(\(ids)::text[], \(times)::int8[]) AS c(id, at)
+                WHERE r.id = c.id AND r.last_contact_at < c.at
                 """, logger: logger)
         }
     }

@@ -63,6 +63,16 @@ public enum InsertOutcome: Sendable, Equatable {
     case limitReached(limit: Int)
 }
 
+/// A registration's successful contact at `at` (ms since 1970), for the offline policy.
+public struct Contact: Sendable, Equatable {
+    public var id: String
+    public var at: Int64
+    public init(id: String, at: Int64) {
+        self.id = id
+        self.at = at
+    }
+}
+
 /// The result of deleting a registration.
 public enum DeleteOutcome: Sendable, Equatable {
     case deleted(Registration)
@@ -106,8 +116,9 @@ public protocol StateStore: Sendable {
                     audit: AuditEntry) async throws(StoreError) -> StateTransition
     /// Deletes when the registration's state is in `allowedFrom`, and retires its id for good.
     func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome
-    /// Records a successful contact (monotonic: never moves back in time). Not audited.
-    func recordContact(id: String, at milliseconds: Int64) async throws(StoreError)
+    /// Records successful contacts, in one write (monotonic: a last contact never moves back
+    /// in time). Not audited.
+    func recordContacts(_ contacts: [Contact]) async throws(StoreError)
 
     // MARK: Blocks
 

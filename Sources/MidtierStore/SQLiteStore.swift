@@ -244,10 +244,11 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func recordContact(id: String, at milliseconds: Int64) async throws(StoreError) {
+    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+        guard !contacts.isEmpty else { return }
         try await write { db in
-            try db.execute(sql: "UPDATE registration SET last_contact_at = ? WHERE id = ? AND last_contact_at < ?",
-                           arguments: [milliseconds, id, milliseconds])
+            let update = try db.cachedStatement(sql: "UPDATE registration SET last_contact_at = ? WHERE id = ? AND last_contact_at < ?")
+            for contact in contacts { try update.execute(arguments: [contact.at, contact.id, contact.at]) }
         }
     }
 

@@ -94,8 +94,10 @@ public struct RegistrationService: Sendable {
     let maximumPerUser: @Sendable () -> Int?
     /// Told when a registration's back-end sessions must end: it was deleted, locked or wiped.
     let sessionsEnded: @Sendable (_ registrationID: String) -> Void
-    /// How often a registration's last contact is written at most (a write per request would
-    /// cost more than the request).
+    /// Last contacts on their way to the store, in batches.
+    public let contacts: ContactRecorder
+    /// How often a registration's last contact is noted at most (once noted, it waits for the
+    /// next batch; see `ContactRecorder`).
     public static let contactResolutionMilliseconds: Int64 = 60_000
     static let dayMilliseconds: Int64 = 86_400_000
 
@@ -106,6 +108,7 @@ public struct RegistrationService: Sendable {
         self.now = now
         self.maximumPerUser = maximumPerUser
         self.sessionsEnded = sessionsEnded
+        self.contacts = ContactRecorder(store: store)
     }
 
     /// Whether a client-supplied registration id is acceptable: 1–128 characters of
@@ -242,11 +245,7 @@ public struct RegistrationService: Sendable {
             }
         }
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
-            // The last contact is not an acknowledged change: it is written beside the
-            // request, not in its way (a failed write is retried at the next contact).
-            let store = self.store
-            let id = registration.id
-            Task { try? await store.recordContact(id: id, at: now) }
+            contacts.record(id: registration.id, at: now)
         }
         return .admitted(registration)
     }

@@ -36,6 +36,7 @@ struct Serve: AsyncParsableCommand {
         }
         let services = ServiceGroup(configuration: .init(
             services: [
+                .init(service: server.contactWriter()),
                 .init(service: server.makeApplication()),
                 .init(service: server.makeAdminApplication()),
                 .init(service: server.reloadOnHangup()),

@@ -1,6 +1,7 @@
 import Foundation
 import MidtierCore
 import MidtierStore
+import Registrations
 import Synchronization
 import Testing
 
@@ -43,8 +44,8 @@ import Testing
             #expect(try await store.transition(id: "missing", to: .locked, allowedFrom: [.active], audit: Self.audit("x")) == .notFound)
             #expect(try await store.registrations(matching: RegistrationFilter(state: .locked)).map(\.id) == ["r1"])
 
-            try await store.recordContact(id: "r3", at: 5_000)
-            try await store.recordContact(id: "r3", at: 4_000)
+            try await store.recordContacts([Contact(id: "r3", at: 5_000)])
+            try await store.recordContacts([Contact(id: "r3", at: 4_000), Contact(id: "missing", at: 6_000)])
             #expect(try await store.registration(id: "r3")?.lastContactAt == 5_000, "the last contact never moves back")
 
             #expect(try await store.delete(id: "r1", allowedFrom: [.active], audit: nil) == .refused(current: .locked))
@@ -55,6 +56,39 @@ import Testing
             #expect(try await store.insert(Self.registration("r1"), maximumPerUser: nil, audit: nil) == .idTaken, "a deleted id is retired")
             #expect(try await store.registrationAndBlock(id: "r3")?.registration.id == "r3")
             #expect(await store.ping())
+        }
+    }
+
+    /// Last contacts are noted in memory and written in batches; a flush that fails keeps them
+    /// for the next one (docs/operations.md, "Last contact").
+    @Test(arguments: StoreKind.allCases) func lastContactsAreWrittenInBatches(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open(cached: true)
+            let ids = (1...5).map { "r\($0)" } + ["caf\u{E9}", "cafe\u{301}"]
+            for id in ids { #expect(try await store.insert(Self.registration(id), maximumPerUser: nil, audit: nil) == .inserted) }
+            let contacts = ContactRecorder(store: store, batchSize: 2)
+            for (n, id) in ids.enumerated() { contacts.record(id: id, at: 10_000 + Int64(n)) }
+            contacts.record(id: "r1", at: 20_000)
+            contacts.record(id: "r1", at: 15_000)
+            contacts.record(id: "gone", at: 20_000)
+            #expect(contacts.waiting == ids.count + 1, "one entry a registration, by exact bytes")
+            #expect(try await store.registration(id: "r1")?.lastContactAt == 1_000, "nothing written before a flush")
+
+            // The store fails: nothing is lost, the next flush writes it.
+            try await test.execute("ALTER TABLE \(test.registrationTable) RENAME TO broken")
+            await #expect(throws: StoreError.self) { try await contacts.flush() }
+            #expect(contacts.waiting == ids.count + 1)
+            try await test.execute("ALTER TABLE broken RENAME TO \(test.registrationTable)")
+            contacts.record(id: "r2", at: 30_000)
+            try await contacts.flush()
+            #expect(contacts.waiting == 0)
+
+            let fresh = try await test.open(cached: false)
+            #expect(try await fresh.registration(id: "r1")?.lastContactAt == 20_000, "the newest contact")
+            #expect(try await fresh.registration(id: "r2")?.lastContactAt == 30_000, "noted while the store was down")
+            #expect(try await fresh.registration(id: "caf\u{E9}")?.lastContactAt == 10_005)
+            #expect(try await fresh.registration(id: "cafe\u{301}")?.lastContactAt == 10_006)
+            #expect(try await store.registration(id: "r5")?.lastContactAt == 10_004, "memory learns what was written")
         }
     }
 

@@ -202,6 +202,7 @@ struct TestEnvironment: Sendable {
         let clock = TestClock()
         let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: { clock.now })
         let midtier = ServiceGroup(configuration: .init(services: [
+            .init(service: server.contactWriter(every: .milliseconds(50))),
             .init(service: server.makeApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: midtierPort.set)),
             .init(service: server.makeAdminApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: adminPort.set)),
         ], logger: logger))

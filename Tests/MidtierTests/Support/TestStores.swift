@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import MidtierConfiguration
 import MidtierStore
@@ -75,6 +76,21 @@ final class TestStore: Sendable {
     }
 
     func remove() async { await cleanup() }
+
+    /// The name of the registrations table in this kind of store.
+    var registrationTable: String { kind == .sqlite ? "registration" : "midtier_registration" }
+
+    /// Runs `sql` on this test's data directly, past Midtier (to break or mend the store).
+    func execute(_ sql: String) async throws {
+        switch kind {
+        case .sqlite:
+            try await DatabaseQueue(path: sqlitePath!).write { try $0.execute(sql: sql) }
+        case .postgres:
+            try await Self.administer(postgres!) { connection in
+                try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Self.logger)
+            }
+        }
+    }
 
     private static func administer(_ location: PostgresLocation, _ body: (PostgresConnection) async throws -> Void) async throws {
         let configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
