@@ -233,12 +233,19 @@ public struct AdminRoutes: Sendable {
                 throw .badRequest("since must be an ISO 8601 time or milliseconds since 1970")
             }
         }
+        var after: Int64 = 0
+        if let text = query["after"] {
+            guard let sequence = Int64(text), sequence >= 0 else {
+                throw .badRequest("after must be the sequence number of an audit entry (a whole number from 0)")
+            }
+            after = sequence
+        }
         var limit = 1000
         if let text = query["limit"] {
             guard let parsed = Int(text), (1...10_000).contains(parsed) else { throw .badRequest("limit must be between 1 and 10000") }
             limit = parsed
         }
-        let entries = try await store { () async throws(StoreError) in try await registrations.store.audit(since: since, limit: limit) }
+        let entries = try await store { () async throws(StoreError) in try await registrations.store.audit(since: since, after: after, limit: limit) }
         return AdminJSON.response(.ok, ["entries": entries.map(AdminJSON.audit)])
     }
 

@@ -101,8 +101,8 @@ public final class CachedStateStore: StateStore {
         try await base.registrations(matching: filter)
     }
 
-    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        try await base.audit(since: since, limit: limit)
+    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await base.audit(since: since, after: after, limit: limit)
     }
 
     public func ping() async -> Bool { await base.ping() }

@@ -407,11 +407,11 @@ public final class PostgresStore: StateStore {
         try await write { connection, logger in try await Self.append(entry, on: connection, logger: logger) }
     }
 
-    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { client, logger in
             let rows = try await client.query("""
                 SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
-                WHERE at >= \(since) ORDER BY sequence LIMIT \(Int64(limit))
+                WHERE at >= \(since) AND sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
                 """, logger: logger)
             var entries: [AuditEntry] = []
             for try await (sequence, at, actor, action, target, detail, source) in rows.decode((Int64, Int64, String, String, String, String, String).self) {

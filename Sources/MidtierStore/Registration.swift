@@ -146,8 +146,10 @@ public protocol StateStore: Sendable {
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)
-    /// Entries at or after `since` (ms), oldest first, at most `limit`.
-    func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
+    /// Entries at or after `since` (ms) with a sequence number above `after`, in sequence
+    /// order, at most `limit`. Sequence numbers follow commit order on every store, so paging
+    /// with `after` set to the last sequence seen misses nothing and repeats nothing.
+    func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
 
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool

@@ -321,9 +321,10 @@ public final class SQLiteStore: StateStore {
         try await write { db in try Self.append(entry, in: db) }
     }
 
-    public func audit(since: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE at >= ? ORDER BY sequence LIMIT ?", arguments: [since, limit]).map { row in
+            try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE at >= ? AND sequence > ? ORDER BY sequence LIMIT ?",
+                             arguments: [since, after, limit]).map { row in
                 AuditEntry(sequence: row["sequence"], at: row["at"], actor: row["actor"], action: row["action"],
                            target: row["target"], detail: row["detail"], source: row["source"])
             }

@@ -107,11 +107,18 @@ import Testing
             try await store.purgeTokens(of: bob, audit: Self.audit("tokens.purge", at: 40))
             try await store.appendAudit(Self.audit("config.reload", at: 50))
 
-            let entries = try await store.audit(since: 0, limit: 100)
+            let entries = try await store.audit(since: 0, after: 0, limit: 100)
             #expect(entries.map(\.action) == ["user.block", "user.block", "user.unblock", "tokens.purge", "config.reload"])
             #expect(entries.map(\.sequence) == entries.map(\.sequence).sorted() && Set(entries.map(\.sequence)).count == entries.count)
-            #expect(try await store.audit(since: 25, limit: 100).map(\.at) == [30, 40, 50])
-            #expect(try await store.audit(since: 0, limit: 2).count == 2)
+            #expect(try await store.audit(since: 25, after: 0, limit: 100).map(\.at) == [30, 40, 50])
+            #expect(try await store.audit(since: 0, after: 0, limit: 2).count == 2)
+            // Paging by sequence: each page starts after the last entry of the one before.
+            var paged: [AuditEntry] = []
+            while let page = Optional(try await store.audit(since: 0, after: paged.last?.sequence ?? 0, limit: 2)), !page.isEmpty {
+                paged += page
+            }
+            #expect(paged == entries)
+            #expect(try await store.audit(since: 25, after: entries[3].sequence, limit: 100).map(\.at) == [50], "since and after together")
         }
     }
 
@@ -141,7 +148,18 @@ import Testing
             #expect(outcomes.filter { $0 == .inserted }.count == 3, "\(outcomes)")
             #expect(try await stores[0].registrations(matching: RegistrationFilter(user: .local("alice"))).count == 3)
 
-            // Audit entries from all four, concurrently: one gapless order by sequence.
+            // Audit entries from all four, concurrently, while a reader pages with `after`: one
+            // order by sequence, and the reader misses none (sequences follow commit order).
+            let reader = stores[3]
+            let paging = Task {
+                var seen: [Int64] = []
+                for _ in 0..<10_000 where seen.count < 43 {
+                    let page = try await reader.audit(since: 0, after: seen.last ?? 0, limit: 3)
+                    seen += page.map(\.sequence)
+                    if page.isEmpty { try await Task.sleep(for: .milliseconds(1)) }
+                }
+                return seen
+            }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for n in 0..<40 {
                     let store = stores[n % 4]
@@ -149,9 +167,10 @@ import Testing
                 }
                 try await group.waitForAll()
             }
-            let entries = try await stores[1].audit(since: 0, limit: 1000)
+            let entries = try await stores[1].audit(since: 0, after: 0, limit: 1000)
             #expect(entries.count == 43)
             #expect(entries.map(\.sequence) == entries.map(\.sequence).sorted())
+            #expect(try await paging.value == entries.map(\.sequence), "paging while others write misses nothing")
         }
     }
 

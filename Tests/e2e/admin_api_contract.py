@@ -635,6 +635,18 @@ def run(binary, work, processes, results):
     call("with since as a time with an offset", "GET", "/admin/v1/audit?since=" + urllib.parse.quote("2000-01-01T02:00:00+02:00"), 200)
     call("with since as a date only", "GET", "/admin/v1/audit?since=2020-01-01", 400)
     call("with since=yesterday", "GET", "/admin/v1/audit?since=yesterday", 400)
+    paged, after = [], 0
+    for _ in range(len(trail) + 1):
+        page = (call("paged with after", "GET", f"/admin/v1/audit?after={after}&limit=2", 200).json or {}).get("entries", [])
+        if not page:
+            break
+        paged += [e.get("sequence") for e in page]
+        after = page[-1].get("sequence")
+    check("paging with after= (the last sequence seen) gives every entry once, in order", paged == sequences, f"{paged} vs {sequences}")
+    check("after = the last sequence gives nothing",
+          (call("with after = the last sequence", "GET", f"/admin/v1/audit?after={sequences[-1]}", 200).json or {}).get("entries") == [])
+    for bad in ["-1", "x", "1.5", "99999999999999999999"]:
+        call(f"with after={bad}", "GET", f"/admin/v1/audit?after={bad}", 400)
 
     # ---- Every documented operation was exercised with a valid token and served (2xx).
     for key in sorted(doc.operations):
