@@ -278,6 +278,21 @@ let brokenCases: [Broken] = [
     Broken("unknown user key", file: users, key: "users[0].password", message: "unknown key") {
         $0.set(users, "users", #"[{"id":"alice","passwordHash":"\#(Values.aliceHash)","password":"x"}]"#)
     },
+    Broken("backendSessionKeys not an array", file: midtier, key: "backendSessionKeys", message: "must be an array") {
+        $0.set(midtier, "backendSessionKeys", #""c2VjcmV0""#)
+    },
+    Broken("backendSessionKeys entry too short", file: midtier, key: "backendSessionKeys[1]", message: "32 random bytes in base64") {
+        $0.set(midtier, "backendSessionKeys", #"["AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "c2hvcnQ="]"#)
+    },
+    Broken("backendSessionKeys entry not base64", file: midtier, key: "backendSessionKeys[0]", message: "openssl rand -base64 32") {
+        $0.set(midtier, "backendSessionKeys", #"["not base64 at all, but 44 characters long!!"]"#)
+    },
+    Broken("backendSessionKeys entry repeated", file: midtier, key: "backendSessionKeys[1]", message: "repeats an earlier key") {
+        $0.set(midtier, "backendSessionKeys", #"["AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]"#)
+    },
+    Broken("backendSessionKeys entry from an unset variable", file: midtier, key: "backendSessionKeys[0]", message: "MIDTIER_NO_SUCH_KEY is not set") {
+        $0.set(midtier, "backendSessionKeys", #"[{"env": "MIDTIER_NO_SUCH_KEY"}]"#)
+    },
     Broken("users not an array", file: users, key: "users", message: "must be an array (found an object)") {
         $0.set(users, "users", "{}")
     },

@@ -148,6 +148,21 @@ import Testing
         #expect(fixture.problems().map(\.key) == ["store.url"])
     }
 
+    /// Back-end session keys come inline, from the environment or from a file (a trailing
+    /// newline dropped), in order; none of them shows in a description.
+    @Test func backendSessionKeysLoadFromEverySecretSource() throws {
+        let fixture = Fixture()
+        #expect(try fixture.load().server.backendSessionKeys == [], "none by default: sessions stay in memory")
+        fixture.environment["MIDTIER_SESSION_KEY"] = Data(repeating: 2, count: 32).base64EncodedString()
+        fixture.writeText("secrets/session.key", Data(repeating: 3, count: 32).base64EncodedString() + "\n")
+        fixture.set("midtier.json", "backendSessionKeys", """
+            ["\(Data(repeating: 1, count: 32).base64EncodedString())", {"env": "MIDTIER_SESSION_KEY"}, {"file": "\(fixture.root)/secrets/session.key"}]
+            """)
+        let keys = try fixture.load().server.backendSessionKeys
+        #expect(keys.map(\.bytes) == [1, 2, 3].map { Array(repeating: UInt8($0), count: 32) })
+        #expect(keys.allSatisfy { !"\($0)".contains("AQEB") && "\($0)".contains("not shown") })
+    }
+
     @Test func jwtAppWithURLAndUserClaimNeedsNoUsersFile() throws {
         let fixture = Fixture()
         fixture.files["apps/com.example.payroll.json"] = nil
