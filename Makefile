@@ -11,7 +11,7 @@ run: deps certs build
 ## Run every test: unit and in-process socket tests (swift test; the store tests on SQLite and
 ## on a throwaway PostgreSQL), then end-to-end tests of the real binary (curl, xmlsec1; SIGKILL
 ## durability, restarts, reload; pyodata; the hostile-input corpus; isolation and identity;
-## two instances on one PostgreSQL).
+## two instances on one PostgreSQL; PostgreSQL over TLS).
 test: deps certs
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
@@ -23,6 +23,7 @@ test: deps certs
 	python3 Tests/e2e/isolation.py $(BIN)
 	python3 Tests/e2e/identity.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
+	python3 Tests/e2e/postgres_tls.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -41,7 +41,10 @@ public final class PostgresStore: StateStore {
         self.client = client
         self.runner = Task { await client.run() }
         do {
-            try await withDeadline(.seconds(30)) { try await PostgresSchema.migrate(client, logger: logger) }
+            try await withDeadline(.seconds(30)) {
+                try await Self.probe(location, logger: logger)
+                try await PostgresSchema.migrate(client, logger: logger)
+            }
         } catch {
             runner.cancel()
             throw StoreError("cannot open the PostgreSQL store at \(location.description): \(Self.describe(error))")
@@ -49,6 +52,27 @@ public final class PostgresStore: StateStore {
     }
 
     deinit { runner.cancel() }
+
+    /// Connects once, directly, so that what the server or TLS refuses (a password, a role, a
+    /// database, a certificate) is said at once rather than after the pool's retries run out;
+    /// a server that does not answer yet is tried again every second (the caller's deadline).
+    static func probe(_ location: PostgresLocation, logger: Logger) async throws {
+        var quiet = logger
+        quiet.logLevel = .critical
+        while true {
+            do {
+                let connection = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 0, logger: quiet)
+                try await connection.close()
+                return
+            } catch let error as PSQLError where error.code == .server || error.code == .sslUnsupported
+                                                || error.underlying is NIOSSLError || error.underlying is NIOSSLExtraError {
+                throw error
+            } catch {
+                logger.notice("PostgreSQL does not answer yet; trying again", metadata: ["store": "\(location)", "error": "\(describe(error))"])
+                try await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
 
     /// Closes the connections.
     public func close() { runner.cancel() }
@@ -58,6 +82,11 @@ public final class PostgresStore: StateStore {
     static func describe(_ error: any Error) -> String {
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return message }
+            if let tls = error.underlying, tls is NIOSSLError || tls is NIOSSLExtraError {
+                return "the TLS handshake failed (\(tls)); with sslmode=verify-ca or verify-full, sslrootcert must name the CA "
+                    + "that signed the server's certificate, and verify-full also needs the host as the certificate names it"
+            }
+            if error.code == .sslUnsupported { return "the server does not offer TLS, which sslmode asks for" }
             return "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
         }
         if error is DeadlineExceeded { return "no answer within the deadline" }

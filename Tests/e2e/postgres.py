@@ -63,6 +63,14 @@ class ThrowawayPostgres:
             with open(os.path.join(self.data, "postgresql.conf"), "a") as conf:
                 conf.write(f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = '{self.folder}'\n"
                            "fsync = on\nmax_connections = 200\n")
+                if self.ssl:
+                    self._make_certificates()
+                    conf.write("ssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n")
+            if self.ssl:
+                # The application's role may only come over TLS; the superuser (psql) either way.
+                with open(os.path.join(self.data, "pg_hba.conf"), "w") as hba:
+                    hba.write("local all all trust\nhost all postgres 127.0.0.1/32 trust\n"
+                              f"hostssl all {self.user} 127.0.0.1/32 trust\nhostnossl all {self.user} 127.0.0.1/32 reject\n")
             self.start()
             self.sql(f"CREATE ROLE {self.user} LOGIN CREATEDB")
             self.sql(f"CREATE DATABASE {self.database} OWNER {self.user}")
@@ -70,6 +78,29 @@ class ThrowawayPostgres:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def _make_certificates(self):
+        """A CA (`ca.crt` in the folder, for `sslrootcert`) and the server's certificate for the
+        name `localhost` (not for 127.0.0.1), signed by it; also `other-ca.crt`, a CA that
+        signed nothing."""
+        def openssl(*args):
+            subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=self.folder)
+        for ca in ["ca", "other-ca"]:
+            openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", f"/CN=midtier test {ca}",
+                    "-keyout", f"{ca}.key", "-out", f"{ca}.crt")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr")
+        with open(os.path.join(self.folder, "san.ext"), "w") as ext:
+            ext.write("subjectAltName = DNS:localhost\n")
+        openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2",
+                "-extfile", "san.ext", "-out", "server.crt")
+        for name in ["server.crt", "server.key"]:
+            shutil.copy(os.path.join(self.folder, name), os.path.join(self.data, name))
+            os.chmod(os.path.join(self.data, name), 0o600)
+            if self.as_postgres:
+                entry = pwd.getpwnam("postgres")
+                os.chown(os.path.join(self.data, name), entry.pw_uid, entry.pw_gid)
+        for name in ["ca.crt", "other-ca.crt"]:
+            os.chmod(os.path.join(self.folder, name), 0o644)
 
     def start(self):
         self._run([_binary("pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60", "start"])
