@@ -21,6 +21,7 @@ test: deps certs
 	python3 Tests/e2e/pyodata_client.py $(BIN)
 	python3 Tests/e2e/hostile.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN)
+	python3 Tests/e2e/isolation.py $(BIN) --instances 2
 	python3 Tests/e2e/identity.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
