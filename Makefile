@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench soak clean
+.PHONY: run test deps certs build check-config bench bench-instances soak clean
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -37,6 +37,10 @@ certs:
 ## Benchmarks: Midtier's hot path against nginx proxy_pass, signing, bursts, memory (see docs/benchmarks.md).
 bench: deps certs
 	Benchmarks/run.sh
+
+## Several instances on PostgreSQL: hot path against SQLite, block-to-refused p50/p99 (docs/benchmarks.md).
+bench-instances: deps certs
+	Benchmarks/instances.sh
 
 # 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
 soak: deps certs

@@ -11,6 +11,7 @@ packages=(
   openssl         # generates the demo keys
   curl            # a real HTTP client for the end-to-end tests
   postgresql      # the shared store; tests start throwaway servers (Tests/e2e/postgres.py)
+  nginx           # the load balancer in front of two instances (Tests/e2e/instances.py), a benchmark peer
   ca-certificates
   python3
 )

@@ -89,22 +89,40 @@ public final class BackendCookieJar: Sendable {
             jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
             jar.lastUsed = tick
             state.jars[key] = jar
-            let matching = jar.cookies.values.filter { Self.pathMatches(path, $0.path) }.sorted { $0.name < $1.name }
-            return matching.isEmpty ? nil : matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+            return Self.header(jar.cookies.values, path: path, now: now)
         }
+    }
+
+    /// The `Cookie` header value of `cookies` for a request to `path` at `now`, or nil.
+    public static func header(_ cookies: some Sequence<Cookie>, path: String, now: Int64) -> String? {
+        let matching = cookies.filter { Self.pathMatches(path, $0.path) && ($0.expiresAt.map { now < $0 } ?? true) }.sorted { $0.name < $1.name }
+        return matching.isEmpty ? nil : matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+    }
+
+    /// What became of cookies read from the store.
+    public enum Loading: Sendable, Equatable {
+        /// In memory now.
+        case kept
+        /// Dropped: the registration's sessions ended since the read started.
+        case ended
+        /// Dropped: another instance changed the session since the read started (what was read
+        /// may still be the newest; the next call reads again).
+        case superseded
     }
 
     /// Puts the cookies a store read found (none: an empty jar) in memory, unless the
     /// registration's sessions ended or the jar was forgotten since the read started.
-    public func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) {
+    @discardableResult
+    public func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) -> Loading {
         let now = wallClock()
         let tick = clock
-        state.withLock { state in
-            if let ended = state.endedAt[key.registration], ended >= startedAt { return }
-            if let forgotten = state.forgottenAt[key], forgotten >= startedAt { return }
+        return state.withLock { state -> Loading in
+            if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
+            if let forgotten = state.forgottenAt[key], forgotten >= startedAt { return .superseded }
             var jar = Jar(lastUsed: tick)
             for cookie in cookies.prefix(50) where cookie.expiresAt.map({ now < $0 }) ?? true { jar.cookies[cookie.name] = cookie }
             insert(jar, for: key, into: &state)
+            return .kept
         }
     }
 

@@ -53,7 +53,13 @@ public final class BackendSessions: Sendable {
     public func begin(registration: String, destination: String, path: String, modifying: Bool) async -> Call {
         let key = Key(registration: registration, destination: destination)
         let startedAt = jar.clock
-        if sealer != nil, modifying || !jar.holds(key) { await load(key, startedAt: startedAt) }
+        if sealer != nil, modifying || !jar.holds(key), let read = await read(key),
+           jar.load(read, for: key, startedAt: startedAt) == .superseded {
+            // Another instance changed the session while it was read (its notice came in
+            // between): this call goes with what was read, the next one reads again.
+            return Call(key: key, path: path, startedAt: startedAt,
+                        cookieHeader: BackendCookieJar.header(read, path: path, now: wallClock()))
+        }
         return Call(key: key, path: path, startedAt: startedAt, cookieHeader: jar.cookieHeader(for: key, path: path))
     }
 
@@ -93,8 +99,10 @@ public final class BackendSessions: Sendable {
     /// Changes were missed: every session is read from the store again.
     public func forgetAll() { jar.forgetAll() }
 
-    private func load(_ key: Key, startedAt: UInt64) async {
-        guard let sealer else { return }
+    /// The session's cookies as the store has them (none when it has none, or when what it has
+    /// does not open); nil when the store did not answer (memory serves then).
+    private func read(_ key: Key) async -> [BackendCookieJar.Cookie]? {
+        guard let sealer else { return nil }
         let registration = key.registration.value
         let destination = key.destination.value
         let found: SealedBackendSession?
@@ -104,20 +112,17 @@ public final class BackendSessions: Sendable {
             // Memory serves while the store is away; an instance that holds nothing sends none.
             logger.warning("back-end session not read from the store; using this instance's memory",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
-            return
+            return nil
         }
-        guard let found else {
-            jar.load([], for: key, startedAt: startedAt)
-            return
-        }
+        guard let found else { return [] }
         do {
             let plaintext = try sealer.open(found.sealed, registration: registration, destination: destination)
-            jar.load(try JSONDecoder().decode([BackendCookieJar.Cookie].self, from: Data(plaintext)), for: key, startedAt: startedAt)
+            return try JSONDecoder().decode([BackendCookieJar.Cookie].self, from: Data(plaintext))
         } catch {
             // The back end starts a new session (a device fetches a new CSRF token).
             logger.warning("a stored back-end session does not open; starting without it",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
-            jar.load([], for: key, startedAt: startedAt)
+            return []
         }
     }
 }

@@ -119,6 +119,9 @@ public struct ServerSettings: Sendable {
     /// `backendSessionKeys`: the keys that seal the back-end sessions kept in the store. The
     /// first seals, every one opens (rotation); none keeps sessions in memory only.
     public var backendSessionKeys: [BackendSessionKey]
+    /// `trustedProxies`: the load balancers or reverse proxies whose `X-Forwarded-For` names
+    /// the client (throttling, audit, the back end's `X-Forwarded-For`). Default none.
+    public var trustedProxies: [AddressRange]
 
     public init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -130,7 +133,8 @@ public struct ServerSettings: Sendable {
         maxRequestBodyBytes: Int = 10 * 1024 * 1024,
         credentialCacheSeconds: Int = 300,
         maxRegistrationsPerUser: Int = 20,
-        backendSessionKeys: [BackendSessionKey] = []
+        backendSessionKeys: [BackendSessionKey] = [],
+        trustedProxies: [AddressRange] = []
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -142,6 +146,7 @@ public struct ServerSettings: Sendable {
         self.credentialCacheSeconds = credentialCacheSeconds
         self.maxRegistrationsPerUser = maxRegistrationsPerUser
         self.backendSessionKeys = backendSessionKeys
+        self.trustedProxies = trustedProxies
     }
 }
 

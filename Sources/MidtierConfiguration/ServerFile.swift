@@ -61,6 +61,15 @@ extension ConfigurationLoader {
         if let seconds = reader.integer("credentialCacheSeconds", in: 0...86400) { settings.credentialCacheSeconds = seconds }
         if let count = reader.integer("maxRegistrationsPerUser", in: 1...100_000) { settings.maxRegistrationsPerUser = count }
         if let keys = backendSessionKeys(reader) { settings.backendSessionKeys = keys }
+        if let elements = reader.array("trustedProxies") {
+            settings.trustedProxies = elements.compactMap { path, value in
+                guard case .string(let text) = value, let range = AddressRange(text) else {
+                    reader.problems.add(path, "must be an IP address or a CIDR block such as \"10.0.0.5\" or \"10.0.1.0/24\"")
+                    return nil
+                }
+                return range
+            }
+        }
 
         reader.reportUnknownKeys()
         return settings

@@ -1,5 +1,7 @@
+import HTTPTypes
 import Hummingbird
 import Logging
+import MidtierConfiguration
 import MidtierHTTP
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)
@@ -15,6 +17,8 @@ struct MidtierResponder: HTTPResponder {
     static let reservedSegments: Set<Substring> = ["odata", "config", "mobileservices", "healthz", "readyz", "metrics", "admin"]
 
     func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
+        var context = context
+        context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
         let first = request.uri.path.dropFirst().prefix { $0 != "/" }
         guard Self.reservedSegments.contains(first) else {
             return await proxy.handle(request, context: context)
@@ -23,15 +27,33 @@ struct MidtierResponder: HTTPResponder {
     }
 }
 
+extension MidtierRequestContext {
+    /// Takes the client's address from `X-Forwarded-For` when the peer is a trusted proxy
+    /// (docs/operations.md, "Behind a load balancer").
+    mutating func believeForwardedFor(_ request: Request, trusting proxies: [AddressRange]) {
+        guard !proxies.isEmpty else { return }
+        clientIP = proxies.client(peer: clientIP, forwardedFor: request.headers[values: .xForwardedFor].map { $0[...] })
+    }
+}
+
+extension HTTPField.Name {
+    static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
 /// Runs a router and turns every refusal, including the router's own (404, 405), into an
-/// OData v2 error body. Nothing escapes as a bare 500.
+/// OData v2 error body. Nothing escapes as a bare 500. `trustedProxies`, when given, names
+/// the proxies whose `X-Forwarded-For` is believed (the admin listener; the device listener
+/// has already done so).
 struct ErrorTranslatingResponder: HTTPResponder {
     typealias Context = MidtierRequestContext
 
     let routes: RouterResponder<MidtierRequestContext>
     let logger: Logger
+    var trustedProxies: (@Sendable () -> [AddressRange])? = nil
 
     func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
+        var context = context
+        if let trustedProxies { context.believeForwardedFor(request, trusting: trustedProxies()) }
         do {
             return try await routes.respond(to: request, context: context)
         } catch let refusal as Refusal {

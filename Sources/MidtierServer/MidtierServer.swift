@@ -181,7 +181,8 @@ public final class MidtierServer: Sendable {
             logger: logger
         ).add(to: router)
         return Application(
-            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger),
+            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger,
+                                                 trustedProxies: { runtime.current.configuration.server.trustedProxies }),
             configuration: .init(address: address ?? .hostname(settings.adminListen.host, port: settings.adminListen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger

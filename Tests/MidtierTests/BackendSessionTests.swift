@@ -81,8 +81,13 @@ import Testing
         // Nor is a load from the store that started before another instance changed the jar.
         let loading = jar.clock
         jar.forget(b)
-        jar.load([BackendCookieJar.Cookie(name: "old", value: "1", path: "/", expiresAt: nil)], for: b, startedAt: loading)
+        let read = [BackendCookieJar.Cookie(name: "old", value: "1", path: "/", expiresAt: nil)]
+        #expect(jar.load(read, for: b, startedAt: loading) == .superseded)
         #expect(!jar.holds(b))
+        #expect(BackendCookieJar.header(read, path: "/x", now: 0) == "old=1", "what was read still serves the call that read it")
+        #expect(jar.load(read, for: a, startedAt: started) == .ended, "an ended registration's read serves nothing")
+        #expect(jar.load(read, for: b, startedAt: jar.clock) == .kept)
+        #expect(jar.cookieHeader(for: b, path: "/x") == "old=1")
     }
 
     @Test(arguments: StoreKind.allCases) func storeKeepsSealedSessionsWhileTheRegistrationIsActive(_ kind: StoreKind) async throws {

@@ -7,19 +7,24 @@ real sandbox as SuccessFactors:
 2. A CSRF token fetched through one instance is accepted on a write through the other (a
    stand-in SAP Gateway that binds tokens to its session cookie), also right after the back
    end replaced the session; another user's registration never gets that session.
-3. Block, unblock, lock, unlock, wipe, delete and token purge made on one instance are
+3. Behind nginx configured exactly as docs/operations.md shows (addresses, port and TLS
+   certificate swapped for test ones), with `trustedProxies` naming it: onboarding, CSRF fetches
+   and writes through its round robin; each device's own address in the audit trail and in the
+   back end's `X-Forwarded-For`; 60 wrong sign-ins from one device address throttle that
+   address, not another device's correct sign-in.
+4. Block, unblock, lock, unlock, wipe, delete and token purge made on one instance are
    enforced by the other; the time each took is measured (the change is made on A, then B is
    called until it answers the new way) and printed. The one-second target is a benchmark
    figure, not asserted here; the check allows ten seconds (missing the feed never converges).
-4. `kill -9` of an instance during a stream of admin writes loses no acknowledged write.
-5. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
+5. `kill -9` of an instance during a stream of admin writes loses no acknowledged write.
+6. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
    registration keeps being served from memory; PostgreSQL starts again: ready and writing
    again without a restart, and a block made afterwards is enforced across instances.
-6. A dump of the database holds no password, admin token or back-end cookie.
+7. A dump of the database holds no password, admin token or back-end cookie.
 
 Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exits 1 on failure.
 """
-import base64, json, os, shutil, subprocess, sys, tempfile, threading, time
+import base64, http.client, json, os, shutil, ssl, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
@@ -70,12 +75,14 @@ class Gateway(BaseHTTPRequestHandler):
     `X-CSRF-Token: Required` unless both match."""
     sessions = {}  # session id -> token
     issued = []    # every session id handed out (none may appear in clear in the database)
+    forwarded_for = []  # the X-Forwarded-For of every call
     lock = threading.Lock()
 
     def log_message(self, *args):
         pass
 
     def session(self):
+        Gateway.forwarded_for.append(self.headers.get("X-Forwarded-For"))
         for part in (self.headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
             if name == "SAP_SESSIONID" and value in Gateway.sessions:
@@ -127,7 +134,7 @@ try:
             mport, aport = free_port(), free_port()
             folder = os.path.join(work, name)
             os.makedirs(folder)
-            config = demo_config(REPO, folder, mport, aport, adminTokenHashes=[hash_],
+            config = demo_config(REPO, folder, mport, aport, adminTokenHashes=[hash_], trustedProxies=["127.0.0.1"],
                                  store={"url": f"postgres://{pg.user}@127.0.0.1:{pg.port}/{pg.database}?sslmode=disable"})
             sf_path = os.path.join(config, "destinations", "sf.json")
             sf = json.load(open(sf_path))
@@ -198,6 +205,17 @@ try:
         status, _, body = call(B["port"], "POST", items, dict(device, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
         check("right after the back end replaced the session on A, a write through B continues the new one",
               status == 201 and len(Gateway.issued) == 2, f"({status} {body[:200]!r} {len(Gateway.issued)} sessions)")
+        # Again and again: a session the back end starts on B, continued on A at once (A's read
+        # of the store and B's notice of the change race; either way A must send B's session).
+        fresh = []
+        for _ in range(20):
+            with Gateway.lock:
+                Gateway.sessions.clear()
+            issued = len(Gateway.issued)
+            call(B["port"], "GET", items, device)
+            call(A["port"], "POST", items, dict(device, **{"Content-Type": "application/json"}), b"{}")
+            fresh.append(len(Gateway.issued) - issued)
+        check("20 times: a session started on B is continued by A's very next call (one session each)", fresh == [1] * 20, f"({fresh})")
         stored = pg.sql("SELECT count(*) FROM midtier_backend_session", database=pg.database).strip()
         check("the session is kept (sealed) in the store", stored == "1", f"({stored})")
         BOB = basic("bob", "bob-demo-password")
@@ -206,7 +224,84 @@ try:
         status, _, _ = call(B["port"], "POST", items, dict(bob, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
         check("bob's registration does not continue alice's session (her token is refused for him)", status == 403, f"({status})")
 
-        # --- 3. Changes made on A are enforced by B, within a second. ---
+        # --- 3. Behind nginx, as docs/operations.md configures it. ---
+        doc = open(os.path.join(REPO, "docs", "operations.md")).read()
+        block = doc.split("```nginx\n", 1)[1].split("```", 1)[0]
+        nginx_dir = os.path.join(work, "nginx")
+        os.makedirs(nginx_dir)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                        "-keyout", os.path.join(nginx_dir, "tls.key"), "-out", os.path.join(nginx_dir, "tls.crt")], check=True, capture_output=True)
+        nport = free_port()
+        swaps = [("10.0.0.11:8080", f"127.0.0.1:{A['port']}"), ("10.0.0.12:8080", f"127.0.0.1:{B['port']}"),
+                 ("listen 443 ssl;", f"listen 127.0.0.1:{nport} ssl;"),
+                 ("/etc/nginx/tls/mobile.example.com.crt", os.path.join(nginx_dir, "tls.crt")),
+                 ("/etc/nginx/tls/mobile.example.com.key", os.path.join(nginx_dir, "tls.key"))]
+        check("the nginx block of docs/operations.md has the addresses and paths the test swaps", all(block.count(old) == 1 for old, _ in swaps))
+        for old, new in swaps:
+            block = block.replace(old, new)
+        temp = " ".join(f"{kind}_temp_path {nginx_dir}/{kind};" for kind in ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
+        with open(os.path.join(nginx_dir, "nginx.conf"), "w") as conf:
+            conf.write(f"worker_processes 1;\npid {nginx_dir}/nginx.pid;\nerror_log {nginx_dir}/error.log;\nevents {{}}\n"
+                       f"http {{\naccess_log off;\n{temp}\n{block}\n}}\n")
+        processes.append(subprocess.Popen(["nginx", "-c", os.path.join(nginx_dir, "nginx.conf"), "-g", "daemon off;"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        unverified = ssl.create_default_context()
+        unverified.check_hostname, unverified.verify_mode = False, ssl.CERT_NONE
+
+        def via_nginx(method, path, headers, body=None, source="127.0.0.1"):
+            """A call through nginx over TLS from the loopback address `source` (a device's own address)."""
+            connection = http.client.HTTPSConnection("127.0.0.1", nport, context=unverified, timeout=10, source_address=(source, 0))
+            try:
+                connection.request(method, path, body=body, headers=headers)
+                response = connection.getresponse()
+                return response.status, dict(response.getheaders()), response.read()
+            except (OSError, http.client.HTTPException) as error:
+                return 0, {}, str(error).encode()
+            finally:
+                connection.close()
+
+        check("nginx starts", until(lambda: via_nginx("GET", "/healthz", {})[0] == 200, seconds=10) is not None,
+              f"({open(os.path.join(nginx_dir, 'error.log')).read()[-500:] if os.path.exists(os.path.join(nginx_dir, 'error.log')) else ''})")
+        status, headers, _ = via_nginx("POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}", source="127.0.0.7")
+        phone = {"Authorization": ALICE, "X-SMP-APPCID": header(headers, "X-SMP-APPCID") or ""}
+        check("alice onboards through nginx", status == 201, f"({status})")
+        served = lambda: [metric(instance["admin"], "midtier_requests_total") for instance in instances]
+        before = served()
+        Gateway.forwarded_for.clear()
+        writes = []
+        for _ in range(4):
+            status, headers, _ = via_nginx("GET", items, dict(phone, **{"X-CSRF-Token": "Fetch"}), source="127.0.0.7")
+            token = header(headers, "X-CSRF-Token")
+            status, _, body = via_nginx("POST", items, dict(phone, **{"X-CSRF-Token": token or "", "Content-Type": "application/json"}), b"{}",
+                                        source="127.0.0.7")
+            writes.append(status)
+        after = served()
+        check("through nginx's round robin, every CSRF fetch-then-write is accepted", writes == [201] * 4, f"({writes})")
+        check("... and both instances served some of those calls", all(a > b for a, b in zip(after, before)), f"({before} -> {after})")
+        check("the back end's X-Forwarded-For names the device's address, not nginx's",
+              Gateway.forwarded_for and set(Gateway.forwarded_for) == {"127.0.0.7"}, f"({set(Gateway.forwarded_for)})")
+        status, _, body = call(A["admin"], "GET", "/admin/v1/audit?limit=10000", ADMIN)
+        created = [e for e in json.loads(body).get("entries", []) if e["action"] == "registration.create" and e["target"] == phone["X-SMP-APPCID"]]
+        check("the audit trail records the device's address as the source", [e["source"] for e in created] == ["127.0.0.7"], f"({created})")
+        throttled = []
+        for n in range(60):
+            status, _, _ = via_nginx("POST", "/odata/applications/v1/demo/Connections", {"Authorization": basic(f"guess{n}", "wrong")}, b"{}",
+                                     source="127.0.0.8")
+            throttled.append(status)
+        check("60 wrong sign-ins from one device address through nginx: that address is throttled (429)",
+              throttled[-1] == 429 and set(throttled) <= {401, 429}, f"({throttled})")
+        status, _, _ = via_nginx("POST", "/odata/applications/v1/demo/Connections",
+                                 {"Authorization": basic("carol", "carol-demo-password"), "X-Forwarded-For": "127.0.0.8"}, b"{}", source="127.0.0.10")
+        check("... while another device signs in through the same nginx, although it claims the throttled address in its own "
+              "X-Forwarded-For (carol, never signed in before, at .10 claiming .8)", status == 201, f"({status})")
+        direct = http.client.HTTPConnection("127.0.0.1", A["port"], timeout=10, source_address=("127.0.0.11", 0))
+        direct.request("GET", items, headers=dict(phone, **{"X-Forwarded-For": "203.0.113.9"}))
+        direct.getresponse().read()
+        direct.close()
+        check("a call that does not come from a trusted proxy keeps its own address, whatever X-Forwarded-For it sends",
+              Gateway.forwarded_for[-1] == "127.0.0.11", f"({Gateway.forwarded_for[-1]})")
+
+        # --- 4. Changes made on A are enforced by B, within a second. ---
         figures = []
 
         def enforced(what, change, expect_on_b):
@@ -245,7 +340,7 @@ try:
         print("enforcement across instances (seconds): " + ", ".join(f"{what} {took:.3f}" if took is not None else f"{what} never"
                                                                    for what, took in figures))
 
-        # --- 4. kill -9 during a stream of admin writes loses nothing acknowledged. ---
+        # --- 5. kill -9 during a stream of admin writes loses nothing acknowledged. ---
         acknowledged, stop = [], threading.Event()
 
         def writer():
@@ -268,7 +363,7 @@ try:
         check(f"kill -9 of A after {len(acknowledged)} acknowledged blocks: B has every one", len(acknowledged) >= 30 and not lost, f"(lost {lost})")
         check("A starts again on the same store", start(A))
 
-        # --- 5. The store goes away and comes back. ---
+        # --- 6. The store goes away and comes back. ---
         status, headers, body = call(B["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": ALICE}, b"{}")
         live = {"Authorization": ALICE, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
         check("a registration for the outage", status == 201 and call(B["port"], "GET", payroll, live)[0] == 200)
@@ -289,7 +384,7 @@ try:
         took = until(lambda: refused("TRAFFIC_BLOCKED")(call(A["port"], "GET", payroll, live)), seconds=10)
         check("a block made on B after the outage is enforced by A (the change feed reconnected)", took is not None, f"(took {took})")
 
-        # --- 6. Nothing secret in the database. ---
+        # --- 7. Nothing secret in the database. ---
         dump = subprocess.run(["runuser", "-u", "postgres", "--", "pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database]
                               if os.geteuid() == 0 else ["pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database],
                               capture_output=True, text=True)
@@ -304,6 +399,9 @@ try:
         processes.clear()
 finally:
     kill_all(processes)
-    shutil.rmtree(work, ignore_errors=True)
+    if os.environ.get("INSTANCES_KEEP"):
+        print(f"# kept {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 check.finish()
