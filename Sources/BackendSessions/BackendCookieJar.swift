@@ -46,6 +46,9 @@ public final class BackendCookieJar: Sendable {
     private struct Jar {
         var cookies: [String: Cookie] = [:]
         var lastUsed: UInt64 = 0
+        /// When an answer last changed it (`clock`), so that a store read that started before
+        /// cannot replace it with what the store had then.
+        var changedAt: UInt64 = 0
     }
 
     private struct State {
@@ -56,6 +59,20 @@ public final class BackendCookieJar: Sendable {
         /// When each jar was last forgotten because another instance changed it, so that a
         /// load from the store that started before cannot put back what it replaced.
         var forgottenAt: [Key: UInt64] = [:]
+        /// When every jar was last forgotten (changes were missed).
+        var allForgottenAt: UInt64 = 0
+        /// Past this many marks, `forget` drops the ones old enough to guard nothing.
+        var pruneForgottenAt = 10_000
+        /// The last stamp handed out (`Change.stamp`).
+        var lastStamp: Int64 = 0
+    }
+
+    /// What an answer changed, for the store: the jar's cookies after it, and a stamp that
+    /// orders this instance's changes (strictly increasing) and, by the wall clock,
+    /// roughly orders them against other instances'.
+    public struct Change: Sendable, Equatable {
+        public let cookies: [Cookie]
+        public let stamp: Int64
     }
 
     /// A change worth writing to the store: expiry moves smaller than this are not.
@@ -82,14 +99,19 @@ public final class BackendCookieJar: Sendable {
 
     /// The `Cookie` header value for a request to `path`, or nil.
     public func cookieHeader(for key: Key, path: String) -> String? {
+        cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock()) }
+    }
+
+    /// The unexpired cookies of `key`'s jar, or nil when memory does not hold it.
+    public func cookies(for key: Key) -> [Cookie]? {
         let now = wallClock()
         let tick = clock
-        return state.withLock { state -> String? in
+        return state.withLock { state -> [Cookie]? in
             guard var jar = state.jars[key] else { return nil }
             jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
             jar.lastUsed = tick
             state.jars[key] = jar
-            return Self.header(jar.cookies.values, path: path, now: now)
+            return Array(jar.cookies.values)
         }
     }
 
@@ -108,6 +130,9 @@ public final class BackendCookieJar: Sendable {
         /// Dropped: another instance changed the session since the read started (what was read
         /// may still be the newest; the next call reads again).
         case superseded
+        /// Dropped: an answer on this instance changed the jar since the read started; memory
+        /// is newer than what was read.
+        case older
     }
 
     /// Puts the cookies a store read found (none: an empty jar) in memory, unless the
@@ -118,7 +143,8 @@ public final class BackendCookieJar: Sendable {
         let tick = clock
         return state.withLock { state -> Loading in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
-            if let forgotten = state.forgottenAt[key], forgotten >= startedAt { return .superseded }
+            if state.allForgottenAt >= startedAt || (state.forgottenAt[key].map { $0 >= startedAt } ?? false) { return .superseded }
+            if let held = state.jars[key], held.changedAt >= startedAt { return .older }
             var jar = Jar(lastUsed: tick)
             for cookie in cookies.prefix(50) where cookie.expiresAt.map({ now < $0 }) ?? true { jar.cookies[cookie.name] = cookie }
             insert(jar, for: key, into: &state)
@@ -127,18 +153,21 @@ public final class BackendCookieJar: Sendable {
     }
 
     /// Takes the `Set-Cookie` values of a back end's answer to a call that started at
-    /// `startedAt` (`clock`); dropped when the registration's sessions ended since.
+    /// `startedAt` (`clock`) with the cookies `sent`; dropped when the registration's sessions
+    /// ended since. When memory no longer holds the jar (another instance's change, or
+    /// eviction, while the call ran), the answer applies to the cookies the call was sent, so
+    /// that an answer renewing one cookie does not lose the others.
     ///
     /// Returns the jar's cookies when they changed in a way the store should learn (a cookie
     /// set, changed or deleted, or an expiry moved by more than a minute); nil otherwise.
     @discardableResult
-    public func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64) -> [Cookie]? {
+    public func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64, sent: [Cookie] = []) -> Change? {
         guard !setCookies.isEmpty else { return nil }
         let now = wallClock()
         let tick = clock
-        return state.withLock { state -> [Cookie]? in
+        return state.withLock { state -> Change? in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }
-            var jar = state.jars[key] ?? Jar()
+            var jar = state.jars[key] ?? Jar(cookies: Dictionary(sent.map { ($0.name, $0) }, uniquingKeysWith: { $1 }))
             let before = jar.cookies
             for header in setCookies {
                 guard let cookie = Self.parse(header, requestPath: requestPath, now: now) else { continue }
@@ -148,9 +177,13 @@ public final class BackendCookieJar: Sendable {
                     jar.cookies[cookie.name] = cookie
                 }
             }
+            // Nothing new: memory keeps what it has (or, not holding the jar, reads it next time).
+            guard Self.differ(before, jar.cookies) else { return nil }
             jar.lastUsed = tick
+            jar.changedAt = tick
             insert(jar, for: key, into: &state)
-            return Self.differ(before, jar.cookies) ? jar.cookies.values.sorted { $0.name < $1.name } : nil
+            state.lastStamp = max(state.lastStamp + 1, now * 1000)
+            return Change(cookies: jar.cookies.values.sorted { $0.name < $1.name }, stamp: state.lastStamp)
         }
     }
 
@@ -162,8 +195,9 @@ public final class BackendCookieJar: Sendable {
             state.jars[key] = nil
             state.forgottenAt[key] = tick
             // A load is bounded by the store's deadline (seconds): older marks guard nothing.
-            if state.forgottenAt.count > 10_000 {
+            if state.forgottenAt.count > state.pruneForgottenAt {
                 state.forgottenAt = state.forgottenAt.filter { tick - $0.value < 60_000_000_000 }
+                state.pruneForgottenAt = max(10_000, 2 * state.forgottenAt.count)
             }
         }
     }
@@ -187,7 +221,7 @@ public final class BackendCookieJar: Sendable {
     public func forgetAll() {
         let tick = clock
         state.withLock { state in
-            for key in state.jars.keys { state.forgottenAt[key] = tick }
+            state.allForgottenAt = tick
             state.jars.removeAll()
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import MidtierConfiguration
 import MidtierStore
 
@@ -12,20 +13,25 @@ import MidtierStore
 ///   one too); a modifying call (anything but GET, HEAD and OPTIONS) always reads the store's
 ///   copy, so it sees a session another instance started a moment ago.
 /// - An answer whose cookies change the session writes the sealed copy before the device sees
-///   the answer; other instances drop their copy through the store's change feed.
+///   the answer; other instances drop their copy through the store's change feed. Saves carry
+///   a stamp, so an older answer saved late does not replace a newer one.
 /// - Ending a registration's sessions (lock, wipe, delete) happens in the store with the state
 ///   change, and here through `ended(registration:)`.
 ///
-/// With the store unavailable, memory serves: a call goes on with what this instance holds.
+/// With the store unavailable, memory serves: a call goes on with what this instance holds,
+/// and for `quietPeriod` after a store error calls do not wait for the store at all.
 /// Cookie values never reach a log.
 public final class BackendSessions: Sendable {
     public typealias Key = BackendCookieJar.Key
+    public typealias Cookie = BackendCookieJar.Cookie
 
     /// What a call took from the jar, to hand back with the answer's cookies.
     public struct Call: Sendable {
         public let key: Key
         let path: String
         let startedAt: UInt64
+        /// Every cookie of the session the call went with (not only those its path matched).
+        let sent: [Cookie]
         /// The `Cookie` header for the back end, or nil.
         public let cookieHeader: String?
     }
@@ -35,8 +41,12 @@ public final class BackendSessions: Sendable {
     private let sealer: SessionSealer?
     private let logger: Logger
     private let wallClock: @Sendable () -> Int64
+    /// Until when calls leave the store alone after it failed.
+    private let quietUntil = Mutex<ContinuousClock.Instant?>(nil)
+    static let quietPeriod = Duration.seconds(5)
 
-    /// Without `keys`, sessions stay in this instance's memory.
+    /// Without `keys`, sessions stay in this instance's memory. `wallClock`: milliseconds
+    /// since 1970.
     public init(store: any StateStore, keys: [BackendSessionKey], logger: Logger,
                 wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.jar = BackendCookieJar(wallClock: wallClock)
@@ -57,32 +67,37 @@ public final class BackendSessions: Sendable {
            jar.load(read, for: key, startedAt: startedAt) == .superseded {
             // Another instance changed the session while it was read (its notice came in
             // between): this call goes with what was read, the next one reads again.
-            return Call(key: key, path: path, startedAt: startedAt,
+            return Call(key: key, path: path, startedAt: startedAt, sent: read,
                         cookieHeader: BackendCookieJar.header(read, path: path, now: wallClock()))
         }
-        return Call(key: key, path: path, startedAt: startedAt, cookieHeader: jar.cookieHeader(for: key, path: path))
+        let cookies = jar.cookies(for: key) ?? []
+        return Call(key: key, path: path, startedAt: startedAt, sent: cookies,
+                    cookieHeader: BackendCookieJar.header(cookies, path: path, now: wallClock()))
     }
 
     /// Takes the `Set-Cookie` values of the back end's answer to `call`.
     public func finish(_ call: Call, setCookies: [String]) async {
-        guard let changed = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt),
-              let sealer else { return }
+        guard let change = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt, sent: call.sent),
+              let sealer, storeAnswers else { return }
         let registration = call.key.registration.value
         let destination = call.key.destination.value
         do {
-            if changed.isEmpty {
-                try await store.removeBackendSession(registration: registration, destination: destination)
-                return
-            }
-            let plaintext = Array(try JSONEncoder().encode(changed))
+            let plaintext = Array(try JSONEncoder().encode(change.cookies))
             let sealed = try sealer.seal(plaintext, registration: registration, destination: destination)
-            // A session cookie keeps the row until the registration's session ends.
-            let expiresAt = changed.contains { $0.expiresAt == nil } ? nil : changed.compactMap(\.expiresAt).max()
-            let kept = try await store.saveBackendSession(
-                SealedBackendSession(registration: registration, destination: destination, sealed: sealed, expiresAt: expiresAt),
-                now: wallClock())
-            if !kept { jar.remove(registration: registration) }
+            // A session cookie keeps the row until the registration's session ends; a session
+            // with no cookies left expires at once.
+            let now = wallClock()
+            let expiresAt = change.cookies.isEmpty ? now
+                : change.cookies.contains { $0.expiresAt == nil } ? nil : change.cookies.compactMap(\.expiresAt).max()
+            let session = SealedBackendSession(registration: registration, destination: destination, sealed: sealed,
+                                               expiresAt: expiresAt, stamp: change.stamp)
+            switch try await store.saveBackendSession(session, now: now) {
+            case .saved: break
+            case .stale: jar.forget(call.key)  // another answer's newer copy is in the store: read it next time
+            case .inactive: jar.remove(registration: registration)
+            }
         } catch {
+            storeFailed()
             logger.warning("back-end session not kept in the store; this instance continues it from memory",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
         }
@@ -101,8 +116,8 @@ public final class BackendSessions: Sendable {
 
     /// The session's cookies as the store has them (none when it has none, or when what it has
     /// does not open); nil when the store did not answer (memory serves then).
-    private func read(_ key: Key) async -> [BackendCookieJar.Cookie]? {
-        guard let sealer else { return nil }
+    private func read(_ key: Key) async -> [Cookie]? {
+        guard let sealer, storeAnswers else { return nil }
         let registration = key.registration.value
         let destination = key.destination.value
         let found: SealedBackendSession?
@@ -110,6 +125,7 @@ public final class BackendSessions: Sendable {
             found = try await store.backendSession(registration: registration, destination: destination, now: wallClock())
         } catch {
             // Memory serves while the store is away; an instance that holds nothing sends none.
+            storeFailed()
             logger.warning("back-end session not read from the store; using this instance's memory",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
             return nil
@@ -117,12 +133,26 @@ public final class BackendSessions: Sendable {
         guard let found else { return [] }
         do {
             let plaintext = try sealer.open(found.sealed, registration: registration, destination: destination)
-            return try JSONDecoder().decode([BackendCookieJar.Cookie].self, from: Data(plaintext))
+            return try JSONDecoder().decode([Cookie].self, from: Data(plaintext))
         } catch {
             // The back end starts a new session (a device fetches a new CSRF token).
             logger.warning("a stored back-end session does not open; starting without it",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
             return []
         }
+    }
+
+    /// Whether to ask the store: not within `quietPeriod` of its last failure.
+    private var storeAnswers: Bool {
+        quietUntil.withLock { until in
+            guard let quiet = until else { return true }
+            if ContinuousClock.now < quiet { return false }
+            until = nil
+            return true
+        }
+    }
+
+    private func storeFailed() {
+        quietUntil.withLock { $0 = ContinuousClock.now + Self.quietPeriod }
     }
 }

@@ -26,12 +26,30 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         address.count == network.count && Self.masked(address, prefixLength) == network
     }
 
-    /// The bytes of an IPv4 or IPv6 address in text form; nil for anything else.
+    /// The bytes of an IPv4 or IPv6 address in text form; nil for anything else. An
+    /// IPv4-mapped IPv6 address (`::ffff:10.0.0.5`, how a dual-stack listener sees an IPv4
+    /// peer) is its IPv4 address.
     public static func bytes(of text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
         var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: &v6) { Array($0) } }
+        guard inet_pton(AF_INET6, text, &v6) == 1 else { return nil }
+        let bytes = withUnsafeBytes(of: &v6) { Array($0) }
+        return bytes.prefix(12).elementsEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]) ? Array(bytes.suffix(4)) : bytes
+    }
+
+    /// The address of an `X-Forwarded-For` entry: as is, or without the port some proxies
+    /// add (`203.0.113.9:41234`, `[2001:db8::7]:41234`); nil when it is not an address.
+    static func forwardedAddress(_ entry: String) -> String? {
+        if bytes(of: entry) != nil { return entry }
+        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+            let inner = String(entry[entry.index(after: entry.startIndex)..<close])
+            return bytes(of: inner) != nil && (entry[close...] == "]" || entry[entry.index(after: close)...].first == ":") ? inner : nil
+        }
+        if let colon = entry.lastIndex(of: ":"), entry.firstIndex(of: ":") == colon {
+            let host = String(entry[..<colon])
+            return bytes(of: host) != nil ? host : nil
+        }
         return nil
     }
 
@@ -62,8 +80,8 @@ extension Array where Element == AddressRange {
         var believed = peer
         for header in forwardedFor.reversed() {
             for entry in header.split(separator: ",").reversed() {
-                let candidate = entry.trimmingCharacters(in: .whitespaces)
-                guard let bytes = AddressRange.bytes(of: candidate) else { return believed }
+                guard let candidate = AddressRange.forwardedAddress(entry.trimmingCharacters(in: .whitespaces)),
+                      let bytes = AddressRange.bytes(of: candidate) else { return believed }
                 believed = candidate
                 if !contains(where: { $0.contains(bytes) }) { return candidate }
             }

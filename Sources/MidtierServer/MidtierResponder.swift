@@ -41,19 +41,14 @@ extension HTTPField.Name {
 }
 
 /// Runs a router and turns every refusal, including the router's own (404, 405), into an
-/// OData v2 error body. Nothing escapes as a bare 500. `trustedProxies`, when given, names
-/// the proxies whose `X-Forwarded-For` is believed (the admin listener; the device listener
-/// has already done so).
+/// OData v2 error body. Nothing escapes as a bare 500.
 struct ErrorTranslatingResponder: HTTPResponder {
     typealias Context = MidtierRequestContext
 
     let routes: RouterResponder<MidtierRequestContext>
     let logger: Logger
-    var trustedProxies: (@Sendable () -> [AddressRange])? = nil
 
     func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
-        var context = context
-        if let trustedProxies { context.believeForwardedFor(request, trusting: trustedProxies()) }
         do {
             return try await routes.respond(to: request, context: context)
         } catch let refusal as Refusal {

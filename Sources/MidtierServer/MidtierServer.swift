@@ -62,7 +62,7 @@ public final class MidtierServer: Sendable {
         }
         self.httpClients = httpClients
         self.tokens = tokenCache
-        let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger)
+        let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger, wallClock: clock)
         self.sessions = sessions
         let runtime = self.runtime
         self.registrations = RegistrationService(
@@ -181,8 +181,10 @@ public final class MidtierServer: Sendable {
             logger: logger
         ).add(to: router)
         return Application(
-            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger,
-                                                 trustedProxies: { runtime.current.configuration.server.trustedProxies }),
+            // No trustedProxies here: the admin listener is not behind the devices' load
+            // balancer, and believing X-Forwarded-For from a local proxy would let any local
+            // process pick its address for the admin-token throttle and the audit trail.
+            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger),
             configuration: .init(address: address ?? .hostname(settings.adminListen.host, port: settings.adminListen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger
@@ -267,8 +269,8 @@ struct ContactWriter: Service {
             }
         }
         // What the last calls noted (list this service before the applications, so that it
-        // stops after them).
-        await flush()
+        // stops after them); in a task of its own, so that a cancelled group still writes it.
+        await Task { await flush() }.value
     }
 
     private func flush() async {

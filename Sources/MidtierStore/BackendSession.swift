@@ -9,11 +9,24 @@ public struct SealedBackendSession: Sendable, Equatable {
     /// Milliseconds since 1970 after which none of its cookies is valid; nil while it holds
     /// a session cookie (one that lives as long as the registration's session).
     public var expiresAt: Int64?
+    /// Orders saves of the same session: a save older than the stored copy changes nothing.
+    public var stamp: Int64
 
-    public init(registration: String, destination: String, sealed: [UInt8], expiresAt: Int64?) {
+    public init(registration: String, destination: String, sealed: [UInt8], expiresAt: Int64?, stamp: Int64) {
         self.registration = registration
         self.destination = destination
         self.sealed = sealed
         self.expiresAt = expiresAt
+        self.stamp = stamp
     }
+}
+
+/// What became of a back-end session saved to the store.
+public enum BackendSessionSave: Sendable, Equatable {
+    case saved
+    /// The store holds a copy with a later stamp (another answer's): nothing changed.
+    case stale
+    /// The registration is not active (locked, wiped or gone since the call started): the
+    /// store keeps no session for it.
+    case inactive
 }

@@ -177,12 +177,8 @@ public final class CachedStateStore: StateStore {
         try await base.backendSession(registration: registration, destination: destination, now: now)
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         try await base.saveBackendSession(session, now: now)
-    }
-
-    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
-        try await base.removeBackendSession(registration: registration, destination: destination)
     }
 
     // MARK: Changes made elsewhere (another instance on the same store)

@@ -67,6 +67,7 @@ enum PostgresSchema {
                 destination TEXT COLLATE "C" NOT NULL,
                 sealed BYTEA NOT NULL,
                 expires_at BIGINT,
+                stamp BIGINT NOT NULL,
                 PRIMARY KEY (registration_id, destination)
             )
             """,

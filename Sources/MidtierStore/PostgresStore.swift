@@ -14,7 +14,8 @@ import PostgresNIO
 /// first, so their sequence numbers are handed out in commit order: a reader that has seen
 /// sequence n has seen everything before it, which makes `after=` paging exact and lets an
 /// instance catch up on changes by number. Admin and onboarding writes are rare enough for
-/// that to cost nothing that matters; the request path only reads memory.
+/// that to cost nothing that matters; the request path reads memory, but for back-end session
+/// changes (docs/operations.md).
 ///
 /// Every operation has a deadline (`operationTimeout`): with the server gone, a write fails
 /// with `StoreError` (503 for the caller) within it instead of waiting for a connection.
@@ -29,6 +30,8 @@ public final class PostgresStore: StateStore {
     let location: PostgresLocation
     let logger: Logger
     let operationTimeout: Duration
+    /// The deadline of session reads and saves, which run on the request path.
+    static let sessionTimeout = Duration.seconds(1)
     private let runner: Task<Void, Never>
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
@@ -53,6 +56,19 @@ public final class PostgresStore: StateStore {
 
     deinit { runner.cancel() }
 
+    /// Whether a failed connection attempt will fail the same way again: what the server
+    /// refused (but not while it starts up, shuts down or has no connection free), what TLS
+    /// refused, and authentication the server asks for that Midtier cannot give.
+    static func refusesForGood(_ error: PSQLError) -> Bool {
+        if error.code == .server {
+            let transient: Set<String> = ["57P03", "57P01", "57P02", "53300", "08006", "08001"]
+            return !transient.contains(error.serverInfo?[.sqlState] ?? "")
+        }
+        if error.code == .sslUnsupported || error.code == .unsupportedAuthMechanism || error.code == .authMechanismRequiresPassword
+            || error.code == .saslError { return true }
+        return error.underlying is NIOSSLError || error.underlying is NIOSSLExtraError
+    }
+
     /// Connects once, directly, so that what the server or TLS refuses (a password, a role, a
     /// database, a certificate) is said at once rather than after the pool's retries run out;
     /// a server that does not answer yet is tried again every second (the caller's deadline).
@@ -64,8 +80,7 @@ public final class PostgresStore: StateStore {
                 let connection = try await PostgresConnection.connect(configuration: location.connectionConfiguration, id: 0, logger: quiet)
                 try await connection.close()
                 return
-            } catch let error as PSQLError where error.code == .server || error.code == .sslUnsupported
-                                                || error.underlying is NIOSSLError || error.underlying is NIOSSLExtraError {
+            } catch let error as PSQLError where refusesForGood(error) {
                 throw error
             } catch {
                 logger.notice("PostgreSQL does not answer yet; trying again", metadata: ["store": "\(location)", "error": "\(describe(error))"])
@@ -87,6 +102,7 @@ public final class PostgresStore: StateStore {
                     + "that signed the server's certificate, and verify-full also needs the host as the certificate names it"
             }
             if error.code == .sslUnsupported { return "the server does not offer TLS, which sslmode asks for" }
+            if error.code == .authMechanismRequiresPassword { return "the server asks for a password, and the store gives none" }
             return "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
         }
         if error is DeadlineExceeded { return "no answer within the deadline" }
@@ -108,11 +124,12 @@ public final class PostgresStore: StateStore {
     }
 
     /// One write transaction, holding the write lock (commit-ordered sequences).
-    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
+    func write<T: Sendable>(within limit: Duration? = nil,
+                            _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
-            return try await withDeadline(operationTimeout) {
+            return try await withDeadline(limit ?? operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
                     try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
                     return try await body(connection, logger)
@@ -348,45 +365,43 @@ public final class PostgresStore: StateStore {
 
     public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
-        try await read(within: .seconds(1)) { client, logger in
+        try await read(within: Self.sessionTimeout) { client, logger in
             let rows = try await client.query("""
-                SELECT sealed, expires_at FROM midtier_backend_session
+                SELECT sealed, expires_at, stamp FROM midtier_backend_session
                 WHERE registration_id = \(registration) AND destination = \(destination) AND (expires_at IS NULL OR expires_at > \(now))
                 """, logger: logger)
-            for try await (sealed, expiresAt) in rows.decode((ByteBuffer, Int64?).self) {
+            for try await (sealed, expiresAt, stamp) in rows.decode((ByteBuffer, Int64?, Int64).self) {
                 return SealedBackendSession(registration: registration, destination: destination,
-                                            sealed: Array(buffer: sealed), expiresAt: expiresAt)
+                                            sealed: Array(buffer: sealed), expiresAt: expiresAt, stamp: stamp)
             }
             return nil
         }
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
-        try await write { connection, logger in
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
+        // Under the write lock like every announced change (the change feed reads changes in
+        // sequence order), with the request path's short deadline.
+        try await write(within: Self.sessionTimeout) { connection, logger in
             try await connection.query("DELETE FROM midtier_backend_session WHERE expires_at <= \(now)", logger: logger)
+            var active = false
+            for try await _ in try await connection.query("""
+                SELECT 1 FROM midtier_registration WHERE id = \(session.registration) AND state = 'active'
+                """, logger: logger) { active = true }
+            guard active else { return .inactive }
             let saved = try await connection.query("""
-                INSERT INTO midtier_backend_session (registration_id, destination, sealed, expires_at)
-                SELECT \(session.registration), \(session.destination), \(ByteBuffer(bytes: session.sealed)), \(session.expiresAt)
-                WHERE EXISTS (SELECT 1 FROM midtier_registration WHERE id = \(session.registration) AND state = 'active')
-                ON CONFLICT (registration_id, destination) DO UPDATE SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at
+                INSERT INTO midtier_backend_session (registration_id, destination, sealed, expires_at, stamp)
+                VALUES (\(session.registration), \(session.destination), \(ByteBuffer(bytes: session.sealed)), \(session.expiresAt), \(session.stamp))
+                ON CONFLICT (registration_id, destination) DO UPDATE
+                SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at, stamp = EXCLUDED.stamp
+                WHERE midtier_backend_session.stamp < EXCLUDED.stamp
                 RETURNING registration_id
                 """, logger: logger)
             var kept = false
             for try await _ in saved { kept = true }
-            guard kept else { return false }
+            guard kept else { return .stale }
             try await Self.announce(.session(registration: session.registration, destination: session.destination),
                                     at: now, on: connection, logger: logger)
-            return true
-        }
-    }
-
-    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
-        try await write { connection, logger in
-            try await connection.query("""
-                DELETE FROM midtier_backend_session WHERE registration_id = \(registration) AND destination = \(destination)
-                """, logger: logger)
-            try await Self.announce(.session(registration: registration, destination: destination),
-                                    at: Self.now(), on: connection, logger: logger)
+            return .saved
         }
     }
 

@@ -136,12 +136,9 @@ public protocol StateStore: Sendable {
 
     /// The session of `registration` with `destination`, unless it expired before `now` (ms).
     func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession?
-    /// Keeps `session` in place of the one before, if its registration is active; false when it
-    /// is not (locked, wiped or gone since the call that got the cookies started). Expired
-    /// sessions of any registration are dropped on the way.
-    func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool
-    /// Drops the session of `registration` with `destination` (the back end ended it).
-    func removeBackendSession(registration: String, destination: String) async throws(StoreError)
+    /// Keeps `session` in place of the one before, if its registration is active and the one
+    /// before has an earlier stamp. Expired sessions of any registration are dropped on the way.
+    func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave
 
     // MARK: Audit
 

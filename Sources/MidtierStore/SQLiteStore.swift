@@ -101,6 +101,7 @@ public final class SQLiteStore: StateStore {
                     destination TEXT NOT NULL,
                     sealed BLOB NOT NULL,
                     expires_at INTEGER,
+                    stamp INTEGER NOT NULL,
                     PRIMARY KEY (registration_id, destination)
                 );
                 CREATE INDEX backend_session_expiry ON backend_session(expires_at) WHERE expires_at IS NOT NULL;
@@ -288,30 +289,26 @@ public final class SQLiteStore: StateStore {
     public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         try await read { db in
             try Row.fetchOne(db, sql: """
-                SELECT sealed, expires_at FROM backend_session
+                SELECT sealed, expires_at, stamp FROM backend_session
                 WHERE registration_id = ? AND destination = ? AND (expires_at IS NULL OR expires_at > ?)
                 """, arguments: [registration, destination, now]).map { row in
                 SealedBackendSession(registration: registration, destination: destination,
-                                     sealed: Array((row["sealed"] as Data?) ?? Data()), expiresAt: row["expires_at"])
+                                     sealed: Array((row["sealed"] as Data?) ?? Data()), expiresAt: row["expires_at"], stamp: row["stamp"])
             }
         }
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> Bool {
+    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         try await write { db in
             try db.execute(sql: "DELETE FROM backend_session WHERE expires_at <= ?", arguments: [now])
+            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM registration WHERE id = ? AND state = 'active'",
+                                    arguments: [session.registration]) != nil else { return .inactive }
             try db.execute(sql: """
-                INSERT OR REPLACE INTO backend_session (registration_id, destination, sealed, expires_at)
-                SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM registration WHERE id = ? AND state = 'active')
-                """, arguments: [session.registration, session.destination, Data(session.sealed), session.expiresAt, session.registration])
-            return db.changesCount == 1
-        }
-    }
-
-    public func removeBackendSession(registration: String, destination: String) async throws(StoreError) {
-        try await write { db in
-            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ? AND destination = ?",
-                           arguments: [registration, destination])
+                INSERT INTO backend_session (registration_id, destination, sealed, expires_at, stamp) VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (registration_id, destination) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at,
+                    stamp = excluded.stamp WHERE backend_session.stamp < excluded.stamp
+                """, arguments: [session.registration, session.destination, Data(session.sealed), session.expiresAt, session.stamp])
+            return db.changesCount == 1 ? .saved : .stale
         }
     }
 

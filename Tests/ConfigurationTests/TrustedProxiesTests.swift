@@ -8,7 +8,8 @@ import Testing
         let block = try #require(AddressRange("10.0.1.0/24"))
         #expect(block.contains(AddressRange.bytes(of: "10.0.1.200")!))
         #expect(!block.contains(AddressRange.bytes(of: "10.0.2.1")!))
-        #expect(!block.contains(AddressRange.bytes(of: "::ffff:10.0.1.1")!), "IPv6 is another family")
+        #expect(block.contains(AddressRange.bytes(of: "::ffff:10.0.1.1")!), "an IPv4-mapped address is its IPv4 address")
+        #expect(!block.contains(AddressRange.bytes(of: "2001:db8::a00:101")!), "IPv6 is another family")
         #expect(AddressRange("10.0.1.7/24")?.description == "10.0.1.0/24", "host bits are cleared")
         #expect(AddressRange("10.0.0.5")?.description == "10.0.0.5")
         #expect(AddressRange("fd00::/8")?.contains(AddressRange.bytes(of: "fd12::1")!) == true)
@@ -37,6 +38,14 @@ import Testing
         #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["unknown"]) == "10.0.0.5")
         #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["198.51.100.7, garbage, 10.0.1.20"]) == "10.0.1.20")
         #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["2001:db8::7"]) == "2001:db8::7")
+        // A dual-stack listener sees the IPv4 proxy as an IPv4-mapped IPv6 address.
+        #expect(proxies.client(peer: "::ffff:10.0.0.5", forwardedFor: ["198.51.100.7"]) == "198.51.100.7")
+        // Proxies that add the client's port.
+        #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["198.51.100.7:41234"]) == "198.51.100.7")
+        #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["[2001:db8::7]:41234"]) == "2001:db8::7")
+        #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["[2001:db8::7]"]) == "2001:db8::7")
+        #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["[2001:db8::7]x"]) == "10.0.0.5")
+        #expect(proxies.client(peer: "10.0.0.5", forwardedFor: ["198.51.100.7:80:1"]) == "10.0.0.5")
     }
 
     @Test func configurationTakesAddressesAndBlocks() throws {

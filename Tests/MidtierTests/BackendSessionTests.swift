@@ -50,7 +50,7 @@ import Testing
         let jar = BackendCookieJar()
         let a = BackendCookieJar.Key(registration: "a", destination: "gw")
         let b = BackendCookieJar.Key(registration: "b", destination: "gw")
-        #expect(jar.store(["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)?.count == 2)
+        #expect(jar.store(["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)?.cookies.count == 2)
         #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "SAP_SESSIONID=s1; sap-usercontext=sap-client=100")
         #expect(jar.cookieHeader(for: b, path: "/sap/opu") == nil, "another registration has no session")
         #expect(jar.store(["SAP_SESSIONID=s1; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock) == nil, "the same cookie again changes nothing")
@@ -88,6 +88,19 @@ import Testing
         #expect(jar.load(read, for: a, startedAt: started) == .ended, "an ended registration's read serves nothing")
         #expect(jar.load(read, for: b, startedAt: jar.clock) == .kept)
         #expect(jar.cookieHeader(for: b, path: "/x") == "old=1")
+        // A read that started before an answer changed the jar does not replace it.
+        let reading = jar.clock
+        let change = jar.store(["new=2"], for: b, requestPath: "/", startedAt: jar.clock)
+        #expect(jar.load(read, for: b, startedAt: reading) == .older)
+        #expect(jar.cookieHeader(for: b, path: "/x") == "new=2; old=1")
+        // Changes carry stamps that only grow.
+        let next = jar.store(["new=3"], for: b, requestPath: "/", startedAt: jar.clock)
+        #expect(change != nil && next != nil && next!.stamp > change!.stamp)
+        #expect(jar.store(["new=3"], for: b, requestPath: "/", startedAt: jar.clock) == nil, "no change, nothing to save")
+        // forgetAll also guards reads under way.
+        let beforeAll = jar.clock
+        jar.forgetAll()
+        #expect(jar.load(read, for: composed, startedAt: beforeAll) == .superseded)
     }
 
     @Test(arguments: StoreKind.allCases) func storeKeepsSealedSessionsWhileTheRegistrationIsActive(_ kind: StoreKind) async throws {
@@ -95,31 +108,33 @@ import Testing
             let store = try await test.open(cached: false)
             let audit = AuditEntry(at: 1_000, actor: "admin#1", action: "registration.lock", target: "r1")
             #expect(try await store.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil) == .inserted)
-            let session = SealedBackendSession(registration: "r1", destination: "gw", sealed: [1, 0, 255, 7], expiresAt: nil)
-            #expect(try await store.saveBackendSession(session, now: 1_000))
-            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 1_000) == session)
+            func session(_ sealed: [UInt8], stamp: Int64, expiresAt: Int64? = nil, registration: String = "r1") -> SealedBackendSession {
+                SealedBackendSession(registration: registration, destination: "gw", sealed: sealed, expiresAt: expiresAt, stamp: stamp)
+            }
+            let first = session([1, 0, 255, 7], stamp: 10)
+            #expect(try await store.saveBackendSession(first, now: 1_000) == .saved)
+            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 1_000) == first)
             #expect(try await store.backendSession(registration: "r1", destination: "other", now: 1_000) == nil)
             #expect(try await store.backendSession(registration: "R1", destination: "gw", now: 1_000) == nil, "ids compare by bytes")
 
-            let expiring = SealedBackendSession(registration: "r1", destination: "gw", sealed: [2], expiresAt: 5_000)
-            #expect(try await store.saveBackendSession(expiring, now: 1_000), "a save replaces the session before")
+            let expiring = session([2], stamp: 20, expiresAt: 5_000)
+            #expect(try await store.saveBackendSession(expiring, now: 1_000) == .saved, "a save replaces the session before")
+            #expect(try await store.saveBackendSession(session([3], stamp: 15), now: 1_000) == .stale, "an older answer saved late changes nothing")
+            #expect(try await store.saveBackendSession(session([3], stamp: 20), now: 1_000) == .stale)
             #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 4_999) == expiring)
             #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 5_000) == nil, "expired as the back end said")
+            #expect(try await store.saveBackendSession(session([4], stamp: 1), now: 6_000) == .saved, "an expired session is gone, whatever its stamp")
 
-            #expect(try await store.saveBackendSession(session, now: 1_000))
-            try await store.removeBackendSession(registration: "r1", destination: "gw")
-            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 1_000) == nil)
-
-            #expect(try await store.saveBackendSession(session, now: 1_000))
+            #expect(try await store.saveBackendSession(session([5], stamp: 30), now: 6_000) == .saved)
             _ = try await store.transition(id: "r1", to: .locked, allowedFrom: [.active], audit: audit)
-            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 1_000) == nil, "a lock ends the sessions")
-            #expect(try await store.saveBackendSession(session, now: 1_000) == false, "a locked registration keeps none")
-            #expect(try await store.saveBackendSession(SealedBackendSession(registration: "nobody", destination: "gw", sealed: [1], expiresAt: nil), now: 1_000) == false)
+            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 6_000) == nil, "a lock ends the sessions")
+            #expect(try await store.saveBackendSession(session([6], stamp: 40), now: 6_000) == .inactive, "a locked registration keeps none")
+            #expect(try await store.saveBackendSession(session([1], stamp: 50, registration: "nobody"), now: 6_000) == .inactive)
 
             _ = try await store.transition(id: "r1", to: .active, allowedFrom: [.locked], audit: audit)
-            #expect(try await store.saveBackendSession(session, now: 1_000))
+            #expect(try await store.saveBackendSession(session([7], stamp: 1), now: 6_000) == .saved, "a lock ended the old one, stamp and all")
             _ = try await store.delete(id: "r1", allowedFrom: [.active], audit: nil)
-            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 1_000) == nil, "a deletion ends the sessions")
+            #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 6_000) == nil, "a deletion ends the sessions")
         }
     }
 
@@ -147,6 +162,14 @@ import Testing
             a.changed(registration: "r1", destination: "gw")
             #expect(await a.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: false).cookieHeader
                     == "SAP_SESSIONID=renewed; sap-usercontext=sap-client=100")
+
+            // An answer that renews one cookie while memory lost the jar (another instance's
+            // notice, say) keeps the others: it applies to what the call was sent.
+            let renewing = await a.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: false)
+            a.changed(registration: "r1", destination: "gw")
+            await a.finish(renewing, setCookies: ["sap-usercontext=sap-client=200; path=/"])
+            #expect(await b.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: true).cookieHeader
+                    == "SAP_SESSIONID=renewed; sap-usercontext=sap-client=200", "both cookies in the store")
 
             // Another registration never gets them.
             #expect(await a.begin(registration: "r2", destination: "gw", path: "/sap/x", modifying: true).cookieHeader == nil)

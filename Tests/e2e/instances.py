@@ -76,6 +76,7 @@ class Gateway(BaseHTTPRequestHandler):
     sessions = {}  # session id -> token
     issued = []    # every session id handed out (none may appear in clear in the database)
     forwarded_for = []  # the X-Forwarded-For of every call
+    cookies = []        # the Cookie header of every call
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -83,6 +84,7 @@ class Gateway(BaseHTTPRequestHandler):
 
     def session(self):
         Gateway.forwarded_for.append(self.headers.get("X-Forwarded-For"))
+        Gateway.cookies.append(self.headers.get("Cookie") or "")
         for part in (self.headers.get("Cookie") or "").split(";"):
             name, _, value = part.strip().partition("=")
             if name == "SAP_SESSIONID" and value in Gateway.sessions:
@@ -221,8 +223,12 @@ try:
         BOB = basic("bob", "bob-demo-password")
         status, headers, body = call(A["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": BOB}, b"{}")
         bob = {"Authorization": BOB, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
+        alice_sessions = set(Gateway.issued)
+        Gateway.cookies.clear()
         status, _, _ = call(B["port"], "POST", items, dict(bob, **{"X-CSRF-Token": token, "Content-Type": "application/json"}), b"{}")
-        check("bob's registration does not continue alice's session (her token is refused for him)", status == 403, f"({status})")
+        check("bob's registration does not continue alice's session (the gateway gets none of her cookies; his write is refused)",
+              status == 403 and Gateway.cookies and not [c for c in Gateway.cookies if any(s in c for s in alice_sessions)],
+              f"({status} {Gateway.cookies})")
 
         # --- 3. Behind nginx, as docs/operations.md configures it. ---
         doc = open(os.path.join(REPO, "docs", "operations.md")).read()
