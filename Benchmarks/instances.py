@@ -121,7 +121,7 @@ try:
         pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
         return f"p50 {pick(0.5) * 1000:.1f} ms, p99 {pick(0.99) * 1000:.1f} ms, max {ordered[-1] * 1000:.1f} ms"
 
-    print(f"machine: {os.cpu_count()} cores; PostgreSQL {subprocess.run(['psql', '--version'], capture_output=True, text=True).stdout.split()[-1]}"
+    print(f"machine: {os.cpu_count()} cores; PostgreSQL {subprocess.run(['psql', '--version'], capture_output=True, text=True).stdout.split()[2]}"
           f" on loopback (throwaway, fsync on); {args.duration}s per wrk run, c=64")
     print(f"hot path  SQLite {', '.join(f'{r:.0f}' for r in rates['sqlite'])} req/s, "
           f"PostgreSQL {', '.join(f'{r:.0f}' for r in rates['postgres'])} req/s: PostgreSQL / SQLite {pg_rate / sqlite_rate:.2f}")
