@@ -300,7 +300,8 @@ final class FaultServer: @unchecked Sendable {
             // sent at once reaches a device that stops reading for twice the timeout, whole
             // (Midtier's stream is held back meanwhile: 16 MB do not fit in the socket buffers).
             data.set(.large)
-            let received = try Self.slowDeviceRead(port: env.midtierPort, id: id, pause: .milliseconds(2 * Self.timeout))
+            let port = env.midtierPort
+            let received = try await offThePool { try Self.slowDeviceRead(port: port, id: id, pause: .milliseconds(2 * Self.timeout)) }
             #expect(received.status == 200 && received.bodyBytes == FaultServer.largeSize, "slow device: \(received)")
             data.set(.respond(Self.goodData))
             let healed = try await timed(env, id)

@@ -114,12 +114,12 @@ import Testing
                           "/echo/%252e%252e/x", "/echo/..;/x", "/echo/.%2e/x", "/echo/%c0%ae%c0%ae/x", "/echo/a%5c..%5cx",
                           "/echo/./x", "/echo/a%00b", "/echo/%zz"]
             for trick in tricks {
-                let reply = try env.curl(trick, headers: headers)
+                let reply = try await env.curl(trick, headers: headers)
                 #expect(reply.status == 400, "\(trick) gave \(reply.status)")
                 #expect(reply.body.contains("\"error\""), "\(trick): OData error body")
             }
             #expect(env.echo.requests.isEmpty, "nothing reached the back end: \(env.echo.requests.map(\.path))")
-            let fine = try env.curl("/echo/a/b%20c/Connections('x')", headers: headers)
+            let fine = try await env.curl("/echo/a/b%20c/Connections('x')", headers: headers)
             #expect(fine.status == 200)
             #expect(env.echo.requests.map(\.path) == ["/base/a/b%20c/Connections('x')"])
         }

@@ -280,11 +280,14 @@ struct TestEnvironment: Sendable {
     }
 
     /// curl with `--path-as-is`, so dot segments reach Midtier exactly as typed.
-    func curl(_ path: String, headers: [(String, String)]) throws -> (status: Int, body: String) {
+    /// Waits for curl on a thread of its own: curl calls the in-process server, whose tasks
+    /// need the concurrency pool's threads (two on a 2-core machine), so a pool thread blocked
+    /// on curl can deadlock the test run.
+    func curl(_ path: String, headers: [(String, String)]) async throws -> (status: Int, body: String) {
         var arguments = ["-s", "--path-as-is", "-o", "-", "-w", "\n%{http_code}"]
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         arguments.append(midtierURL + path)
-        let result = try run("/usr/bin/curl", arguments)
+        let result = try await runOffThePool("/usr/bin/curl", arguments)
         let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
         return (Int(lines.last ?? "") ?? -1, lines.dropLast().joined(separator: "\n"))
     }

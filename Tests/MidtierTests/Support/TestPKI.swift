@@ -44,6 +44,21 @@ func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws
     return (process.terminationStatus, String(decoding: output, as: UTF8.self))
 }
 
+/// `run`, on a thread of its own rather than one of Swift concurrency's pool threads, which a
+/// blocking wait would hold (and a test whose program calls back into the test process, as
+/// curl calls the in-process server, would deadlock).
+func runOffThePool(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> (status: Int32, output: String) {
+    try await offThePool { try run(executable, arguments, input: input) }
+}
+
+/// Runs blocking work (a process, a socket client of the in-process server) on a thread of its
+/// own, so that it never holds one of the concurrency pool's few threads.
+func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
 /// A fresh temporary directory, removed by the caller with `removeTemporaryDirectory`.
 func makeTemporaryDirectory() throws -> String {
     let path = NSTemporaryDirectory() + "midtier-test-" + UUID().uuidString
