@@ -95,6 +95,26 @@ import Testing
         }
     }
 
+    /// A proxied call notes its contact and the writer service stores it (docs/operations.md,
+    /// "Last contact"); the admin API reads it back.
+    @Test func aProxiedCallsContactReachesTheStore() async throws {
+        try await TestEnvironment.with { env in
+            let id = try await env.register(.alice)
+            let created = try #require(Date((try await env.admin(.GET, "/admin/v1/registrations/\(id)").json["createdAt"] as? String) ?? "",
+                                            strategy: .iso8601))
+            env.clock.advance(days: 1)
+            #expect(try await proxied(env, .alice, id).status == 200)
+            var contact: Date?
+            for _ in 0..<200 {
+                let shown = try await env.admin(.GET, "/admin/v1/registrations/\(id)").json["lastContactAt"] as? String
+                contact = shown.flatMap { try? Date($0, strategy: .iso8601) }
+                if let contact, contact.timeIntervalSince(created) > 23 * 3600 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(contact.map { $0.timeIntervalSince(created) > 23 * 3600 } == true, "lastContactAt \(String(describing: contact)), created \(created)")
+        }
+    }
+
     @Test func selfServiceSeesAndChangesOnlyTheUsersOwnDevices() async throws {
         try await TestEnvironment.with { env in
             let phone = try await env.register(.alice)
