@@ -111,17 +111,18 @@ let package = Package(
             dependencies: ["CLibXML2"],
             swiftSettings: swiftSettings
         ),
-        // Forwarding to back ends: path safety, header hygiene, streaming through AsyncHTTPClient.
+        // Forwarding to back ends: path safety, header hygiene, pooled NIO HTTP/1 connections.
         .target(
             name: "Forwarding",
             dependencies: [
                 "MidtierConfiguration",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,12 +1,9 @@
-import AsyncHTTPClient
 import HTTPTypes
 import Hummingbird
 import Logging
 import MidtierConfiguration
 import NIOCore
 import NIOHTTP1
-import NIOPosix
-import Synchronization
 
 /// Why a call was not forwarded, or how the back end failed. Each maps to one status (SPEC §4, §6).
 public enum ForwardingError: Error, Sendable, Equatable {
@@ -45,55 +42,39 @@ public struct ForwardingContext: Sendable {
 ///
 /// Headers are rebuilt by `HeaderPolicy`: hop-by-hop, identity and Midtier's own headers and
 /// cookies never reach the back end; `Set-Cookie` never reaches the device. Bodies stream both
-/// ways without being collected. Redirects are passed to the device, never followed here.
+/// ways without being collected (small answers are read whole). Redirects are passed to the
+/// device, never followed here. Calls go over `UpstreamConnectionPool`'s keep-alive
+/// connections, on the event loop of the device's request.
 public struct Forwarder: Sendable {
-    public let clients: LoopLocalHTTPClients
+    public let upstreams: UpstreamConnectionPool
     public let maxRequestBodyBytes: Int
     /// Cookie names Midtier itself sets on devices (removed from forwarded `Cookie` headers).
     public static let ownCookies: Set<String> = ["x-smp-appcid"]
 
-    public init(clients: LoopLocalHTTPClients, maxRequestBodyBytes: Int) {
-        self.clients = clients
+    public init(upstreams: UpstreamConnectionPool, maxRequestBodyBytes: Int) {
+        self.upstreams = upstreams
         self.maxRequestBodyBytes = maxRequestBodyBytes
     }
 
-    /// How Midtier's HTTP clients are configured: pooled (up to 64 connections per back end and
-    /// event loop), no redirects followed, no decompression (bodies pass as they are), no
-    /// tracing spans (Midtier bootstraps no tracer; building a span's attributes cost about 3 %
-    /// of a proxied call's CPU, docs/benchmarks.md).
-    public static func clientConfiguration() -> HTTPClient.Configuration {
-        var configuration = HTTPClient.Configuration()
-        configuration.tracing.tracer = nil
-        configuration.redirectConfiguration = .disallow
-        configuration.decompression = .disabled
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
-        configuration.timeout = .init(connect: .seconds(10))
-        return configuration
-    }
+    /// Methods that carry a body by their nature: sent with `Content-Length: 0` when the device
+    /// sent none, so that no back end waits for one.
+    static let bodyMethods: Set<HTTPRequest.Method> = [.post, .put, .patch, HTTPRequest.Method("MERGE")!]
 
-    /// The back-end URL for `remainder` (already checked by `ProxyPath.problem(in:)`) and the
-    /// device's raw query, plus the destination's `URL.queries.*`.
-    public static func upstreamURL(destination: DestinationConfiguration, remainder: Substring, query: String?) -> String {
-        var url = destination.url + remainder
-        var queryParts: [String] = []
-        if let query, !query.isEmpty { queryParts.append(query) }
-        for (name, value) in destination.extraQueries {
-            queryParts.append(QueryEncoding.escape(name) + "=" + QueryEncoding.escape(value))
-        }
-        if !queryParts.isEmpty { url += "?" + queryParts.joined(separator: "&") }
-        return url
-    }
-
+    /// Sends `request` to `destination` (the device's path after the destination name is
+    /// `remainder`, already checked by `ProxyPath.problem(in:)`) and returns the answer's head,
+    /// its body still to be read (or, small, read whole).
     public func forward(
         _ request: Request,
-        to destination: DestinationConfiguration,
-        url: String,
+        to destination: UpstreamDestination,
+        remainder: Substring,
         context: ForwardingContext,
         logger: Logger
     ) async throws(ForwardingError) -> UpstreamResponse {
-        var outbound = HTTPClientRequest(url: url)
-        outbound.method = HTTPMethod(rawValue: request.method.rawValue)
-        outbound.headers = requestHeaders(of: request, destination: destination, context: context)
+        guard let origin = destination.origin else {
+            throw .unreachable("the URL of destination \(destination.name) cannot be called")
+        }
+        var headers = requestHeaders(of: request, destination: destination, context: context)
+        headers.replaceOrAdd(name: "Host", value: origin.authority)
 
         let contentLengths = request.headers[values: .contentLength]
         let declaredLength: Int?
@@ -107,18 +88,25 @@ public struct Forwarder: Sendable {
         }
         if let declaredLength, declaredLength > maxRequestBodyBytes { throw .bodyTooLarge(limit: maxRequestBodyBytes) }
         let chunked = request.headers[.transferEncoding] != nil
+        let hasBody = (declaredLength ?? 0) > 0 || (declaredLength == nil && chunked)
         if let declaredLength, declaredLength > 0 {
-            outbound.body = .stream(LimitedBody(base: request.body, limit: maxRequestBodyBytes), length: .known(Int64(declaredLength)))
-        } else if chunked {
-            outbound.body = .stream(LimitedBody(base: request.body, limit: maxRequestBodyBytes), length: .unknown)
+            headers.add(name: "Content-Length", value: String(declaredLength))
+        } else if hasBody {
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        } else if declaredLength != nil || Self.bodyMethods.contains(request.method) {
+            headers.add(name: "Content-Length", value: "0")
         }
 
-        let response: HTTPClientResponse
-        let deadline = ContinuousClock.now + .milliseconds(destination.timeoutMilliseconds)
+        let timeout = destination.configuration.timeoutMilliseconds
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+                                   uri: destination.target(remainder: remainder, query: request.uri.query), headers: headers)
+        let call = upstreams.start(head, to: origin, hasBody: hasBody, deadline: .now() + .milliseconds(Int64(timeout)))
+        let answer: UpstreamAnswer
         do {
-            response = try await clients.current.execute(outbound, timeout: .milliseconds(Int64(destination.timeoutMilliseconds)))
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
-            throw .timedOut(milliseconds: destination.timeoutMilliseconds)
+            if hasBody { try await send(request.body, on: call.connected) }
+            answer = try await call.answer.get()
+        } catch UpstreamFailure.timedOut {
+            throw .timedOut(milliseconds: timeout)
         } catch is BodyTooLarge {
             throw .bodyTooLarge(limit: maxRequestBodyBytes)
         } catch is RequestBodyBroken {
@@ -128,8 +116,30 @@ public struct Forwarder: Sendable {
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
         }
         let redaction = CredentialRedaction(authorization: context.authorization)
-        return UpstreamResponse(response: response, headers: responseHeaders(response.headers, redacting: redaction), deadline: deadline,
+        return UpstreamResponse(head: answer.head, body: answer.body, headers: responseHeaders(answer.head.headers, redacting: redaction),
                                 redaction: redaction)
+    }
+
+    /// Streams the device's body to the back end, part by part as the connection takes them.
+    /// A device body that breaks or grows past the limit closes the back-end connection and
+    /// is thrown; a connection that fails is left for the answer to report (the back end may
+    /// have answered early, or the call timed out).
+    private func send(_ body: RequestBody, on connected: EventLoopFuture<any Channel>) async throws {
+        let channel = try await connected.get()
+        do {
+            for try await chunk in LimitedBody(base: body, limit: maxRequestBodyBytes) {
+                try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(chunk))).get()
+            }
+            try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+        } catch let error as BodyTooLarge {
+            channel.close(promise: nil)
+            throw error
+        } catch let error as RequestBodyBroken {
+            channel.close(promise: nil)
+            throw error
+        } catch {
+            // The answer says what happened.
+        }
     }
 
     /// Whether `request` has no body, so it can be sent twice (after a token renewal).
@@ -137,7 +147,7 @@ public struct Forwarder: Sendable {
         request.headers[.transferEncoding] == nil && request.headers[values: .contentLength].allSatisfy { $0 == "0" }
     }
 
-    func requestHeaders(of request: Request, destination: DestinationConfiguration, context: ForwardingContext) -> HTTPHeaders {
+    func requestHeaders(of request: Request, destination: UpstreamDestination, context: ForwardingContext) -> HTTPHeaders {
         let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
         var headers = HTTPHeaders()
         for field in request.headers {
@@ -158,7 +168,7 @@ public struct Forwarder: Sendable {
         if !cookies.isEmpty { headers.add(name: "Cookie", value: cookies.joined(separator: "; ")) }
         // Bodies come back uncompressed so that their URLs can be rewritten.
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
-        for (name, value) in destination.extraHeaders {
+        for (name, value) in destination.fixedHeaders {
             headers.replaceOrAdd(name: name, value: value)
         }
         if let authorization = context.authorization {
@@ -180,153 +190,71 @@ public struct Forwarder: Sendable {
     }
 }
 
-/// A back end's answer whose body has not been read yet.
+/// A back end's answer whose body has not been read yet (or, small, was read whole).
 public struct UpstreamResponse: Sendable {
-    let response: HTTPClientResponse
+    let head: HTTPResponseHead
+    let body: UpstreamAnswer.Body
     /// The headers that may reach the device.
     public let headers: HTTPFields
-    /// The destination's `timeout` from the start of the call: the whole answer must have
-    /// arrived by then (a body read whole gives 504; a streamed one is cut off).
-    let deadline: ContinuousClock.Instant
     /// The credential Midtier sent, kept out of what the device sees.
     public let redaction: CredentialRedaction
 
-    public var status: Int { Int(response.status.code) }
+    public var status: Int { Int(head.status.code) }
 
     /// The back end's `Set-Cookie` values (kept by Midtier, never sent to the device).
-    public var setCookies: [String] { response.headers["Set-Cookie"] }
+    public var setCookies: [String] { head.headers["Set-Cookie"] }
 
-    public var contentType: String? { response.headers.first(name: "Content-Type") }
-
-    /// Bodies up to this size, announced by `Content-Length`, are read whole and sent in one
-    /// write: cheaper than streaming them chunk by chunk, and no memory concern.
-    public static let wholeBodyLimit = 64 * 1024
+    public var contentType: String? { head.headers.first(name: "Content-Type") }
 
     /// The answer for the device, its body streamed from the back end (small ones read whole);
     /// with a `rewriter`, `Location`/`Content-Location` and textual bodies have the back end's
-    /// URLs rewritten.
-    public func deviceResponse(rewriter: URLRewriter? = nil) async throws -> Response {
-        let status = HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase)
+    /// URLs rewritten. A streamed body the back end does not finish in time is cut off (the
+    /// answer has begun: the device sees the connection close before the end of the body).
+    public func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
+        let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         var headers = headers
-        let encoding = response.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
+        let encoding = head.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
         let rewrite = rewriter.flatMap { URLRewriter.isRewritable(contentType: contentType) && encoding == "identity" ? $0 : nil }
         if let rewriter {
             for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
                 if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
             }
         }
-        if let length = response.headers.first(name: "Content-Length").flatMap(Int.init), length <= Self.wholeBodyLimit {
-            var buffer = try await collect(before: deadline)
+        switch body {
+        case .whole(var buffer):
             if let redacted = redaction.redact(buffer.readableBytesView) {
                 buffer = ByteBuffer(bytes: redacted)
                 headers[.contentLength] = String(redacted.count)
             }
             if let rewrite {
-                var input = buffer.readBytes(length: buffer.readableBytes) ?? []
-                var output: [UInt8] = []
-                if rewrite.rewrite(&input, into: &output, final: true) {
-                    buffer = ByteBuffer(bytes: output)
-                    headers[.contentLength] = String(output.count)
-                } else {
-                    buffer = ByteBuffer(bytes: output)
-                }
+                var carry: ByteBuffer?
+                let rewritten = rewrite.rewrite(buffer, carry: &carry, final: true)
+                if rewritten.readableBytes != buffer.readableBytes { headers[.contentLength] = String(rewritten.readableBytes) }
+                buffer = rewritten
             }
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+        case .stream(let body):
+            guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
+            // The length changes with the rewriting: the body goes out chunked.
+            headers[.contentLength] = nil
+            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(body)))
         }
-        // Streamed: the answer has begun, so a back end still sending when its time is up can only
-        // be cut off (the device sees the connection close before the end of the body).
-        let body = DeadlineBody(base: response.body, deadline: deadline)
-        guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
-        // The length changes with the rewriting: the body goes out chunked.
-        headers[.contentLength] = nil
-        return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(body)))
-    }
-
-    /// The whole (small) body, or `UpstreamTimedOut` when it has not arrived by `deadline`.
-    func collect(before deadline: ContinuousClock.Instant) async throws -> ByteBuffer {
-        let body = response.body
-        return try await withDeadline(deadline) { try await body.collect(upTo: Self.wholeBodyLimit) }
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).
     public func collect(upTo limit: Int) async throws -> [UInt8] {
-        var buffer = try await response.body.collect(upTo: limit)
-        return buffer.readBytes(length: buffer.readableBytes) ?? []
-    }
-
-    /// Reads and drops the body (so the connection can be reused), e.g. before a retry.
-    public func discard() async {
-        _ = try? await response.body.collect(upTo: 1 << 20)
-    }
-}
-
-/// The back end's answer did not arrive within the destination's `timeout`.
-public struct UpstreamTimedOut: Error {}
-
-/// `operation`'s result, or `UpstreamTimedOut` once `deadline` has passed.
-///
-/// The operation runs in a child task that a timer on the current event loop cancels at the
-/// deadline (a `Task.sleep` race would cost a second task and a wake-up of a Dispatch thread on
-/// every call). Cancelling the caller cancels the operation too.
-func withDeadline<T: Sendable>(_ deadline: ContinuousClock.Instant, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-    let worker = Task { try await operation() }
-    let loop = MultiThreadedEventLoopGroup.currentEventLoop ?? MultiThreadedEventLoopGroup.singleton.any()
-    let timedOut = Atomic(false)
-    let remaining = (deadline - .now).components
-    let nanoseconds = max(0, remaining.seconds * 1_000_000_000 + remaining.attoseconds / 1_000_000_000)
-    let timer = loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
-        timedOut.store(true, ordering: .relaxed)
-        worker.cancel()
-    }
-    defer { timer.cancel() }
-    do {
-        return try await withTaskCancellationHandler { try await worker.value } onCancel: { worker.cancel() }
-    } catch {
-        if timedOut.load(ordering: .relaxed) { throw UpstreamTimedOut() }
-        throw error
-    }
-}
-
-/// A streamed answer that ends with `UpstreamTimedOut` once the back end has used up the call's
-/// time: only the time spent waiting for the back end's next chunk counts, from the head's
-/// arrival on, so a device that reads slowly (and holds the stream back) is never cut off,
-/// while a back end that trickles its answer is, at `deadline` in back-end time.
-struct DeadlineBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
-    typealias Element = ByteBuffer
-    let base: Base
-    let deadline: ContinuousClock.Instant
-
-    /// The base iterator, handed to one reading task at a time: `next()` waits for that task
-    /// (or, past the budget, ends the sequence and never touches the iterator again).
-    final class Box: @unchecked Sendable {
-        var iterator: Base.AsyncIterator
-        init(_ iterator: Base.AsyncIterator) { self.iterator = iterator }
-    }
-
-    struct AsyncIterator: AsyncIteratorProtocol {
-        let box: Box
-        /// The back-end time left.
-        var budget: Duration
-        var finished = false
-
-        mutating func next() async throws -> ByteBuffer? {
-            guard !finished else { return nil }
-            let box = self.box
-            let start = ContinuousClock.now
-            do {
-                let chunk = try await withDeadline(start + budget) { try await box.iterator.next() }
-                budget -= ContinuousClock.now - start
-                if chunk == nil { finished = true }
-                return chunk
-            } catch {
-                finished = true
-                throw error
+        switch body {
+        case .whole(let buffer):
+            guard buffer.readableBytes <= limit else { throw BodyTooLarge() }
+            return Array(buffer.readableBytesView)
+        case .stream(let body):
+            var collected = ByteBuffer()
+            for try await var chunk in body {
+                guard collected.readableBytes + chunk.readableBytes <= limit else { throw BodyTooLarge() }
+                collected.writeBuffer(&chunk)
             }
+            return Array(collected.readableBytesView)
         }
-    }
-
-    func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(box: Box(base.makeAsyncIterator()), budget: Swift.max(.zero, deadline - .now))
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 
 /// Rewrites the back end's absolute URLs to the device-facing URL under `/{destination}/`
@@ -16,7 +17,6 @@ public struct URLRewriter: Sendable {
     }
 
     let replacements: [Replacement]
-    let longest: Int
 
     /// - Parameters:
     ///   - backendBase: the destination's `URL` (no trailing slash).
@@ -41,7 +41,6 @@ public struct URLRewriter: Sendable {
             }
         }
         replacements = pairs.map { Replacement(from: Array($0.0.utf8), to: Array($0.1.utf8)) }
-        longest = replacements.map(\.from.count).max() ?? 1
     }
 
     /// Whether a response body of this type is text that may carry URLs: JSON, XML (Atom,
@@ -54,43 +53,62 @@ public struct URLRewriter: Sendable {
 
     /// A header value (`Location`, `Content-Location`) with the base URL rewritten.
     public func rewrite(_ value: String) -> String {
-        var bytes = Array(value.utf8)
-        bytes.append(UInt8(ascii: "\""))  // let a bare base URL match its "end" form
-        var output: [UInt8] = []
-        _ = rewrite(&bytes, into: &output, final: true)
-        if output.last == UInt8(ascii: "\"") { output.removeLast() }
-        return String(decoding: output, as: UTF8.self)
+        // A trailing quote lets a bare base URL match its "end" form.
+        var carry: ByteBuffer?
+        var output = rewrite(ByteBuffer(string: value + "\""), carry: &carry, final: true)
+        if output.readableBytesView.last == UInt8(ascii: "\"") { output.moveWriterIndex(to: output.writerIndex - 1) }
+        return String(buffer: output)
     }
 
-    /// Rewrites `input` into `output`. Unless `final`, up to `longest - 1` trailing bytes that
-    /// could begin a match are left in `input` for the next chunk. Returns whether anything
-    /// was replaced.
-    @discardableResult
-    func rewrite(_ input: inout [UInt8], into output: inout [UInt8], final: Bool) -> Bool {
-        var replaced = false
-        var index = 0
-        let count = input.count
-        let safeEnd = final ? count : max(0, count - (longest - 1))
+    /// `chunk` (after the `carry` held back from the previous one) with the back end's URLs
+    /// rewritten. Unless `final`, a tail that could be the start of a URL cut by the chunk
+    /// boundary is held back in `carry` for the next call. Unmatched bytes are not copied: a
+    /// chunk without a URL comes back as (a slice of) itself.
+    func rewrite(_ chunk: ByteBuffer, carry: inout ByteBuffer?, final: Bool) -> ByteBuffer {
+        var work = chunk
+        if var held = carry {
+            carry = nil
+            var chunk = chunk
+            held.writeBuffer(&chunk)
+            work = held
+        }
+        var output: ByteBuffer?
         var copiedUpTo = 0
-        search: while index < safeEnd {
-            if input[index] == UInt8(ascii: "h") {
-                for replacement in replacements where replacement.from.count <= count - index {
-                    if input[index..<index + replacement.from.count].elementsEqual(replacement.from) {
-                        output.append(contentsOf: input[copiedUpTo..<index])
-                        output.append(contentsOf: replacement.to)
-                        index += replacement.from.count
-                        copiedUpTo = index
-                        replaced = true
-                        continue search
+        var holdFrom = work.readableBytes
+        work.withUnsafeReadableBytes { bytes in
+            guard let base = bytes.baseAddress else { return }
+            let count = bytes.count
+            var index = 0
+            search: while index < count, let found = memchr(base + index, Int32(UInt8(ascii: "h")), count - index) {
+                let position = base.distance(to: UnsafeRawPointer(found))
+                for replacement in replacements {
+                    let length = replacement.from.count
+                    if length <= count - position {
+                        if memcmp(found, replacement.from, length) == 0 {
+                            if output == nil { output = ByteBuffer(); output!.reserveCapacity(count + 256) }
+                            output!.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[copiedUpTo..<position]))
+                            output!.writeBytes(replacement.to)
+                            index = position + length
+                            copiedUpTo = index
+                            continue search
+                        }
+                    } else if !final, memcmp(found, replacement.from, count - position) == 0 {
+                        // The start of a URL the next chunk may finish.
+                        holdFrom = position
+                        break search
                     }
                 }
+                index = position + 1
             }
-            index += 1
+            if output != nil {
+                output!.writeBytes(UnsafeRawBufferPointer(rebasing: bytes[copiedUpTo..<holdFrom]))
+            }
         }
-        let keepFrom = max(copiedUpTo, safeEnd)
-        output.append(contentsOf: input[copiedUpTo..<keepFrom])
-        input.removeFirst(keepFrom)
-        return replaced
+        if holdFrom < work.readableBytes {
+            carry = work.getSlice(at: work.readerIndex + holdFrom, length: work.readableBytes - holdFrom)
+        }
+        if let output { return output }
+        return holdFrom == work.readableBytes ? work : work.getSlice(at: work.readerIndex, length: holdFrom)!
     }
 
     /// `body`, rewritten as it streams.
@@ -108,21 +126,20 @@ public struct RewrittenBody<Base: AsyncSequence & Sendable>: AsyncSequence, Send
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
         let rewriter: URLRewriter
-        var pending: [UInt8] = []
+        var carry: ByteBuffer?
         var finished = false
 
         public mutating func next() async throws -> ByteBuffer? {
             while !finished {
-                if var buffer = try await base.next() {
-                    pending.append(contentsOf: buffer.readBytes(length: buffer.readableBytes) ?? [])
-                    var output: [UInt8] = []
-                    rewriter.rewrite(&pending, into: &output, final: false)
-                    if !output.isEmpty { return ByteBuffer(bytes: output) }
+                if let chunk = try await base.next() {
+                    let output = rewriter.rewrite(chunk, carry: &carry, final: false)
+                    if output.readableBytes > 0 { return output }
                 } else {
                     finished = true
-                    var output: [UInt8] = []
-                    rewriter.rewrite(&pending, into: &output, final: true)
-                    if !output.isEmpty { return ByteBuffer(bytes: output) }
+                    guard let held = carry else { return nil }
+                    carry = nil
+                    let output = rewriter.rewrite(held, carry: &carry, final: true)
+                    if output.readableBytes > 0 { return output }
                 }
             }
             return nil

@@ -29,9 +29,10 @@ public final class MidtierServer: Sendable {
     public let runtime: RuntimeHolder
     public let tokens: TokenCache
     public let registrations: RegistrationService
-    /// The HTTP clients toward back ends; `httpClients.shared` also runs token exchanges and
-    /// JWKS fetches.
-    public let httpClients: LoopLocalHTTPClients
+    /// The keep-alive connections that proxied calls go over.
+    public let upstreams = UpstreamConnectionPool()
+    /// The HTTP client of the cold calls: token exchanges and JWKS fetches.
+    public let httpClient: HTTPClient
     public let metrics = MidtierMetrics()
     /// The back ends' session cookies, per registration and destination.
     public let sessions: BackendSessions
@@ -47,20 +48,20 @@ public final class MidtierServer: Sendable {
     public init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
                 tokenCache: TokenCache = TokenCache(),
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
-        let httpClients = LoopLocalHTTPClients()
+        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
         let verifications = VerificationLimiter()
         self.deviceSignIns = deviceSignIns
         self.verifications = verifications
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClients.shared, throttle: deviceSignIns,
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, throttle: deviceSignIns,
                                                          limiter: verifications, logger: logger))
         } catch {
             // Not `syncShutdown`: this may run on an event loop, where blocking is not allowed.
-            Task { await httpClients.shutdown() }
+            Task { try? await httpClient.shutdown() }
             throw error
         }
-        self.httpClients = httpClients
+        self.httpClient = httpClient
         self.tokens = tokenCache
         let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger, wallClock: clock)
         self.sessions = sessions
@@ -107,7 +108,7 @@ public final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClients.shared, throttle: deviceSignIns,
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, throttle: deviceSignIns,
                                                    limiter: verifications, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()
@@ -143,7 +144,7 @@ public final class MidtierServer: Sendable {
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
-        let forwarder = Forwarder(clients: httpClients, maxRequestBodyBytes: settings.maxRequestBodyBytes)
+        let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
                                  sessions: sessions, metrics: metrics, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
@@ -233,9 +234,22 @@ public final class MidtierServer: Sendable {
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
-    /// Closes the HTTP clients' connections; call once the applications have stopped.
+    /// Closes the connections to back ends; call once the applications have stopped.
     public func shutdown() async {
-        await httpClients.shutdown()
+        await upstreams.shutdown()
+        try? await httpClient.shutdown()
+    }
+
+    /// The cold calls' client: pooled, no redirects followed, no decompression, no tracing spans
+    /// (Midtier bootstraps no tracer).
+    static var httpClientConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.tracing.tracer = nil
+        configuration.redirectConfiguration = .disallow
+        configuration.decompression = .disabled
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 64)
+        configuration.timeout = .init(connect: .seconds(10))
+        return configuration
     }
 }
 

@@ -119,9 +119,11 @@ struct ProxyHandler: Sendable {
 
         // 5. The destination must exist and be one the app may use.
         let name = String(path.destination)
-        guard app.destinations.contains(name), let destination = runtime.configuration.destinations[name] else {
+        guard app.destinations.contains(name), let upstream = runtime.upstreams[name] else {
             throw .notFound("destination \(name) is not available to app \(app.id)")
         }
+
+        let destination = upstream.configuration
 
         // 6. Nothing that could leave the destination's base path.
         if let problem = ProxyPath.problem(in: path.remainder) { throw .badRequest(problem) }
@@ -153,40 +155,32 @@ struct ProxyHandler: Sendable {
         }
 
         // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
-        let url = Forwarder.upstreamURL(destination: destination, remainder: path.remainder, query: request.uri.query)
-        let upstreamPath = String(url.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }.prefix { $0 != "?" })
-        let session = await sessions.begin(registration: registrationID, destination: name, path: upstreamPath,
+        let session = await sessions.begin(registration: registrationID, destination: name, path: upstream.path(remainder: path.remainder),
                                            modifying: ![.get, .head, .options].contains(request.method))
         var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
                                            publicHost: runtime.publicHost, authorization: authorization,
                                            backendCookies: session.cookieHeader)
-        var upstream = try await forward(request, destination: destination, url: url, context: forwarding)
-        if upstream.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
+        var answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
+        if answer.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
            let exchange = runtime.exchanges[name] {
-            await upstream.discard()
+            // (An unread streamed body closes its connection when dropped.)
             logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
             let renewed = try await mapExchangeErrors { () async throws -> AccessToken in
                 try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value))
             }
             forwarding.authorization = "Bearer " + renewed.value
-            upstream = try await forward(request, destination: destination, url: url, context: forwarding)
+            answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
         }
-        await sessions.finish(session, setCookies: upstream.setCookies)
-        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.identity)", "status": "\(upstream.status)",
-                                                     "keptCookies": "\(upstream.setCookies.count)"])
+        await sessions.finish(session, setCookies: answer.setCookies)
+        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.identity)", "status": "\(answer.status)",
+                                                     "keptCookies": "\(answer.setCookies.count)"])
 
         // 9. The answer: `$metadata` patched where configured, the back end's URLs rewritten.
-        if !destination.metadataPatches.isEmpty, upstream.status == 200,
+        if !destination.metadataPatches.isEmpty, answer.status == 200,
            path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata") {
-            return try await patchedMetadata(upstream, destination: destination)
+            return try await patchedMetadata(answer, destination: destination)
         }
-        do {
-            return try await upstream.deviceResponse(rewriter: runtime.rewriters[name])
-        } catch is UpstreamTimedOut {
-            throw .gatewayTimeout("destination \(name) did not answer within \(destination.timeoutMilliseconds) ms")
-        } catch {
-            throw .badGateway("the back end of destination \(name) broke off its answer")
-        }
+        return answer.deviceResponse(rewriter: upstream.rewriter)
     }
 
     private func patchedMetadata(_ upstream: UpstreamResponse, destination: DestinationConfiguration) async throws(Refusal) -> Response {
@@ -216,10 +210,10 @@ struct ProxyHandler: Sendable {
         }
     }
 
-    private func forward(_ request: Request, destination: DestinationConfiguration, url: String,
+    private func forward(_ request: Request, to destination: UpstreamDestination, remainder: Substring,
                          context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
         do {
-            return try await forwarder.forward(request, to: destination, url: url, context: context, logger: logger)
+            return try await forwarder.forward(request, to: destination, remainder: remainder, context: context, logger: logger)
         } catch {
             switch error {
             case .badRequest(let reason): throw .badRequest(reason)

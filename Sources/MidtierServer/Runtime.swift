@@ -22,8 +22,8 @@ public final class Runtime: Sendable {
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
     let basicAuthenticator: BasicAuthenticator
-    /// Back-end URL → device-facing URL, by destination name.
-    let rewriters: [String: URLRewriter]
+    /// Where and how to forward, by destination name (with its URL rewriter).
+    let upstreams: [String: UpstreamDestination]
     /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
     let jwtAuthenticators: [String: JWTAuthenticator]
     /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
@@ -52,9 +52,7 @@ public final class Runtime: Sendable {
         }
         self.exchanges = exchanges
         self.basicAuthorizations = basic
-        self.rewriters = configuration.destinations.mapValues { destination in
-            URLRewriter(backendBase: destination.url, deviceBase: configuration.server.publicURL + "/" + destination.name)
-        }
+        self.upstreams = configuration.destinations.mapValues { UpstreamDestination($0, publicURL: configuration.server.publicURL) }
         self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
                                                      cacheSeconds: configuration.server.credentialCacheSeconds,
                                                      throttle: throttle, limiter: limiter)

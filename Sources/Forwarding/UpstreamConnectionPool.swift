@@ -1,0 +1,202 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+
+/// Midtier's keep-alive connections to back ends: one pool per event loop, so that a call runs
+/// on the loop that read the device's request, from the device's socket to the back end's
+/// and back, without crossing threads (`midtier serve` runs Swift concurrency on the same
+/// loops, see `Midtier.main`). Off the loops (tests, other executors) a loop is picked.
+///
+/// Per loop and back end (scheme, host, port) up to `maximumIdlePerOrigin` idle connections
+/// are kept, each for at most `idleTimeout`; there is no limit on connections in use. TLS
+/// (https destinations) checks the back end's certificate against the system's roots and the
+/// destination's host name. docs/operations.md ("Connections to back ends").
+public final class UpstreamConnectionPool: Sendable {
+    private let pools: [ObjectIdentifier: UpstreamLoopPool]
+    private let group: MultiThreadedEventLoopGroup
+
+    public static let maximumIdlePerOrigin = 64
+    public static let idleTimeout = TimeAmount.seconds(60)
+    static let connectTimeout = TimeAmount.seconds(10)
+
+    public init(group: MultiThreadedEventLoopGroup = .singleton) {
+        self.group = group
+        let tls = TLSContextHolder()
+        var pools: [ObjectIdentifier: UpstreamLoopPool] = [:]
+        for loop in group.makeIterator() {
+            pools[ObjectIdentifier(loop)] = UpstreamLoopPool(loop: loop, tls: tls)
+        }
+        self.pools = pools
+    }
+
+    /// The pool of the loop this code runs on, else any loop's.
+    private var currentPool: UpstreamLoopPool {
+        if let loop = MultiThreadedEventLoopGroup.currentEventLoop, let pool = pools[ObjectIdentifier(loop)] { return pool }
+        return pools[ObjectIdentifier(group.next())]!
+    }
+
+    /// Starts a call: sends `head` on a pooled or new connection. `connected` gives the
+    /// connection's channel once the head is on it (write the body there, then `.end`);
+    /// `answer` the back end's answer. Both fail with `UpstreamFailure`.
+    func start(_ head: HTTPRequestHead, to origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline)
+        -> (connected: EventLoopFuture<any Channel>, answer: EventLoopFuture<UpstreamAnswer>) {
+        let pool = currentPool
+        let loop = pool.loop
+        if loop.inEventLoop {
+            let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
+            pool.start(exchange)
+            return (exchange.connected.futureResult, exchange.answer.futureResult)
+        }
+        let connected = loop.makePromise(of: (any Channel).self)
+        let answer = loop.makePromise(of: UpstreamAnswer.self)
+        loop.execute {
+            let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
+            exchange.connected.futureResult.cascade(to: connected)
+            exchange.answer.futureResult.cascade(to: answer)
+            pool.start(exchange)
+        }
+        return (connected.futureResult, answer.futureResult)
+    }
+
+    /// Closes the idle connections and keeps none from now on.
+    public func shutdown() async {
+        for pool in pools.values {
+            try? await pool.loop.submit { pool.shutdown() }.get()
+        }
+    }
+}
+
+/// The TLS context for https back ends, made once when the first one is called (loading the
+/// system's roots costs milliseconds).
+final class TLSContextHolder: Sendable {
+    private let made: Result<NIOSSLContext, any Error> = Result {
+        try NIOSSLContext(configuration: .makeClientConfiguration())
+    }
+
+    var context: NIOSSLContext {
+        get throws { try made.get() }
+    }
+}
+
+/// The idle connections of one event loop, by back end. Confined to `loop`: every method
+/// runs there (`UpstreamConnectionPool` hops to it), hence `@unchecked Sendable`.
+final class UpstreamLoopPool: @unchecked Sendable {
+    let loop: any EventLoop
+    private let tls: TLSContextHolder
+    private var idle: [UpstreamOrigin: [UpstreamChannelHandler]] = [:]
+    private var sweeper: RepeatedTask?
+    private var isShutDown = false
+
+    init(loop: any EventLoop, tls: TLSContextHolder) {
+        self.loop = loop
+        self.tls = tls
+    }
+
+    func start(_ exchange: UpstreamExchange) {
+        loop.preconditionInEventLoop()
+        exchange.onTimeout = { exchange.finish(failing: .timedOut) }
+        exchange.startClock()
+        if var connections = idle[exchange.origin], let handler = connections.popLast() {
+            idle[exchange.origin] = connections
+            handler.start(exchange)
+        } else {
+            connect(exchange)
+        }
+    }
+
+    /// Sends `exchange` again on a new connection (its pooled one had gone stale).
+    func retry(_ exchange: UpstreamExchange) {
+        guard !exchange.isFinished else { return }
+        connect(exchange)
+    }
+
+    private func connect(_ exchange: UpstreamExchange) {
+        let origin = exchange.origin
+        let tls: NIOSSLContext?
+        do {
+            tls = origin.tls ? try self.tls.context : nil
+        } catch {
+            return exchange.finish(failing: .broken("TLS cannot be set up: \(error)"))
+        }
+        let pool = self
+        ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(UpstreamConnectionPool.connectTimeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tls {
+                        try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: origin.isIPAddress ? nil : origin.host))
+                    }
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(UpstreamChannelHandler(origin: origin, pool: pool))
+                }
+            }
+            .connect(host: origin.host, port: origin.port)
+            .assumeIsolated()
+            .whenComplete { result in
+                switch result {
+                case .success(let channel):
+                    guard let handler = try? channel.pipeline.syncOperations.handler(type: UpstreamChannelHandler.self) else {
+                        channel.close(promise: nil)
+                        return exchange.finish(failing: .broken("the connection to \(origin) could not be set up"))
+                    }
+                    if exchange.isFinished {
+                        // The call timed out meanwhile; the connection serves the next one.
+                        self.release(handler)
+                    } else {
+                        handler.start(exchange)
+                    }
+                case .failure(let error):
+                    exchange.finish(failing: .broken("cannot connect to \(origin): \(error)"))
+                }
+            }
+    }
+
+    /// Takes a connection whose call has ended back into the pool, or closes it.
+    func release(_ handler: UpstreamChannelHandler) {
+        var connections = idle[handler.origin] ?? []
+        guard !isShutDown, connections.count < UpstreamConnectionPool.maximumIdlePerOrigin else { return handler.close() }
+        handler.idleSince = .now()
+        connections.append(handler)
+        idle[handler.origin] = connections
+        if sweeper == nil {
+            sweeper = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { [unowned self] _ in
+                self.closeExpired()
+            }
+        }
+    }
+
+    /// Forgets a connection that closed (idle or not).
+    func forget(_ handler: UpstreamChannelHandler) {
+        guard var connections = idle[handler.origin], let index = connections.firstIndex(where: { $0 === handler }) else { return }
+        connections.remove(at: index)
+        idle[handler.origin] = connections
+    }
+
+    private func closeExpired() {
+        let limit = NIODeadline.now() - UpstreamConnectionPool.idleTimeout
+        for (origin, connections) in idle {
+            let (expired, kept) = (connections.filter { $0.idleSince < limit }, connections.filter { $0.idleSince >= limit })
+            idle[origin] = kept
+            for handler in expired { handler.close() }
+        }
+    }
+
+    func shutdown() {
+        isShutDown = true
+        sweeper?.cancel()
+        sweeper = nil
+        let all = idle.values.flatMap { $0 }
+        idle = [:]
+        for handler in all { handler.close() }
+    }
+}
+
+extension UpstreamOrigin {
+    /// Whether the host is an IPv4 or IPv6 address (sent without SNI).
+    var isIPAddress: Bool {
+        (try? SocketAddress(ipAddress: host, port: port)) != nil
+    }
+}

@@ -1,0 +1,100 @@
+import MidtierConfiguration
+import NIOHTTP1
+
+/// Where a destination's back end listens: what one pooled connection is for.
+public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
+    public let tls: Bool
+    public let host: String
+    public let port: Int
+    /// The `Host` header: the host, with the port unless it is the scheme's default.
+    public let authority: String
+
+    /// Splits a destination `URL` (already checked by the configuration loader: an absolute
+    /// http or https URL without user information, query or fragment).
+    init?(url: String) {
+        let lower = url.lowercased()
+        let tls: Bool
+        if lower.hasPrefix("https://") { tls = true } else if lower.hasPrefix("http://") { tls = false } else { return nil }
+        let authority = url.dropFirst(tls ? 8 : 7).prefix { $0 != "/" }
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let rest = authority[authority.index(after: close)...]
+            if rest.hasPrefix(":") { portText = rest.dropFirst() } else if !rest.isEmpty { return nil }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        let defaultPort = tls ? 443 : 80
+        let port: Int
+        if let portText {
+            guard let parsed = Int(portText), (1...65535).contains(parsed) else { return nil }
+            port = parsed
+        } else {
+            port = defaultPort
+        }
+        guard !host.isEmpty else { return nil }
+        self.tls = tls
+        self.host = String(host)
+        self.port = port
+        let hostPart = host.contains(":") ? "[\(host)]" : String(host)
+        self.authority = port == defaultPort ? hostPart : "\(hostPart):\(port)"
+    }
+
+    public var description: String { "\(tls ? "https" : "http")://\(authority)" }
+}
+
+/// What forwarding needs of one destination, worked out once per configuration: where its
+/// back end listens, the base path, the fixed query and headers, and the URL rewriter.
+public struct UpstreamDestination: Sendable {
+    public let configuration: DestinationConfiguration
+    /// Nil only for a URL the loader would have refused; calls to it answer 502.
+    let origin: UpstreamOrigin?
+    /// The destination URL's path ("" or "/odata/v2"), to which the device's remainder is added.
+    let basePath: String
+    /// `URL.queries.*`, encoded, joined with `&`; nil when there are none.
+    let fixedQuery: String?
+    /// `URL.headers.*`.
+    let fixedHeaders: [(name: String, value: String)]
+    /// The back end's absolute URLs → Midtier's, in answers.
+    public let rewriter: URLRewriter
+
+    /// - Parameter publicURL: the server's `publicURL`.
+    public init(_ destination: DestinationConfiguration, publicURL: String) {
+        configuration = destination
+        origin = UpstreamOrigin(url: destination.url)
+        let afterScheme = destination.url.firstRange(of: "://").map { destination.url[$0.upperBound...] } ?? Substring(destination.url)
+        basePath = String(afterScheme.drop { $0 != "/" })
+        let queries = destination.extraQueries.map { QueryEncoding.escape($0.name) + "=" + QueryEncoding.escape($0.value) }
+        fixedQuery = queries.isEmpty ? nil : queries.joined(separator: "&")
+        fixedHeaders = destination.extraHeaders
+        rewriter = URLRewriter(backendBase: destination.url, deviceBase: publicURL + "/" + destination.name)
+    }
+
+    public var name: String { configuration.name }
+
+    /// The request target at the back end for `remainder` (already checked by
+    /// `ProxyPath.problem(in:)`) and the device's raw query, plus `URL.queries.*`.
+    public func target(remainder: Substring, query: String?) -> String {
+        var target = basePath + remainder
+        if target.isEmpty { target = "/" }
+        let deviceQuery = query.flatMap { $0.isEmpty ? nil : $0 }
+        switch (deviceQuery, fixedQuery) {
+        case (nil, nil): break
+        case (let device?, nil): target += "?" + device
+        case (nil, let fixed?): target += "?" + fixed
+        case (let device?, let fixed?): target += "?" + device + "&" + fixed
+        }
+        return target
+    }
+
+    /// The path part of `target(…)`, as the back end's cookies are scoped.
+    public func path(remainder: Substring) -> String {
+        let path = basePath + remainder
+        return path.isEmpty ? "/" : path
+    }
+}

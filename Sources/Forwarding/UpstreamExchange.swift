@@ -1,0 +1,130 @@
+import NIOCore
+import NIOHTTP1
+
+/// How a call to a back end failed, as the forwarding connections see it.
+enum UpstreamFailure: Error, Sendable {
+    /// The destination's `timeout` passed before the answer (or, streamed, its next part).
+    case timedOut
+    /// No connection could be made, or it broke before the answer was complete.
+    case broken(String)
+}
+
+/// A back end's answer: the head, and the body read whole (small ones, announced by
+/// `Content-Length`) or streamed.
+struct UpstreamAnswer: Sendable {
+    let head: HTTPResponseHead
+    let body: Body
+
+    enum Body: Sendable {
+        case whole(ByteBuffer)
+        case stream(UpstreamBody)
+    }
+}
+
+/// One call to a back end, from the request head to the end of the answer. Confined to the
+/// event loop of its connection pool: every method runs there.
+///
+/// The call owns its deadline timer. It arms at the start and covers connecting, sending and the
+/// head; for a body read whole, the whole answer. For a streamed body only the time spent
+/// waiting for the back end counts: while the device's side holds the stream back (the
+/// device reads slowly), the clock stops (`pauseClock()` / `resumeClock()`).
+final class UpstreamExchange {
+    let head: HTTPRequestHead
+    let origin: UpstreamOrigin
+    /// Whether the device's request has a body (sent by the caller, part by part).
+    let hasBody: Bool
+    let answer: EventLoopPromise<UpstreamAnswer>
+    /// Completed when the request head is on a connection, with that connection's channel
+    /// (for the body); failed with the answer when no connection could be had.
+    let connected: EventLoopPromise<any Channel>
+    let loop: any EventLoop
+    private var deadline: NIODeadline
+    private var timer: Scheduled<Void>?
+    /// What the timer does when it fires (the connection, once there is one, fails the call).
+    var onTimeout: (() -> Void)?
+    /// Whether a connection taken from the pool already failed this call once (it is then
+    /// sent again, once, on a fresh connection).
+    var retried = false
+    private(set) var isFinished = false
+
+    init(head: HTTPRequestHead, origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline, loop: any EventLoop) {
+        self.head = head
+        self.origin = origin
+        self.hasBody = hasBody
+        self.deadline = deadline
+        self.loop = loop
+        answer = loop.makePromise()
+        connected = loop.makePromise()
+    }
+
+    /// Starts the clock; `onTimeout` runs when it runs out.
+    func startClock() {
+        loop.preconditionInEventLoop()
+        timer = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            timer = nil
+            onTimeout?()
+        }
+    }
+
+    /// Stops the clock, keeping the time left (a streamed answer the device holds back).
+    func pauseClock() {
+        guard let timer else { return }
+        timer.cancel()
+        self.timer = nil
+        pausedBudget = deadline - .now()
+    }
+
+    private var pausedBudget: TimeAmount?
+
+    /// Restarts the clock with the time that was left when it paused.
+    func resumeClock() {
+        guard timer == nil, let budget = pausedBudget, !isFinished else { return }
+        pausedBudget = nil
+        deadline = .now() + budget
+        startClock()
+    }
+
+    /// The connection is found and the request head written to it.
+    func didConnect(_ channel: any Channel) {
+        guard !isConnected else { return }
+        isConnected = true
+        connected.succeed(channel)
+    }
+
+    private var isConnected = false
+    private var isAnswered = false
+
+    /// Succeeds the call with the answer's head and body.
+    func succeed(_ answer: UpstreamAnswer) {
+        guard !isAnswered else { return }
+        isAnswered = true
+        self.answer.succeed(answer)
+    }
+
+    /// Ends the call: the clock stops, and what has not happened yet (a connection, an
+    /// answer) fails with `error`.
+    func finish(failing error: UpstreamFailure) {
+        guard !isFinished else { return }
+        isFinished = true
+        timer?.cancel()
+        timer = nil
+        onTimeout = nil
+        if !isConnected {
+            isConnected = true
+            connected.fail(error)
+        }
+        if !isAnswered {
+            isAnswered = true
+            answer.fail(error)
+        }
+    }
+}
+
+extension UpstreamFailure: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .timedOut: "no answer within the destination's timeout"
+        case .broken(let reason): reason
+        }
+    }
+}
