@@ -192,11 +192,16 @@ public final class BasicAuthenticator: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "basic" else {
             return .failure(.malformedCredentials("expected the Basic scheme"))
         }
-        guard parts[1].utf8.count <= 4096, let data = Data(base64Encoded: String(parts[1]).trimmingCharacters(in: .whitespaces)),
+        let isSpace: (UInt8?) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        let encoded = isSpace(parts[1].utf8.first) || isSpace(parts[1].utf8.last)
+            ? String(parts[1]).trimmingCharacters(in: .whitespaces) : String(parts[1])
+        guard parts[1].utf8.count <= 4096, let data = Data(base64Encoded: encoded),
               let decoded = String(data: data, encoding: .utf8) else {
             return .failure(.malformedCredentials("the credentials are not base64 of UTF-8 text"))
         }
-        guard !decoded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // Printable ASCII needs no look-up in the Unicode tables.
+        let isPrintableASCII = decoded.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
+        guard isPrintableASCII || !decoded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             return .failure(.malformedCredentials("the user name or password contains control characters"))
         }
         guard let colon = decoded.firstIndex(of: ":") else {

@@ -20,6 +20,11 @@ public struct CredentialRedaction: Sendable {
     /// base64 credentials, `user:password` and the password.
     public init(authorization: String?) {
         guard let authorization else { secrets = []; return }
+        if authorization.hasPrefix("Bearer "), !authorization.utf8.dropFirst(7).contains(UInt8(ascii: " ")) {
+            let token = Array(authorization.utf8.dropFirst(7))
+            secrets = token.count >= Self.minimumLength ? [token] : []
+            return
+        }
         var found: [String] = []
         let parts = authorization.split(separator: " ", maxSplits: 1)
         if parts.count == 2 {

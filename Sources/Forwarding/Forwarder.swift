@@ -183,8 +183,10 @@ public struct Forwarder: Sendable {
     func responseHeaders(_ upstream: HTTPHeaders, redacting redaction: CredentialRedaction) -> HTTPFields {
         let connectionTokens = HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init))
         var fields = HTTPFields()
-        for (name, value) in upstream where HeaderPolicy.forwardsResponseHeader(name, connectionTokens: connectionTokens) {
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: redaction.redact(value) ?? value)) }
+        for (name, value) in upstream {
+            guard let fieldName = HTTPField.Name(name),
+                  HeaderPolicy.forwardsResponseHeader(lowercased: fieldName.canonicalName, connectionTokens: connectionTokens) else { continue }
+            fields.append(HTTPField(name: fieldName, value: redaction.redact(value) ?? value))
         }
         return fields
     }

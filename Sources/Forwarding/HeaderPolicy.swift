@@ -17,7 +17,11 @@ public enum HeaderPolicy {
     /// compared in lower case with `_` read as `-`, because some servers (and CGI-style
     /// gateways) treat the two alike.
     public static func isIdentityHeader(_ name: String) -> Bool {
-        let normalized = normalize(name)
+        isIdentityHeader(normalized: normalize(name))
+    }
+
+    /// `isIdentityHeader` for a name already in lower case with `-` for `_`.
+    static func isIdentityHeader(normalized: String) -> Bool {
         if normalized.hasPrefix("x-forwarded") || normalized.hasPrefix("x-smp-") || normalized.hasPrefix("x-auth-request-") {
             return true
         }
@@ -35,20 +39,25 @@ public enum HeaderPolicy {
     ]
 
     static func normalize(_ name: String) -> String {
-        String(String.UnicodeScalarView(name.lowercased().unicodeScalars.map { $0 == "_" ? "-" : $0 }))
+        let lower = name.lowercased()
+        guard lower.utf8.contains(UInt8(ascii: "_")) else { return lower }
+        return String(String.UnicodeScalarView(lower.unicodeScalars.map { $0 == "_" ? "-" : $0 }))
     }
 
     /// Whether a device's request header may be copied to the back end.
     public static func forwardsRequestHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
         let lower = name.lowercased()
         return !hopByHop.contains(lower) && !replacedOnRequest.contains(lower) && !connectionTokens.contains(lower)
-            && !isIdentityHeader(name)
+            && !isIdentityHeader(normalized: normalize(lower))
     }
 
     /// Whether a back end's response header may be copied to the device. `Set-Cookie` stays
     /// with Midtier: the device never holds a back-end session.
     public static func forwardsResponseHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
-        let lower = name.lowercased()
+        forwardsResponseHeader(lowercased: name.lowercased(), connectionTokens: connectionTokens)
+    }
+
+    static func forwardsResponseHeader(lowercased lower: String, connectionTokens: Set<String>) -> Bool {
         return !hopByHop.contains(lower) && !connectionTokens.contains(lower) && lower != "set-cookie"
             && lower != "set-cookie2"
     }
@@ -77,9 +86,8 @@ public enum HeaderPolicy {
 
 extension StringProtocol {
     func trimmingCharacters(in set: String) -> String {
-        let characters = Set(set)
-        guard let first = firstIndex(where: { !characters.contains($0) }),
-              let last = lastIndex(where: { !characters.contains($0) }) else { return "" }
+        guard let first = firstIndex(where: { !set.contains($0) }),
+              let last = lastIndex(where: { !set.contains($0) }) else { return "" }
         return String(self[first...last])
     }
 }

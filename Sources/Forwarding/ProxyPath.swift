@@ -25,6 +25,11 @@ public struct ProxyPath: Sendable, Equatable {
     /// slash or backslash, a control character, or bytes that are not UTF-8 (overlong forms of
     /// `.` and `/`). Nothing that could climb out of the destination's base path goes through.
     public static func problem(in remainder: Substring) -> String? {
+        isPlain(remainder) ? nil : problemBySegments(in: remainder)
+    }
+
+    /// `problem(in:)` without the shortcut for plain paths.
+    static func problemBySegments(in remainder: Substring) -> String? {
         for segment in remainder.split(separator: "/", omittingEmptySubsequences: false).dropFirst() {
             var bytes = Array(segment.utf8)
             if bytes.contains(UInt8(ascii: "\\")) { return "backslashes are not allowed in the path" }
@@ -39,6 +44,34 @@ public struct ProxyPath: Sendable, Equatable {
             if let problem = problem(inDecodedSegment: bytes) { return problem }
         }
         return nil
+    }
+
+    /// Whether the remainder is printable ASCII without `%` or `\` and no segment is a dot
+    /// segment: then no round of decoding can change it, and it is safe as it is (every
+    /// ordinary OData path; checked in one pass without copying).
+    private static func isPlain(_ remainder: Substring) -> Bool {
+        var segmentLength = 0
+        var dots = 0
+        var inParameters = false
+        func endsDotSegment() -> Bool { segmentLength > 0 && dots == segmentLength && dots <= 2 }
+        for byte in remainder.utf8 {
+            switch byte {
+            case UInt8(ascii: "/"):
+                if endsDotSegment() { return false }
+                segmentLength = 0; dots = 0; inParameters = false
+            case UInt8(ascii: "%"), UInt8(ascii: "\\"), 0..<0x21, 0x7F...:
+                return false
+            case UInt8(ascii: ";"):
+                if endsDotSegment() { return false }
+                inParameters = true
+            default:
+                if !inParameters {
+                    segmentLength += 1
+                    if byte == UInt8(ascii: ".") { dots += 1 }
+                }
+            }
+        }
+        return !endsDotSegment()
     }
 
     private static func problem(inDecodedSegment bytes: [UInt8]) -> String? {

@@ -46,7 +46,8 @@ public struct URLRewriter: Sendable {
     /// Whether a response body of this type is text that may carry URLs: JSON, XML (Atom,
     /// EDMX, AtomPub service documents) and OData `$batch` multipart answers.
     public static func isRewritable(contentType: String?) -> Bool {
-        guard let type = contentType?.lowercased().split(separator: ";").first?.trimmingCharacters(in: " \t") else { return false }
+        guard let contentType else { return false }
+        let type = contentType.prefix { $0 != ";" }.trimmingCharacters(in: " \t").lowercased()
         return type == "application/json" || type.hasSuffix("+json") || type == "application/xml" || type == "text/xml"
             || type.hasSuffix("+xml") || type == "multipart/mixed"
     }

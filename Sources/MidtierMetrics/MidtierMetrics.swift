@@ -1,5 +1,6 @@
 import CoreMetrics
 import Prometheus
+import Synchronization
 
 /// Midtier's metrics (SPEC §8), in Prometheus' text format at `GET /metrics` on the admin
 /// listener. Labels are destination names and status codes only — never a user, a path or
@@ -8,6 +9,9 @@ import Prometheus
 public struct MidtierMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
+    /// The per-request metrics by label values, made once each (making one goes through the
+    /// registry's lock and builds its label strings: measurable on every proxied call).
+    private let made = MadeMetrics()
 
     /// Each server owns its registry (no process-wide bootstrap), so several servers in one
     /// process — tests — keep separate counts.
@@ -26,9 +30,22 @@ public struct MidtierMetrics: Sendable {
     /// `destination` must be a configured destination name, or nil for anything else.
     public func recordRequest(destination: String?, status: Int, duration: Duration) {
         let name = destination ?? "unknown"
-        Counter(label: "midtier_requests_total", dimensions: [("destination", name), ("status", String(status))], factory: factory).increment()
-        Timer(label: "midtier_request_duration_seconds", dimensions: [("destination", name)], factory: factory)
-            .recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        let factory = self.factory
+        let (counter, timer) = made.requests.withLock { made in
+            let counter = made.counters[RequestLabels(destination: name, status: status)] ?? {
+                let counter = Counter(label: "midtier_requests_total", dimensions: [("destination", name), ("status", String(status))], factory: factory)
+                made.counters[RequestLabels(destination: name, status: status)] = counter
+                return counter
+            }()
+            let timer = made.timers[name] ?? {
+                let timer = Timer(label: "midtier_request_duration_seconds", dimensions: [("destination", name)], factory: factory)
+                made.timers[name] = timer
+                return timer
+            }()
+            return (counter, timer)
+        }
+        counter.increment()
+        timer.recordNanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// How a token lookup went: `hit` (cached), `miss` (started an exchange), `wait` (joined
@@ -36,7 +53,14 @@ public struct MidtierMetrics: Sendable {
     public enum CacheResult: String, Sendable { case hit, miss, wait }
 
     public func recordTokenLookup(_ result: CacheResult) {
-        Counter(label: "midtier_token_cache_total", dimensions: [("result", result.rawValue)], factory: factory).increment()
+        let factory = self.factory
+        made.lookups.withLock { counters in
+            counters[result] ?? {
+                let counter = Counter(label: "midtier_token_cache_total", dimensions: [("result", result.rawValue)], factory: factory)
+                counters[result] = counter
+                return counter
+            }()
+        }.increment()
     }
 
     /// One exchange at a token service.
@@ -51,4 +75,26 @@ public struct MidtierMetrics: Sendable {
     public func exposition() -> [UInt8] {
         registry.emitToBuffer()
     }
+}
+
+/// Label values of `midtier_requests_total`, compared by their exact bytes.
+struct RequestLabels: Hashable {
+    let destination: String
+    let status: Int
+
+    static func == (a: Self, b: Self) -> Bool { a.status == b.status && a.destination.utf8.elementsEqual(b.destination.utf8) }
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(status)
+        for byte in destination.utf8 { hasher.combine(byte) }
+    }
+}
+
+final class MadeMetrics: Sendable {
+    struct Requests {
+        var counters: [RequestLabels: CoreMetrics.Counter] = [:]
+        var timers: [String: CoreMetrics.Timer] = [:]
+    }
+
+    let requests = Mutex(Requests())
+    let lookups = Mutex<[MidtierMetrics.CacheResult: CoreMetrics.Counter]>([:])
 }

@@ -260,10 +260,12 @@ struct ProxyHandler: Sendable {
     }
 
     /// `X-SMP-APPCID` from the header, else from the cookie.
+    static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
+
     static func registrationID(of request: Request) -> String? {
-        let headers = request.headers[values: HTTPField.Name("X-SMP-APPCID")!]
-        guard Set(headers).count <= 1 else { return nil }
-        if let header = request.headers[HTTPField.Name("X-SMP-APPCID")!], !header.isEmpty { return header }
+        let headers = request.headers[values: Self.registrationHeader]
+        guard headers.allSatisfy({ $0.utf8.elementsEqual(headers[0].utf8) }) else { return nil }
+        if let header = headers.first, !header.isEmpty { return header }
         for cookieHeader in request.headers[values: .cookie] {
             for pair in cookieHeader.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)

@@ -1,0 +1,197 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+import Testing
+@testable import Forwarding
+
+/// A back end on a real socket that answers keep-alive requests one after another, as a script
+/// says per connection and per request on it; it counts connections and keeps what it was sent.
+final class ScriptedBackEnd: @unchecked Sendable {
+    enum Action: Sendable {
+        case respond(String)
+        /// Close the connection without answering (a back end dropping an idle connection
+        /// just as a request arrives).
+        case closeWithoutAnswer
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let script: @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action
+    private let counts = Mutex((connections: 0, requests: [String]()))
+
+    var accepted: Int { counts.withLock { $0.connections } }
+    var requests: [String] { counts.withLock { $0.requests } }
+
+    init(script: @escaping @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action) {
+        self.script = script
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        Glibc.listen(listener, 64)
+        var bound = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        self.listener = listener
+        port = Int(UInt16(bigEndian: bound.sin_port))
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    deinit { Glibc.close(listener) }
+
+    private func acceptLoop() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            let number = counts.withLock { $0.connections += 1; return $0.connections }
+            Thread { [self] in serve(connection, number) }.start()
+        }
+    }
+
+    private func serve(_ connection: Int32, _ number: Int) {
+        defer { Glibc.close(connection) }
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var index = 0
+        while true {
+            // One request: the head, then a body of Content-Length bytes, if any.
+            var headEnd: Int?
+            while headEnd == nil {
+                if let range = String(decoding: pending, as: UTF8.self).range(of: "\r\n\r\n") {
+                    headEnd = String(decoding: pending, as: UTF8.self)[..<range.upperBound].utf8.count
+                    break
+                }
+                let count = recv(connection, &buffer, buffer.count, 0)
+                if count <= 0 { return }
+                pending += buffer[0..<count]
+            }
+            let head = String(decoding: pending[0..<headEnd!], as: UTF8.self)
+            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+            while pending.count < headEnd! + length {
+                let count = recv(connection, &buffer, buffer.count, 0)
+                if count <= 0 { return }
+                pending += buffer[0..<count]
+            }
+            let request = head + String(decoding: pending[headEnd!..<headEnd! + length], as: UTF8.self)
+            pending.removeFirst(headEnd! + length)
+            index += 1
+            counts.withLock { $0.requests.append(request) }
+            switch script(number, index, head) {
+            case .closeWithoutAnswer:
+                return
+            case .respond(let text):
+                let bytes = Array(text.utf8)
+                var sent = 0
+                while sent < bytes.count {
+                    let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    if count <= 0 { return }
+                    sent += count
+                }
+                if text.lowercased().contains("connection: close") { return }
+            }
+        }
+    }
+
+    static func ok(_ body: String, extra: String = "") -> String {
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+    }
+}
+
+/// Midtier's own keep-alive connections to back ends (`UpstreamConnectionPool`), against a
+/// back end on a real socket. Each test has a pool on a group of one event loop, so that its
+/// calls share one pool (there is one per loop).
+@Suite struct UpstreamConnectionTests {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let pool: UpstreamConnectionPool
+
+    init() { pool = UpstreamConnectionPool(group: group) }
+
+    func stop() async throws {
+        await pool.shutdown()
+        try await group.shutdownGracefully()
+    }
+
+    func call(_ backEnd: ScriptedBackEnd, _ method: HTTPMethod = .GET, path: String = "/x", body: String? = nil,
+              timeout: TimeAmount = .seconds(5)) async throws -> (status: Int, body: String) {
+        var headers = HTTPHeaders([("Host", "127.0.0.1")])
+        if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
+        let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
+        let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
+        let call = pool.start(head, to: origin, hasBody: body != nil, deadline: .now() + timeout)
+        if let body {
+            let channel = try await call.connected.get()
+            try? await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(string: body)))).get()
+            try? await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+        }
+        let answer = try await call.answer.get()
+        switch answer.body {
+        case .whole(let buffer):
+            return (Int(answer.head.status.code), String(buffer: buffer))
+        case .stream(let stream):
+            var collected = ByteBuffer()
+            for try await var chunk in stream { collected.writeBuffer(&chunk) }
+            return (Int(answer.head.status.code), String(buffer: collected))
+        }
+    }
+
+    @Test func sequentialCallsShareOneConnection() async throws {
+        let backEnd = ScriptedBackEnd { _, request, _ in .respond(ScriptedBackEnd.ok("answer \(request)")) }
+        for number in 1...10 {
+            let answer = try await call(backEnd)
+            #expect(answer.status == 200 && answer.body == "answer \(number)")
+        }
+        #expect(backEnd.accepted == 1, "ten calls one after another over \(backEnd.accepted) connections")
+        try await stop()
+    }
+
+    @Test func aCallOnAConnectionTheBackEndDroppedIsSentAgainOnceWithoutABody() async throws {
+        // Each connection answers its first request and drops the second without an answer.
+        let backEnd = ScriptedBackEnd { _, request, _ in request == 1 ? .respond(ScriptedBackEnd.ok("fresh")) : .closeWithoutAnswer }
+        #expect(try await call(backEnd).body == "fresh")
+        // The pooled connection fails this one; it goes again, once, on a new connection.
+        let retried = try await call(backEnd)
+        #expect(retried.status == 200 && retried.body == "fresh")
+        #expect(backEnd.accepted == 2)
+        // A call with a body is not sent twice: it fails (Midtier answers 502).
+        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, .POST, body: "{\"a\":1}") }
+        #expect(backEnd.requests.filter { $0.hasPrefix("POST") }.count == 1, "the body went once")
+        try await stop()
+    }
+
+    @Test func answersOfEveryFramingArriveWhole() async throws {
+        let large = String(repeating: "0123456789abcdef", count: 16 * 1024)  // 256 KiB: streamed
+        let chunked = String(large.utf8.count, radix: 16)
+        let backEnd = ScriptedBackEnd { _, _, head in
+            if head.hasPrefix("HEAD") { return .respond("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n") }
+            if head.contains("/chunked") { return .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(chunked)\r\n\(large)\r\n0\r\n\r\n") }
+            if head.contains("/to-close") { return .respond("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n\(large)") }
+            if head.contains("/long") { return .respond(ScriptedBackEnd.ok(large)) }
+            return .respond(ScriptedBackEnd.ok("small"))
+        }
+        #expect(try await call(backEnd, .HEAD) == (200, ""))
+        #expect(try await call(backEnd, path: "/chunked").body == large)
+        #expect(try await call(backEnd, path: "/long").body == large)
+        #expect(try await call(backEnd, path: "/to-close").body == large)
+        #expect(try await call(backEnd, .POST, body: "{}").body == "small")
+        #expect(backEnd.requests.last?.hasSuffix("\r\n\r\n{}") == true, "the body reached the back end")
+        try await stop()
+    }
+
+    @Test func aBackEndThatAnswersTooLateTimesOutAndItsConnectionIsNotReused() async throws {
+        let backEnd = ScriptedBackEnd { connection, _, _ in
+            if connection == 1 { Thread.sleep(forTimeInterval: 1) ; return .respond(ScriptedBackEnd.ok("late")) }
+            return .respond(ScriptedBackEnd.ok("on time"))
+        }
+        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(200)) }
+        // The next call does not inherit the late answer: its own connection, its own answer.
+        #expect(try await call(backEnd).body == "on time")
+        #expect(backEnd.accepted == 2)
+        try await stop()
+    }
+}
