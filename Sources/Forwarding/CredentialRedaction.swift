@@ -69,8 +69,12 @@ public struct CredentialRedaction: Sendable {
     private static func contains(_ secret: [UInt8], in storage: UnsafeBufferPointer<UInt8>) -> Bool {
         guard storage.count >= secret.count, let first = secret.first, let base = storage.baseAddress else { return false }
         return secret.withUnsafeBufferPointer { needle in
-            for index in 0...(storage.count - secret.count) where storage[index] == first {
-                if memcmp(base + index, needle.baseAddress!, secret.count) == 0 { return true }
+            let last = storage.count - secret.count
+            var index = 0
+            while index <= last, let found = memchr(base + index, Int32(first), last - index + 1) {
+                let position = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if memcmp(found, needle.baseAddress!, secret.count) == 0 { return true }
+                index = position + 1
             }
             return false
         }

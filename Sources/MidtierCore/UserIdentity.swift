@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#else
+import Darwin
+#endif
+
 /// Who a user is: a realm plus an id (docs/identity.md).
 ///
 /// `users.json` is one realm (the local realm, written as the empty string); each JWT issuer is
@@ -28,7 +34,17 @@ public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
     public var isLocal: Bool { realm.utf8.isEmpty }
 
     public static func == (lhs: UserIdentity, rhs: UserIdentity) -> Bool {
-        lhs.id.utf8.elementsEqual(rhs.id.utf8) && lhs.realm.utf8.elementsEqual(rhs.realm.utf8)
+        sameBytes(lhs.id, rhs.id) && sameBytes(lhs.realm, rhs.realm)
+    }
+
+    /// Whether two strings have the same UTF-8 bytes (one `memcmp` for native strings).
+    public static func sameBytes(_ a: String, _ b: String) -> Bool {
+        let compared = a.utf8.withContiguousStorageIfAvailable { left in
+            b.utf8.withContiguousStorageIfAvailable { right in
+                left.count == right.count && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
+            }
+        }
+        return (compared ?? nil) ?? a.utf8.elementsEqual(b.utf8)
     }
 
     public func hash(into hasher: inout Hasher) {
@@ -55,7 +71,7 @@ public struct ExactString: Hashable, Sendable, CustomStringConvertible {
     public let value: String
     public init(_ value: String) { self.value = value }
 
-    public static func == (lhs: ExactString, rhs: ExactString) -> Bool { lhs.value.utf8.elementsEqual(rhs.value.utf8) }
+    public static func == (lhs: ExactString, rhs: ExactString) -> Bool { UserIdentity.sameBytes(lhs.value, rhs.value) }
     public func hash(into hasher: inout Hasher) { UserIdentity.hashBytes(of: value, into: &hasher) }
     public var description: String { value }
 }

@@ -84,8 +84,9 @@ struct RequestLabels: Hashable {
 
     static func == (a: Self, b: Self) -> Bool { a.status == b.status && a.destination.utf8.elementsEqual(b.destination.utf8) }
     func hash(into hasher: inout Hasher) {
+        // Equal bytes are canonically equal too, so the canonical hash is consistent with `==`.
         hasher.combine(status)
-        for byte in destination.utf8 { hasher.combine(byte) }
+        hasher.combine(destination)
     }
 }
 

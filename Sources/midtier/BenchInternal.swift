@@ -1,6 +1,10 @@
 import ArgumentParser
 import DeviceAuthentication
 import Foundation
+import Hummingbird
+import NIOCore
+import NIOHTTP1
+import NIOPosix
 import MidtierCore
 import SAMLSigning
 import TokenExchange
@@ -11,7 +15,7 @@ struct BenchInternal: AsyncParsableCommand {
         commandName: "bench-internal",
         abstract: "Measurements used by Benchmarks/run.sh.",
         shouldDisplay: false,
-        subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self]
+        subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self, Floors.self]
     )
 
     /// Assertions built and signed per second on one core (one task, sequentially).
@@ -37,6 +41,53 @@ struct BenchInternal: AsyncParsableCommand {
             let elapsed = clock.now - start
             let perSecond = Double(count) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
             print(String(format: "%.1f", perSecond))
+        }
+    }
+
+    /// The floors under the hot path: the same small answer from a bare Hummingbird
+    /// application and from a bare SwiftNIO HTTP/1 server (no proxying, no checks), so that
+    /// `make bench` can say how much of a proxied call's cost is the server framework's.
+    struct Floors: AsyncParsableCommand {
+        @Option(name: .customLong("hummingbird-port")) var hummingbirdPort: Int
+        @Option(name: .customLong("nio-port")) var nioPort: Int
+
+        static let body = #"{"d":{"results":[{"externalCode":"PRR-100001","amount":"1"}]}}"#
+
+        func run() async throws {
+            let nio = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 256)
+                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(FixedAnswer())
+                    }
+                }
+                .bind(host: "127.0.0.1", port: nioPort).get()
+            let router = Router()
+            router.get("**") { _, _ in
+                Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: Self.body)))
+            }
+            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: hummingbirdPort)))
+            try await app.runService()
+            try await nio.close()
+        }
+    }
+
+    /// Answers every request with `Floors.body`.
+    final class FixedAnswer: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let body = ByteBuffer(string: Floors.body)
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .end = unwrapInboundIn(data) else { return }
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Content-Length", value: String(body.readableBytes))
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }
     }
 
