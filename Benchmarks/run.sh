@@ -38,6 +38,15 @@ for doc in entity tiny; do
   cpu_pids="$nginx_workers $caddy_pid" run_wrk caddy-$doc-64 64 2 "http://127.0.0.1:$caddy$p" "$auth"
   cpu_pids="$nginx_workers $midtier" run_wrk midtier-$doc-64 64 2 "http://127.0.0.1:$mport/bench$p" "$auth" "X-SMP-APPCID: $appcid"
 done
+# The floors: the same small answer from a bare Hummingbird application and a bare SwiftNIO
+# server (no proxying, no checks): what a Swift server costs per call before any of Midtier's work.
+hport=$(free_port); nport=$(free_port)
+"$bin" bench-internal floors --hummingbird-port "$hport" --nio-port "$nport" >/dev/null 2>&1 & floors=$!; pids+=($floors)
+wait_for "http://127.0.0.1:$hport/tiny"; wait_for "http://127.0.0.1:$nport/tiny"
+cpu_pids=$floors run_wrk floor-hummingbird 64 2 "http://127.0.0.1:$hport/tiny"
+cpu_pids=$floors run_wrk floor-nio 64 2 "http://127.0.0.1:$nport/tiny"
+kill $floors 2>/dev/null || true
+
 run_wrk direct-1 1 1 "http://127.0.0.1:$up$path"
 run_wrk nginx-1 1 1 "http://127.0.0.1:$proxy$path"
 run_wrk caddy-1 1 1 "http://127.0.0.1:$caddy$path" "$auth"
@@ -99,6 +108,9 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
     printf "  midtier / nginx %.2f (target >= 0.5), midtier / caddy %.2f (target >= 2)\n" "$(echo "$(rps midtier-$doc-64) / $(rps nginx-$doc-64)" | bc -l)" "$(echo "$(rps midtier-$doc-64) / $(rps caddy-$doc-64)" | bc -l)"
     printf "  CPU per proxied call: nginx %.1f us, caddy %.1f us, midtier %.1f us; midtier / nginx %.1f (target <= 3)\n" "$nginx_us" "$caddy_us" "$midtier_us" "$(echo "$midtier_us / $nginx_us" | bc -l)"
   done
+  printf "floors (small answer, no proxying) c=64: bare SwiftNIO %s req/s, %.1f us per call; bare Hummingbird %s req/s, %.1f us per call\n" \
+    "$(rps floor-nio)" "$(cpu_us floor-nio)" "$(rps floor-hummingbird)" "$(cpu_us floor-hummingbird)"
+  printf "  Midtier's proxied call (tiny) less the Hummingbird floor: %.1f us\n" "$(echo "$(cpu_us midtier-tiny-64) - $(cpu_us direct-tiny-64) - $(cpu_us floor-hummingbird)" | bc -l)"
   printf "latency p50 c=1 (entity)  direct %s us, nginx %s us, caddy %s us, midtier %s us\n" "$(p50 direct-1)" "$(p50 nginx-1)" "$(p50 caddy-1)" "$(p50 midtier-1)"
   printf "  added over direct: midtier %.0f us (target <= 150), nginx %.0f us, caddy %.0f us\n" "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 caddy-1) - $(p50 direct-1)" | bc -l)"
   printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"
