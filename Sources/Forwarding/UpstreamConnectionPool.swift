@@ -67,11 +67,13 @@ public final class UpstreamConnectionPool: Sendable {
     }
 }
 
-/// The TLS context for https back ends, made once when the first one is called (loading the
-/// system's roots costs milliseconds).
+/// The TLS context for https back ends (TLS 1.2 or newer, the system's roots), made once per
+/// pool.
 final class TLSContextHolder: Sendable {
     private let made: Result<NIOSSLContext, any Error> = Result {
-        try NIOSSLContext(configuration: .makeClientConfiguration())
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        return try NIOSSLContext(configuration: configuration)
     }
 
     var context: NIOSSLContext {

@@ -118,11 +118,11 @@ final class ScriptedBackEnd: @unchecked Sendable {
     }
 
     func call(_ backEnd: ScriptedBackEnd, _ method: HTTPMethod = .GET, path: String = "/x", body: String? = nil,
-              timeout: TimeAmount = .seconds(5)) async throws -> (status: Int, body: String) {
+              timeout: TimeAmount = .seconds(5), scheme: String = "http") async throws -> (status: Int, body: String) {
         var headers = HTTPHeaders([("Host", "127.0.0.1")])
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
-        let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
+        let origin = UpstreamOrigin(url: "\(scheme)://127.0.0.1:\(backEnd.port)")!
         let call = pool.start(head, to: origin, hasBody: body != nil, deadline: .now() + timeout)
         if let body {
             let channel = try await call.connected.get()
@@ -180,6 +180,14 @@ final class ScriptedBackEnd: @unchecked Sendable {
         #expect(try await call(backEnd, path: "/to-close").body == large)
         #expect(try await call(backEnd, .POST, body: "{}").body == "small")
         #expect(backEnd.requests.last?.hasSuffix("\r\n\r\n{}") == true, "the body reached the back end")
+        try await stop()
+    }
+
+    @Test func anHTTPSDestinationNeverTalksInClear() async throws {
+        let backEnd = ScriptedBackEnd { _, _, _ in .respond(ScriptedBackEnd.ok("in clear")) }
+        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(500), scheme: "https") }
+        #expect(backEnd.accepted == 1)
+        #expect(backEnd.requests.isEmpty, "an HTTP request reached a server that does not speak TLS")
         try await stop()
     }
 
