@@ -19,9 +19,11 @@ final class ScriptedBackEnd: @unchecked Sendable {
     let port: Int
     private let listener: Int32
     private let script: @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action
-    private let counts = Mutex((connections: 0, requests: [String]()))
+    private let counts = Mutex((connections: 0, closed: 0, requests: [String]()))
 
     var accepted: Int { counts.withLock { $0.connections } }
+    /// Connections that ended (Midtier closed them, or the script did).
+    var closed: Int { counts.withLock { $0.closed } }
     var requests: [String] { counts.withLock { $0.requests } }
 
     init(script: @escaping @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action) {
@@ -54,7 +56,10 @@ final class ScriptedBackEnd: @unchecked Sendable {
     }
 
     private func serve(_ connection: Int32, _ number: Int) {
-        defer { Glibc.close(connection) }
+        defer {
+            Glibc.close(connection)
+            counts.withLock { $0.closed += 1 }
+        }
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         var index = 0
@@ -180,6 +185,26 @@ final class ScriptedBackEnd: @unchecked Sendable {
         #expect(try await call(backEnd, path: "/to-close").body == large)
         #expect(try await call(backEnd, .POST, body: "{}").body == "small")
         #expect(backEnd.requests.last?.hasSuffix("\r\n\r\n{}") == true, "the body reached the back end")
+        try await stop()
+    }
+
+    @Test func aStreamedAnswerTheDeviceLeavesClosesItsConnection() async throws {
+        let large = String(repeating: "x", count: 1 << 20)
+        let backEnd = ScriptedBackEnd { _, _, head in
+            head.contains("/large") ? .respond(ScriptedBackEnd.ok(large)) : .respond(ScriptedBackEnd.ok("next"))
+        }
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/large", headers: ["Host": "127.0.0.1"])
+        let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
+        let answer = try await pool.start(head, to: origin, hasBody: false, deadline: .now() + .seconds(5)).answer.get()
+        guard case .stream(let body) = answer.body else { Issue.record("a 1 MiB answer is streamed"); return }
+        var iterator = body.makeAsyncIterator()
+        #expect(try await iterator.next() != nil)
+        _ = consume iterator  // the device went away after the first part
+        // The half-read connection is closed, not left open or used again.
+        for _ in 0..<100 where backEnd.closed == 0 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(backEnd.closed == 1, "the connection of the abandoned answer is closed")
+        #expect(try await call(backEnd).body == "next")
+        #expect(backEnd.accepted == 2)
         try await stop()
     }
 
