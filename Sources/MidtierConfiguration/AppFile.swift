@@ -73,15 +73,80 @@ extension ConfigurationLoader {
             let audience = object.string("audience", required: true, requiredBecause: reason)
             let userClaim = object.string("userClaim") ?? "sub"
             let jwks = object.object("jwks", required: true, requiredBecause: reason).flatMap(jwksSource)
+            let oauth2Reader = object.object("oauth2")
+            let oauth2 = oauth2Reader.flatMap(oauth2Discovery)
             object.reportUnknownKeys()
-            guard let issuer, let audience, let jwks else { return nil }
-            return .jwt(JWTAuthentication(issuer: issuer, audience: audience, jwks: jwks, userClaim: userClaim))
+            guard let issuer, let audience, let jwks, oauth2Reader == nil || oauth2 != nil else { return nil }
+            return .jwt(JWTAuthentication(issuer: issuer, audience: audience, jwks: jwks, userClaim: userClaim, oauth2: oauth2))
         default:
             // A missing or wrong type is reported; the other keys depend on it.
-            object.accept(["issuer", "audience", "jwks", "userClaim"])
+            object.accept(["issuer", "audience", "jwks", "userClaim", "oauth2"])
             object.reportUnknownKeys()
             return nil
         }
+    }
+
+    /// `oauth2`: `{"authorizationEndpoint": URL, "tokenEndpoint": URL, "endUserUI": URL,
+    /// "clients": [{"clientID": .., "redirectURL": ..}]}` (`endUserUI` optional). The endpoints
+    /// are https URLs (plain http only for localhost, as for `jwks`); a redirect URL is an
+    /// absolute URL of any scheme (apps use their own, `com.example.app:/oauth2redirect`).
+    private func oauth2Discovery(_ oauth2: ObjectReader) -> OAuth2Discovery? {
+        let authorization = endpoint(oauth2, "authorizationEndpoint", required: true)
+        let token = endpoint(oauth2, "tokenEndpoint", required: true)
+        let endUserUI = oauth2.contains("endUserUI") ? endpoint(oauth2, "endUserUI", required: false) : nil
+        var clients: [OAuth2Discovery.Client] = []
+        var clientsComplete = true
+        if let elements = oauth2.array("clients", required: true) {
+            if elements.isEmpty { oauth2.problem("clients", "must name at least one client") ; clientsComplete = false }
+            for (path, value) in elements {
+                guard let client = ObjectReader.make(value, path: path, problems: oauth2.problems) else { clientsComplete = false; continue }
+                let id = client.string("clientID", required: true)
+                let redirect = client.string("redirectURL", required: true)
+                client.reportUnknownKeys()
+                if let id, id.isEmpty || id.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) {
+                    client.problem("clientID", "must be a non-empty client id without spaces or control characters")
+                    clientsComplete = false
+                } else if let redirect, !Self.isRedirectURL(redirect) {
+                    client.problem("redirectURL", "must be an absolute URL (scheme:…) without spaces or control characters")
+                    clientsComplete = false
+                } else if let id, let redirect {
+                    clients.append(OAuth2Discovery.Client(clientID: id, redirectURL: redirect))
+                } else {
+                    clientsComplete = false
+                }
+            }
+        } else {
+            clientsComplete = false
+        }
+        oauth2.reportUnknownKeys()
+        guard let authorization, let token, clientsComplete, oauth2.contains("endUserUI") == (endUserUI != nil) else { return nil }
+        return OAuth2Discovery(authorizationEndpoint: authorization, tokenEndpoint: token, endUserUI: endUserUI, clients: clients)
+    }
+
+    /// An IdP endpoint: https, or plain http for localhost only.
+    private func endpoint(_ reader: ObjectReader, _ name: String, required: Bool) -> String? {
+        guard let text = reader.string(name, required: required) else { return nil }
+        switch checkHTTPURL(text, allowQuery: true) {
+        case .failure(let problem):
+            reader.problem(name, problem.message)
+            return nil
+        case .success(let checked):
+            let components = URLComponents(string: checked)
+            let host = components?.host?.lowercased() ?? ""
+            guard components?.scheme?.lowercased() == "https" || ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host) else {
+                reader.problem(name, "must be an https URL (plain http only for localhost)")
+                return nil
+            }
+            return checked
+        }
+    }
+
+    /// `scheme:rest`, the scheme as RFC 3986 spells it, no spaces or control characters.
+    static func isRedirectURL(_ text: String) -> Bool {
+        guard let colon = text.firstIndex(of: ":"), colon > text.startIndex, text.index(after: colon) < text.endIndex,
+              !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else { return false }
+        let scheme = text[..<colon]
+        return scheme.first!.isLetter && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
     }
 
     /// `jwks`: `{"file": path}` (read now and checked to be a JWKS: a JSON object with a

@@ -182,12 +182,45 @@ public struct JWTAuthentication: Sendable, Equatable {
     public var jwks: KeySource
     /// The claim that names the user, default `sub`.
     public var userClaim: String
+    /// `oauth2`: the IdP's endpoints and the app's OAuth2 clients, announced by
+    /// `GET /config/v1/{appId}` so that SAP SDK apps can sign in (docs/device-api.md).
+    public var oauth2: OAuth2Discovery?
 
-    public init(issuer: String, audience: String, jwks: KeySource, userClaim: String = "sub") {
+    public init(issuer: String, audience: String, jwks: KeySource, userClaim: String = "sub", oauth2: OAuth2Discovery? = nil) {
         self.issuer = issuer
         self.audience = audience
         self.jwks = jwks
         self.userClaim = userClaim
+        self.oauth2 = oauth2
+    }
+}
+
+/// How a JWT app's clients get their tokens from the company IdP (OAuth2 authorization code,
+/// with PKCE on the client's side).
+public struct OAuth2Discovery: Sendable, Equatable {
+    public struct Client: Sendable, Equatable {
+        public var clientID: String
+        public var redirectURL: String
+
+        public init(clientID: String, redirectURL: String) {
+            self.clientID = clientID
+            self.redirectURL = redirectURL
+        }
+    }
+
+    public var authorizationEndpoint: String
+    public var tokenEndpoint: String
+    /// Where the sign-in page is shown (`oauth2.endUserUI`); the authorization endpoint when
+    /// not given.
+    public var endUserUI: String
+    /// At least one; the first is the one the flat (older) discovery keys name.
+    public var clients: [Client]
+
+    public init(authorizationEndpoint: String, tokenEndpoint: String, endUserUI: String? = nil, clients: [Client]) {
+        self.authorizationEndpoint = authorizationEndpoint
+        self.tokenEndpoint = tokenEndpoint
+        self.endUserUI = endUserUI ?? authorizationEndpoint
+        self.clients = clients
     }
 }
 

@@ -31,16 +31,36 @@ struct ClientConfigurationRoutes: Sendable {
         return app
     }
 
-    /// `{"auth":[{"type":"basic","config":{},"requireOtp":false}],"host":..,"port":..,"protocol":..}`
-    /// plus the app's `discovery` members.
+    /// `{"auth":[{"type":"basic","config":{},"requireOtp":false}],"host":..,"port":..,"protocol":..,"appID":..}`
+    /// for a basic app; for a JWT app `"type":"oauth2"` with the IdP's endpoints in both the flat
+    /// keys older SDK clients read and the `oauth2.clients` list newer ones read
+    /// (docs/device-api.md, "Onboarding a SAP SDK app"); plus the app's `discovery` members.
     static func discovery(_ app: AppConfiguration, publicURL: String) -> [String: Any] {
         let url = URL(string: publicURL)
         let scheme = url?.scheme ?? "http"
+        let auth: [String: Any]
+        switch app.authentication {
+        case .basic:
+            auth = ["type": "basic", "config": [String: Any](), "requireOtp": false]
+        case .jwt(let jwt):
+            var config: [String: Any] = ["oauth2.grantType": "authorization_code"]
+            if let oauth2 = jwt.oauth2 {
+                config["oauth2.authorizationEndpoint"] = oauth2.authorizationEndpoint
+                config["oauth2.tokenEndpoint"] = oauth2.tokenEndpoint
+                config["oauth2.endUserUI"] = oauth2.endUserUI
+                config["oauth2.clientID"] = oauth2.clients.first?.clientID
+                config["oauth2.clients"] = oauth2.clients.map {
+                    ["clientID": $0.clientID, "redirectURL": $0.redirectURL, "grantType": "authorization_code"]
+                }
+            }
+            auth = ["type": "oauth2", "config": config, "requireOtp": false]
+        }
         var document: [String: Any] = [
-            "auth": [["type": "basic", "config": [String: Any](), "requireOtp": false]],
+            "auth": [auth],
             "host": url?.host ?? "localhost",
             "port": url?.port ?? (scheme == "https" ? 443 : 80),
             "protocol": scheme,
+            "appID": app.id,
         ]
         for (key, value) in app.discovery { document[key] = value.foundationValue }
         return document

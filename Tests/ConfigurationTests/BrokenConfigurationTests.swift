@@ -228,6 +228,21 @@ let brokenCases: [Broken] = [
     Broken("jwt without issuer", file: jwtApp, key: "authentication.issuer", message: "missing required key") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","audience":"a","jwks":{"url":"https://idp.example/jwks"}}"#)
     },
+    Broken("oauth2 without tokenEndpoint", file: jwtApp, key: "authentication.oauth2.tokenEndpoint", message: "missing required key") {
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    },
+    Broken("oauth2 endpoint over plain http", file: jwtApp, key: "authentication.oauth2.authorizationEndpoint", message: "https") {
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"http://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    },
+    Broken("oauth2 without clients", file: jwtApp, key: "authentication.oauth2.clients", message: "at least one") {
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[]}}"#)
+    },
+    Broken("oauth2 redirect URL not absolute", file: jwtApp, key: "authentication.oauth2.clients[0].redirectURL", message: "absolute URL") {
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"/cb"}]}}"#)
+    },
+    Broken("oauth2 unknown key", file: jwtApp, key: "authentication.oauth2.clientSecret", message: "unknown key") {
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clientSecret":"x","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    },
     Broken("jwks file unreadable", file: jwtApp, key: "authentication.jwks.file", message: "cannot read file /nonexistent/jwks.json") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"file":"/nonexistent/jwks.json"}}"#)
     },

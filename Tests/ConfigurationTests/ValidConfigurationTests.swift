@@ -163,6 +163,25 @@ import Testing
         #expect(keys.allSatisfy { !"\($0)".contains("AQEB") && "\($0)".contains("not shown") })
     }
 
+    @Test func jwtAppAnnouncesItsOAuth2Clients() throws {
+        let fixture = Fixture()
+        fixture.set("apps/com.example.jwt.json", "authentication", #"""
+            {"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/jwks"},
+             "oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token",
+                       "clients":[{"clientID":"payroll-ios","redirectURL":"com.example.payroll:/oauth2redirect"},
+                                  {"clientID":"payroll-android","redirectURL":"https://m.example/cb"}]}}
+            """#)
+        guard case .jwt(let jwt)? = try fixture.load().apps["com.example.jwt"]?.authentication else {
+            Issue.record("not a jwt app")
+            return
+        }
+        #expect(jwt.oauth2 == OAuth2Discovery(
+            authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
+            clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/oauth2redirect"),
+                      .init(clientID: "payroll-android", redirectURL: "https://m.example/cb")]))
+        #expect(jwt.oauth2?.endUserUI == "https://idp.example/auth", "the sign-in page defaults to the authorization endpoint")
+    }
+
     @Test func jwtAppWithURLAndUserClaimNeedsNoUsersFile() throws {
         let fixture = Fixture()
         fixture.files["apps/com.example.payroll.json"] = nil

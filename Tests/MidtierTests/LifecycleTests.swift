@@ -187,6 +187,41 @@ import Testing
         }
     }
 
+    /// A JWT app tells SAP SDK clients where its IdP signs users in, in the flat keys older
+    /// clients read and the `oauth2.clients` list newer ones read; a basic app says `basic`.
+    @Test func discoveryAnnouncesOAuth2ForAJWTApp() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            var app = configuration.apps["demo"]!
+            app.id = "jwt-demo"
+            app.authentication = .jwt(JWTAuthentication(
+                issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"),
+                oauth2: OAuth2Discovery(authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
+                                        endUserUI: "https://idp.example/login",
+                                        clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/cb"),
+                                                  .init(clientID: "payroll-android", redirectURL: "https://m.example/cb")])))
+            configuration.apps["jwt-demo"] = app
+        }) { env in
+            let discovery = try await env.call(.GET, "/config/v1/jwt-demo")
+            #expect(discovery.status == 200)
+            #expect(discovery.json["appID"] as? String == "jwt-demo")
+            let auth = (discovery.json["auth"] as? [[String: Any]])?.first
+            #expect(auth?["type"] as? String == "oauth2")
+            let config = auth?["config"] as? [String: Any]
+            #expect(config?["oauth2.authorizationEndpoint"] as? String == "https://idp.example/auth")
+            #expect(config?["oauth2.tokenEndpoint"] as? String == "https://idp.example/token")
+            #expect(config?["oauth2.endUserUI"] as? String == "https://idp.example/login")
+            #expect(config?["oauth2.clientID"] as? String == "payroll-ios")
+            #expect(config?["oauth2.grantType"] as? String == "authorization_code")
+            let clients = config?["oauth2.clients"] as? [[String: Any]]
+            #expect(clients?.map { $0["clientID"] as? String } == ["payroll-ios", "payroll-android"])
+            #expect(clients?.map { $0["redirectURL"] as? String } == ["com.example.payroll:/cb", "https://m.example/cb"])
+            #expect(clients?.allSatisfy { $0["grantType"] as? String == "authorization_code" } == true)
+            let basic = try await env.call(.GET, "/config/v1/demo")
+            #expect((basic.json["auth"] as? [[String: Any]])?.first?["type"] as? String == "basic")
+            #expect(basic.json["appID"] as? String == "demo")
+        }
+    }
+
     @Test func clientConfigurationAndSettingsExchange() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
