@@ -9,6 +9,7 @@ import MetadataPatching
 import MidtierConfiguration
 import MidtierCore
 import MidtierMetrics
+import MidtierStore
 import Registrations
 import TokenExchange
 
@@ -69,11 +70,17 @@ struct ProxyHandler: Sendable {
         // 3. The registration names the app; its authentication names the user. Whether the id
         //    is known never changes the answer to a caller who is not signed in
         //    (docs/identity.md): the same 401 for a known and an unknown id.
-        guard request.headers[values: HTTPField.Name("X-SMP-APPCID")!].count <= 1 else {
+        guard request.headers[values: Self.registrationHeader].count <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
-        guard let registrationID = Self.registrationID(of: request) else {
-            throw .forbidden("the request has no X-SMP-APPCID registration id")
+        guard request.headers[values: Self.appHeader].count <= 1, request.headers[values: Self.deviceHeader].count <= 1 else {
+            throw .badRequest("the request has more than one X-SMP-APPID or X-SMP-DEVICEID header")
+        }
+        let registrationID: String
+        if let id = Self.registrationID(of: request) {
+            registrationID = id
+        } else {
+            registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
         }
         let found: (registration: Registration, block: UserBlock?)?
         do {
@@ -115,6 +122,10 @@ struct ProxyHandler: Sendable {
         case .blocked(let kind): throw Refusal.userBlocked(kind)
         case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
         case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
+        }
+        // The SDK names its app on every call; it must be the registration's.
+        if let named = request.headers[Self.appHeader], !UserIdentity.sameBytes(named, found.registration.appId) {
+            throw .forbidden("X-SMP-APPID names another app than the registration's")
         }
 
         // 5. The destination must exist and be one the app may use.
@@ -261,6 +272,33 @@ struct ProxyHandler: Sendable {
 
     /// `X-SMP-APPCID` from the header, else from the cookie.
     static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
+    static let appHeader = HTTPField.Name("X-SMP-APPID")!
+    static let deviceHeader = HTTPField.Name("X-SMP-DEVICEID")!
+
+    /// For a call without `X-SMP-APPCID`: with `X-SMP-APPID` (a configured app) and
+    /// `X-SMP-DEVICEID`, which SAP SDK clients send on every call, the signed-in user's one
+    /// registration of that device in that app (docs/device-api.md). The caller signs in with
+    /// the app's own method first, so nothing is learnt about other users' devices.
+    private func deviceRegistration(_ request: Request, runtime: Runtime, client: String?) async throws(Refusal) -> String {
+        guard let appID = request.headers[Self.appHeader], let deviceID = request.headers[Self.deviceHeader], !deviceID.isEmpty,
+              let app = runtime.configuration.apps[appID], UserIdentity.sameBytes(app.id, appID) else {
+            throw .forbidden("the request has no X-SMP-APPCID registration id")
+        }
+        let user = try await runtime.authenticate(request, app: app, client: client)
+        let candidates: [Registration]
+        do {
+            candidates = try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
+        } catch {
+            logger.error("store read failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+        let matching = candidates.filter { UserIdentity.sameBytes($0.deviceId, deviceID) }
+        guard let only = matching.first else { throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app") }
+        guard matching.count == 1 else {
+            throw .forbidden("the user has more than one registration of this device in this app; send X-SMP-APPCID")
+        }
+        return only.id
+    }
 
     static func registrationID(of request: Request) -> String? {
         let headers = request.headers[values: Self.registrationHeader]

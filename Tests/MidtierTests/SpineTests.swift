@@ -35,6 +35,38 @@ import Testing
         }
     }
 
+    /// SAP SDK clients send `X-SMP-APPID` and `X-SMP-DEVICEID` on every call: without
+    /// `X-SMP-APPCID`, they name the signed-in user's one registration of that device.
+    @Test func theSDKsAppAndDeviceHeadersFindTheUsersRegistration() async throws {
+        try await TestEnvironment.with { env in
+            func register(_ user: TestUser, device: String) async throws -> String {
+                let reply = try await env.call(.POST, "/odata/applications/v1/demo/Connections",
+                                               headers: [("Authorization", user.basic), ("Content-Type", "application/json")],
+                                               body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2","DeviceId":"\#(device)"}"#)
+                return try #require(reply.header("X-SMP-APPCID"), "registration failed: \(reply.status) \(reply.text)")
+            }
+            let aliceID = try await register(.alice, device: "device-1")
+            let sdk = [("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "device-1")]
+            let alice = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
+            #expect(alice.status == 200, "\(alice.text)")
+            #expect(Self.results(alice).allSatisfy { $0["userId"] as? String == "100001" })
+            // Not signed in: the named app's challenge.
+            let anonymous = try await env.call(.GET, Self.seedQuery, headers: sdk)
+            #expect(anonymous.status == 401 && anonymous.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
+            // Another user naming alice's device has no registration of it.
+            let bob = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.bob.basic)])
+            #expect(bob.status == 403, "\(bob.text)")
+            // An app that is not the registration's is refused, with the id or without.
+            let otherApp = try await env.call(.GET, Self.seedQuery, headers: [("X-SMP-APPID", "other"), ("X-SMP-APPCID", aliceID),
+                                                                            ("Authorization", TestUser.alice.basic)])
+            #expect(otherApp.status == 403, "\(otherApp.text)")
+            // Two registrations of the same device: which one is meant must be said.
+            _ = try await register(.alice, device: "device-1")
+            let ambiguous = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
+            #expect(ambiguous.status == 403 && ambiguous.text.contains("X-SMP-APPCID"), "\(ambiguous.text)")
+        }
+    }
+
     static func millis(_ date: String) -> Int64 {
         Int64(date.dropFirst("/Date(".count).prefix { $0.isNumber }) ?? 0
     }
