@@ -182,21 +182,8 @@ extension ConfigurationLoader {
                 return .file(path: path)
             }
         }
-        if let url {
-            switch checkHTTPURL(url, allowQuery: true) {
-            case .failure(let problem):
-                jwks.problem("url", problem.message)
-                return nil
-            case .success(let checked):
-                let components = URLComponents(string: checked)
-                let host = components?.host?.lowercased() ?? ""
-                let loopback = ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host)
-                guard components?.scheme?.lowercased() == "https" || loopback else {
-                    jwks.problem("url", "must be an https URL (plain http only for localhost)")
-                    return nil
-                }
-                return .url(checked)
-            }
+        if url != nil {
+            return endpoint(jwks, "url", required: false).map { .url($0) }
         }
         return nil
     }
