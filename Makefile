@@ -23,6 +23,7 @@ test: deps certs
 	python3 Tests/e2e/isolation.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN) --instances 2
 	python3 Tests/e2e/identity.py $(BIN)
+	python3 Tests/e2e/sdk_onboarding.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
 

@@ -85,3 +85,28 @@ def basic(user, password):
 def header(headers, name):
     """A header's value from a dict of response headers, by its name in any case."""
     return next((value for key, value in headers.items() if key.lower() == name.lower()), None)
+
+
+def b64url(data):
+    """base64url without padding, as JWTs and PKCE spell it."""
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def idp_key(work):
+    """An RSA key for a stand-in IdP (in `work`) and its JWKS (one key, `kid` k1)."""
+    import os, subprocess
+    key = os.path.join(work, "idp.key")
+    subprocess.run(["openssl", "genrsa", "-out", key, "2048"], check=True, capture_output=True)
+    modulus = subprocess.run(["openssl", "rsa", "-in", key, "-noout", "-modulus"], check=True, capture_output=True, text=True).stdout
+    n = bytes.fromhex(modulus.strip().split("=", 1)[1])
+    return key, {"keys": [{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig", "n": b64url(n), "e": "AQAB"}]}
+
+
+def jwt(key, claims):
+    """An RS256 JWT of `claims`, signed by `openssl` with `key`."""
+    import json, subprocess
+    header = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "k1"}).encode())
+    payload = b64url(json.dumps(claims).encode())
+    signed = f"{header}.{payload}".encode()
+    signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=signed, check=True, capture_output=True).stdout
+    return f"{header}.{payload}.{b64url(signature)}"

@@ -22,7 +22,7 @@ Standard library and the `openssl` command only; every process is killed at the 
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
+from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -30,10 +30,6 @@ ISSUER = "https://idp.identity.test"
 ADMIN_TOKEN = "identity-admin-" + os.urandom(12).hex()
 processes = []
 check = Checks("identity")
-
-
-def b64url(data):
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
 def call(port, method, path, headers=None, body=None):
@@ -83,23 +79,6 @@ class CookieBackend(http.server.BaseHTTPRequestHandler):
 
 class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
-
-
-def idp_key(work):
-    """An RSA key for the IdP and its JWKS (one key, `kid` k1)."""
-    key = os.path.join(work, "idp.key")
-    subprocess.run(["openssl", "genrsa", "-out", key, "2048"], check=True, capture_output=True)
-    modulus = subprocess.run(["openssl", "rsa", "-in", key, "-noout", "-modulus"], check=True, capture_output=True, text=True).stdout
-    n = bytes.fromhex(modulus.strip().split("=", 1)[1])
-    return key, {"keys": [{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig", "n": b64url(n), "e": "AQAB"}]}
-
-
-def jwt(key, claims):
-    header = b64url(json.dumps({"alg": "RS256", "typ": "JWT", "kid": "k1"}).encode())
-    payload = b64url(json.dumps(claims).encode())
-    signed = f"{header}.{payload}".encode()
-    signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=signed, check=True, capture_output=True).stdout
-    return f"{header}.{payload}.{b64url(signature)}"
 
 
 def port_open(port, seconds=20):

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""A client that onboards the way the SAP BTP SDK does, against a real Midtier process.
+
+For a JWT app: discovery (`GET /config/v1/{appId}`), the OAuth2 authorization code flow with
+PKCE (S256) at a stand-in IdP written here (it signs real RS256 JWTs with a key of its own and
+publishes the JWKS Midtier fetches), registration, settings exchange, then payroll through `/sf`
+with only the SDK's headers (`Authorization`, `X-SMP-APPID`, `X-SMP-DEVICEID`). The same for a
+basic app. docs/device-api.md, "Onboarding a SAP SDK app".
+
+Usage: sdk_onboarding.py PATH-TO-MIDTIER. Prints `sdk-onboarding: N passed, M failed`; exits 1
+on failure. Standard library and the `openssl` command only; every process is killed at the end.
+"""
+import hashlib, http.server, json, os, shutil, socketserver, subprocess, sys, tempfile, threading, time
+import urllib.error, urllib.parse, urllib.request
+from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for
+
+BIN = os.path.abspath(sys.argv[1])
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CLIENT_ID, REDIRECT = "payroll-ios", "com.example.payroll:/oauth2redirect"
+# The IdP's users: password, and the SuccessFactors user id it puts in the token.
+IDP_USERS = {"alice": ("alice-idp-password", "100001"), "bob": ("bob-idp-password", "100002")}
+processes = []
+check = Checks("sdk-onboarding")
+
+
+def call(url, method="GET", headers=None, body=None):
+    """(status, headers, body) without following redirects and without any proxy."""
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
+    request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
+    try:
+        with opener.open(request, timeout=20) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+class IdP(http.server.BaseHTTPRequestHandler):
+    """A stand-in for the company IdP: authorization code with PKCE (S256 only), RS256 tokens."""
+    protocol_version = "HTTP/1.1"
+    key = None
+    jwks = None
+    issuer = None
+    codes = {}  # code -> (user, client_id, redirect_uri, code_challenge)
+    lock = threading.Lock()
+
+    def answer(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def form(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return {k: v[0] for k, v in urllib.parse.parse_qs(self.rfile.read(length).decode()).items()}
+
+    def do_GET(self):
+        if self.path == "/certs":
+            return self.answer(200, json.dumps(IdP.jwks).encode(), [("Content-Type", "application/json")])
+        self.answer(404)
+
+    def do_POST(self):
+        fields = self.form()
+        if self.path == "/auth":
+            # The sign-in form, posted with the authorization request's parameters.
+            user = IDP_USERS.get(fields.get("username", ""))
+            if (fields.get("response_type") != "code" or fields.get("client_id") != CLIENT_ID or fields.get("redirect_uri") != REDIRECT
+                    or fields.get("code_challenge_method") != "S256" or not fields.get("code_challenge")):
+                return self.answer(400, b"invalid authorization request")
+            if user is None or user[0] != fields.get("password"):
+                return self.answer(401, b"wrong user name or password")
+            code = os.urandom(16).hex()
+            with IdP.lock:
+                IdP.codes[code] = (fields["username"], fields["client_id"], fields["redirect_uri"], fields["code_challenge"])
+            query = urllib.parse.urlencode({"code": code, "state": fields.get("state", "")})
+            return self.answer(302, headers=[("Location", f"{REDIRECT}?{query}")])
+        if self.path == "/token":
+            with IdP.lock:
+                granted = IdP.codes.pop(fields.get("code", ""), None)  # a code is good once
+            if (granted is None or fields.get("grant_type") != "authorization_code" or fields.get("client_id") != granted[1]
+                    or fields.get("redirect_uri") != granted[2]
+                    or b64url(hashlib.sha256(fields.get("code_verifier", "").encode()).digest()) != granted[3]):
+                return self.answer(400, json.dumps({"error": "invalid_grant"}).encode(), [("Content-Type", "application/json")])
+            user = granted[0]
+            now = int(time.time())
+            token = jwt(IdP.key, {"iss": IdP.issuer, "aud": "midtier", "sub": user, "sfUserId": IDP_USERS[user][1],
+                                  "iat": now, "exp": now + 300, "azp": CLIENT_ID})
+            body = json.dumps({"access_token": token, "token_type": "Bearer", "expires_in": 300}).encode()
+            return self.answer(200, body, [("Content-Type", "application/json"), ("Cache-Control", "no-store")])
+        self.answer(404)
+
+    def log_message(self, *args):
+        pass
+
+
+class ThreadingServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def sign_in_with_pkce(config, user, password):
+    """The SDK's OAuth2 sign-in from a discovery `config`: (status of the token request, token)."""
+    client = config["oauth2.clients"][0]
+    verifier = b64url(os.urandom(32))
+    challenge = b64url(hashlib.sha256(verifier.encode()).digest())
+    state = os.urandom(8).hex()
+    form = urllib.parse.urlencode({"response_type": "code", "client_id": client["clientID"], "redirect_uri": client["redirectURL"],
+                                   "code_challenge": challenge, "code_challenge_method": "S256", "state": state,
+                                   "username": user, "password": password}).encode()
+    status, headers, _ = call(config["oauth2.authorizationEndpoint"], "POST", {"Content-Type": "application/x-www-form-urlencoded"}, form)
+    location = header(headers, "Location") or ""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(location).query)
+    if status != 302 or not location.startswith(client["redirectURL"]) or query.get("state") != [state]:
+        return status, None
+    return token_request(config, client, query["code"][0], verifier)
+
+
+def token_request(config, client, code, verifier):
+    form = urllib.parse.urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": client["redirectURL"],
+                                   "client_id": client["clientID"], "code_verifier": verifier}).encode()
+    status, _, body = call(config["oauth2.tokenEndpoint"], "POST", {"Content-Type": "application/x-www-form-urlencoded"}, form)
+    return status, (json.loads(body)["access_token"] if status == 200 else None)
+
+
+work = tempfile.mkdtemp(prefix="midtier-sdk-")
+try:
+    idp_port, sport, mport, aport = free_port(), free_port(), free_port(), free_port()
+    IdP.key, IdP.jwks = idp_key(work)
+    IdP.issuer = f"http://127.0.0.1:{idp_port}"
+    idp = ThreadingServer(("127.0.0.1", idp_port), IdP)
+    threading.Thread(target=idp.serve_forever, daemon=True).start()
+
+    config = demo_config(REPO, work, mport, aport)
+    sf_path = os.path.join(config, "destinations", "sf.json")
+    sf = json.load(open(sf_path))
+    sf.update({"URL": f"http://127.0.0.1:{sport}", "tokenServiceURL": f"http://127.0.0.1:{sport}/oauth/token"})
+    json.dump(sf, open(sf_path, "w"))
+    json.dump({"authentication": {"type": "jwt", "issuer": IdP.issuer, "audience": "midtier",
+                                  "jwks": {"url": f"{IdP.issuer}/certs"}, "userClaim": "sub",
+                                  "oauth2": {"authorizationEndpoint": f"{IdP.issuer}/auth", "tokenEndpoint": f"{IdP.issuer}/token",
+                                             "clients": [{"clientID": CLIENT_ID, "redirectURL": REDIRECT}]}},
+               "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
+
+    log_path = os.path.join(work, "midtier.log")
+    log = open(log_path, "wb")
+    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
+    processes.append(midtier)
+    base = f"http://127.0.0.1:{mport}"
+    ready = wait_for(f"{base}/healthz") and wait_for(f"http://127.0.0.1:{sport}/sandbox/stats")
+    check("midtier, the sandbox and the IdP start", ready and midtier.poll() is None, open(log_path, "rb").read()[-2000:].decode(errors="replace"))
+
+    def payroll(headers):
+        status, answer_headers, body = call(f"{base}/sf/odata/v2/EmployeePayrollRunResults?$format=json&$top=5", headers=headers)
+        rows = json.loads(body)["d"]["results"] if status == 200 else []
+        return status, sorted({row.get("userId") for row in rows}), answer_headers, body
+
+    # --- A JWT app, as the SDK onboards to it. ---
+    status, _, body = call(f"{base}/config/v1/corp")
+    discovery = json.loads(body) if status == 200 else {}
+    auth = (discovery.get("auth") or [{}])[0]
+    oauth2 = auth.get("config", {})
+    check("discovery announces oauth2 for the JWT app", status == 200 and auth.get("type") == "oauth2", f"({status} {body[:300]!r})")
+    check("discovery names the IdP's endpoints and the client, in both forms",
+          oauth2.get("oauth2.authorizationEndpoint") == f"{IdP.issuer}/auth" and oauth2.get("oauth2.tokenEndpoint") == f"{IdP.issuer}/token"
+          and oauth2.get("oauth2.clientID") == CLIENT_ID and oauth2.get("oauth2.grantType") == "authorization_code"
+          and oauth2.get("oauth2.clients") == [{"clientID": CLIENT_ID, "redirectURL": REDIRECT, "grantType": "authorization_code"}]
+          and discovery.get("appID") == "corp", f"({discovery})")
+    check("discovery says where Midtier is", discovery.get("host") == "localhost" and discovery.get("port") == mport
+          and discovery.get("protocol") == "http", f"({discovery})")
+
+    status, token = sign_in_with_pkce(oauth2, "alice", IDP_USERS["alice"][0])
+    check("alice signs in at the IdP with PKCE and gets a token", status == 200 and token, f"({status})")
+    # The stand-in holds PKCE to account: a code redeemed with another verifier is refused.
+    form = urllib.parse.urlencode({"response_type": "code", "client_id": CLIENT_ID, "redirect_uri": REDIRECT,
+                                   "code_challenge": b64url(hashlib.sha256(b"the-real-verifier").digest()), "code_challenge_method": "S256",
+                                   "state": "s", "username": "alice", "password": IDP_USERS["alice"][0]}).encode()
+    _, headers, _ = call(f"{IdP.issuer}/auth", "POST", {"Content-Type": "application/x-www-form-urlencoded"}, form)
+    code = urllib.parse.parse_qs(urllib.parse.urlsplit(header(headers, "Location") or "").query).get("code", [""])[0]
+    status, stolen = token_request(oauth2, oauth2["oauth2.clients"][0], code, "another-verifier")
+    check("the IdP refuses a code redeemed without its PKCE verifier", status == 400 and stolen is None, f"({status})")
+
+    sdk = {"Authorization": f"Bearer {token}", "X-SMP-APPID": "corp", "X-SMP-DEVICEID": "alice-iphone"}
+    status, headers, body = call(f"{base}/odata/applications/v1/corp/Connections", "POST", dict(sdk, **{"Content-Type": "application/json"}),
+                                 json.dumps({"DeviceType": "iOS", "DeviceModel": "iPhone15,2", "DeviceId": "alice-iphone"}).encode())
+    alice_cid = header(headers, "X-SMP-APPCID")
+    check("alice's device registers with the IdP's token", status == 201 and alice_cid, f"({status} {body[:300]!r})")
+    status, _, body = call(f"{base}/mobileservices/settingsExchange/v1/corp", headers=sdk)
+    settings = json.loads(body).get("mobileservices", {}).get("settingsExchange", {}) if status == 200 else {}
+    check("the settings exchange answers the client policy", status == 200 and "blockWipingPolicy" in settings, f"({status} {body[:300]!r})")
+    status, users, _, body = payroll(sdk)
+    check("alice reads her own payroll with only the SDK's headers (no X-SMP-APPCID)", status == 200 and users == ["100001"],
+          f"({status} {users} {body[:300]!r})")
+    status, users, _, body = payroll(dict(sdk, **{"X-SMP-APPCID": alice_cid}))
+    check("and with X-SMP-APPCID once the SDK knows it", status == 200 and users == ["100001"], f"({status} {users})")
+
+    status, bob_token = sign_in_with_pkce(oauth2, "bob", IDP_USERS["bob"][0])
+    bob = {"Authorization": f"Bearer {bob_token}", "X-SMP-APPID": "corp", "X-SMP-DEVICEID": "bob-pixel"}
+    status, headers, _ = call(f"{base}/odata/applications/v1/corp/Connections", "POST", dict(bob, **{"Content-Type": "application/json"}),
+                              json.dumps({"DeviceType": "Android", "DeviceId": "bob-pixel"}).encode())
+    check("bob onboards his own device", status == 201, f"({status})")
+    status, users, _, _ = payroll(bob)
+    check("bob reads his own payroll", status == 200 and users == ["100002"], f"({status} {users})")
+    status, users, _, body = payroll(dict(bob, **{"X-SMP-DEVICEID": "alice-iphone"}))
+    check("bob naming alice's device gets nothing of hers (403)", status == 403 and users == [], f"({status} {body[:200]!r})")
+
+    status, users, headers, _ = payroll({"X-SMP-APPID": "corp", "X-SMP-DEVICEID": "alice-iphone"})
+    check("without a token: 401 with the JWT app's Bearer challenge", status == 401
+          and (header(headers, "WWW-Authenticate") or "").startswith("Bearer"), f"({status} {headers})")
+    status, users, _, _ = payroll(dict(sdk, **{"X-SMP-APPID": "demo", "X-SMP-APPCID": alice_cid}))
+    check("an X-SMP-APPID that is not the registration's app is refused (403)", status == 403 and users == [], f"({status})")
+
+    # --- A basic app, the same way. ---
+    status, _, body = call(f"{base}/config/v1/demo")
+    discovery = json.loads(body) if status == 200 else {}
+    check("discovery announces basic for the basic app", (discovery.get("auth") or [{}])[0].get("type") == "basic"
+          and discovery.get("appID") == "demo", f"({discovery})")
+    tablet = {"Authorization": basic("alice", "alice-demo-password"), "X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"}
+    status, _, body = call(f"{base}/odata/applications/v1/demo/Connections", "POST", dict(tablet, **{"Content-Type": "application/json"}),
+                           json.dumps({"DeviceType": "iPad", "DeviceId": "alice-ipad"}).encode())
+    check("a basic user's device registers", status == 201, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{base}/mobileservices/settingsExchange/v1/demo", headers=tablet)
+    check("the basic app's settings exchange answers", status == 200, f"({status})")
+    status, users, _, body = payroll(tablet)
+    check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
+    status, users, headers, _ = payroll({"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"})
+    check("without credentials: 401 with the basic app's challenge", status == 401
+          and (header(headers, "WWW-Authenticate") or "").startswith("Basic"), f"({status} {headers})")
+finally:
+    kill_all(processes)
+    shutil.rmtree(work, ignore_errors=True)
+check.finish()
