@@ -49,13 +49,43 @@ extension ConfigurationLoader {
             policy.reportUnknownKeys()
         }
 
-        if let value = reader.freeObject("passwordPolicy") { app.passwordPolicy = value }
+        if let group = reader.object("passwordPolicy") { app.passwordPolicy = policyGroup(group, ClientPolicy.passwordPolicy) }
+        if let group = reader.object("usagePolicy") { app.usagePolicy = policyGroup(group, ClientPolicy.usagePolicy) }
+        if let group = reader.object("featureVectorPolicies") {
+            app.featureVectorPolicies = policyGroup(group, ClientPolicy.featureVectorPolicies)
+        }
         if let value = reader.freeObject("logSettings") { app.logSettings = value }
         if let value = reader.freeObject("discovery") { app.discovery = value }
 
         reader.reportUnknownKeys()
         let usesBasic = complete && app.authentication == .basic
         return (complete ? app : nil, usesBasic)
+    }
+
+    /// A client policy group: each known key read as its type says (booleans also as `"true"`
+    /// or `"false"`, numbers also as strings, as pasted settings carry them) and given to
+    /// clients as JSON booleans, numbers and string lists; an unknown key is an error.
+    private func policyGroup(_ group: ObjectReader, _ keys: [(key: String, value: ClientPolicy.Value)]) -> [String: JSONValue] {
+        var values: [String: JSONValue] = [:]
+        for (key, kind) in keys {
+            switch kind {
+            case .bool:
+                if let value = group.bool(key) { values[key] = .bool(value) }
+            case .integer(let range):
+                if let value = group.integer(key, in: range) { values[key] = .number(Double(value)) }
+            case .strings:
+                guard let elements = group.array(key) else { continue }
+                var strings: [JSONValue] = []
+                for (path, element) in elements {
+                    if case .string(let text) = element { strings.append(.string(text)) } else {
+                        group.problems.add(path, "must be a string (found \(element.kind))")
+                    }
+                }
+                values[key] = .array(strings)
+            }
+        }
+        group.reportUnknownKeys()
+        return values
     }
 
     /// `authentication`: `{"type":"basic"}` or

@@ -279,6 +279,33 @@ public indirect enum JSONValue: Sendable, Equatable, Codable {
     }
 }
 
+/// The keys of the client policy groups the SAP SDK reads from the settings exchange, with
+/// the type of each value (docs/configuration.md, "Client policy").
+public enum ClientPolicy {
+    public enum Value: Sendable {
+        case bool
+        case integer(ClosedRange<Int>)
+        case strings
+    }
+
+    public static let passwordPolicy: [(key: String, value: Value)] = [
+        ("passwordPolicyEnabled", .bool), ("passwordPolicyMinLength", .integer(1...256)),
+        ("passwordPolicyDigitRequired", .bool), ("passwordPolicyLowerRequired", .bool),
+        ("passwordPolicyUpperRequired", .bool), ("passwordPolicySpecialRequired", .bool),
+        ("passwordPolicyExpiresInNDays", .integer(0...36500)), ("passwordPolicyMinUniqueChars", .integer(0...256)),
+        ("passwordPolicyLockTimeout", .integer(0...Int(Int32.max))), ("passwordPolicyRetryLimit", .integer(0...1000)),
+        ("passwordPolicyDefaultPasswordAllowed", .bool),
+    ]
+
+    public static let usagePolicy: [(key: String, value: Value)] = [
+        ("dataCollectionEnabled", .bool), ("uploadDataAfterDays", .integer(0...36500)), ("crashLogUploadEnabled", .bool),
+    ]
+
+    public static let featureVectorPolicies: [(key: String, value: Value)] = [
+        ("featureVectorPolicyAllEnabled", .bool), ("restrictedPolicies", .strings), ("allowedPolicies", .strings),
+    ]
+}
+
 /// `config/apps/<appId>.json`.
 public struct AppConfiguration: Sendable {
     public var id: String
@@ -286,10 +313,16 @@ public struct AppConfiguration: Sendable {
     /// Destination names this app may use.
     public var destinations: [String]
     public var blockWipingPolicy: BlockWipingPolicy
-    /// Passed to clients as given (settings exchange). Default `{}`.
+    /// The settings exchange's `passwordPolicy`, in the SAP SDK's key spelling, values checked
+    /// and normalized (`ClientPolicy.passwordPolicy`). Default `{}`.
     public var passwordPolicy: [String: JSONValue]
     /// Passed to clients as given (settings exchange). Default `{}`.
     public var logSettings: [String: JSONValue]
+    /// The settings exchange's `usagePolicy` (`ClientPolicy.usagePolicy`). Default `{}`.
+    public var usagePolicy: [String: JSONValue] = [:]
+    /// The settings exchange's `featureVectorPolicies` (`ClientPolicy.featureVectorPolicies`).
+    /// Default `{}`.
+    public var featureVectorPolicies: [String: JSONValue] = [:]
     /// Extra members merged into `GET /config/v1/{appId}`. Default `{}`.
     public var discovery: [String: JSONValue]
 

@@ -74,6 +74,8 @@ struct ClientConfigurationRoutes: Sendable {
                                   "blockDisconnectedPeriod": policy.blockDisconnectedPeriod,
                                   "wipeDisconnectedPeriod": policy.wipeDisconnectedPeriod],
             "logSettings": app.logSettings.mapValues(\.foundationValue),
+            "usagePolicy": app.usagePolicy.mapValues(\.foundationValue),
+            "featureVectorPolicies": app.featureVectorPolicies.mapValues(\.foundationValue),
         ]]]
     }
 

@@ -261,6 +261,18 @@ let brokenCases: [Broken] = [
     Broken("negative period", file: payroll, key: "blockWipingPolicy.blockDisconnectedPeriod", message: "whole number from 0") {
         $0.set(payroll, "blockWipingPolicy", #"{"blockDisconnectedPeriod":-1}"#)
     },
+    Broken("passwordPolicy with a key the SDK does not read", file: payroll, key: "passwordPolicy.minLength", message: "unknown key") {
+        $0.set(payroll, "passwordPolicy", #"{"passwordPolicyEnabled":true,"minLength":8}"#)
+    },
+    Broken("passwordPolicy boolean that is not one", file: payroll, key: "passwordPolicy.passwordPolicyDigitRequired", message: "true or false") {
+        $0.set(payroll, "passwordPolicy", #"{"passwordPolicyDigitRequired":"yes"}"#)
+    },
+    Broken("usagePolicy days out of range", file: payroll, key: "usagePolicy.uploadDataAfterDays", message: "whole number from 0") {
+        $0.set(payroll, "usagePolicy", #"{"uploadDataAfterDays":-1}"#)
+    },
+    Broken("featureVectorPolicies list of non-strings", file: payroll, key: "featureVectorPolicies.allowedPolicies[0]", message: "must be a string") {
+        $0.set(payroll, "featureVectorPolicies", #"{"allowedPolicies":[1]}"#)
+    },
     Broken("passwordPolicy not an object", file: payroll, key: "passwordPolicy", message: "must be an object (found a string)") {
         $0.set(payroll, "passwordPolicy", #""strict""#)
     },

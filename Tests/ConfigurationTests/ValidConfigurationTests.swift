@@ -163,6 +163,20 @@ import Testing
         #expect(keys.allSatisfy { !"\($0)".contains("AQEB") && "\($0)".contains("not shown") })
     }
 
+    /// The client policy groups in the SAP SDK's spelling; booleans and numbers as pasted
+    /// settings carry them (strings) come out as JSON booleans and numbers.
+    @Test func clientPolicyGroupsAreCheckedAndNormalized() throws {
+        let fixture = Fixture()
+        fixture.set("apps/com.example.payroll.json", "passwordPolicy", #"{"passwordPolicyEnabled":"true","passwordPolicyMinLength":"10","passwordPolicyRetryLimit":5}"#)
+        fixture.set("apps/com.example.payroll.json", "usagePolicy", #"{"dataCollectionEnabled":false,"uploadDataAfterDays":"7","crashLogUploadEnabled":"FALSE"}"#)
+        fixture.set("apps/com.example.payroll.json", "featureVectorPolicies", #"{"featureVectorPolicyAllEnabled":false,"allowedPolicies":["camera"],"restrictedPolicies":[]}"#)
+        let app = try #require(try fixture.load().apps["com.example.payroll"])
+        #expect(app.passwordPolicy == ["passwordPolicyEnabled": .bool(true), "passwordPolicyMinLength": .number(10), "passwordPolicyRetryLimit": .number(5)])
+        #expect(app.usagePolicy == ["dataCollectionEnabled": .bool(false), "uploadDataAfterDays": .number(7), "crashLogUploadEnabled": .bool(false)])
+        #expect(app.featureVectorPolicies == ["featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")]),
+                                              "restrictedPolicies": .array([])])
+    }
+
     @Test func jwtAppAnnouncesItsOAuth2Clients() throws {
         let fixture = Fixture()
         fixture.set("apps/com.example.jwt.json", "authentication", #"""

@@ -226,7 +226,9 @@ import Testing
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
                                                                              wipeDisconnectedPeriod: 90)
-            configuration.apps["demo"]!.passwordPolicy = ["minLength": .number(8)]
+            configuration.apps["demo"]!.passwordPolicy = ["passwordPolicyMinLength": .number(8), "passwordPolicyEnabled": .bool(true)]
+            configuration.apps["demo"]!.usagePolicy = ["dataCollectionEnabled": .bool(true), "uploadDataAfterDays": .number(7)]
+            configuration.apps["demo"]!.featureVectorPolicies = ["featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")])]
         }) { env in
             let discovery = try await env.call(.GET, "/config/v1/demo")
             #expect(discovery.status == 200)
@@ -242,8 +244,12 @@ import Testing
             let policy = exchange?["blockWipingPolicy"] as? [String: Any]
             #expect(policy?["blockWipeEnabled"] as? Bool == true)
             #expect(policy?["wipeDisconnectedPeriod"] as? Int == 90)
-            #expect((exchange?["passwordPolicy"] as? [String: Any])?["minLength"] as? Int == 8)
+            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyMinLength"] as? Int == 8)
+            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyEnabled"] as? Bool == true)
             #expect(exchange?["logSettings"] != nil)
+            #expect((exchange?["usagePolicy"] as? [String: Any])?["dataCollectionEnabled"] as? Bool == true)
+            #expect((exchange?["usagePolicy"] as? [String: Any])?["uploadDataAfterDays"] as? Int == 7)
+            #expect((exchange?["featureVectorPolicies"] as? [String: Any])?["allowedPolicies"] as? [String] == ["camera"])
         }
     }
 }
