@@ -223,7 +223,13 @@ try:
                            json.dumps({"DeviceType": "iPad", "DeviceId": "alice-ipad"}).encode())
     check("a basic user's device registers", status == 201, f"({status} {body[:200]!r})")
     status, _, body = call(f"{base}/mobileservices/settingsExchange/v1/demo", headers=tablet)
-    check("the basic app's settings exchange answers", status == 200, f"({status})")
+    settings = json.loads(body).get("mobileservices", {}).get("settingsExchange", {}) if status == 200 else {}
+    password = settings.get("passwordPolicy", {})
+    check("the basic app's settings exchange gives the demo policy in the SDK's spelling", status == 200
+          and password.get("passwordPolicyEnabled") is True and password.get("passwordPolicyMinLength") == 8
+          and settings.get("usagePolicy", {}).get("dataCollectionEnabled") is False
+          and settings.get("featureVectorPolicies", {}).get("featureVectorPolicyAllEnabled") is True
+          and settings.get("blockWipingPolicy", {}).get("wipeDisconnectedPeriod") == 90, f"({status} {settings})")
     status, users, _, body = payroll(tablet)
     check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
     status, users, headers, _ = payroll({"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"})
