@@ -155,15 +155,55 @@ struct RegistrationRoutes: Sendable {
                 throw .badRequest("\(name) must be a string")
             }
         }
+        for (name, isBoolean) in detailFields {
+            switch object[name] {
+            case nil, .null?:
+                continue
+            case .bool(let value)? where isBoolean:
+                device.details[name] = String(value)
+            case .string(let text)? where isBoolean && ["true", "false"].contains(text.lowercased()):
+                device.details[name] = text.lowercased()
+            case .string(let text)? where !isBoolean:
+                guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+                device.details[name] = text
+            default:
+                throw .badRequest(isBoolean ? "\(name) must be true or false" : "\(name) must be a string")
+            }
+        }
         return device
     }
+
+    /// The Connection entity's other writable fields SAP's registration `$metadata` has, and
+    /// whether each is a boolean (else a string). Kept in `Registration.details`.
+    static let detailFields: [(name: String, isBoolean: Bool)] = [
+        ("DeviceSubType", false), ("ApnsPushEnable", true), ("AndroidGcmPushEnabled", true), ("WnsChannelURI", false),
+        ("PushGroup", false), ("UserLocale", false), ("TimeZone", false), ("Email", false),
+        ("CustomCustom1", false), ("CustomCustom2", false), ("CustomCustom3", false), ("CustomCustom4", false),
+        ("ApplicationVersion", false),
+    ]
 
     static func entityURI(_ registration: Registration, version: String, publicURL: String) -> String {
         "\(publicURL)/odata/applications/\(version)/\(registration.appId)/Connections('\(registration.id.replacingOccurrences(of: "'", with: "''"))')"
     }
 
-    /// The SAP `Connection` entity.
-    static func entity(_ registration: Registration, policy: BlockWipingPolicy, version: String, publicURL: String) -> [String: Any] {
+    /// The SAP `Connection` entity: the stored fields, the other writable ones (`""` or
+    /// `false` when not sent), and the read-only policy the app gives (`PasswordPolicy…` from
+    /// its `passwordPolicy`, `UploadLogs` from `logSettings.logEnabled`).
+    static func entity(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String) -> [String: Any] {
+        var entity = storedFields(registration, policy: app.blockWipingPolicy, version: version, publicURL: publicURL)
+        for (name, isBoolean) in detailFields {
+            let value = registration.details[name]
+            entity[name] = isBoolean ? (value == "true") as Any : (value ?? "") as Any
+        }
+        for (key, value) in app.passwordPolicy {
+            // passwordPolicyMinLength → PasswordPolicyMinLength
+            entity[key.prefix(1).uppercased() + key.dropFirst()] = value.foundationValue
+        }
+        if case .bool(let upload)? = app.logSettings["logEnabled"] { entity["UploadLogs"] = upload } else { entity["UploadLogs"] = false }
+        return entity
+    }
+
+    static func storedFields(_ registration: Registration, policy: BlockWipingPolicy, version: String, publicURL: String) -> [String: Any] {
         [
             "__metadata": [
                 "uri": entityURI(registration, version: version, publicURL: publicURL),
@@ -189,6 +229,6 @@ struct RegistrationRoutes: Sendable {
 
     /// The SAP `{"d":{...}}` entity body.
     static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String, status: HTTPResponse.Status) -> Response {
-        ClientConfigurationRoutes.json(["d": entity(registration, policy: app.blockWipingPolicy, version: version, publicURL: publicURL)], status: status)
+        ClientConfigurationRoutes.json(["d": entity(registration, app: app, version: version, publicURL: publicURL)], status: status)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import MidtierConfiguration
 import MidtierHTTP
 import Registrations
 
@@ -26,7 +27,7 @@ struct SelfServiceRoutes: Sendable {
             }
             let publicURL = runtime.current.configuration.server.publicURL
             let entities = owned.map { registration in
-                RegistrationRoutes.entity(registration, policy: runtime.current.configuration.apps[registration.appId]?.blockWipingPolicy ?? .init(),
+                RegistrationRoutes.entity(registration, app: runtime.current.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
                                           version: "v1", publicURL: publicURL)
             }
             return ClientConfigurationRoutes.json(["d": ["results": entities]])
@@ -44,8 +45,8 @@ struct SelfServiceRoutes: Sendable {
                 switch result {
                 case .changed(let changed):
                     logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.identity)"])
-                    let policy = runtime.current.configuration.apps[changed.appId]?.blockWipingPolicy ?? .init()
-                    return ClientConfigurationRoutes.json(["d": RegistrationRoutes.entity(changed, policy: policy, version: "v1",
+                    let app = runtime.current.configuration.apps[changed.appId] ?? AppConfiguration(id: changed.appId)
+                    return ClientConfigurationRoutes.json(["d": RegistrationRoutes.entity(changed, app: app, version: "v1",
                                                                                          publicURL: runtime.current.configuration.server.publicURL)])
                 case .notFound:
                     throw notFound

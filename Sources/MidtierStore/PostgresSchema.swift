@@ -73,6 +73,9 @@ enum PostgresSchema {
             """,
             "CREATE INDEX midtier_backend_session_expiry ON midtier_backend_session (expires_at) WHERE expires_at IS NOT NULL",
         ]),
+        (3, "connection details", [
+            "ALTER TABLE midtier_registration ADD COLUMN details TEXT NOT NULL DEFAULT '{}'",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

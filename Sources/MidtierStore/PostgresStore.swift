@@ -153,16 +153,16 @@ public final class PostgresStore: StateStore {
 
     // MARK: Rows
 
-    static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
+    static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
 
-    typealias RegistrationRow = (String, String, String, String, String, String, String, String, String, String, Int64, Int64, String)
+    typealias RegistrationRow = (String, String, String, String, String, String, String, String, String, String, Int64, Int64, String, String)
 
     static func registration(_ row: RegistrationRow) -> Registration {
         Registration(id: row.0, appId: row.1, user: UserIdentity(realm: row.2, id: row.3), deviceType: row.4, deviceModel: row.5,
                      deviceId: row.6, formFactor: row.7, apnsDeviceToken: row.8, androidGcmRegistrationId: row.9,
                      createdAt: row.10, lastContactAt: row.11,
                      // An unreadable state is treated as the safest one.
-                     state: Registration.State(rawValue: row.12) ?? .wiped)
+                     state: Registration.State(rawValue: row.12) ?? .wiped, details: Registration.details(from: row.13))
     }
 
     static func registrations(_ rows: PostgresRowSequence) async throws -> [Registration] {
@@ -206,7 +206,8 @@ public final class PostgresStore: StateStore {
             let inserted = try await connection.query("""
                 INSERT INTO midtier_registration (\(unescaped: Self.columns))
                 VALUES (\(r.id), \(r.appId), \(r.user.realm), \(r.user.id), \(r.deviceType), \(r.deviceModel), \(r.deviceId), \(r.formFactor),
-                        \(r.apnsDeviceToken), \(r.androidGcmRegistrationId), \(r.createdAt), \(r.lastContactAt), \(r.state.rawValue))
+                        \(r.apnsDeviceToken), \(r.androidGcmRegistrationId), \(r.createdAt), \(r.lastContactAt), \(r.state.rawValue),
+                        \(r.detailsText))
                 ON CONFLICT (id) DO NOTHING RETURNING id
                 """, logger: logger)
             var added = false
@@ -254,7 +255,7 @@ public final class PostgresStore: StateStore {
             let updated = try await connection.query("""
                 UPDATE midtier_registration SET device_type = \(r.deviceType), device_model = \(r.deviceModel), device_id = \(r.deviceId),
                     form_factor = \(r.formFactor), apns_device_token = \(r.apnsDeviceToken),
-                    android_gcm_registration_id = \(r.androidGcmRegistrationId) WHERE id = \(r.id) RETURNING id
+                    android_gcm_registration_id = \(r.androidGcmRegistrationId), details = \(r.detailsText) WHERE id = \(r.id) RETURNING id
                 """, logger: logger)
             var changed = false
             for try await _ in updated { changed = true }

@@ -1,3 +1,4 @@
+import Foundation
 import MidtierCore
 
 /// A device registration (an "application connection" in SAP Mobile Services terms), as stored.
@@ -26,12 +27,16 @@ public struct Registration: Sendable, Equatable {
     /// Milliseconds since 1970 of the last successful contact.
     public var lastContactAt: Int64
     public var state: State
+    /// The other fields of SAP's Connection entity the device sent (`DeviceSubType`, `Email`,
+    /// `CustomCustom1`, …), by field name, as text (docs/device-api.md). Stored as one JSON
+    /// object.
+    public var details: [String: String]
 
     public init(
         id: String, appId: String, user: UserIdentity,
         deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
         apnsDeviceToken: String = "", androidGcmRegistrationId: String = "",
-        createdAt: Int64, lastContactAt: Int64? = nil, state: State = .active
+        createdAt: Int64, lastContactAt: Int64? = nil, state: State = .active, details: [String: String] = [:]
     ) {
         self.id = id
         self.appId = appId
@@ -45,6 +50,18 @@ public struct Registration: Sendable, Equatable {
         self.createdAt = createdAt
         self.lastContactAt = lastContactAt ?? createdAt
         self.state = state
+        self.details = details
+    }
+
+    /// `details` as stored: a JSON object of strings.
+    var detailsText: String {
+        guard !details.isEmpty, let data = try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `details` from its stored text (nothing from text that is not a JSON object of strings).
+    static func details(from text: String) -> [String: String] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String] ?? [:]
     }
 }
 

@@ -107,12 +107,15 @@ public final class SQLiteStore: StateStore {
                 CREATE INDEX backend_session_expiry ON backend_session(expires_at) WHERE expires_at IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v5: connection details") { db in
+            try db.execute(sql: "ALTER TABLE registration ADD COLUMN details TEXT NOT NULL DEFAULT '{}'")
+        }
         return migrator
     }
 
     // MARK: Rows
 
-    private static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state"
+    private static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
 
     private static func registration(_ row: Row) -> Registration {
         Registration(
@@ -122,7 +125,8 @@ public final class SQLiteStore: StateStore {
             androidGcmRegistrationId: row["android_gcm_registration_id"],
             createdAt: row["created_at"], lastContactAt: row["last_contact_at"],
             // An unreadable state is treated as the safest one.
-            state: Registration.State(rawValue: row["state"]) ?? .wiped
+            state: Registration.State(rawValue: row["state"]) ?? .wiped,
+            details: Registration.details(from: row["details"])
         )
     }
 
@@ -167,9 +171,10 @@ public final class SQLiteStore: StateStore {
                                              arguments: [r.user.realm, r.user.id]) ?? 0
                 if count >= maximumPerUser { return .limitReached(limit: maximumPerUser) }
             }
-            try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            arguments: [r.id, r.appId, r.user.realm, r.user.id, r.deviceType, r.deviceModel, r.deviceId, r.formFactor,
-                                       r.apnsDeviceToken, r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue])
+                                       r.apnsDeviceToken, r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue,
+                                       r.detailsText])
             guard db.changesCount == 1 else { return .idTaken }
             if let audit { try Self.append(audit, in: db) }
             return .inserted
@@ -209,8 +214,9 @@ public final class SQLiteStore: StateStore {
         try await write { db in
             try db.execute(sql: """
                 UPDATE registration SET device_type = ?, device_model = ?, device_id = ?, form_factor = ?,
-                    apns_device_token = ?, android_gcm_registration_id = ? WHERE id = ?
-                """, arguments: [r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken, r.androidGcmRegistrationId, r.id])
+                    apns_device_token = ?, android_gcm_registration_id = ?, details = ? WHERE id = ?
+                """, arguments: [r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken, r.androidGcmRegistrationId,
+                                 r.detailsText, r.id])
             guard db.changesCount == 1 else { return false }
             if let audit { try Self.append(audit, in: db) }
             return true

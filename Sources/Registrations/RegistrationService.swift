@@ -11,21 +11,24 @@ public struct DeviceDetails: Sendable, Equatable {
     public var formFactor: String
     public var apnsDeviceToken: String
     public var androidGcmRegistrationId: String
+    /// The Connection entity's other fields, by name (`Registration.details`).
+    public var details: [String: String]
 
     public init(deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
-                apnsDeviceToken: String = "", androidGcmRegistrationId: String = "") {
+                apnsDeviceToken: String = "", androidGcmRegistrationId: String = "", details: [String: String] = [:]) {
         self.deviceType = deviceType
         self.deviceModel = deviceModel
         self.deviceId = deviceId
         self.formFactor = formFactor
         self.apnsDeviceToken = apnsDeviceToken
         self.androidGcmRegistrationId = androidGcmRegistrationId
+        self.details = details
     }
 
     public init(of registration: Registration) {
         self.init(deviceType: registration.deviceType, deviceModel: registration.deviceModel, deviceId: registration.deviceId,
                   formFactor: registration.formFactor, apnsDeviceToken: registration.apnsDeviceToken,
-                  androidGcmRegistrationId: registration.androidGcmRegistrationId)
+                  androidGcmRegistrationId: registration.androidGcmRegistrationId, details: registration.details)
     }
 }
 
@@ -131,7 +134,7 @@ public struct RegistrationService: Sendable {
             id: "", appId: app, user: user,
             deviceType: device.deviceType, deviceModel: device.deviceModel, deviceId: device.deviceId,
             formFactor: device.formFactor, apnsDeviceToken: device.apnsDeviceToken,
-            androidGcmRegistrationId: device.androidGcmRegistrationId, createdAt: created
+            androidGcmRegistrationId: device.androidGcmRegistrationId, createdAt: created, details: device.details
         )
         func audit() -> AuditEntry {
             AuditEntry(at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
@@ -175,6 +178,7 @@ public struct RegistrationService: Sendable {
         registration.formFactor = device.formFactor
         registration.apnsDeviceToken = device.apnsDeviceToken
         registration.androidGcmRegistrationId = device.androidGcmRegistrationId
+        registration.details = device.details
         let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
         guard try await store.updateDevice(registration, audit: audit) else { return nil }
         return registration

@@ -187,6 +187,43 @@ import Testing
         }
     }
 
+    /// The Connection entity's fields beyond the basic ones: written by the device, returned with
+    /// their types, and the app's policy as read-only fields.
+    @Test func registrationCarriesTheWholeConnectionEntity() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.apps["demo"]!.passwordPolicy = ["passwordPolicyEnabled": .bool(true), "passwordPolicyMinLength": .number(8)]
+            configuration.apps["demo"]!.logSettings = ["logEnabled": .bool(true)]
+        }) { env in
+            let headers = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let created = try await env.call(.POST, "/odata/applications/v1/demo/Connections", headers: headers, body: """
+                {"DeviceType":"iOS","DeviceSubType":"iPhone","ApnsPushEnable":"true","AndroidGcmPushEnabled":false,
+                 "Email":"alice@example.com","UserLocale":"de_DE","TimeZone":"Europe/Berlin","CustomCustom1":"c1","ApplicationVersion":"2.1"}
+                """)
+            #expect(created.status == 201, "\(created.text)")
+            let id = try #require(created.header("X-SMP-APPCID"))
+            let read = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
+            let d = read.json["d"] as? [String: Any]
+            #expect(d?["DeviceSubType"] as? String == "iPhone")
+            #expect(d?["ApnsPushEnable"] as? Bool == true)
+            #expect(d?["AndroidGcmPushEnabled"] as? Bool == false)
+            #expect(d?["Email"] as? String == "alice@example.com")
+            #expect(d?["TimeZone"] as? String == "Europe/Berlin")
+            #expect(d?["CustomCustom2"] as? String == "", "a field not sent is empty")
+            #expect(d?["ApplicationVersion"] as? String == "2.1")
+            #expect(d?["PasswordPolicyEnabled"] as? Bool == true)
+            #expect(d?["PasswordPolicyMinLength"] as? Int == 8)
+            #expect(d?["UploadLogs"] as? Bool == true)
+            let updated = try await env.call(.PATCH, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)],
+                                             body: #"{"TimeZone":"Europe/Paris"}"#)
+            #expect(updated.status < 300, "\(updated.status) \(updated.text)")
+            let again = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
+            #expect((again.json["d"] as? [String: Any])?["TimeZone"] as? String == "Europe/Paris")
+            #expect((again.json["d"] as? [String: Any])?["Email"] as? String == "alice@example.com", "fields not sent keep their values")
+            let bad = try await env.call(.POST, "/odata/applications/v1/demo/Connections", headers: headers, body: #"{"ApnsPushEnable":"maybe"}"#)
+            #expect(bad.status == 400 && bad.text.contains("ApnsPushEnable"), "\(bad.text)")
+        }
+    }
+
     /// A JWT app tells SAP SDK clients where its IdP signs users in, in the flat keys older
     /// clients read and the `oauth2.clients` list newer ones read; a basic app says `basic`.
     @Test func discoveryAnnouncesOAuth2ForAJWTApp() async throws {

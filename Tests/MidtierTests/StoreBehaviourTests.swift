@@ -61,6 +61,22 @@ import Testing
 
     /// Last contacts are noted in memory and written in batches; a flush that fails keeps them
     /// for the next one (docs/operations.md, "Last contact").
+    /// The Connection entity's other fields survive the store, and a device update replaces them.
+    @Test(arguments: StoreKind.allCases) func connectionDetailsRoundTrip(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open(cached: false)
+            var registration = Self.registration("r1")
+            registration.details = ["Email": "alice@example.com", "ApnsPushEnable": "true", "CustomCustom1": "caf\u{E9} \"quoted\""]
+            #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.registration(id: "r1")?.details == registration.details)
+            registration.details = ["TimeZone": "Europe/Berlin"]
+            #expect(try await store.updateDevice(registration, audit: nil))
+            #expect(try await store.registration(id: "r1")?.details == ["TimeZone": "Europe/Berlin"])
+            #expect(try await store.insert(Self.registration("r2"), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.registration(id: "r2")?.details == [:])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func lastContactsAreWrittenInBatches(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: true)
