@@ -5,6 +5,7 @@ import Hummingbird
 import MidtierHTTP
 import Logging
 import MidtierConfiguration
+import MidtierStore
 import Registrations
 
 /// Device onboarding in SAP Mobile Services' wire format (SPEC §4):
@@ -61,7 +62,8 @@ struct RegistrationRoutes: Sendable {
             throw .unavailable("the registration store is not available; try again")
         }
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
-        var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .created)
+        var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+                                           status: .created, atom: ConnectionAtom.isWanted(request))
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
         response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(cookieSecurity)"
         response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
@@ -71,6 +73,7 @@ struct RegistrationRoutes: Sendable {
     private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
         guard let id = Self.connectionID(entity) else {
+            if entity == "Connections", request.method == .get { return try await collection(request, context, version: version, app: app) }
             if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
             throw .notFound("unknown entity \(entity)")
         }
@@ -80,7 +83,8 @@ struct RegistrationRoutes: Sendable {
             switch request.method {
             case .get:
                 guard let registration = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
-                return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL, status: .ok)
+                return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+                                           status: .ok, atom: ConnectionAtom.isWanted(request))
             case .delete:
                 switch try await registrations.delete(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "") {
                 case .deleted:
@@ -111,6 +115,27 @@ struct RegistrationRoutes: Sendable {
             logger.error("store failed", metadata: ["error": "\(error)"])
             throw .unavailable("the registration store is not available; try again")
         }
+    }
+
+    /// `GET …/Connections`: the caller's own registrations in this app (`{"d":{"results":[…]}}`,
+    /// or an Atom feed).
+    private func collection(_ request: Request, _ context: MidtierRequestContext, version: String,
+                            app: AppConfiguration) async throws(Refusal) -> Response {
+        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let owned: [Registration]
+        do {
+            owned = try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
+        } catch {
+            logger.error("store read failed", metadata: ["error": "\(error)"])
+            throw .unavailable("the registration store is not available; try again")
+        }
+        let publicURL = runtime.current.configuration.server.publicURL
+        let entities = owned.map { Self.entity($0, app: app, version: version, publicURL: publicURL) }
+        if ConnectionAtom.isWanted(request) {
+            let base = "\(publicURL)/odata/applications/\(version)/\(app.id)/Connections"
+            return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base), status: .ok)
+        }
+        return ClientConfigurationRoutes.json(["d": ["results": entities]])
     }
 
     /// `; Secure` when devices reach Midtier over https.
@@ -227,8 +252,11 @@ struct RegistrationRoutes: Sendable {
         ]
     }
 
-    /// The SAP `{"d":{...}}` entity body.
-    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String, status: HTTPResponse.Status) -> Response {
-        ClientConfigurationRoutes.json(["d": entity(registration, app: app, version: version, publicURL: publicURL)], status: status)
+    /// The SAP `{"d":{...}}` entity body, or its Atom `entry` when `atom`.
+    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String,
+                               status: HTTPResponse.Status, atom: Bool = false) -> Response {
+        let properties = entity(registration, app: app, version: version, publicURL: publicURL)
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(properties), status: status) }
+        return ClientConfigurationRoutes.json(["d": properties], status: status)
     }
 }

@@ -11,6 +11,7 @@ Usage: sdk_onboarding.py PATH-TO-MIDTIER. Prints `sdk-onboarding: N passed, M fa
 on failure. Standard library and the `openssl` command only; every process is killed at the end.
 """
 import hashlib, http.server, json, os, shutil, socketserver, subprocess, sys, tempfile, threading, time
+import xml.etree.ElementTree as ElementTree
 import urllib.error, urllib.parse, urllib.request
 from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for
 
@@ -212,6 +213,37 @@ try:
           and (header(headers, "WWW-Authenticate") or "").startswith("Bearer"), f"({status} {headers})")
     status, users, _, _ = payroll(dict(sdk, **{"X-SMP-APPID": "demo", "X-SMP-APPCID": alice_cid}))
     check("an X-SMP-APPID that is not the registration's app is refused (403)", status == 403 and users == [], f"({status})")
+
+    # --- The registration API's original format: Atom/XML, read by a real XML parser. ---
+    ATOM, M, D = "{http://www.w3.org/2005/Atom}", "{http://schemas.microsoft.com/ado/2007/08/dataservices/metadata}", \
+        "{http://schemas.microsoft.com/ado/2007/08/dataservices}"
+    hostile_model = "<script>alert('x')</script> & \"quotes\""
+    status, headers, body = call(f"{base}/odata/applications/v1/corp/Connections", "POST",
+                                 dict(sdk, **{"Content-Type": "application/json", "Accept": "application/atom+xml", "X-SMP-DEVICEID": "alice-ipad"}),
+                                 json.dumps({"DeviceType": "iPad", "DeviceModel": hostile_model, "DeviceId": "alice-ipad",
+                                             "ApnsPushEnable": True, "Email": "alice@example.com"}).encode())
+    try:
+        entry = ElementTree.fromstring(body)
+    except ElementTree.ParseError as error:
+        entry = None
+        body = body + f" ({error})".encode()
+    props = entry.find(f"{ATOM}content/{M}properties") if entry is not None else None
+    value = (lambda name: props.find(f"{D}{name}") if props is not None else None)
+    check("a registration asked for as Atom comes back as an Atom entry", status == 201 and entry is not None and entry.tag == f"{ATOM}entry"
+          and (header(headers, "Content-Type") or "").startswith("application/atom+xml"), f"({status} {body[:300]!r})")
+    check("its properties are typed the OData v2 way", value("ApnsPushEnable") is not None and value("ApnsPushEnable").text == "true"
+          and value("ApnsPushEnable").get(f"{M}type") == "Edm.Boolean" and value("CreatedAt").get(f"{M}type") == "Edm.DateTime"
+          and value("Email").text == "alice@example.com", f"({body[:600]!r})")
+    check("a hostile device model is text in the XML, not markup", value("DeviceModel") is not None and value("DeviceModel").text == hostile_model,
+          f"({body[:600]!r})")
+    status, _, body = call(f"{base}/odata/applications/v1/corp/Connections?$format=atom", headers=sdk)
+    feed = ElementTree.fromstring(body) if status == 200 else None
+    ids = sorted(e.find(f"{ATOM}content/{M}properties/{D}ApplicationConnectionId").text for e in feed.findall(f"{ATOM}entry")) if feed is not None else []
+    check("alice's Connections feed in Atom lists her two registrations, not bob's", status == 200 and len(ids) == 2 and alice_cid in ids,
+          f"({status} {ids})")
+    status, _, body = call(f"{base}/odata/applications/v1/corp/Connections", headers=sdk)
+    results = json.loads(body)["d"]["results"] if status == 200 else []
+    check("and in JSON", status == 200 and sorted(r["ApplicationConnectionId"] for r in results) == ids, f"({status} {body[:200]!r})")
 
     # --- A basic app, the same way. ---
     status, _, body = call(f"{base}/config/v1/demo")
