@@ -110,7 +110,7 @@ import Testing
             let spoofs = [("X-Forwarded-User", "bob"), ("X_Forwarded_User", "bob"), ("X-Remote-User", "bob"), ("Remote-User", "bob"),
                           ("X-Forwarded-For", "10.9.9.9"), ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "gopher"),
                           ("Forwarded", "for=10.9.9.9;host=evil"), ("X-Real-IP", "10.9.9.9"), ("SAP-User", "bob"),
-                          ("X-SMP-User", "bob"), ("X-Auth-Request-User", "bob")]
+                          ("X-SMP-User", "bob"), ("X-Auth-Request-User", "bob"), ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "device-1")]
             let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)] + spoofs
             // Through the sandbox: still alice's data.
             let reply = try await env.call(.GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=50", headers: headers)
