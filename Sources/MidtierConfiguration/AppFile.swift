@@ -104,7 +104,7 @@ extension ConfigurationLoader {
             let userClaim = object.string("userClaim") ?? "sub"
             let jwks = object.object("jwks", required: true, requiredBecause: reason).flatMap(jwksSource)
             let oauth2Reader = object.object("oauth2")
-            let oauth2 = oauth2Reader.flatMap(oauth2Discovery)
+            let oauth2 = oauth2Reader.flatMap { oauth2Discovery($0, issuer: issuer) }
             object.reportUnknownKeys()
             guard let issuer, let audience, let jwks, oauth2Reader == nil || oauth2 != nil else { return nil }
             return .jwt(JWTAuthentication(issuer: issuer, audience: audience, jwks: jwks, userClaim: userClaim, oauth2: oauth2))
@@ -120,9 +120,24 @@ extension ConfigurationLoader {
     /// "clients": [{"clientID": .., "redirectURL": ..}]}` (`endUserUI` optional). The endpoints
     /// are https URLs (plain http only for localhost, as for `jwks`); a redirect URL is an
     /// absolute URL of any scheme (apps use their own, `com.example.app:/oauth2redirect`).
-    private func oauth2Discovery(_ oauth2: ObjectReader) -> OAuth2Discovery? {
-        let authorization = endpoint(oauth2, "authorizationEndpoint", required: true)
-        let token = endpoint(oauth2, "tokenEndpoint", required: true)
+    ///
+    /// Instead of the two endpoints, `"openidConfiguration": path` reads them from the issuer's
+    /// OpenID Connect discovery document saved to a file (`<issuer>/.well-known/openid-configuration`),
+    /// whose `issuer` must be the app's.
+    private func oauth2Discovery(_ oauth2: ObjectReader, issuer: String?) -> OAuth2Discovery? {
+        var authorization: String?
+        var token: String?
+        if let path = oauth2.string("openidConfiguration") {
+            if oauth2.contains("authorizationEndpoint") || oauth2.contains("tokenEndpoint") {
+                oauth2.problem("openidConfiguration", "give either openidConfiguration or the two endpoints, not both")
+                oauth2.accept(["authorizationEndpoint", "tokenEndpoint"])
+            } else {
+                (authorization, token) = endpoints(fromDocument: path, oauth2, issuer: issuer)
+            }
+        } else {
+            authorization = endpoint(oauth2, "authorizationEndpoint", required: true)
+            token = endpoint(oauth2, "tokenEndpoint", required: true)
+        }
         let endUserUI = oauth2.contains("endUserUI") ? endpoint(oauth2, "endUserUI", required: false) : nil
         var clients: [OAuth2Discovery.Client] = []
         var clientsComplete = true
@@ -153,21 +168,65 @@ extension ConfigurationLoader {
         return OAuth2Discovery(authorizationEndpoint: authorization, tokenEndpoint: token, endUserUI: endUserUI, clients: clients)
     }
 
+    /// `authorization_endpoint` and `token_endpoint` of a saved OpenID Connect discovery document.
+    private func endpoints(fromDocument path: String, _ oauth2: ObjectReader, issuer: String?) -> (String?, String?) {
+        let bytes: [UInt8]
+        switch readFile(path) {
+        case .failure(let error):
+            oauth2.problem("openidConfiguration", "cannot read file \(path): \(error.message)")
+            return (nil, nil)
+        case .success(let read):
+            bytes = read
+        }
+        guard case .object(let members)? = JSONParser.parse(bytes).value else {
+            oauth2.problem("openidConfiguration", "file \(path) is not an OpenID Connect discovery document (a JSON object)")
+            return (nil, nil)
+        }
+        func member(_ name: String) -> String? {
+            members.first { $0.key == name }.flatMap { if case .string(let text) = $0.value { text } else { nil } }
+        }
+        if let issuer, let documented = member("issuer"), documented != issuer {
+            oauth2.problem("openidConfiguration", "file \(path) is the document of issuer \(documented), not of this app's issuer \(issuer)")
+            return (nil, nil)
+        }
+        var found: [String] = []
+        for name in ["authorization_endpoint", "token_endpoint"] {
+            guard let url = member(name) else {
+                oauth2.problem("openidConfiguration", "file \(path) has no \(name)")
+                return (nil, nil)
+            }
+            switch Self.checkedEndpoint(url) {
+            case .success(let checked): found.append(checked)
+            case .failure(let problem):
+                oauth2.problem("openidConfiguration", "the \(name) in file \(path) \(problem)")
+                return (nil, nil)
+            }
+        }
+        return (found[0], found[1])
+    }
+
     /// An IdP endpoint: https, or plain http for localhost only.
     private func endpoint(_ reader: ObjectReader, _ name: String, required: Bool) -> String? {
         guard let text = reader.string(name, required: required) else { return nil }
+        switch Self.checkedEndpoint(text) {
+        case .success(let checked): return checked
+        case .failure(let problem):
+            reader.problem(name, problem.description)
+            return nil
+        }
+    }
+
+    static func checkedEndpoint(_ text: String) -> Result<String, EndpointProblem> {
         switch checkHTTPURL(text, allowQuery: true) {
         case .failure(let problem):
-            reader.problem(name, problem.message)
-            return nil
+            return .failure(EndpointProblem(problem.message))
         case .success(let checked):
             let components = URLComponents(string: checked)
             let host = components?.host?.lowercased() ?? ""
             guard components?.scheme?.lowercased() == "https" || ["localhost", "127.0.0.1", "::1", "[::1]"].contains(host) else {
-                reader.problem(name, "must be an https URL (plain http only for localhost)")
-                return nil
+                return .failure(EndpointProblem("must be an https URL (plain http only for localhost)"))
             }
-            return checked
+            return .success(checked)
         }
     }
 
@@ -217,4 +276,10 @@ extension ConfigurationLoader {
         }
         return nil
     }
+}
+
+/// Why a URL cannot be an IdP or JWKS endpoint.
+struct EndpointProblem: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -243,6 +243,14 @@ let brokenCases: [Broken] = [
     Broken("oauth2 unknown key", file: jwtApp, key: "authentication.oauth2.clientSecret", message: "unknown key") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clientSecret":"x","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
     },
+    Broken("oauth2 discovery document of another issuer", file: jwtApp, key: "authentication.oauth2.openidConfiguration", message: "not of this app's issuer") {
+        $0.writeText("other-idp.json", #"{"issuer":"https://other.example","authorization_endpoint":"https://other.example/a","token_endpoint":"https://other.example/t"}"#)
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/other-idp.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    },
+    Broken("oauth2 discovery document and endpoints both", file: jwtApp, key: "authentication.oauth2.openidConfiguration", message: "not both") {
+        $0.writeText("idp.json", #"{"issuer":"i","authorization_endpoint":"https://idp.example/a","token_endpoint":"https://idp.example/t"}"#)
+        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/idp.json","authorizationEndpoint":"https://idp.example/a","tokenEndpoint":"https://idp.example/t","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    },
     Broken("jwks file unreadable", file: jwtApp, key: "authentication.jwks.file", message: "cannot read file /nonexistent/jwks.json") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"file":"/nonexistent/jwks.json"}}"#)
     },

@@ -196,6 +196,25 @@ import Testing
         #expect(jwt.oauth2?.endUserUI == "https://idp.example/auth", "the sign-in page defaults to the authorization endpoint")
     }
 
+    /// The endpoints may come from the issuer's OpenID Connect discovery document, saved to a file.
+    @Test func oauth2EndpointsFromASavedDiscoveryDocument() throws {
+        let fixture = Fixture()
+        fixture.writeText("openid-configuration.json", #"""
+            {"issuer":"https://idp.example","authorization_endpoint":"https://idp.example/protocol/openid-connect/auth",
+             "token_endpoint":"https://idp.example/protocol/openid-connect/token","jwks_uri":"https://idp.example/certs"}
+            """#)
+        fixture.set("apps/com.example.jwt.json", "authentication", """
+            {"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/certs"},
+             "oauth2":{"openidConfiguration":"\(fixture.root)/openid-configuration.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}
+            """)
+        guard case .jwt(let jwt)? = try fixture.load().apps["com.example.jwt"]?.authentication else {
+            Issue.record("not a jwt app")
+            return
+        }
+        #expect(jwt.oauth2?.authorizationEndpoint == "https://idp.example/protocol/openid-connect/auth")
+        #expect(jwt.oauth2?.tokenEndpoint == "https://idp.example/protocol/openid-connect/token")
+    }
+
     @Test func jwtAppWithURLAndUserClaimNeedsNoUsersFile() throws {
         let fixture = Fixture()
         fixture.files["apps/com.example.payroll.json"] = nil
