@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import SAMLSigning
 
 /// The registration API's original format: Connections as OData v2 Atom/XML, for clients that
 /// ask for it (`Accept: application/atom+xml` or `$format=atom`; docs/device-api.md). The
@@ -65,28 +66,9 @@ enum ConnectionAtom {
         }
     }
 
-    /// Text for element content and attribute values: markup characters escaped, and characters
-    /// XML 1.0 cannot carry (controls other than tab, line feed, carriage return) replaced.
+    /// Device-supplied text for the feed: escaped, characters XML cannot carry replaced.
     static func escaped(_ text: String) -> String {
-        var result = ""
-        result.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "'": result += "&apos;"
-            case "\t", "\n", "\r": result.unicodeScalars.append(scalar)
-            default:
-                if scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF {
-                    result.unicodeScalars.append("\u{FFFD}")
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result
+        XMLText.escaped(text, unrepresentable: .replace) ?? ""
     }
 
     private static func timestamp(_ date: Date) -> String { date.formatted(.iso8601) }

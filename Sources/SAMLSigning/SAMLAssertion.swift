@@ -104,25 +104,9 @@ public struct SAMLAssertion: Sendable, Equatable {
 /// Escapes text for an XML attribute value or element content; refuses characters XML 1.0
 /// cannot carry at all (control characters other than tab, CR, LF).
 func escaped(_ value: String) throws(SigningError) -> String {
-    var result = ""
-    result.reserveCapacity(value.utf8.count)
-    for scalar in value.unicodeScalars {
-        switch scalar {
-        case "&": result += "&amp;"
-        case "<": result += "&lt;"
-        case ">": result += "&gt;"
-        case "\"": result += "&quot;"
-        case "'": result += "&apos;"
-        case "\t": result += "&#9;"
-        case "\n": result += "&#10;"
-        case "\r": result += "&#13;"
-        default:
-            let value = scalar.value
-            guard value >= 0x20, value != 0xFFFE, value != 0xFFFF else {
-                throw SigningError(.invalidXML, "a value contains a character XML cannot carry (U+\(String(value, radix: 16, uppercase: true)))")
-            }
-            result.unicodeScalars.append(scalar)
-        }
+    guard let text = XMLText.escaped(value, unrepresentable: .refuse) else {
+        let bad = value.unicodeScalars.first { !XMLText.isRepresentable($0) }?.value ?? 0
+        throw SigningError(.invalidXML, "a value contains a character XML cannot carry (U+\(String(bad, radix: 16, uppercase: true)))")
     }
-    return result
+    return text
 }

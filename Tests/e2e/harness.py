@@ -110,3 +110,16 @@ def jwt(key, claims):
     signed = f"{header}.{payload}".encode()
     signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=signed, check=True, capture_output=True).stdout
     return f"{header}.{payload}.{b64url(signature)}"
+
+
+def start_sandbox_and_midtier(bin_path, repo, work, config, sandbox_port, processes):
+    """Starts `midtier sandbox` on `sandbox_port` and `midtier serve` on `config` (its log in
+    `work/midtier.log`), both added to `processes`; returns (midtier process, log path)."""
+    import os, subprocess
+    log_path = os.path.join(work, "midtier.log")
+    log = open(log_path, "wb")
+    processes.append(subprocess.Popen([bin_path, "sandbox", "--port", str(sandbox_port)], cwd=repo,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    midtier = subprocess.Popen([bin_path, "serve", "--config", config], cwd=repo, stdout=log, stderr=log)
+    processes.append(midtier)
+    return midtier, log_path

@@ -22,7 +22,7 @@ Standard library and the `openssl` command only; every process is killed at the 
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
-from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for
+from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, start_sandbox_and_midtier, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -122,11 +122,7 @@ try:
                                   "userClaim": "sub"},
                "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
 
-    log_path = os.path.join(work, "midtier.log")
-    log = open(log_path, "wb")
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
-    processes.append(midtier)
+    midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     ready = wait_for(f"http://127.0.0.1:{mport}/healthz") and port_open(sport)
     check("midtier and the sandbox start", ready and midtier.poll() is None, open(log_path, "rb").read()[-2000:].decode(errors="replace"))
 
@@ -239,7 +235,6 @@ try:
     check("... saying so in plain words", "token service could not be reached" in text, f"({text[:300]})")
     check("... without the HTTP client's internals", not any(word in text for word in internals),
           f"({[word for word in internals if word in text]}: {text[:300]})")
-    log.flush()
     time.sleep(0.2)
     logged = open(log_path, "rb").read().decode(errors="replace")
     check("the detail is in the log", "token exchange failed" in logged, "")

@@ -13,7 +13,7 @@ on failure. Standard library and the `openssl` command only; every process is ki
 import hashlib, http.server, json, os, shutil, socketserver, subprocess, sys, tempfile, threading, time
 import xml.etree.ElementTree as ElementTree
 import urllib.error, urllib.parse, urllib.request
-from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for
+from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, start_sandbox_and_midtier, wait_for
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -145,11 +145,7 @@ try:
                                              "clients": [{"clientID": CLIENT_ID, "redirectURL": REDIRECT}]}},
                "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
 
-    log_path = os.path.join(work, "midtier.log")
-    log = open(log_path, "wb")
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
-    processes.append(midtier)
+    midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base = f"http://127.0.0.1:{mport}"
     ready = wait_for(f"{base}/healthz") and wait_for(f"http://127.0.0.1:{sport}/sandbox/stats")
     check("midtier, the sandbox and the IdP start", ready and midtier.poll() is None, open(log_path, "rb").read()[-2000:].decode(errors="replace"))
