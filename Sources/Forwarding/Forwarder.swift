@@ -71,7 +71,7 @@ public struct Forwarder: Sendable {
         logger: Logger
     ) async throws(ForwardingError) -> UpstreamResponse {
         guard let origin = destination.origin else {
-            throw .unreachable("the URL of destination \(destination.name) cannot be called")
+            throw .unreachable(destination.trustProblem ?? "the URL of destination \(destination.name) cannot be called")
         }
         var headers = requestHeaders(of: request, destination: destination, context: context)
         headers.replaceOrAdd(name: "Host", value: origin.authority)

@@ -117,7 +117,7 @@ final class UpstreamLoopPool: @unchecked Sendable {
         let origin = exchange.origin
         let tls: NIOSSLContext?
         do {
-            tls = origin.tls ? try self.tls.context : nil
+            tls = origin.tls ? try origin.trust ?? self.tls.context : nil
         } catch {
             return exchange.finish(failing: .broken("TLS cannot be set up: \(error)"))
         }

@@ -1,13 +1,29 @@
 import MidtierConfiguration
 import NIOHTTP1
+import NIOSSL
 
-/// Where a destination's back end listens: what one pooled connection is for.
+/// Where a destination's back end listens, and whom it must prove to be: what one pooled
+/// connection is for.
 public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
     public let tls: Bool
     public let host: String
     public let port: Int
     /// The `Host` header: the host, with the port unless it is the scheme's default.
     public let authority: String
+    /// For https with `trustedCertificates`: the TLS context that trusts only those (else the
+    /// pool's, with the system's roots). Connections are pooled per context too.
+    var trust: NIOSSLContext?
+
+    public static func == (a: Self, b: Self) -> Bool {
+        a.tls == b.tls && a.port == b.port && a.host == b.host && a.trust.map(ObjectIdentifier.init) == b.trust.map(ObjectIdentifier.init)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(tls)
+        hasher.combine(host)
+        hasher.combine(port)
+        hasher.combine(trust.map(ObjectIdentifier.init))
+    }
 
     /// Splits a destination `URL` (already checked by the configuration loader: an absolute
     /// http or https URL without user information, query or fragment).
@@ -52,8 +68,11 @@ public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
 /// back end listens, the base path, the fixed query and headers, and the URL rewriter.
 public struct UpstreamDestination: Sendable {
     public let configuration: DestinationConfiguration
-    /// Nil only for a URL the loader would have refused; calls to it answer 502.
+    /// Nil only for a URL the loader would have refused, or certificates NIOSSL cannot load;
+    /// calls to it answer 502.
     let origin: UpstreamOrigin?
+    /// Why `trustedCertificates` could not be used, if so.
+    let trustProblem: String?
     /// The destination URL's path ("" or "/odata/v2"), to which the device's remainder is added.
     let basePath: String
     /// `URL.queries.*`, encoded, joined with `&`; nil when there are none.
@@ -66,7 +85,21 @@ public struct UpstreamDestination: Sendable {
     /// - Parameter publicURL: the server's `publicURL`.
     public init(_ destination: DestinationConfiguration, publicURL: String) {
         configuration = destination
-        origin = UpstreamOrigin(url: destination.url)
+        var origin = UpstreamOrigin(url: destination.url)
+        var problem: String?
+        if let pem = destination.trustedCertificatesPEM, origin?.tls == true {
+            do {
+                var tls = TLSConfiguration.makeClientConfiguration()
+                tls.minimumTLSVersion = .tlsv12
+                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+                origin?.trust = try NIOSSLContext(configuration: tls)
+            } catch {
+                origin = nil
+                problem = "the trustedCertificates of destination \(destination.name) cannot be used: \(error)"
+            }
+        }
+        self.origin = origin
+        trustProblem = problem
         let afterScheme = destination.url.firstRange(of: "://").map { destination.url[$0.upperBound...] } ?? Substring(destination.url)
         basePath = String(afterScheme.drop { $0 != "/" })
         let queries = destination.extraQueries.map { QueryEncoding.escape($0.name) + "=" + QueryEncoding.escape($0.value) }

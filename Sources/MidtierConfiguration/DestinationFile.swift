@@ -47,6 +47,15 @@ extension ConfigurationLoader {
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
         let patches = metadataPatches(reader)
+        var trusted: [UInt8]?
+        if reader.contains("trustedCertificates") {
+            if let url, !url.lowercased().hasPrefix("https://") {
+                _ = reader.value("trustedCertificates")
+                reader.problem("trustedCertificates", "only for an https URL")
+            } else {
+                trusted = pemFile(reader, "trustedCertificates", reason: "", label: "CERTIFICATE", what: "a PEM file of certificates")
+            }
+        }
 
         var authentication: DestinationAuthentication?
         var userIdSource: String?
@@ -73,7 +82,8 @@ extension ConfigurationLoader {
         guard let name, let url, let authentication else { return nil }
         return DestinationConfiguration(
             name: name, url: url, authentication: authentication, userIdSource: userIdSource,
-            timeoutMilliseconds: timeout, extraHeaders: headers, extraQueries: queries, metadataPatches: patches
+            timeoutMilliseconds: timeout, extraHeaders: headers, extraQueries: queries, metadataPatches: patches,
+            trustedCertificatesPEM: trusted
         )
     }
 

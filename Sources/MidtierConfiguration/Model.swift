@@ -433,6 +433,9 @@ public struct DestinationConfiguration: Sendable {
     public var extraQueries: [(name: String, value: String)]
     /// `metadataPatches` (SPEC §6).
     public var metadataPatches: [MetadataPatch]
+    /// `trustedCertificates`: PEM file contents; for an https `URL`, the back end's certificate
+    /// must chain to one of these instead of the system's roots (a company CA).
+    public var trustedCertificatesPEM: [UInt8]?
 
     public init(
         name: String,
@@ -442,8 +445,10 @@ public struct DestinationConfiguration: Sendable {
         timeoutMilliseconds: Int = 30000,
         extraHeaders: [(name: String, value: String)] = [],
         extraQueries: [(name: String, value: String)] = [],
-        metadataPatches: [MetadataPatch] = []
+        metadataPatches: [MetadataPatch] = [],
+        trustedCertificatesPEM: [UInt8]? = nil
     ) {
+        self.trustedCertificatesPEM = trustedCertificatesPEM
         self.name = name
         self.url = url
         self.authentication = authentication

@@ -243,6 +243,13 @@ let brokenCases: [Broken] = [
     Broken("oauth2 unknown key", file: jwtApp, key: "authentication.oauth2.clientSecret", message: "unknown key") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clientSecret":"x","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
     },
+    Broken("trustedCertificates for a plain http URL", file: legacy, key: "trustedCertificates", message: "only for an https URL") {
+        $0.set(legacy, "trustedCertificates", "\"\($0.root)/certs/sf.crt\"")
+    },
+    Broken("trustedCertificates not a PEM file", file: sf, key: "trustedCertificates", message: "not a PEM file of certificates") {
+        $0.writeText("not-a-certificate.txt", "hello")
+        $0.set(sf, "trustedCertificates", "\"\($0.root)/not-a-certificate.txt\"")
+    },
     Broken("oauth2 discovery document of another issuer", file: jwtApp, key: "authentication.oauth2.openidConfiguration", message: "not of this app's issuer") {
         $0.writeText("other-idp.json", #"{"issuer":"https://other.example","authorization_endpoint":"https://other.example/a","token_endpoint":"https://other.example/t"}"#)
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/other-idp.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)

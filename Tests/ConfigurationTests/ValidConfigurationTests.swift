@@ -215,6 +215,13 @@ import Testing
         #expect(jwt.oauth2?.tokenEndpoint == "https://idp.example/protocol/openid-connect/token")
     }
 
+    @Test func anHTTPSDestinationMayTrustItsOwnCertificates() throws {
+        let fixture = Fixture()
+        fixture.set("destinations/sf.json", "trustedCertificates", "\"\(fixture.root)/certs/sf.crt\"")
+        let pem = try #require(try fixture.load().destinations["sf"]?.trustedCertificatesPEM)
+        #expect(String(decoding: pem, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----"))
+    }
+
     @Test func jwtAppWithURLAndUserClaimNeedsNoUsersFile() throws {
         let fixture = Fixture()
         fixture.files["apps/com.example.payroll.json"] = nil

@@ -5,6 +5,7 @@ import NIOPosix
 import Synchronization
 import Testing
 @testable import Forwarding
+import MidtierConfiguration
 
 /// A back end on a real socket that answers keep-alive requests one after another, as a script
 /// says per connection and per request on it; it counts connections and keeps what it was sent.
@@ -201,6 +202,48 @@ final class ScriptedBackEnd: @unchecked Sendable {
         await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(500), scheme: "https") }
         #expect(backEnd.accepted == 1)
         #expect(backEnd.requests.isEmpty, "an HTTP request reached a server that does not speak TLS")
+        try await stop()
+    }
+
+    /// An https back end with a company CA: trusted through the destination's
+    /// `trustedCertificates`, refused with the system's roots. The server is `openssl s_server`.
+    @Test func anHTTPSBackEndIsTrustedThroughItsDestinationsCertificates() async throws {
+        let directory = try makeTemporaryDirectory()
+        defer { removeTemporaryDirectory(directory) }
+        let key = directory + "/server.key", certificate = directory + "/server.crt"
+        let made = try await runOffThePool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                                                                "-days", "1", "-subj", "/CN=backend.test", "-addext", "subjectAltName=IP:127.0.0.1"])
+        #expect(made.status == 0, "\(made.output)")
+        let (probe, port) = listenOnLoopback()
+        Glibc.close(probe)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        for _ in 0..<100 {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            Glibc.close(socket)
+            if connected == 0 { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let pem = try Array(Data(contentsOf: URL(fileURLWithPath: certificate)))
+        let trusting = UpstreamDestination(DestinationConfiguration(name: "gateway", url: "https://127.0.0.1:\(port)", authentication: .noAuthentication,
+                                                                    trustedCertificatesPEM: pem), publicURL: "http://m.test")
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "127.0.0.1"])
+        let answer = try await pool.start(head, to: try #require(trusting.origin), hasBody: false, deadline: .now() + .seconds(5)).answer.get()
+        #expect(answer.head.status == .ok)
+        let systemRoots = try #require(UpstreamOrigin(url: "https://127.0.0.1:\(port)"))
+        await #expect(throws: UpstreamFailure.self) {
+            try await pool.start(head, to: systemRoots, hasBody: false, deadline: .now() + .seconds(5)).answer.get()
+        }
         try await stop()
     }
 
