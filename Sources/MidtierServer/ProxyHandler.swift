@@ -270,7 +270,6 @@ struct ProxyHandler: Sendable {
         }
     }
 
-    /// `X-SMP-APPCID` from the header, else from the cookie.
     static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
     static let appHeader = HTTPField.Name("X-SMP-APPID")!
     static let deviceHeader = HTTPField.Name("X-SMP-DEVICEID")!
@@ -300,6 +299,7 @@ struct ProxyHandler: Sendable {
         return only.id
     }
 
+    /// `X-SMP-APPCID` from the header, else from the cookie.
     static func registrationID(of request: Request) -> String? {
         let headers = request.headers[values: Self.registrationHeader]
         guard headers.allSatisfy({ $0.utf8.elementsEqual(headers[0].utf8) }) else { return nil }
