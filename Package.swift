@@ -188,7 +188,7 @@ let package = Package(
             name: "midtier",
             dependencies: [
                 "MidtierServer", "MidtierConfiguration", "MidtierCore", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange", "MetadataPatching",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "Forwarding",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),

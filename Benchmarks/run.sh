@@ -40,11 +40,14 @@ for doc in entity tiny; do
 done
 # The floors: the same small answer from a bare Hummingbird application and a bare SwiftNIO
 # server (no proxying, no checks): what a Swift server costs per call before any of Midtier's work.
-hport=$(free_port); nport=$(free_port)
-"$bin" bench-internal floors --hummingbird-port "$hport" --nio-port "$nport" >/dev/null 2>&1 & floors=$!; pids+=($floors)
-wait_for "http://127.0.0.1:$hport/tiny"; wait_for "http://127.0.0.1:$nport/tiny"
+# And a bare NIO server forwarding to the upstream over Midtier's own connection pool (no
+# checks, no rewriting): what a proxied call could cost with the device side in NIO handlers.
+hport=$(free_port); nport=$(free_port); pport=$(free_port)
+"$bin" bench-internal floors --hummingbird-port "$hport" --nio-port "$nport" --proxy-port "$pport" --upstream "http://127.0.0.1:$up" >/dev/null 2>&1 & floors=$!; pids+=($floors)
+wait_for "http://127.0.0.1:$hport/tiny"; wait_for "http://127.0.0.1:$nport/tiny"; wait_for "http://127.0.0.1:$pport/tiny"
 cpu_pids=$floors run_wrk floor-hummingbird 64 2 "http://127.0.0.1:$hport/tiny"
 cpu_pids=$floors run_wrk floor-nio 64 2 "http://127.0.0.1:$nport/tiny"
+cpu_pids="$nginx_workers $floors" run_wrk floor-nio-proxy 64 2 "http://127.0.0.1:$pport/tiny"
 kill $floors 2>/dev/null || true
 
 run_wrk direct-1 1 1 "http://127.0.0.1:$up$path"
@@ -111,6 +114,8 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
   printf "floors (small answer, no proxying) c=64: bare SwiftNIO %s req/s, %.1f us per call; bare Hummingbird %s req/s, %.1f us per call\n" \
     "$(rps floor-nio)" "$(cpu_us floor-nio)" "$(rps floor-hummingbird)" "$(cpu_us floor-hummingbird)"
   printf "  Midtier's proxied call (tiny) less the Hummingbird floor: %.1f us\n" "$(echo "$(cpu_us midtier-tiny-64) - $(cpu_us direct-tiny-64) - $(cpu_us floor-hummingbird)" | bc -l)"
+  printf "  bare NIO proxy over Midtier's connection pool (tiny, no checks): %s req/s, %.1f us per call (nginx %.1f us)\n" \
+    "$(rps floor-nio-proxy)" "$(echo "$(cpu_us floor-nio-proxy) - $(cpu_us direct-tiny-64)" | bc -l)" "$(echo "$(cpu_us nginx-tiny-64) - $(cpu_us direct-tiny-64)" | bc -l)"
   printf "latency p50 c=1 (entity)  direct %s us, nginx %s us, caddy %s us, midtier %s us\n" "$(p50 direct-1)" "$(p50 nginx-1)" "$(p50 caddy-1)" "$(p50 midtier-1)"
   printf "  added over direct: midtier %.0f us (target <= 150), nginx %.0f us, caddy %.0f us\n" "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 caddy-1) - $(p50 direct-1)" | bc -l)"
   printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"

@@ -27,7 +27,7 @@ public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
 
     /// Splits a destination `URL` (already checked by the configuration loader: an absolute
     /// http or https URL without user information, query or fragment).
-    init?(url: String) {
+    package init?(url: String) {
         let lower = url.lowercased()
         let tls: Bool
         if lower.hasPrefix("https://") { tls = true } else if lower.hasPrefix("http://") { tls = false } else { return nil }

@@ -11,11 +11,11 @@ enum UpstreamFailure: Error, Sendable {
 
 /// A back end's answer: the head, and the body read whole (small ones, announced by
 /// `Content-Length`) or streamed.
-struct UpstreamAnswer: Sendable {
-    let head: HTTPResponseHead
-    let body: Body
+package struct UpstreamAnswer: Sendable {
+    package let head: HTTPResponseHead
+    package let body: Body
 
-    enum Body: Sendable {
+    package enum Body: Sendable {
         case whole(ByteBuffer)
         case stream(UpstreamBody)
     }

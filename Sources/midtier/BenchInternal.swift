@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeviceAuthentication
+import Forwarding
 import Foundation
 import Hummingbird
 import NIOCore
@@ -50,6 +51,11 @@ struct BenchInternal: AsyncParsableCommand {
     struct Floors: AsyncParsableCommand {
         @Option(name: .customLong("hummingbird-port")) var hummingbirdPort: Int
         @Option(name: .customLong("nio-port")) var nioPort: Int
+        /// With `--upstream`: a bare NIO server on this port that forwards every call to the
+        /// upstream through Midtier's own connection pool, and nothing else (no checks, no
+        /// rewriting): what a proxied call could cost with the device side in NIO handlers.
+        @Option(name: .customLong("proxy-port")) var proxyPort: Int?
+        @Option var upstream: String?
 
         static let body = #"{"d":{"results":[{"externalCode":"PRR-100001","amount":"1"}]}}"#
 
@@ -64,6 +70,20 @@ struct BenchInternal: AsyncParsableCommand {
                     }
                 }
                 .bind(host: "127.0.0.1", port: nioPort).get()
+            var proxy: (any Channel)?
+            if let proxyPort, let upstream, let origin = UpstreamOrigin(url: upstream) {
+                let pool = UpstreamConnectionPool()
+                proxy = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.backlog, value: 256)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                            try channel.pipeline.syncOperations.addHandler(BareProxy(pool: pool, origin: origin))
+                        }
+                    }
+                    .bind(host: "127.0.0.1", port: proxyPort).get()
+            }
             let router = Router()
             router.get("**") { _, _ in
                 Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: Self.body)))
@@ -71,6 +91,46 @@ struct BenchInternal: AsyncParsableCommand {
             let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: hummingbirdPort)))
             try await app.runService()
             try await nio.close()
+            try await proxy?.close()
+        }
+    }
+
+    /// Forwards each request to one upstream over `UpstreamConnectionPool`, answers read whole.
+    final class BareProxy: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        let pool: UpstreamConnectionPool
+        let origin: UpstreamOrigin
+        var head: HTTPRequestHead?
+
+        init(pool: UpstreamConnectionPool, origin: UpstreamOrigin) {
+            self.pool = pool
+            self.origin = origin
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let request): head = request
+            case .body: break
+            case .end:
+                guard let request = head else { return }
+                var headers = HTTPHeaders()
+                headers.add(name: "Host", value: origin.authority)
+                let upstreamHead = HTTPRequestHead(version: .http1_1, method: request.method, uri: request.uri, headers: headers)
+                let answer = pool.start(upstreamHead, to: origin, hasBody: false, deadline: .now() + .seconds(30)).answer
+                answer.hop(to: context.eventLoop).assumeIsolated().whenComplete { result in
+                    guard case .success(let answer) = result, case .whole(let body) = answer.body else {
+                        context.close(promise: nil)
+                        return
+                    }
+                    var headers = HTTPHeaders()
+                    headers.add(name: "Content-Type", value: answer.head.headers.first(name: "Content-Type") ?? "application/octet-stream")
+                    headers.add(name: "Content-Length", value: String(body.readableBytes))
+                    context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: answer.head.status, headers: headers))), promise: nil)
+                    context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+                    context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
+                }
+            }
         }
     }
 
