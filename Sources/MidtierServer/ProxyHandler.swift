@@ -284,12 +284,8 @@ struct ProxyHandler: Sendable {
             throw .forbidden("the request has no X-SMP-APPCID registration id")
         }
         let user = try await runtime.authenticate(request, app: app, client: client)
-        let candidates: [Registration]
-        do {
-            candidates = try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
-        } catch {
-            logger.error("store read failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+        let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
         }
         let matching = candidates.filter { UserIdentity.sameBytes($0.deviceId, deviceID) }
         guard let only = matching.first else { throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app") }

@@ -122,12 +122,8 @@ struct RegistrationRoutes: Sendable {
     private func collection(_ request: Request, _ context: MidtierRequestContext, version: String,
                             app: AppConfiguration) async throws(Refusal) -> Response {
         let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
-        let owned: [Registration]
-        do {
-            owned = try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
-        } catch {
-            logger.error("store read failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+        let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
         }
         let publicURL = runtime.current.configuration.server.publicURL
         let entities = owned.map { Self.entity($0, app: app, version: version, publicURL: publicURL) }
