@@ -69,13 +69,13 @@ struct ClientConfigurationRoutes: Sendable {
     static func settings(_ app: AppConfiguration) -> [String: Any] {
         let policy = app.blockWipingPolicy
         return ["mobileservices": ["settingsExchange": [
-            "passwordPolicy": app.passwordPolicy.mapValues(\.foundationValue),
+            "passwordPolicy": app.passwordPolicy.mapValues(\.settingsExchangeValue),
             "blockWipingPolicy": ["blockWipeEnabled": policy.blockWipeEnabled,
                                   "blockDisconnectedPeriod": policy.blockDisconnectedPeriod,
                                   "wipeDisconnectedPeriod": policy.wipeDisconnectedPeriod],
             "logSettings": app.logSettings.mapValues(\.foundationValue),
-            "usagePolicy": app.usagePolicy.mapValues(\.foundationValue),
-            "featureVectorPolicies": app.featureVectorPolicies.mapValues(\.foundationValue),
+            "usagePolicy": app.usagePolicy.mapValues(\.settingsExchangeValue),
+            "featureVectorPolicies": app.featureVectorPolicies.mapValues(\.settingsExchangeValue),
         ]]]
     }
 
@@ -88,6 +88,18 @@ struct ClientConfigurationRoutes: Sendable {
 }
 
 extension JSONValue {
+    /// A client policy value as SAP Mobile Services sends it in the settings exchange:
+    /// booleans and numbers as strings (`"true"`, `"8"`), which is what the SAP SDK's policy
+    /// readers take (its passcode policy reader takes string values only); lists stay lists.
+    /// docs/configuration.md, "Client policy".
+    var settingsExchangeValue: Any {
+        switch self {
+        case .bool(let value): value ? "true" : "false"
+        case .number: "\(foundationValue)"
+        case .null, .string, .array, .object: foundationValue
+        }
+    }
+
     /// The value as `JSONSerialization` takes it.
     var foundationValue: Any {
         switch self {

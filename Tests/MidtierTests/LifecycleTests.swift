@@ -281,11 +281,13 @@ import Testing
             let policy = exchange?["blockWipingPolicy"] as? [String: Any]
             #expect(policy?["blockWipeEnabled"] as? Bool == true)
             #expect(policy?["wipeDisconnectedPeriod"] as? Int == 90)
-            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyMinLength"] as? Int == 8)
-            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyEnabled"] as? Bool == true)
+            // As SAP Mobile Services sends them: strings, which the SDK's passcode policy reader takes.
+            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyMinLength"] as? String == "8")
+            #expect((exchange?["passwordPolicy"] as? [String: Any])?["passwordPolicyEnabled"] as? String == "true")
             #expect(exchange?["logSettings"] != nil)
-            #expect((exchange?["usagePolicy"] as? [String: Any])?["dataCollectionEnabled"] as? Bool == true)
-            #expect((exchange?["usagePolicy"] as? [String: Any])?["uploadDataAfterDays"] as? Int == 7)
+            #expect((exchange?["usagePolicy"] as? [String: Any])?["dataCollectionEnabled"] as? String == "true")
+            #expect((exchange?["usagePolicy"] as? [String: Any])?["uploadDataAfterDays"] as? String == "7")
+            #expect((exchange?["featureVectorPolicies"] as? [String: Any])?["featureVectorPolicyAllEnabled"] as? String == "false")
             #expect((exchange?["featureVectorPolicies"] as? [String: Any])?["allowedPolicies"] as? [String] == ["camera"])
         }
     }

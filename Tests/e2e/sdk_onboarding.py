@@ -253,10 +253,13 @@ try:
     status, _, body = call(f"{base}/mobileservices/settingsExchange/v1/demo", headers=tablet)
     settings = json.loads(body).get("mobileservices", {}).get("settingsExchange", {}) if status == 200 else {}
     password = settings.get("passwordPolicy", {})
-    check("the basic app's settings exchange gives the demo policy in the SDK's spelling", status == 200
-          and password.get("passwordPolicyEnabled") is True and password.get("passwordPolicyMinLength") == 8
-          and settings.get("usagePolicy", {}).get("dataCollectionEnabled") is False
-          and settings.get("featureVectorPolicies", {}).get("featureVectorPolicyAllEnabled") is True
+    # SAP Mobile Services sends policy values as strings; the SDK's passcode policy reader
+    # takes a [String: String], so that is what a stock client can read.
+    check("the basic app's settings exchange gives the demo policy in the SDK's spelling and types", status == 200
+          and password.get("passwordPolicyEnabled") == "true" and password.get("passwordPolicyMinLength") == "8"
+          and all(isinstance(value, str) for value in password.values())
+          and settings.get("usagePolicy", {}).get("dataCollectionEnabled") == "false"
+          and settings.get("featureVectorPolicies", {}).get("featureVectorPolicyAllEnabled") == "true"
           and settings.get("blockWipingPolicy", {}).get("wipeDisconnectedPeriod") == 90, f"({status} {settings})")
     status, users, _, body = payroll(tablet)
     check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
