@@ -11,6 +11,7 @@ run: deps certs build
 ## Run every test: unit and in-process socket tests (swift test; the store tests on SQLite and
 ## on a throwaway PostgreSQL), then end-to-end tests of the real binary (curl, xmlsec1; SIGKILL
 ## durability, restarts, reload; pyodata; the hostile-input corpus; isolation and identity;
+## the web console and self-service page in headless Chromium (screenshots in test-output/);
 ## two instances on one PostgreSQL; PostgreSQL over TLS).
 test: deps certs
 	$(SWIFT) build --build-tests
@@ -24,6 +25,7 @@ test: deps certs
 	python3 Tests/e2e/isolation.py $(BIN) --instances 2
 	python3 Tests/e2e/identity.py $(BIN)
 	python3 Tests/e2e/sdk_onboarding.py $(BIN)
+	python3 Tests/e2e/pages.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
 

@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
         // jwt-kit needs ≥ 4.1.0 (../shared/TOOLCHAIN.md); AES-GCM for back-end sessions.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -142,6 +143,7 @@ let package = Package(
                 "MidtierStore", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -157,13 +159,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The pages for people: the admin console (adminListen, /console/) and the self-service
+        // page (/mobileservices/me/), server-rendered with swift-mustache, sessions and CSRF.
+        .target(
+            name: "WebPages",
+            dependencies: [
+                "AdminAPI", "MidtierHTTP", "Registrations", "MidtierConfiguration", "MidtierCore", "MidtierMetrics",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP server: device API routes and the request path, wired together.
         .target(
             name: "MidtierServer",
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
-                "MidtierCore", "BackendSessions",
+                "MidtierCore", "BackendSessions", "WebPages",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -206,7 +222,7 @@ let package = Package(
             dependencies: [
                 "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
-                "MetadataPatching", "MidtierCore", "BackendSessions",
+                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -12,6 +12,8 @@ packages=(
   curl            # a real HTTP client for the end-to-end tests
   postgresql      # the shared store; tests start throwaway servers (Tests/e2e/postgres.py)
   nginx           # the load balancer in front of two instances (Tests/e2e/instances.py), a benchmark peer
+  chromium        # a real browser for the web console and self-service page tests (Tests/e2e/pages.py)
+  chromium-driver # WebDriver for it, which selenium drives
   ca-certificates
   python3
 )
@@ -31,8 +33,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # Python packages the end-to-end tests use, from PyPI, when missing: a real OData client
-# (pyodata) and what the admin API contract test validates with (module:pip package).
+# (pyodata), what the admin API contract test validates with, and selenium for the browser
+# tests (module:pip package).
 for pair in "pyodata:pyodata==1.12.1" "requests:requests" "yaml:PyYAML" "jsonschema:jsonschema" "referencing:jsonschema>=4.18" \
-            "rfc3339_validator:rfc3339-validator" "openapi_spec_validator:openapi-spec-validator"; do
+            "rfc3339_validator:rfc3339-validator" "openapi_spec_validator:openapi-spec-validator" \
+            "selenium:selenium"; do
   python3 -c "import ${pair%%:*}" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "${pair#*:}"
 done

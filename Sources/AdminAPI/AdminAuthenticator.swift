@@ -43,7 +43,15 @@ public final class AdminAuthenticator: Sendable {
     public func authenticate(authorization: String?, client: String? = nil) async -> Result<String, Failure> {
         // The scheme name is case-insensitive (RFC 9110 §11.1).
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return .failure(.invalid) }
-        let token = String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: " ")
+        return await authenticate(token: String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: " "), client: client)
+    }
+
+    /// The admin list as it is now, for a console session to end when it changes (a token
+    /// revoked, or the list reordered so that `admin#<n>` names someone else).
+    public var credentialStamp: String { hashes().joined(separator: "\n") }
+
+    /// Checks an admin token given some other way than a header (the console's sign-in form).
+    public func authenticate(token: String, client: String?) async -> Result<String, Failure> {
         guard !token.isEmpty, (try? SecretHashing.check(token)) != nil else { return .failure(.invalid) }
         let current = hashes()
         guard !current.isEmpty else { return .failure(.invalid) }

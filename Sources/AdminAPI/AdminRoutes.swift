@@ -15,28 +15,15 @@ public enum ReloadOutcome: Sendable {
     case rejected([String])
 }
 
-/// The admin API on `adminListen` (SPEC §7), described in `docs/admin-api.yaml`. Every call
-/// needs `Authorization: Bearer <admin token>`; every change is audited with the admin's
-/// name and address, in the same transaction as the change.
+/// The admin API on `adminListen`, described in `docs/admin-api.yaml`: JSON over the
+/// operations of `Administration`. Every call needs `Authorization: Bearer <admin token>`.
 public struct AdminRoutes: Sendable {
-    public let registrations: RegistrationService
-    public let tokens: TokenCache
+    public let administration: Administration
     public let authenticator: AdminAuthenticator
-    public let destinations: @Sendable () -> [DestinationConfiguration]
-    public let knownUser: @Sendable (UserIdentity) -> Bool
-    public let reload: @Sendable (Actor) async -> ReloadOutcome
-    public let logger: Logger
 
-    public init(registrations: RegistrationService, tokens: TokenCache, authenticator: AdminAuthenticator,
-                destinations: @escaping @Sendable () -> [DestinationConfiguration], knownUser: @escaping @Sendable (UserIdentity) -> Bool,
-                reload: @escaping @Sendable (Actor) async -> ReloadOutcome, logger: Logger) {
-        self.registrations = registrations
-        self.tokens = tokens
+    public init(administration: Administration, authenticator: AdminAuthenticator) {
+        self.administration = administration
         self.authenticator = authenticator
-        self.destinations = destinations
-        self.knownUser = knownUser
-        self.reload = reload
-        self.logger = logger
     }
 
     typealias Handler = @Sendable (Request, MidtierRequestContext, Actor) async throws(Refusal) -> Response
@@ -82,15 +69,6 @@ public struct AdminRoutes: Sendable {
         }
     }
 
-    private func store<T>(_ body: () async throws(StoreError) -> T) async throws(Refusal) -> T {
-        do {
-            return try await body()
-        } catch {
-            logger.error("store failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the store is not available; try again")
-        }
-    }
-
     private func parameter(_ context: MidtierRequestContext, _ name: String) throws(Refusal) -> String {
         guard let raw = context.parameters.get(name), !raw.isEmpty else { throw .badRequest("\(name) is missing") }
         guard let value = raw.removingPercentEncoding, !value.isEmpty else {
@@ -109,12 +87,9 @@ public struct AdminRoutes: Sendable {
     // MARK: Users and blocks
 
     private func getUser(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try user(request, context)
-        let block = try await store { () async throws(StoreError) in try await registrations.store.block(of: user) }
-        let owned = try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: RegistrationFilter(user: user)) }
-        guard knownUser(user) || block != nil || !owned.isEmpty else { throw .notFound("user \(user) is not known") }
-        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "known": knownUser(user), "block": AdminJSON.block(block),
-                                        "registrations": owned.map(AdminJSON.registration)])
+        let record = try await administration.user(try user(request, context))
+        return AdminJSON.response(.ok, ["userId": record.user.id, "realm": record.user.realm, "known": record.known,
+                                        "block": AdminJSON.block(record.block), "registrations": record.registrations.map(AdminJSON.registration)])
     }
 
     private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
@@ -124,25 +99,18 @@ public struct AdminRoutes: Sendable {
             throw .badRequest("type must be one of traffic, registration, all")
         }
         let reason = body["reason"] ?? ""
-        guard let reasonText = reason as? String, reasonText.utf8.count <= 1000 else { throw .badRequest("reason must be a string of at most 1000 bytes") }
+        guard let reasonText = reason as? String else {
+            throw .badRequest("reason must be a string of at most \(Administration.maximumReasonBytes) bytes")
+        }
         guard Set(body.keys).isSubset(of: ["type", "reason"]) else {
             throw .badRequest("unknown member \(body.keys.sorted().first { !["type", "reason"].contains($0) } ?? "")")
         }
-        let block = UserBlock(user: user, kind: kind, reason: reasonText, since: registrations.now(), by: actor.name)
-        let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user.description,
-                               detail: "\(kind.rawValue): \(reasonText)", source: actor.source)
-        try await store { () async throws(StoreError) in try await registrations.store.setBlock(block, audit: audit) }
-        let dropped = tokens.remove(user: user)
-        logger.notice("user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
+        let block = try await administration.block(user, kind: kind, reason: reasonText, by: actor)
         return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(block)])
     }
 
     private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let user = try user(request, context)
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
-        let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
-        guard removed else { throw .notFound("user \(user) is not blocked") }
-        logger.notice("user unblocked", metadata: ["user": "\(user)", "by": "\(actor.name)"])
+        try await administration.unblock(try user(request, context), by: actor)
         return Response(status: .noContent)
     }
 
@@ -157,51 +125,33 @@ public struct AdminRoutes: Sendable {
             guard let parsed = Registration.State(rawValue: String(state)) else { throw .badRequest("state must be one of active, locked, wiped") }
             filter.state = parsed
         }
-        let found = try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: filter) }
+        let found = try await administration.registrations(matching: filter)
         return AdminJSON.response(.ok, ["registrations": found.map(AdminJSON.registration)])
     }
 
     private func getRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let id = try parameter(context, "id")
-        guard let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
-            throw .notFound("registration \(id) does not exist")
-        }
+        let found = try await administration.registration(id: try parameter(context, "id"))
         return AdminJSON.response(.ok, AdminJSON.registration(found))
     }
 
     private func apply(_ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let id = try parameter(context, "id")
-        let result = try await store { () async throws(StoreError) in try await registrations.apply(action, to: id, by: actor) }
-        switch result {
-        case .changed(let registration):
-            logger.notice("registration \(action.rawValue)", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
-            return AdminJSON.response(.ok, AdminJSON.registration(registration))
-        case .notFound:
-            throw .notFound("registration \(id) does not exist")
-        case .refused(let current):
-            throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue); a wiped registration cannot be \(action.rawValue)ed")
-        }
+        let registration = try await administration.apply(action, to: try parameter(context, "id"), by: actor)
+        return AdminJSON.response(.ok, AdminJSON.registration(registration))
     }
 
     private func deleteRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let id = try parameter(context, "id")
-        switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
-        case .deleted:
-            logger.notice("registration deleted", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
-            return Response(status: .noContent)
-        case .notFound, .refused:
-            throw .notFound("registration \(id) does not exist")
-        }
+        try await administration.delete(id: try parameter(context, "id"), by: actor)
+        return Response(status: .noContent)
     }
 
     // MARK: Destinations, configuration, tokens, audit
 
     private func listDestinations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        AdminJSON.response(.ok, ["destinations": destinations().sorted { $0.name < $1.name }.map(AdminJSON.destination)])
+        AdminJSON.response(.ok, ["destinations": administration.destinations().sorted { $0.name < $1.name }.map(AdminJSON.destination)])
     }
 
     private func reloadConfiguration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        switch await reload(actor) {
+        switch await administration.reload(actor) {
         case .reloaded(let apps, let destinations, let users):
             return AdminJSON.response(.ok, ["status": "reloaded", "apps": apps, "destinations": destinations, "users": users])
         case .rejected(let problems):
@@ -214,10 +164,7 @@ public struct AdminRoutes: Sendable {
 
     private func purgeTokens(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
         let user = try user(request, context)
-        let purged = tokens.remove(user: user)
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description, detail: "\(purged) token(s)", source: actor.source)
-        // Through the store, so that every instance sharing it drops the user's tokens too.
-        try await store { () async throws(StoreError) in try await registrations.store.purgeTokens(of: user, audit: audit) }
+        let purged = try await administration.purgeTokens(of: user, by: actor)
         return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "purged": purged])
     }
 
@@ -245,7 +192,7 @@ public struct AdminRoutes: Sendable {
             guard let parsed = Int(text), (1...10_000).contains(parsed) else { throw .badRequest("limit must be between 1 and 10000") }
             limit = parsed
         }
-        let entries = try await store { () async throws(StoreError) in try await registrations.store.audit(since: since, after: after, limit: limit) }
+        let entries = try await administration.audit(since: since, after: after, limit: limit)
         return AdminJSON.response(.ok, ["entries": entries.map(AdminJSON.audit)])
     }
 

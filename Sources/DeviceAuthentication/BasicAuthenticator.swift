@@ -110,10 +110,19 @@ public final class BasicAuthenticator: Sendable {
     /// failed sign-in throttle).
     public func authenticate(authorization: String?, client: String? = nil) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard let authorization, !authorization.isEmpty else { return .failure(.missingCredentials) }
-        let (user, password): (String, String)
         switch Self.decodeBasic(authorization) {
-        case .success(let credentials): (user, password) = credentials
+        case .success(let (user, password)): return await authenticate(user: user, password: password, client: client)
         case .failure(let failure): return .failure(failure)
+        }
+    }
+
+    /// Verifies a user name and password given some other way than a Basic header (the
+    /// self-service page's form), with the same rules: control characters refused, the
+    /// throttle and the queue in front of bcrypt, verified credentials remembered.
+    public func authenticate(user: String, password: String, client: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
+        guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
+        guard !Self.hasControlCharacters(user), !Self.hasControlCharacters(password) else {
+            return .failure(.malformedCredentials("the user name or password contains control characters"))
         }
         let digest = credentialDigest(user: user, password: password)
         let now = self.now()
@@ -199,17 +208,19 @@ public final class BasicAuthenticator: Sendable {
               let decoded = String(data: data, encoding: .utf8) else {
             return .failure(.malformedCredentials("the credentials are not base64 of UTF-8 text"))
         }
-        // Printable ASCII needs no look-up in the Unicode tables.
-        let isPrintableASCII = decoded.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
-        guard isPrintableASCII || !decoded.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            return .failure(.malformedCredentials("the user name or password contains control characters"))
-        }
         guard let colon = decoded.firstIndex(of: ":") else {
             return .failure(.malformedCredentials("the credentials have no ':' between user and password"))
         }
         let user = String(decoded[..<colon])
         guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
         return .success((user, String(decoded[decoded.index(after: colon)...])))
+    }
+
+    /// Whether `text` has a control character (NUL, tab, DEL, …), which a sign-in refuses.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        // Printable ASCII needs no look-up in the Unicode tables.
+        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return false }
+        return text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     private func credentialDigest(user: String, password: String) -> CredentialDigest {

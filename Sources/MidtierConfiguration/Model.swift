@@ -103,6 +103,10 @@ public struct ServerSettings: Sendable {
     /// `publicURL`: the device-facing base URL, without a trailing slash. Default
     /// `http://localhost:<listen port>`.
     public var publicURL: String
+    /// `adminURL`: how admins reach `adminListen` (through a TLS-terminating proxy, say), without
+    /// a trailing slash. Default `http://<adminListen>`. The console's cookies are `Secure`
+    /// when it is https.
+    public var adminURL: String?
     /// `store`, default `sqlite:data/midtier.sqlite`.
     public var store: StoreLocation
     /// `adminTokenHashes`: bcrypt hashes of admin bearer tokens (from `midtier hash-secret`).

@@ -38,6 +38,15 @@ extension ConfigurationLoader {
             }
         }
 
+        // adminURL: how admins reach the admin listener (the console's cookies are Secure when
+        // it is https). A path is allowed, a query or fragment is not.
+        if let text = reader.string("adminURL") {
+            switch checkHTTPURL(text, allowQuery: false) {
+            case .success(let url): settings.adminURL = url
+            case .failure(let problem): reader.problem("adminURL", problem.message)
+            }
+        }
+
         if let store = storeLocation(reader) { settings.store = store }
 
         if let elements = reader.array("adminTokenHashes") {

@@ -69,6 +69,16 @@ public struct MidtierMetrics: Sendable {
         if !succeeded {
             Counter(label: "midtier_token_exchange_failures_total", dimensions: [("destination", destination)], factory: factory).increment()
         }
+        made.exchanges.withLock { totals in
+            totals[destination, default: ExchangeTotals()].exchanges += 1
+            if !succeeded { totals[destination, default: ExchangeTotals()].failures += 1 }
+        }
+    }
+
+    /// Token exchanges and their failures since the start, by destination name: the same
+    /// counts as `midtier_token_exchanges_total` and `…_failures_total`, for the web console.
+    public func exchangeTotals() -> [String: ExchangeTotals] {
+        made.exchanges.withLock { $0 }
     }
 
     /// The text exposition format.
@@ -90,6 +100,12 @@ struct RequestLabels: Hashable {
     }
 }
 
+/// Token exchanges at one destination's token service, and how many failed.
+public struct ExchangeTotals: Sendable, Equatable {
+    public var exchanges = 0
+    public var failures = 0
+}
+
 final class MadeMetrics: Sendable {
     struct Requests {
         var counters: [RequestLabels: CoreMetrics.Counter] = [:]
@@ -98,4 +114,5 @@ final class MadeMetrics: Sendable {
 
     let requests = Mutex(Requests())
     let lookups = Mutex<[MidtierMetrics.CacheResult: CoreMetrics.Counter]>([:])
+    let exchanges = Mutex<[String: ExchangeTotals]>([:])
 }

@@ -16,6 +16,7 @@ import SAMLSigning
 import ServiceLifecycle
 import TokenExchange
 import UnixSignals
+import WebPages
 
 /// Why the server cannot start; printed as is.
 public struct StartupError: Error, CustomStringConvertible {
@@ -144,6 +145,10 @@ public final class MidtierServer: Sendable {
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        let runtime = self.runtime
+        SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),
+                              secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
+                              logger: logger).add(to: router)
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
                                  sessions: sessions, metrics: metrics, logger: logger)
@@ -172,15 +177,30 @@ public final class MidtierServer: Sendable {
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
-        AdminRoutes(
+        let administration = Administration(
             registrations: registrations, tokens: tokens,
-            authenticator: AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
-                                              throttle: adminSignIns, limiter: verifications),
             destinations: { Array(runtime.current.configuration.destinations.values) },
             knownUser: { user in user.isLocal && runtime.current.basicAuthenticator.user(exactly: user.id) != nil },
             reload: { actor in await self.reload(by: actor) },
-            logger: logger
-        ).add(to: router)
+            logger: logger)
+        let authenticator = AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
+                                               throttle: adminSignIns, limiter: verifications)
+        AdminRoutes(administration: administration, authenticator: authenticator).add(to: router)
+        let store = registrations.store
+        let storeKind = if case .postgres = settings.store { "PostgreSQL" } else { "SQLite" }
+        let facts = ConsoleFacts(
+            realms: { runtime.current.jwtAuthenticators.values.map(\.settings.issuer) },
+            apps: { Array(runtime.current.configuration.apps.keys) },
+            localUserIDs: { runtime.current.configuration.users.values.map(\.id) },
+            configuration: {
+                let configuration = runtime.current.configuration
+                return (configuration.apps.count, configuration.destinations.count, configuration.users.count)
+            },
+            storeKind: storeKind,
+            storeReachable: { await store.ping() },
+            exchanges: { metrics.exchangeTotals() },
+            secure: { runtime.current.configuration.server.adminURL?.hasPrefix("https:") ?? false })
+        ConsoleRoutes(administration: administration, authenticator: authenticator, facts: facts, logger: logger).add(to: router)
         return Application(
             // No trustedProxies here: the admin listener is not behind the devices' load
             // balancer, and believing X-Forwarded-For from a local proxy would let any local

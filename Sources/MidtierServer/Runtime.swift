@@ -114,6 +114,11 @@ public final class Runtime: Sendable {
             case .failure(let failure): throw Self.refusal(failure)
             }
         }
+        return try await authenticateBearer(authorization)
+    }
+
+    /// A bearer JWT (`Bearer <token>`), checked by the jwt apps of the issuer it claims.
+    func authenticateBearer(_ authorization: String) async throws(Refusal) -> AuthenticatedUser {
         let issuer = JWTAuthenticator.claimedIssuer(authorization: authorization)
         let candidates = jwtAuthenticators.sorted { $0.key < $1.key }.map(\.value)
             .filter { authenticator in issuer.map { authenticator.settings.issuer.utf8.elementsEqual($0.utf8) } ?? false }

@@ -57,12 +57,7 @@ struct SelfServiceRoutes: Sendable {
         }
     }
 
-    private func store<T>(_ body: () async throws(StoreError) -> T) async throws(Refusal) -> T {
-        do {
-            return try await body()
-        } catch {
-            logger.error("store failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
-        }
+    private func store<T>(_ operation: () async throws(StoreError) -> T) async throws(Refusal) -> T {
+        try await Refusal.unlessStoreFails(logger, operation)
     }
 }

@@ -105,6 +105,10 @@ public final class CachedStateStore: StateStore {
         try await base.audit(since: since, after: after, limit: limit)
     }
 
+    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        try await base.recentAudit(before: before, about: subject, limit: limit)
+    }
+
     public func ping() async -> Bool { await base.ping() }
 
     // MARK: Writes (store first, memory after the commit)

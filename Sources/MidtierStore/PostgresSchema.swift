@@ -76,6 +76,10 @@ enum PostgresSchema {
         (3, "connection details", [
             "ALTER TABLE midtier_registration ADD COLUMN details TEXT NOT NULL DEFAULT '{}'",
         ]),
+        (4, "audit by target and actor", [
+            "CREATE INDEX midtier_audit_target ON midtier_audit (target, sequence)",
+            "CREATE INDEX midtier_audit_actor ON midtier_audit (actor, sequence)",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

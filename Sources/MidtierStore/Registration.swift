@@ -164,6 +164,9 @@ public protocol StateStore: Sendable {
     /// order, at most `limit`. Sequence numbers follow commit order on every store, so paging
     /// with `after` set to the last sequence seen misses nothing and repeats nothing.
     func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry]
+    /// Entries with a sequence number below `before` (all when nil) that `subject` selects (all
+    /// when nil), newest first, at most `limit`: the web console's audit pages.
+    func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry]
 
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool

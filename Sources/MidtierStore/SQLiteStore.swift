@@ -110,6 +110,13 @@ public final class SQLiteStore: StateStore {
         migrator.registerMigration("v5: connection details") { db in
             try db.execute(sql: "ALTER TABLE registration ADD COLUMN details TEXT NOT NULL DEFAULT '{}'")
         }
+        migrator.registerMigration("v6: audit by target and actor") { db in
+            // The console's audit pages, filtered by a user or a registration, newest first.
+            try db.execute(sql: """
+                CREATE INDEX audit_target ON audit(target, sequence);
+                CREATE INDEX audit_actor ON audit(actor, sequence);
+                """)
+        }
         return migrator
     }
 
@@ -327,11 +334,29 @@ public final class SQLiteStore: StateStore {
     public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE at >= ? AND sequence > ? ORDER BY sequence LIMIT ?",
-                             arguments: [since, after, limit]).map { row in
-                AuditEntry(sequence: row["sequence"], at: row["at"], actor: row["actor"], action: row["action"],
-                           target: row["target"], detail: row["detail"], source: row["source"])
-            }
+                             arguments: [since, after, limit]).map(Self.auditEntry)
         }
+    }
+
+    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+        let selection = subject?.selection
+        return try await read { db in
+            var sql = "SELECT * FROM audit WHERE sequence < ?"
+            var arguments: StatementArguments = [before ?? Int64.max]
+            if let selection {
+                sql += selection.actor == nil ? " AND target = ?" : " AND (target = ? OR actor = ?)"
+                arguments += [selection.target]
+                if let actor = selection.actor { arguments += [actor] }
+            }
+            sql += " ORDER BY sequence DESC LIMIT ?"
+            arguments += [limit]
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.auditEntry)
+        }
+    }
+
+    private static func auditEntry(_ row: Row) -> AuditEntry {
+        AuditEntry(sequence: row["sequence"], at: row["at"], actor: row["actor"], action: row["action"],
+                   target: row["target"], detail: row["detail"], source: row["source"])
     }
 
     public func ping() async -> Bool {

@@ -60,6 +60,23 @@ public struct AuditEntry: Sendable, Equatable {
     }
 }
 
+/// What a reader of the audit trail wants to see entries of.
+public enum AuditSubject: Sendable, Equatable {
+    /// Changes to the user (blocks, token purges: the target) and changes the user made
+    /// (onboarding, self-service: the actor `user:<user>`).
+    case user(UserIdentity)
+    /// Changes to one registration.
+    case registration(String)
+
+    /// The entries' `target` and `actor` values this subject selects (one of them must match).
+    public var selection: (target: String, actor: String?) {
+        switch self {
+        case .user(let user): (user.description, "user:\(user)")
+        case .registration(let id): (id, nil)
+        }
+    }
+}
+
 /// Which registrations to list.
 public struct RegistrationFilter: Sendable, Equatable {
     public var user: UserIdentity?

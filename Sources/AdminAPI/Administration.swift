@@ -1,0 +1,150 @@
+import Foundation
+import Logging
+import MidtierConfiguration
+import MidtierCore
+import MidtierHTTP
+import Registrations
+import TokenExchange
+
+/// What an admin can see and do: the one set of operations behind both the admin API (JSON,
+/// `AdminRoutes`) and the web console (HTML, `ConsoleRoutes`), so that a block or a wipe is the
+/// same change with the same audit entry whichever way it was made (docs/admin.md).
+///
+/// Every change is audited with the admin's name and address in the same transaction as the
+/// change. A store failure is `503`; the caller renders refusals its own way.
+public struct Administration: Sendable {
+    public let registrations: RegistrationService
+    public let tokens: TokenCache
+    /// The destinations in force (they change on reload).
+    public let destinations: @Sendable () -> [DestinationConfiguration]
+    /// Whether a user is configured (`users.json`).
+    public let knownUser: @Sendable (UserIdentity) -> Bool
+    public let reload: @Sendable (Actor) async -> ReloadOutcome
+    let logger: Logger
+
+    /// The longest block reason, in bytes.
+    public static let maximumReasonBytes = 1000
+
+    public init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
+                knownUser: @escaping @Sendable (UserIdentity) -> Bool, reload: @escaping @Sendable (Actor) async -> ReloadOutcome,
+                logger: Logger) {
+        self.registrations = registrations
+        self.tokens = tokens
+        self.destinations = destinations
+        self.knownUser = knownUser
+        self.reload = reload
+        self.logger = logger
+    }
+
+    /// A user as an admin sees them.
+    public struct UserRecord: Sendable {
+        public var user: UserIdentity
+        /// Configured in `users.json`.
+        public var known: Bool
+        public var block: UserBlock?
+        public var registrations: [Registration]
+    }
+
+    // MARK: Users and blocks
+
+    /// The user's block and registrations; `404` for a user Midtier knows nothing of.
+    public func user(_ user: UserIdentity) async throws(Refusal) -> UserRecord {
+        let block = try await store { () async throws(StoreError) in try await registrations.store.block(of: user) }
+        let owned = try await store { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user))
+        }
+        let known = knownUser(user)
+        guard known || block != nil || !owned.isEmpty else { throw .notFound("user \(user) is not known") }
+        return UserRecord(user: user, known: known, block: block, registrations: owned)
+    }
+
+    /// Blocks `user` and drops their cached tokens. The reason is at most
+    /// `maximumReasonBytes` bytes.
+    public func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> UserBlock {
+        guard reason.utf8.count <= Self.maximumReasonBytes else {
+            throw .badRequest("reason must be a string of at most \(Self.maximumReasonBytes) bytes")
+        }
+        let block = UserBlock(user: user, kind: kind, reason: reason, since: registrations.now(), by: actor.name)
+        let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user.description,
+                               detail: "\(kind.rawValue): \(reason)", source: actor.source)
+        try await store { () async throws(StoreError) in try await registrations.store.setBlock(block, audit: audit) }
+        let dropped = tokens.remove(user: user)
+        logger.notice("user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
+        return block
+    }
+
+    /// Lifts `user`'s block; `404` when there is none.
+    public func unblock(_ user: UserIdentity, by actor: Actor) async throws(Refusal) {
+        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
+        let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
+        guard removed else { throw .notFound("user \(user) is not blocked") }
+        logger.notice("user unblocked", metadata: ["user": "\(user)", "by": "\(actor.name)"])
+    }
+
+    /// Drops `user`'s cached tokens here, and through the store on every instance sharing it.
+    /// Returns how many this instance held.
+    public func purgeTokens(of user: UserIdentity, by actor: Actor) async throws(Refusal) -> Int {
+        let purged = tokens.remove(user: user)
+        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
+                               detail: "\(purged) token(s)", source: actor.source)
+        try await store { () async throws(StoreError) in try await registrations.store.purgeTokens(of: user, audit: audit) }
+        return purged
+    }
+
+    // MARK: Registrations
+
+    public func registrations(matching filter: RegistrationFilter) async throws(Refusal) -> [Registration] {
+        try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: filter) }
+    }
+
+    /// The registration `id`; `404` when there is none.
+    public func registration(id: String) async throws(Refusal) -> Registration {
+        guard let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
+            throw .notFound("registration \(id) does not exist")
+        }
+        return found
+    }
+
+    /// Locks, unlocks or wipes `id`; `404` when there is none, `409` for a wiped one that is
+    /// to be locked or unlocked.
+    public func apply(_ action: RegistrationAction, to id: String, by actor: Actor) async throws(Refusal) -> Registration {
+        switch try await store({ () async throws(StoreError) in try await registrations.apply(action, to: id, by: actor) }) {
+        case .changed(let registration):
+            logger.notice("registration \(action.rawValue)", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
+            return registration
+        case .notFound:
+            throw .notFound("registration \(id) does not exist")
+        case .refused(let current):
+            throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue); a wiped registration cannot be \(action.rawValue)ed")
+        }
+    }
+
+    /// Deletes `id` (whatever its state; the id is never handed out again); `404` when there is
+    /// none.
+    public func delete(id: String, by actor: Actor) async throws(Refusal) {
+        switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
+        case .deleted:
+            logger.notice("registration deleted", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
+        case .notFound, .refused:
+            throw .notFound("registration \(id) does not exist")
+        }
+    }
+
+    // MARK: Audit
+
+    /// Entries at or after `since` (ms) with a sequence above `after`, oldest first.
+    public func audit(since: Int64, after: Int64, limit: Int) async throws(Refusal) -> [AuditEntry] {
+        try await store { () async throws(StoreError) in try await registrations.store.audit(since: since, after: after, limit: limit) }
+    }
+
+    /// Entries below sequence `before` (all when nil) that `subject` selects, newest first.
+    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(Refusal) -> [AuditEntry] {
+        try await store { () async throws(StoreError) in
+            try await registrations.store.recentAudit(before: before, about: subject, limit: limit)
+        }
+    }
+
+    private func store<T>(_ operation: () async throws(StoreError) -> T) async throws(Refusal) -> T {
+        try await Refusal.unlessStoreFails(logger, operation)
+    }
+}

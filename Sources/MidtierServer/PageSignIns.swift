@@ -1,0 +1,41 @@
+import DeviceAuthentication
+import MidtierCore
+import MidtierHTTP
+import WebPages
+
+/// Sign-in to the self-service page with the device API's rules and the configuration in
+/// force: a `users.json` name and password (the Basic authenticator, its throttle and queue),
+/// or a token of an issuer a jwt app trusts.
+struct PageSignIns: PageSignIn {
+    let runtime: RuntimeHolder
+
+    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> (user: UserIdentity, stamp: String) {
+        let current = runtime.current
+        switch await current.basicAuthenticator.authenticate(user: user, password: password, client: client) {
+        case .success(let signedIn):
+            guard let stamp = stamp(of: signedIn.identity, in: current) else { throw Runtime.refusal(.invalidCredentials) }
+            return (signedIn.identity, stamp)
+        case .failure(let failure):
+            throw Runtime.refusal(failure)
+        }
+    }
+
+    func signIn(token: String) async throws(Refusal) -> (user: UserIdentity, stamp: String) {
+        let current = runtime.current
+        let signedIn = try await current.authenticateBearer("Bearer " + token)
+        guard let stamp = stamp(of: signedIn.identity, in: current) else { throw Refusal.bearerUnauthorized("the token's issuer is not accepted") }
+        return (signedIn.identity, stamp)
+    }
+
+    var takesTokens: Bool { !runtime.current.jwtAuthenticators.isEmpty }
+
+    func stamp(of user: UserIdentity) -> String? { stamp(of: user, in: runtime.current) }
+
+    /// A `users.json` user's password hash (a new password ends their sessions); a JWT user's
+    /// issuer while a jwt app still trusts it.
+    private func stamp(of user: UserIdentity, in runtime: Runtime) -> String? {
+        if user.isLocal { return runtime.basicAuthenticator.user(exactly: user.id).map { "users.json " + $0.passwordHash } }
+        let trusted = runtime.jwtAuthenticators.values.contains { UserIdentity.sameBytes($0.settings.issuer, user.realm) }
+        return trusted ? "issuer " + user.realm : nil
+    }
+}

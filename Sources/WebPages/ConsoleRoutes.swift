@@ -1,0 +1,485 @@
+import AdminAPI
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierCore
+import MidtierHTTP
+import MidtierMetrics
+import Registrations
+
+/// What the console shows about this instance beyond the admin operations.
+package struct ConsoleFacts: Sendable {
+    /// The JWT issuers configured (each a realm of users, besides `users.json`).
+    package var realms: @Sendable () -> [String]
+    package var apps: @Sendable () -> [String]
+    /// The ids of `users.json`.
+    package var localUserIDs: @Sendable () -> [String]
+    package var configuration: @Sendable () -> (apps: Int, destinations: Int, users: Int)
+    /// "SQLite" or "PostgreSQL", for the overview.
+    package var storeKind: String
+    package var storeReachable: @Sendable () async -> Bool
+    package var exchanges: @Sendable () -> [String: ExchangeTotals]
+    /// Whether admins reach the console over https (`adminURL`): the cookies are `Secure` then.
+    package var secure: @Sendable () -> Bool
+
+    package init(realms: @escaping @Sendable () -> [String], apps: @escaping @Sendable () -> [String],
+                 localUserIDs: @escaping @Sendable () -> [String],
+                 configuration: @escaping @Sendable () -> (apps: Int, destinations: Int, users: Int), storeKind: String,
+                 storeReachable: @escaping @Sendable () async -> Bool, exchanges: @escaping @Sendable () -> [String: ExchangeTotals],
+                 secure: @escaping @Sendable () -> Bool) {
+        self.realms = realms
+        self.apps = apps
+        self.localUserIDs = localUserIDs
+        self.configuration = configuration
+        self.storeKind = storeKind
+        self.storeReachable = storeReachable
+        self.exchanges = exchanges
+        self.secure = secure
+    }
+}
+
+/// The web console on `adminListen`, under `/console/` (docs/console.md): server-rendered
+/// pages over the same `Administration` operations as the admin API, so a change made here is
+/// the same change, with the same audit entry (`admin#<n>`), as one made with `curl`.
+///
+/// An admin signs in with an admin token once and gets a server-side session (`PageSessions`);
+/// every form that changes something carries the session's CSRF token. Reading pages need a
+/// session too.
+package struct ConsoleRoutes: Sendable {
+    let administration: Administration
+    let authenticator: AdminAuthenticator
+    let facts: ConsoleFacts
+    let pages: Pages
+    let sessions: PageSessions<String>
+    let logger: Logger
+
+    static let sessionCookie = "midtier_console"
+    static let signInCookie = "midtier_console_sign_in"
+    static let cookiePath = "/console/"
+    /// Rows shown at most on one registrations page, and audit entries per page.
+    static let registrationRows = 500
+    static let auditPage = 50
+
+    package init(administration: Administration, authenticator: AdminAuthenticator, facts: ConsoleFacts,
+                 pages: Pages = Pages(), sessions: PageSessions<String> = PageSessions(), logger: Logger) {
+        self.administration = administration
+        self.authenticator = authenticator
+        self.facts = facts
+        self.pages = pages
+        self.sessions = sessions
+        self.logger = logger
+    }
+
+    /// A signed-in admin, as a page handler gets them.
+    struct SignedIn {
+        let admin: String
+        let cookie: String
+        let csrf: String
+        let notice: String?
+        let actor: Actor
+    }
+
+    package func add(to router: Router<MidtierRequestContext>) {
+        router.get("/console/style.css") { _, _ in Pages.stylesheet() }
+        router.get("/console/sign-in") { request, _ in signInPage(request) }
+        router.post("/console/sign-in") { request, context in await signIn(request, context) }
+        router.post("/console/sign-out") { request, context in
+            await change(request, context) { _, _ throws(Refusal) in
+                sessions.end(request.cookies[Self.sessionCookie]?.value)
+                var response = Pages.redirect(to: "/console/sign-in")
+                response.setCookie(Pages.cookie(Self.sessionCookie, "", path: Self.cookiePath, secure: facts.secure(), maxAge: 0))
+                return response
+            }
+        }
+        router.get("/console/") { request, context in await show(request, context, overview) }
+        router.get("/console/users") { request, context in await show(request, context, users) }
+        router.post("/console/users/block") { request, context in await change(request, context, block) }
+        router.post("/console/users/unblock") { request, context in await change(request, context, unblock) }
+        router.get("/console/registrations") { request, context in await show(request, context, registrations) }
+        router.get("/console/registrations/confirm") { request, context in await show(request, context, confirm) }
+        for action in ConsoleAction.allCases {
+            router.post("/console/registrations/\(action.rawValue)") { request, context in
+                await change(request, context) { form, admin throws(Refusal) in try await apply(action, form, admin) }
+            }
+        }
+        router.get("/console/audit") { request, context in await show(request, context, audit) }
+        router.get("/console/destinations") { request, context in await show(request, context, destinations) }
+    }
+
+    // MARK: Sessions and forms
+
+    /// The admin whose session the request's cookie names, if it is live and the admin tokens
+    /// have not changed since the sign-in.
+    private func signedIn(_ request: Request, _ context: MidtierRequestContext) -> SignedIn? {
+        let cookie = request.cookies[Self.sessionCookie]?.value
+        guard let session = sessions.session(cookie), let cookie else { return nil }
+        guard session.isStamped(authenticator.credentialStamp) else {
+            sessions.end(cookie)
+            return nil
+        }
+        return SignedIn(admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: sessions.takeNotice(for: cookie),
+                        actor: Actor(name: session.subject, source: context.clientIP ?? ""))
+    }
+
+    /// A page for a signed-in admin; others go to the sign-in page.
+    private func show(_ request: Request, _ context: MidtierRequestContext,
+                      _ page: (Request, SignedIn) async throws(Refusal) -> Response) async -> Response {
+        guard let admin = signedIn(request, context) else { return Pages.redirect(to: "/console/sign-in") }
+        do throws(Refusal) {
+            return try await page(request, admin)
+        } catch {
+            return problem(error, admin: admin, back: "/console/")
+        }
+    }
+
+    /// A form that changes something: only from a signed-in admin's own page (its session's
+    /// CSRF token), then back to a page with what happened.
+    private func change(_ request: Request, _ context: MidtierRequestContext,
+                        _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
+        guard let admin = signedIn(request, context) else { return Pages.redirect(to: "/console/sign-in") }
+        do throws(Refusal) {
+            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
+            let form = try await FormBody.read(request)
+            guard let token = form["csrf"], RandomToken.same(token, admin.csrf) else {
+                logger.warning("console form without its session's CSRF token refused", metadata: ["path": "\(request.uri.path)", "by": "\(admin.admin)"])
+                throw Refusal.forbidden("the form is not from this console session; reload the page and try again")
+            }
+            return try await action(form, admin)
+        } catch {
+            return problem(error, admin: admin, back: "/console/")
+        }
+    }
+
+    private func problem(_ refusal: Refusal, admin: SignedIn?, back: String) -> Response {
+        var values = base(admin, nav: nil)
+        values["heading"] = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
+        values["message"] = refusal.message
+        values["back"] = back
+        return pages.page("console-problem", values, status: refusal.status)
+    }
+
+    /// What every page's layout reads.
+    private func base(_ admin: SignedIn?, nav: String?) -> [String: Any] {
+        var values: [String: Any] = [:]
+        if let admin {
+            values["admin"] = admin.admin
+            values["csrf"] = admin.csrf
+            if let notice = admin.notice { values["notice"] = notice }
+        }
+        if let nav { values["nav"] = [nav: true] }
+        return values
+    }
+
+    // MARK: Sign-in
+
+    /// The sign-in form. Its token (kept in a cookie too) shows that a post comes from this
+    /// form, before there is a session to hold one.
+    private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok,
+                            retryAfter: Int? = nil) -> Response {
+        if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, sessions.session(cookie) != nil {
+            return Pages.redirect(to: "/console/")
+        }
+        let token = RandomToken.make()
+        var values: [String: Any] = ["signInToken": token, "idleMinutes": sessions.idleSeconds / 60]
+        if let problem { values["problem"] = problem }
+        var response = pages.page("console-sign-in", values, status: status)
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        response.setCookie(Pages.cookie(Self.signInCookie, token, path: Self.cookiePath, secure: facts.secure(), maxAge: 3600))
+        return response
+    }
+
+    private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
+        let form: FormBody
+        do throws(Refusal) {
+            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
+            form = try await FormBody.read(request)
+        } catch {
+            return signInPage(request, problem: error.message, status: error.status)
+        }
+        guard let expected = request.cookies[Self.signInCookie]?.value, let sent = form["csrf"], RandomToken.same(sent, expected) else {
+            return signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
+        }
+        let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        switch await authenticator.authenticate(token: token, client: context.clientIP) {
+        case .success(let admin):
+            let cookie = sessions.start(admin, credentialStamp: authenticator.credentialStamp)
+            logger.notice("console sign-in", metadata: ["by": "\(admin)", "source": "\(context.clientIP ?? "")"])
+            var response = Pages.redirect(to: "/console/")
+            response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: facts.secure(), maxAge: nil))
+            response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: facts.secure(), maxAge: 0))
+            return response
+        case .failure(.invalid):
+            return signInPage(request, problem: "That is not a valid admin token.", status: .unauthorized)
+        case .failure(.throttled(let seconds)):
+            return signInPage(request, problem: "Too many failed sign-ins from here; try again in \(seconds) s.",
+                              status: .tooManyRequests, retryAfter: seconds)
+        case .failure(.busy(let seconds)):
+            return signInPage(request, problem: "Too many sign-ins are being checked; try again in \(seconds) s.",
+                              status: .serviceUnavailable, retryAfter: seconds)
+        }
+    }
+
+    // MARK: Pages
+
+    private func overview(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        var values = base(admin, nav: "overview")
+        let configuration = facts.configuration()
+        values["storeReachable"] = await facts.storeReachable()
+        values["storeKind"] = facts.storeKind
+        values["apps"] = configuration.apps
+        values["destinations"] = configuration.destinations
+        values["users"] = configuration.users
+        let exchanges = facts.exchanges().sorted { $0.key < $1.key }.map { name, totals -> [String: Any] in
+            ["destination": name, "total": totals.exchanges, "failures": totals.failures, "failed": totals.failures > 0]
+        }
+        values["exchanges"] = exchanges
+        values["hasExchanges"] = !exchanges.isEmpty
+        return pages.page("console-overview", values)
+    }
+
+    private func users(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let query = try FormBody.query(request)
+        let id = query["id"] ?? ""
+        let realm = query["realm"] ?? UserIdentity.localRealm
+        var values = base(admin, nav: "users")
+        values["query"] = ["id": id]
+        values["realms"] = realmOptions(selected: realm)
+        guard !id.isEmpty else { return pages.page("console-users", values) }
+        let user = UserIdentity(realm: realm, id: id)
+        do throws(Refusal) {
+            let record = try await administration.user(user)
+            var shown: [String: Any] = ["id": user.id, "realm": user.realm, "known": record.known]
+            if !user.isLocal { shown["realmLabel"] = user.realm }
+            shown["history"] = Self.path("/console/audit", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)]))
+            shown["registrationsPage"] = Self.registrationsPage(of: user)
+            if let block = record.block {
+                shown["block"] = ["type": block.kind.rawValue, "since": Pages.time(block.since), "by": block.by, "reason": block.reason]
+            }
+            shown["registrations"] = record.registrations.map(registrationRow)
+            shown["hasRegistrations"] = !record.registrations.isEmpty
+            values["user"] = shown
+        } catch where error.status == .notFound {
+            values["missing"] = user.description
+            if user.isLocal {
+                let suggestions = facts.localUserIDs().filter { $0.hasPrefix(id) && $0 != id }.sorted().prefix(20)
+                values["suggestions"] = suggestions.map { ["id": $0, "urlID": Self.queryValue($0)] }
+                values["hasSuggestions"] = !suggestions.isEmpty
+            }
+        }
+        return pages.page("console-users", values)
+    }
+
+    private func block(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let user = UserIdentity(realm: form["realm"] ?? UserIdentity.localRealm, id: try form.required("id"))
+        guard let kind = form["type"].flatMap(UserBlock.Kind.init(rawValue:)) else {
+            throw Refusal.badRequest("type must be one of traffic, registration, all")
+        }
+        _ = try await administration.block(user, kind: kind, reason: form["reason"] ?? "", by: admin.actor)
+        sessions.leaveNotice("\(user) is blocked (\(kind.rawValue)).", for: admin.cookie)
+        return Pages.redirect(to: Self.userPage(user))
+    }
+
+    private func unblock(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let user = UserIdentity(realm: form["realm"] ?? UserIdentity.localRealm, id: try form.required("id"))
+        try await administration.unblock(user, by: admin.actor)
+        sessions.leaveNotice("\(user) is no longer blocked.", for: admin.cookie)
+        return Pages.redirect(to: Self.userPage(user))
+    }
+
+    private func registrations(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let query = try FormBody.query(request)
+        let userID = query["user"] ?? ""
+        let realm = query["realm"] ?? UserIdentity.localRealm
+        let app = query["app"] ?? ""
+        let stateText = query["state"] ?? ""
+        var filter = RegistrationFilter()
+        if !userID.isEmpty { filter.user = UserIdentity(realm: realm, id: userID) }
+        if !app.isEmpty { filter.app = app }
+        if !stateText.isEmpty {
+            guard let state = Registration.State(rawValue: stateText) else { throw .badRequest("state must be one of active, locked, wiped") }
+            filter.state = state
+        }
+        let found = try await administration.registrations(matching: filter)
+        let shown = found.sorted { $0.createdAt > $1.createdAt }.prefix(Self.registrationRows)
+        var values = base(admin, nav: "registrations")
+        values["query"] = ["user": userID]
+        values["realms"] = realmOptions(selected: realm)
+        values["apps"] = facts.apps().sorted().map { ["value": $0, "selected": $0 == app] }
+        values["states"] = ["active", "locked", "wiped"].map { ["value": $0, "selected": $0 == stateText] }
+        values["registrations"] = shown.map(registrationRow)
+        values["hasRegistrations"] = !shown.isEmpty
+        if found.count > shown.count {
+            values["truncated"] = true
+            values["shown"] = shown.count
+            values["total"] = found.count
+        }
+        return pages.page("console-registrations", values)
+    }
+
+    /// The confirmation step before a lock, unlock, wipe or delete.
+    private func confirm(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let query = try FormBody.query(request)
+        guard let action = query["action"].flatMap(ConsoleAction.init(rawValue:)) else {
+            throw .badRequest("action must be one of lock, unlock, wipe, delete")
+        }
+        guard let id = query["id"], !id.isEmpty else { throw .badRequest("the registration id is missing") }
+        let registration = try await administration.registration(id: id)
+        var values = base(admin, nav: "registrations")
+        values["action"] = action.rawValue
+        values["label"] = action.label
+        values["consequence"] = action.consequence
+        values["id"] = registration.id
+        values["user"] = registration.user.description
+        values["app"] = registration.appId
+        values["deviceType"] = registration.deviceType
+        values["deviceModel"] = registration.deviceModel
+        values["state"] = registration.state.rawValue
+        values["back"] = Self.registrationsPage(of: registration.user)
+        return pages.page("console-confirm", values)
+    }
+
+    private func apply(_ action: ConsoleAction, _ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let id = try form.required("id")
+        let registration = try await administration.registration(id: id)
+        switch action {
+        case .lock: _ = try await administration.apply(.lock, to: id, by: admin.actor)
+        case .unlock: _ = try await administration.apply(.unlock, to: id, by: admin.actor)
+        case .wipe: _ = try await administration.apply(.wipe, to: id, by: admin.actor)
+        case .delete: try await administration.delete(id: id, by: admin.actor)
+        }
+        sessions.leaveNotice("Registration \(id) of \(registration.user) is \(action.done).", for: admin.cookie)
+        return Pages.redirect(to: Self.registrationsPage(of: registration.user))
+    }
+
+    private func audit(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        let query = try FormBody.query(request)
+        let userID = query["user"] ?? ""
+        let realm = query["realm"] ?? UserIdentity.localRealm
+        let registration = query["registration"] ?? ""
+        var before: Int64?
+        if let text = query["before"], !text.isEmpty {
+            guard let sequence = Int64(text), sequence > 0 else { throw .badRequest("before must be an audit sequence number") }
+            before = sequence
+        }
+        let subject: AuditSubject? = !registration.isEmpty ? .registration(registration)
+            : !userID.isEmpty ? .user(UserIdentity(realm: realm, id: userID)) : nil
+        let entries = try await administration.recentAudit(before: before, about: subject, limit: Self.auditPage)
+        var values = base(admin, nav: "audit")
+        values["query"] = ["user": userID, "registration": registration]
+        values["realms"] = realmOptions(selected: realm)
+        values["entries"] = entries.map { entry -> [String: Any] in
+            ["sequence": entry.sequence, "at": Pages.time(entry.at), "actor": entry.actor, "action": entry.action,
+             "target": entry.target, "detail": entry.detail, "source": entry.source]
+        }
+        values["hasEntries"] = !entries.isEmpty
+        var filters: [(String, String)] = []
+        if !userID.isEmpty { filters += [("user", userID), ("realm", realm)] }
+        if !registration.isEmpty { filters.append(("registration", registration)) }
+        if before != nil { values["newer"] = Self.path("/console/audit", filters) }
+        if entries.count == Self.auditPage, let last = entries.last {
+            values["older"] = Self.path("/console/audit", filters + [("before", String(last.sequence))])
+        }
+        return pages.page("console-audit", values)
+    }
+
+    private func destinations(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
+        var values = base(admin, nav: "destinations")
+        values["destinations"] = administration.destinations().sorted { $0.name < $1.name }.map { destination -> [String: Any] in
+            var row: [String: Any] = ["name": destination.name, "url": destination.url, "timeout": destination.timeoutMilliseconds,
+                                      "headers": destination.extraHeaders.map(\.name).joined(separator: ", ")]
+            switch destination.authentication {
+            case .noAuthentication:
+                row["authentication"] = "none"
+            case .basic(let user, _):
+                row["authentication"] = "Basic"
+                row["user"] = user
+            case .samlBearer(let settings):
+                row["authentication"] = "SAML bearer"
+                row["tokenService"] = settings.tokenServiceURL
+            }
+            return row
+        }
+        return pages.page("console-destinations", values)
+    }
+
+    // MARK: Helpers
+
+    private func registrationRow(_ registration: Registration) -> [String: Any] {
+        [
+            "id": registration.id, "user": registration.user.description, "app": registration.appId,
+            "deviceType": registration.deviceType, "deviceModel": registration.deviceModel,
+            "created": Pages.time(registration.createdAt), "lastContact": Pages.time(registration.lastContactAt),
+            "state": registration.state.rawValue,
+            "history": Self.path("/console/audit", [("registration", registration.id)]),
+            "actions": ConsoleAction.allowed(from: registration.state).map { action in
+                ["action": action.rawValue, "label": action.label, "registrationID": Self.queryValue(registration.id)]
+            },
+        ]
+    }
+
+    /// `users.json` and each configured issuer, with `selected` chosen (also when it is none
+    /// of them: a realm from an older configuration).
+    private func realmOptions(selected: String) -> [[String: Any]] {
+        var realms = [UserIdentity.localRealm] + facts.realms().sorted()
+        if !realms.contains(where: { UserIdentity.sameBytes($0, selected) }) { realms.append(selected) }
+        return realms.map { realm in
+            ["value": realm, "label": realm.isEmpty ? "users.json" : realm, "selected": UserIdentity.sameBytes(realm, selected)]
+        }
+    }
+
+    static func userPage(_ user: UserIdentity) -> String {
+        path("/console/users", [("id", user.id)] + (user.isLocal ? [] : [("realm", user.realm)]))
+    }
+
+    static func registrationsPage(of user: UserIdentity) -> String {
+        path("/console/registrations", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)]))
+    }
+
+    static func path(_ path: String, _ query: [(String, String)]) -> String {
+        query.isEmpty ? path : path + "?" + query.map { "\($0.0)=\(queryValue($0.1))" }.joined(separator: "&")
+    }
+
+    /// A query value percent-encoded (everything but unreserved characters).
+    static func queryValue(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? ""
+    }
+}
+
+/// What an admin can do to a registration from the console.
+enum ConsoleAction: String, CaseIterable, Sendable {
+    case lock, unlock, wipe, delete
+
+    var label: String { rawValue.prefix(1).uppercased() + rawValue.dropFirst() }
+
+    var done: String {
+        switch self {
+        case .lock: "locked"
+        case .unlock: "unlocked"
+        case .wipe: "wiped"
+        case .delete: "deleted"
+        }
+    }
+
+    var consequence: String {
+        switch self {
+        case .lock: "Its app's calls are refused (TRAFFIC_REG_LOCKED) until it is unlocked; its back-end sessions end."
+        case .unlock: "Its app may call back ends again."
+        case .wipe: "Its app's calls are refused for good (TRAFFIC_REG_WIPED) and the app deletes its data. This cannot be undone."
+        case .delete: "The registration is removed and its id is never used again; the device must onboard again."
+        }
+    }
+
+    static func allowed(from state: Registration.State) -> [ConsoleAction] {
+        switch state {
+        case .active: [.lock, .wipe, .delete]
+        case .locked: [.unlock, .wipe, .delete]
+        case .wiped: [.delete]
+        }
+    }
+}
+
+extension CharacterSet {
+    /// RFC 3986 unreserved: letters, digits, `-._~`.
+    static let urlUnreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

@@ -1,0 +1,255 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import MidtierConfiguration
+import MidtierCore
+import MidtierHTTP
+import Registrations
+
+/// How a person signs in to the self-service page: the device API's own sign-in rules
+/// (docs/identity.md), given by the server.
+package protocol PageSignIn: Sendable {
+    /// A `users.json` user by name and password (throttled like every Basic sign-in); the
+    /// user and a stamp of the credentials they signed in with.
+    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> (user: UserIdentity, stamp: String)
+    /// A user of a jwt app by a token of its identity provider.
+    func signIn(token: String) async throws(Refusal) -> (user: UserIdentity, stamp: String)
+    /// Whether any app takes tokens (the page offers the token form then).
+    var takesTokens: Bool { get }
+    /// The stamp of `user`'s credentials now; nil when they can no longer sign in (removed
+    /// from `users.json`, or their issuer no longer configured). A session whose stamp
+    /// differs ends (a password changed, for example).
+    func stamp(of user: UserIdentity) -> String?
+}
+
+/// The self-service page on the device listener, under `/mobileservices/me/` (docs/console.md,
+/// "Lock my lost phone"): a person signs in, sees their own devices and locks or wipes one,
+/// through the same `RegistrationService` calls as the self-service API, audited as
+/// `user:<id>`. Nobody else's device is ever listed, confirmed or changed: every registration
+/// is checked to be the signed-in user's (by the exact bytes of realm and id).
+package struct SelfServicePageRoutes: Sendable {
+    let registrations: RegistrationService
+    let signIn: any PageSignIn
+    /// Whether devices reach Midtier over https (`publicURL`): the cookies are `Secure` then.
+    let secure: @Sendable () -> Bool
+    let pages: Pages
+    let sessions: PageSessions<UserIdentity>
+    let logger: Logger
+
+    static let sessionCookie = "midtier_me"
+    static let signInCookie = "midtier_me_sign_in"
+    static let cookiePath = "/mobileservices/me/"
+    static let home = "/mobileservices/me/"
+
+    package init(registrations: RegistrationService, signIn: any PageSignIn, secure: @escaping @Sendable () -> Bool,
+                 pages: Pages = Pages(), sessions: PageSessions<UserIdentity> = PageSessions(), logger: Logger) {
+        self.registrations = registrations
+        self.signIn = signIn
+        self.secure = secure
+        self.pages = pages
+        self.sessions = sessions
+        self.logger = logger
+    }
+
+    struct SignedIn {
+        let user: UserIdentity
+        let cookie: String
+        let csrf: String
+        let notice: String?
+    }
+
+    package func add(to router: Router<MidtierRequestContext>) {
+        router.get("/mobileservices/me/style.css") { _, _ in Pages.stylesheet() }
+        router.get("/mobileservices/me/") { request, context in
+            guard let user = signedIn(request) else { return signInPage(request) }
+            return await respond(user) { () throws(Refusal) in try await devices(user) }
+        }
+        router.post("/mobileservices/me/sign-in") { request, context in await signIn(request, context) }
+        router.post("/mobileservices/me/sign-out") { request, _ in
+            await change(request) { _, _ throws(Refusal) in
+                sessions.end(request.cookies[Self.sessionCookie]?.value)
+                var response = Pages.redirect(to: Self.home)
+                response.setCookie(Pages.cookie(Self.sessionCookie, "", path: Self.cookiePath, secure: secure(), maxAge: 0))
+                return response
+            }
+        }
+        router.get("/mobileservices/me/confirm") { request, _ in
+            guard let user = signedIn(request) else { return Pages.redirect(to: Self.home) }
+            return await respond(user) { () throws(Refusal) in try await confirm(request, user) }
+        }
+        for action in [RegistrationAction.lock, .wipe] {
+            router.post("/mobileservices/me/\(action.rawValue)") { request, context in
+                await change(request) { form, user throws(Refusal) in try await apply(action, form, user, client: context.clientIP) }
+            }
+        }
+    }
+
+    // MARK: Sessions and forms
+
+    private func signedIn(_ request: Request) -> SignedIn? {
+        let cookie = request.cookies[Self.sessionCookie]?.value
+        guard let session = sessions.session(cookie), let cookie else { return nil }
+        guard let stamp = signIn.stamp(of: session.subject), session.isStamped(stamp) else {
+            sessions.end(cookie)
+            return nil
+        }
+        return SignedIn(user: session.subject, cookie: cookie, csrf: session.csrfToken, notice: sessions.takeNotice(for: cookie))
+    }
+
+    private func respond(_ user: SignedIn, _ page: () async throws(Refusal) -> Response) async -> Response {
+        do throws(Refusal) {
+            return try await page()
+        } catch {
+            return problem(error, user: user)
+        }
+    }
+
+    private func change(_ request: Request, _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
+        guard let user = signedIn(request) else { return Pages.redirect(to: Self.home) }
+        return await respond(user) { () throws(Refusal) in
+            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
+            let form = try await FormBody.read(request)
+            guard let token = form["csrf"], RandomToken.same(token, user.csrf) else {
+                logger.warning("self-service form without its session's CSRF token refused", metadata: ["user": "\(user.user)"])
+                throw Refusal.forbidden("the form is not from this session; reload the page and try again")
+            }
+            return try await action(form, user)
+        }
+    }
+
+    private func problem(_ refusal: Refusal, user: SignedIn?) -> Response {
+        var values = base(user)
+        values["heading"] = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
+        values["message"] = refusal.message
+        return pages.page("me-problem", values, status: refusal.status)
+    }
+
+    private func base(_ user: SignedIn?) -> [String: Any] {
+        var values: [String: Any] = [:]
+        if let user {
+            values["user"] = user.user.description
+            values["csrf"] = user.csrf
+            if let notice = user.notice { values["notice"] = notice }
+        }
+        return values
+    }
+
+    // MARK: Sign-in
+
+    private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok, retryAfter: Int? = nil) -> Response {
+        let token = RandomToken.make()
+        var values: [String: Any] = ["signInToken": token, "tokenSignIn": signIn.takesTokens]
+        if let problem { values["problem"] = problem }
+        var response = pages.page("me-sign-in", values, status: status)
+        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+        response.setCookie(Pages.cookie(Self.signInCookie, token, path: Self.cookiePath, secure: secure(), maxAge: 3600))
+        return response
+    }
+
+    private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
+        do throws(Refusal) {
+            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
+            let form = try await FormBody.read(request)
+            guard let expected = request.cookies[Self.signInCookie]?.value, let sent = form["csrf"], RandomToken.same(sent, expected) else {
+                throw Refusal.forbidden("The sign-in form had expired; please sign in again.")
+            }
+            let (user, stamp): (UserIdentity, String)
+            if let token = form["token"] {
+                (user, stamp) = try await signIn.signIn(token: token.trimmingCharacters(in: .whitespacesAndNewlines))
+            } else {
+                (user, stamp) = try await signIn.signIn(user: try form.required("user"), password: form["password"] ?? "", client: context.clientIP)
+            }
+            let cookie = sessions.start(user, credentialStamp: stamp)
+            logger.info("self-service page sign-in", metadata: ["user": "\(user)"])
+            var response = Pages.redirect(to: Self.home)
+            response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: secure(), maxAge: nil))
+            response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: secure(), maxAge: 0))
+            return response
+        } catch {
+            // The same words whether the name exists or not (the device API's rule).
+            let message = error.status == .unauthorized ? "The user name, password or token is not right." : error.message
+            return signInPage(request, problem: message, status: error.status, retryAfter: error.retryAfter)
+        }
+    }
+
+    // MARK: Pages
+
+    private func devices(_ user: SignedIn) async throws(Refusal) -> Response {
+        let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user.user))
+        }
+        // The store selects by realm and id; checked again here, by bytes, before anything is shown.
+        let mine = owned.filter { $0.user == user.user }.sorted { $0.createdAt > $1.createdAt }
+        var values = base(user)
+        values["devices"] = mine.map { registration -> [String: Any] in
+            var row = Self.describe(registration)
+            row["actions"] = Self.actions(for: registration.state).map { action in
+                ["action": action.rawValue, "label": Self.label(action), "registrationID": ConsoleRoutes.queryValue(registration.id)]
+            }
+            return row
+        }
+        values["hasDevices"] = !mine.isEmpty
+        return pages.page("me-devices", values)
+    }
+
+    private func confirm(_ request: Request, _ user: SignedIn) async throws(Refusal) -> Response {
+        let query = try FormBody.query(request)
+        guard let action = query["action"].flatMap(RegistrationAction.init(rawValue:)), action != .unlock else {
+            throw .badRequest("action must be lock or wipe")
+        }
+        let registration = try await own(query["id"] ?? "", of: user)
+        var values = base(user).merging(Self.describe(registration)) { $1 }
+        values["action"] = action.rawValue
+        values["label"] = Self.label(action)
+        values["consequence"] = action == .lock
+            ? "The app on this device can no longer reach company data. An administrator can unlock it."
+            : "The app on this device can never reach company data again and deletes what it holds. This cannot be undone."
+        return pages.page("me-confirm", values)
+    }
+
+    private func apply(_ action: RegistrationAction, _ form: FormBody, _ user: SignedIn, client: String?) async throws(Refusal) -> Response {
+        let registration = try await own(try form.required("id"), of: user)
+        let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.apply(action, to: registration.id, by: .user(user.user, source: client ?? ""))
+        }
+        switch result {
+        case .changed:
+            logger.notice("registration \(action.rawValue) by its user (page)", metadata: ["registration": "\(registration.id)", "user": "\(user.user)"])
+            sessions.leaveNotice("\(registration.deviceModel.isEmpty ? "The device" : registration.deviceModel) is \(action == .lock ? "locked" : "wiped").",
+                                 for: user.cookie)
+            return Pages.redirect(to: Self.home)
+        case .notFound:
+            throw .notFound("that device is not one of yours")
+        case .refused(let current):
+            throw Refusal(.conflict, code: "CONFLICT", "that device is \(current.rawValue) and cannot be locked")
+        }
+    }
+
+    /// The registration `id` if it is the signed-in user's; for anyone else it does not exist.
+    private func own(_ id: String, of user: SignedIn) async throws(Refusal) -> Registration {
+        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.registration(id: id) }
+        guard let found, found.user == user.user else { throw .notFound("that device is not one of yours") }
+        return found
+    }
+
+    static func describe(_ registration: Registration) -> [String: Any] {
+        [
+            "id": registration.id, "model": registration.deviceModel.isEmpty ? "(unnamed device)" : registration.deviceModel,
+            "type": registration.deviceType, "app": registration.appId, "created": Pages.time(registration.createdAt),
+            "lastContact": Pages.time(registration.lastContactAt), "state": registration.state.rawValue,
+        ]
+    }
+
+    static func actions(for state: Registration.State) -> [RegistrationAction] {
+        switch state {
+        case .active: [.lock, .wipe]
+        case .locked: [.wipe]
+        case .wiped: []
+        }
+    }
+
+    static func label(_ action: RegistrationAction) -> String {
+        action == .lock ? "Lock" : "Wipe"
+    }
+}

@@ -1,0 +1,272 @@
+// The admin console's pages (docs/console.md). Every page but sign-in extends
+// `console-layout`, which carries the navigation and the sign-out form.
+
+extension Templates {
+    static let consoleLayout = """
+    <!DOCTYPE html>
+    <html lang="en">
+    <head>
+    <meta charset="utf-8">
+    <meta name="viewport" content="width=device-width, initial-scale=1">
+    <title>{{$title}}Midtier{{/title}} · Midtier console</title>
+    <link rel="stylesheet" href="/console/style.css">
+    </head>
+    <body>
+    <header class="bar">
+      <span class="brand">Midtier console</span>
+      {{#admin}}
+      <nav>
+        <a href="/console/"{{#nav.overview}} aria-current="page"{{/nav.overview}}>Overview</a>
+        <a href="/console/users"{{#nav.users}} aria-current="page"{{/nav.users}}>Users</a>
+        <a href="/console/registrations"{{#nav.registrations}} aria-current="page"{{/nav.registrations}}>Registrations</a>
+        <a href="/console/audit"{{#nav.audit}} aria-current="page"{{/nav.audit}}>Audit</a>
+        <a href="/console/destinations"{{#nav.destinations}} aria-current="page"{{/nav.destinations}}>Destinations</a>
+      </nav>
+      <form method="post" action="/console/sign-out" class="sign-out">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <span class="who">{{admin}}</span>
+        <button type="submit" id="sign-out">Sign out</button>
+      </form>
+      {{/admin}}
+    </header>
+    <main>
+    {{#notice}}<p class="notice" id="notice" role="status">{{notice}}</p>{{/notice}}
+    {{$content}}{{/content}}
+    </main>
+    </body>
+    </html>
+    """
+
+    static let consoleSignIn = """
+    {{<console-layout}}
+    {{$title}}Sign in{{/title}}
+    {{$content}}
+    <h1>Sign in</h1>
+    {{#problem}}<p class="problem" id="problem" role="alert">{{problem}}</p>{{/problem}}
+    <form method="post" action="/console/sign-in" class="card narrow">
+      <input type="hidden" name="csrf" value="{{signInToken}}">
+      <label for="token">Admin token</label>
+      <input type="password" id="token" name="token" autocomplete="off" required autofocus>
+      <button type="submit" id="sign-in">Sign in</button>
+    </form>
+    <p class="hint">An admin token is one whose hash is in <code>adminTokenHashes</code> of <code>midtier.json</code>.
+    The console signs you out after {{idleMinutes}} minutes without a request.</p>
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleOverview = """
+    {{<console-layout}}
+    {{$title}}Overview{{/title}}
+    {{$content}}
+    <h1>Overview</h1>
+    <section class="cards">
+      <div class="card">
+        <h2>Store</h2>
+        {{#storeReachable}}<p class="ok" id="store-state">reachable</p>{{/storeReachable}}
+        {{^storeReachable}}<p class="bad" id="store-state">not answering</p>{{/storeReachable}}
+        <p class="hint">{{storeKind}}</p>
+      </div>
+      <div class="card">
+        <h2>Configuration</h2>
+        <p class="ok">loaded</p>
+        <p>{{apps}} apps, {{destinations}} destinations, {{users}} users in users.json</p>
+      </div>
+    </section>
+    <h2>Token exchanges since start</h2>
+    {{#hasExchanges}}
+    <table>
+      <thead><tr><th>Destination</th><th>Exchanges</th><th>Failed</th></tr></thead>
+      <tbody>
+      {{#exchanges}}<tr><td>{{destination}}</td><td>{{total}}</td><td{{#failed}} class="bad"{{/failed}}>{{failures}}</td></tr>{{/exchanges}}
+      </tbody>
+    </table>
+    {{/hasExchanges}}
+    {{^exchanges}}<p class="hint">None yet.</p>{{/exchanges}}
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleUsers = """
+    {{<console-layout}}
+    {{$title}}Users{{/title}}
+    {{$content}}
+    <h1>Users</h1>
+    <form method="get" action="/console/users" class="filters">
+      <label for="user-id">User id</label>
+      <input id="user-id" name="id" value="{{query.id}}" required>
+      <label for="user-realm">Realm</label>
+      <select id="user-realm" name="realm">
+        {{#realms}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/realms}}
+      </select>
+      <button type="submit" id="find-user">Find</button>
+    </form>
+    {{#hasSuggestions}}
+    <p class="hint">users.json ids starting like that:
+      {{#suggestions}}<a href="/console/users?id={{urlID}}">{{id}}</a> {{/suggestions}}</p>
+    {{/hasSuggestions}}
+    {{#missing}}<p class="problem" id="problem">No user {{missing}} is known: not in users.json, never blocked, no registrations.</p>{{/missing}}
+    {{#user}}
+    <section class="card" id="user">
+      <h2><span id="user-name">{{id}}</span>{{#realmLabel}} <span class="realm">of {{realmLabel}}</span>{{/realmLabel}}</h2>
+      <p>{{#known}}In users.json.{{/known}}{{^known}}Not in users.json.{{/known}}</p>
+      {{#block}}
+      <p class="bad" id="block-state">Blocked ({{type}}) since {{since}} by {{by}}{{#reason}}: {{reason}}{{/reason}}</p>
+      <form method="post" action="/console/users/unblock">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <input type="hidden" name="id" value="{{id}}">
+        <input type="hidden" name="realm" value="{{realm}}">
+        <button type="submit" id="unblock">Unblock</button>
+      </form>
+      {{/block}}
+      {{^block}}
+      <p class="ok" id="block-state">Not blocked</p>
+      <form method="post" action="/console/users/block" class="inline">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <input type="hidden" name="id" value="{{id}}">
+        <input type="hidden" name="realm" value="{{realm}}">
+        <label for="block-type">Block</label>
+        <select id="block-type" name="type">
+          <option value="all">everything (traffic and new registrations)</option>
+          <option value="traffic">traffic only</option>
+          <option value="registration">new registrations only</option>
+        </select>
+        <label for="block-reason">Reason</label>
+        <input id="block-reason" name="reason" maxlength="1000">
+        <button type="submit" id="block">Block</button>
+      </form>
+      {{/block}}
+      <p><a href="{{history}}" id="user-history">This user's audit trail</a> · <a href="{{registrationsPage}}">Registrations page</a></p>
+      <h3>Registrations</h3>
+      {{>console-registration-table}}
+    </section>
+    {{/user}}
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    /// The registrations table of the users and registrations pages.
+    static let consoleRegistrationTable = """
+    {{#hasRegistrations}}
+    <table class="registrations">
+      <thead><tr><th>Id</th><th>User</th><th>App</th><th>Device</th><th>Created</th><th>Last contact</th><th>State</th><th>Actions</th></tr></thead>
+      <tbody>
+      {{#registrations}}
+      <tr id="registration-{{id}}">
+        <td class="mono">{{id}}</td><td>{{user}}</td><td>{{app}}</td><td>{{deviceType}} {{deviceModel}}</td>
+        <td>{{created}}</td><td>{{lastContact}}</td><td class="state-{{state}}">{{state}}</td>
+        <td class="actions">{{#actions}}<a href="/console/registrations/confirm?id={{registrationID}}&amp;action={{action}}" class="action-{{action}}">{{label}}</a> {{/actions}}<a href="{{history}}" class="history">History</a></td>
+      </tr>
+      {{/registrations}}
+      </tbody>
+    </table>
+    {{/hasRegistrations}}
+    {{^registrations}}<p class="hint">No registrations.</p>{{/registrations}}
+    """
+
+    static let consoleRegistrations = """
+    {{<console-layout}}
+    {{$title}}Registrations{{/title}}
+    {{$content}}
+    <h1>Registrations</h1>
+    <form method="get" action="/console/registrations" class="filters">
+      <label for="filter-user">User</label>
+      <input id="filter-user" name="user" value="{{query.user}}">
+      <label for="filter-realm">Realm</label>
+      <select id="filter-realm" name="realm">
+        {{#realms}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/realms}}
+      </select>
+      <label for="filter-app">App</label>
+      <select id="filter-app" name="app">
+        <option value="">any</option>
+        {{#apps}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/apps}}
+      </select>
+      <label for="filter-state">State</label>
+      <select id="filter-state" name="state">
+        <option value="">any</option>
+        {{#states}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/states}}
+      </select>
+      <button type="submit" id="filter">Filter</button>
+    </form>
+    {{>console-registration-table}}
+    {{#truncated}}<p class="hint">Showing the first {{shown}} of {{total}}; narrow the filter to see the others.</p>{{/truncated}}
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleConfirm = """
+    {{<console-layout}}
+    {{$title}}Confirm{{/title}}
+    {{$content}}
+    <h1>{{label}} registration {{id}}?</h1>
+    <section class="card narrow">
+      <p>{{deviceType}} {{deviceModel}} of <strong>{{user}}</strong> in app {{app}}, now {{state}}.</p>
+      <p class="consequence">{{consequence}}</p>
+      <form method="post" action="/console/registrations/{{action}}">
+        <input type="hidden" name="csrf" value="{{csrf}}">
+        <input type="hidden" name="id" value="{{id}}">
+        <button type="submit" id="confirm" class="danger">{{label}}</button>
+        <a href="{{back}}" id="cancel">Cancel</a>
+      </form>
+    </section>
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleAudit = """
+    {{<console-layout}}
+    {{$title}}Audit{{/title}}
+    {{$content}}
+    <h1>Audit</h1>
+    <form method="get" action="/console/audit" class="filters">
+      <label for="audit-user">User</label>
+      <input id="audit-user" name="user" value="{{query.user}}">
+      <label for="audit-realm">Realm</label>
+      <select id="audit-realm" name="realm">
+        {{#realms}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/realms}}
+      </select>
+      <label for="audit-registration">or registration</label>
+      <input id="audit-registration" name="registration" value="{{query.registration}}">
+      <button type="submit" id="filter">Filter</button>
+    </form>
+    {{#hasEntries}}
+    <table class="audit">
+      <thead><tr><th>#</th><th>When</th><th>Who</th><th>What</th><th>Target</th><th>Detail</th><th>From</th></tr></thead>
+      <tbody>
+      {{#entries}}<tr><td>{{sequence}}</td><td>{{at}}</td><td>{{actor}}</td><td>{{action}}</td><td>{{target}}</td><td>{{detail}}</td><td>{{source}}</td></tr>{{/entries}}
+      </tbody>
+    </table>
+    {{/hasEntries}}
+    {{^entries}}<p class="hint">No entries.</p>{{/entries}}
+    <p class="pager">{{#newer}}<a href="{{newer}}" id="newest">Newest</a>{{/newer}} {{#older}}<a href="{{older}}" id="older">Older</a>{{/older}}</p>
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleDestinations = """
+    {{<console-layout}}
+    {{$title}}Destinations{{/title}}
+    {{$content}}
+    <h1>Destinations</h1>
+    <p class="hint">As configured, without passwords, keys or key files.</p>
+    <table>
+      <thead><tr><th>Name</th><th>URL</th><th>Authentication</th><th>Token service</th><th>Timeout</th><th>Added headers</th></tr></thead>
+      <tbody>
+      {{#destinations}}<tr><td>{{name}}</td><td class="mono">{{url}}</td><td>{{authentication}}{{#user}} ({{user}}){{/user}}</td><td class="mono">{{tokenService}}</td><td>{{timeout}} ms</td><td>{{headers}}</td></tr>{{/destinations}}
+      </tbody>
+    </table>
+    {{/content}}
+    {{/console-layout}}
+    """
+
+    static let consoleProblem = """
+    {{<console-layout}}
+    {{$title}}{{heading}}{{/title}}
+    {{$content}}
+    <h1>{{heading}}</h1>
+    <p class="problem" id="problem" role="alert">{{message}}</p>
+    <p><a href="{{back}}">Back</a></p>
+    {{/content}}
+    {{/console-layout}}
+    """
+}
