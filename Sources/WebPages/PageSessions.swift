@@ -51,9 +51,13 @@ package final class PageSessions<Subject: Sendable>: Sendable {
     /// Starts a session; returns the cookie value that names it.
     package func start(_ subject: Subject, credentialStamp: String) -> String {
         let id = RandomToken.make()
-        let now = self.now()
-        let session = Session(subject: subject, credentialStamp: Array(SHA256.hash(data: Array(credentialStamp.utf8))), csrfToken: RandomToken.make(), startedAt: now, lastSeen: now)
+        let stamp = Array(SHA256.hash(data: Array(credentialStamp.utf8)))
+        let csrfToken = RandomToken.make()
         sessions.withLock { sessions in
+            // The clock is read under the lock: a time read before it could be older than a
+            // `lastSeen` another request set meanwhile.
+            let now = self.now()
+            let session = Session(subject: subject, credentialStamp: stamp, csrfToken: csrfToken, startedAt: now, lastSeen: now)
             if sessions.count >= capacity {
                 sessions = sessions.filter { !isOver($0.value, at: now) }
                 if sessions.count >= capacity, let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
@@ -69,8 +73,8 @@ package final class PageSessions<Subject: Sendable>: Sendable {
     package func session(_ cookie: String?) -> Session? {
         guard let cookie, RandomToken.isWellFormed(cookie) else { return nil }
         let key = SessionKey(cookie)
-        let now = self.now()
         return sessions.withLock { sessions in
+            let now = self.now()
             guard var session = sessions[key] else { return nil }
             guard !isOver(session, at: now) else {
                 sessions[key] = nil
@@ -107,7 +111,10 @@ package final class PageSessions<Subject: Sendable>: Sendable {
     package var count: Int { sessions.withLock { $0.count } }
 
     private func isOver(_ session: Session, at now: UInt64) -> Bool {
-        now - session.lastSeen >= idleNanoseconds || now - session.startedAt >= lifetimeNanoseconds
+        // Saturating: a clock that stood still or went back means no time has passed.
+        let idle = now > session.lastSeen ? now - session.lastSeen : 0
+        let age = now > session.startedAt ? now - session.startedAt : 0
+        return idle >= idleNanoseconds || age >= lifetimeNanoseconds
     }
 }
 
