@@ -26,5 +26,9 @@ then, with the X-SMP-APPCID it returned:
        --data-urlencode '$top=3' --data-urlencode '$orderby=payDate desc' \
        http://localhost:8080/sf/odata/v2/EmployeePayrollRunResults
 
+In a browser: alice's devices at http://localhost:8080/mobileservices/me/ (alice /
+alice-demo-password), and the admin console at http://localhost:9090/console/ (admin token
+midtier-demo-admin-token).
+
 MSG
 "$bin" serve --config config

@@ -95,7 +95,7 @@ class AttackerPage(http.server.BaseHTTPRequestHandler):
 
 def browser():
     options = Options()
-    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1100,720",
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,800",
                      "--disable-extensions", "--no-first-run", "--password-store=basic"]:
         options.add_argument(argument)
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
