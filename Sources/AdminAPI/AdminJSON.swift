@@ -26,25 +26,14 @@ enum AdminJSON {
          "detail": e.detail, "source": e.source]
     }
 
-    /// A destination without secrets: no passwords, keys, passphrases or key file contents.
-    static func destination(_ d: DestinationConfiguration) -> [String: Any] {
-        var object: [String: Any] = ["name": d.name, "url": d.url, "timeout": d.timeoutMilliseconds,
-                                     "headers": d.extraHeaders.map(\.name), "queries": d.extraQueries.map(\.name)]
-        if let source = d.userIdSource { object["userIdSource"] = source }
-        switch d.authentication {
-        case .noAuthentication:
-            object["authentication"] = "NoAuthentication"
-        case .basic(let user, _):
-            object["authentication"] = "BasicAuthentication"
-            object["user"] = user
-        case .samlBearer(let s):
-            object["authentication"] = "OAuth2SAMLBearerAssertion"
-            object["tokenServiceURL"] = s.tokenServiceURL
-            object["clientKey"] = s.clientKey
-            object["companyId"] = s.companyId
-            object["audience"] = s.audience
-            object["nameIdFormat"] = s.nameIdFormat
-        }
+    /// A destination without secrets (`Administration.DestinationSummary`).
+    static func destination(_ d: Administration.DestinationSummary) -> [String: Any] {
+        var object: [String: Any] = ["name": d.name, "url": d.url, "timeout": d.timeoutMilliseconds, "headers": d.headers,
+                                     "queries": d.queries, "authentication": d.authentication]
+        let optional: [(String, String?)] = [("userIdSource", d.userIdSource), ("user", d.user), ("tokenServiceURL", d.tokenServiceURL),
+                                             ("clientKey", d.clientKey), ("companyId", d.companyId), ("audience", d.audience),
+                                             ("nameIdFormat", d.nameIdFormat)]
+        for case let (key, value?) in optional { object[key] = value }
         return object
     }
 

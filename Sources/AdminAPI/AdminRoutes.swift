@@ -147,7 +147,7 @@ public struct AdminRoutes: Sendable {
     // MARK: Destinations, configuration, tokens, audit
 
     private func listDestinations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        AdminJSON.response(.ok, ["destinations": administration.destinations().sorted { $0.name < $1.name }.map(AdminJSON.destination)])
+        AdminJSON.response(.ok, ["destinations": administration.destinationSummaries().map(AdminJSON.destination)])
     }
 
     private func reloadConfiguration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {

@@ -130,6 +130,53 @@ public struct Administration: Sendable {
         }
     }
 
+    // MARK: Destinations
+
+    /// A destination as admins may see it: never a password, key, passphrase or key file.
+    public struct DestinationSummary: Sendable {
+        public var name: String
+        public var url: String
+        /// `NoAuthentication`, `BasicAuthentication` or `OAuth2SAMLBearerAssertion`.
+        public var authentication: String
+        /// The back-end user of a Basic destination.
+        public var user: String?
+        /// A SAML bearer destination's token service and what it sends there (no secret).
+        public var tokenServiceURL: String?
+        public var clientKey: String?
+        public var companyId: String?
+        public var audience: String?
+        public var nameIdFormat: String?
+        public var userIdSource: String?
+        public var timeoutMilliseconds: Int
+        /// The names of the headers and query parameters it adds (not their values).
+        public var headers: [String]
+        public var queries: [String]
+    }
+
+    /// The destinations in force, by name.
+    public func destinationSummaries() -> [DestinationSummary] {
+        destinations().sorted { $0.name < $1.name }.map { destination in
+            var summary = DestinationSummary(name: destination.name, url: destination.url, authentication: "NoAuthentication",
+                                             userIdSource: destination.userIdSource, timeoutMilliseconds: destination.timeoutMilliseconds,
+                                             headers: destination.extraHeaders.map(\.name), queries: destination.extraQueries.map(\.name))
+            switch destination.authentication {
+            case .noAuthentication:
+                break
+            case .basic(let user, _):
+                summary.authentication = "BasicAuthentication"
+                summary.user = user
+            case .samlBearer(let settings):
+                summary.authentication = "OAuth2SAMLBearerAssertion"
+                summary.tokenServiceURL = settings.tokenServiceURL
+                summary.clientKey = settings.clientKey
+                summary.companyId = settings.companyId
+                summary.audience = settings.audience
+                summary.nameIdFormat = settings.nameIdFormat
+            }
+            return summary
+        }
+    }
+
     // MARK: Audit
 
     /// Entries at or after `since` (ms) with a sequence above `after`, oldest first.

@@ -62,11 +62,11 @@ package struct ConsoleRoutes: Sendable {
     static let auditPage = 50
 
     package init(administration: Administration, authenticator: AdminAuthenticator, facts: ConsoleFacts,
-                 pages: Pages = Pages(), sessions: PageSessions<String> = PageSessions(), logger: Logger) {
+                 sessions: PageSessions<String> = PageSessions(), logger: Logger) {
         self.administration = administration
         self.authenticator = authenticator
         self.facts = facts
-        self.pages = pages
+        self.pages = Pages(site: "Midtier console", stylesheet: "/console/style.css")
         self.sessions = sessions
         self.logger = logger
     }
@@ -385,19 +385,11 @@ package struct ConsoleRoutes: Sendable {
 
     private func destinations(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
         var values = base(admin, nav: "destinations")
-        values["destinations"] = administration.destinations().sorted { $0.name < $1.name }.map { destination -> [String: Any] in
-            var row: [String: Any] = ["name": destination.name, "url": destination.url, "timeout": destination.timeoutMilliseconds,
-                                      "headers": destination.extraHeaders.map(\.name).joined(separator: ", ")]
-            switch destination.authentication {
-            case .noAuthentication:
-                row["authentication"] = "none"
-            case .basic(let user, _):
-                row["authentication"] = "Basic"
-                row["user"] = user
-            case .samlBearer(let settings):
-                row["authentication"] = "SAML bearer"
-                row["tokenService"] = settings.tokenServiceURL
-            }
+        values["destinations"] = administration.destinationSummaries().map { destination -> [String: Any] in
+            var row: [String: Any] = ["name": destination.name, "url": destination.url, "authentication": destination.authentication,
+                                      "timeout": destination.timeoutMilliseconds, "headers": destination.headers.joined(separator: ", ")]
+            if let user = destination.user { row["user"] = user }
+            if let tokenService = destination.tokenServiceURL { row["tokenService"] = tokenService }
             return row
         }
         return pages.page("console-destinations", values)

@@ -8,8 +8,13 @@ import Mustache
 /// the session cookies (docs/console.md, "Security").
 package struct Pages: Sendable {
     private let library: MustacheLibrary
+    /// The page set's name (in every title and header) and its stylesheet's path.
+    private let site: String
+    private let stylesheetPath: String
 
-    package init() {
+    package init(site: String, stylesheet: String) {
+        self.site = site
+        self.stylesheetPath = stylesheet
         var library = MustacheLibrary()
         for (name, text) in Templates.all {
             do {
@@ -39,6 +44,9 @@ package struct Pages: Sendable {
 
     /// `template` rendered with `values`.
     package func page(_ template: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
+        var values = values
+        values["site"] = site
+        values["stylesheet"] = stylesheetPath
         let html = library.render(values, withTemplate: template) ?? ""
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"

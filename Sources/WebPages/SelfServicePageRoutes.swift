@@ -43,11 +43,11 @@ package struct SelfServicePageRoutes: Sendable {
     static let home = "/mobileservices/me/"
 
     package init(registrations: RegistrationService, signIn: any PageSignIn, secure: @escaping @Sendable () -> Bool,
-                 pages: Pages = Pages(), sessions: PageSessions<UserIdentity> = PageSessions(), logger: Logger) {
+                 sessions: PageSessions<UserIdentity> = PageSessions(), logger: Logger) {
         self.registrations = registrations
         self.signIn = signIn
         self.secure = secure
-        self.pages = pages
+        self.pages = Pages(site: "My devices", stylesheet: "/mobileservices/me/style.css")
         self.sessions = sessions
         self.logger = logger
     }

@@ -266,7 +266,7 @@ try:
           == [("admin#1", "user.block"), ("admin#1", "user.unblock"), ("admin#1", "registration.wipe")], f"({entries})")
     driver.get(f"{admin}/console/destinations")
     destinations_text = driver.find_element(By.TAG_NAME, "table").text
-    check("the destinations page shows sf without secrets", "sf" in destinations_text and "SAML bearer" in destinations_text
+    check("the destinations page shows sf without secrets", "sf" in destinations_text and "OAuth2SAMLBearerAssertion" in destinations_text
           and "BEGIN" not in driver.page_source and "demo-signing.key" not in driver.page_source)
     shot(driver, "console-destinations")
 

@@ -1,44 +1,27 @@
-// The admin console's pages (docs/console.md). Every page but sign-in extends
-// `console-layout`, which carries the navigation and the sign-out form.
+// The admin console's pages (docs/console.md). Every page extends `layout`, with the
+// console's navigation and sign-out form in its header.
 
 extension Templates {
-    static let consoleLayout = """
-    <!DOCTYPE html>
-    <html lang="en">
-    <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>{{$title}}Midtier{{/title}} · Midtier console</title>
-    <link rel="stylesheet" href="/console/style.css">
-    </head>
-    <body>
-    <header class="bar">
-      <span class="brand">Midtier console</span>
-      {{#admin}}
-      <nav>
-        <a href="/console/"{{#nav.overview}} aria-current="page"{{/nav.overview}}>Overview</a>
-        <a href="/console/users"{{#nav.users}} aria-current="page"{{/nav.users}}>Users</a>
-        <a href="/console/registrations"{{#nav.registrations}} aria-current="page"{{/nav.registrations}}>Registrations</a>
-        <a href="/console/audit"{{#nav.audit}} aria-current="page"{{/nav.audit}}>Audit</a>
-        <a href="/console/destinations"{{#nav.destinations}} aria-current="page"{{/nav.destinations}}>Destinations</a>
-      </nav>
-      <form method="post" action="/console/sign-out" class="sign-out">
-        <input type="hidden" name="csrf" value="{{csrf}}">
-        <span class="who">{{admin}}</span>
-        <button type="submit" id="sign-out">Sign out</button>
-      </form>
-      {{/admin}}
-    </header>
-    <main>
-    {{#notice}}<p class="notice" id="notice" role="status">{{notice}}</p>{{/notice}}
-    {{$content}}{{/content}}
-    </main>
-    </body>
-    </html>
+    /// The console's navigation and sign-out form, in the layout's header.
+    static let consoleHeader = """
+    {{#admin}}
+    <nav>
+      <a href="/console/"{{#nav.overview}} aria-current="page"{{/nav.overview}}>Overview</a>
+      <a href="/console/users"{{#nav.users}} aria-current="page"{{/nav.users}}>Users</a>
+      <a href="/console/registrations"{{#nav.registrations}} aria-current="page"{{/nav.registrations}}>Registrations</a>
+      <a href="/console/audit"{{#nav.audit}} aria-current="page"{{/nav.audit}}>Audit</a>
+      <a href="/console/destinations"{{#nav.destinations}} aria-current="page"{{/nav.destinations}}>Destinations</a>
+    </nav>
+    <form method="post" action="/console/sign-out" class="sign-out">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <span class="who">{{admin}}</span>
+      <button type="submit" id="sign-out">Sign out</button>
+    </form>
+    {{/admin}}
     """
 
     static let consoleSignIn = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Sign in{{/title}}
     {{$content}}
     <h1>Sign in</h1>
@@ -52,11 +35,11 @@ extension Templates {
     <p class="hint">An admin token is one whose hash is in <code>adminTokenHashes</code> of <code>midtier.json</code>.
     The console signs you out after {{idleMinutes}} minutes without a request.</p>
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleOverview = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Overview{{/title}}
     {{$content}}
     <h1>Overview</h1>
@@ -84,11 +67,11 @@ extension Templates {
     {{/hasExchanges}}
     {{^exchanges}}<p class="hint">None yet.</p>{{/exchanges}}
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleUsers = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Users{{/title}}
     {{$content}}
     <h1>Users</h1>
@@ -142,7 +125,7 @@ extension Templates {
     </section>
     {{/user}}
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     /// The registrations table of the users and registrations pages.
@@ -165,7 +148,7 @@ extension Templates {
     """
 
     static let consoleRegistrations = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Registrations{{/title}}
     {{$content}}
     <h1>Registrations</h1>
@@ -191,11 +174,11 @@ extension Templates {
     {{>console-registration-table}}
     {{#truncated}}<p class="hint">Showing the first {{shown}} of {{total}}; narrow the filter to see the others.</p>{{/truncated}}
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleConfirm = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Confirm{{/title}}
     {{$content}}
     <h1>{{label}} registration {{id}}?</h1>
@@ -210,11 +193,11 @@ extension Templates {
       </form>
     </section>
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleAudit = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Audit{{/title}}
     {{$content}}
     <h1>Audit</h1>
@@ -240,11 +223,11 @@ extension Templates {
     {{^entries}}<p class="hint">No entries.</p>{{/entries}}
     <p class="pager">{{#newer}}<a href="{{newer}}" id="newest">Newest</a>{{/newer}} {{#older}}<a href="{{older}}" id="older">Older</a>{{/older}}</p>
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleDestinations = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}Destinations{{/title}}
     {{$content}}
     <h1>Destinations</h1>
@@ -256,17 +239,17 @@ extension Templates {
       </tbody>
     </table>
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 
     static let consoleProblem = """
-    {{<console-layout}}
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
     {{$title}}{{heading}}{{/title}}
     {{$content}}
     <h1>{{heading}}</h1>
     <p class="problem" id="problem" role="alert">{{message}}</p>
     <p><a href="{{back}}">Back</a></p>
     {{/content}}
-    {{/console-layout}}
+    {{/layout}}
     """
 }

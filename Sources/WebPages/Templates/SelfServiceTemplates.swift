@@ -2,36 +2,19 @@
 // phone"). Every page extends `me-layout`.
 
 extension Templates {
-    static let meLayout = """
-    <!DOCTYPE html>
-    <html lang="en">
-    <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>{{$title}}My devices{{/title}} · Midtier</title>
-    <link rel="stylesheet" href="/mobileservices/me/style.css">
-    </head>
-    <body>
-    <header class="bar">
-      <span class="brand">My devices</span>
-      {{#user}}
-      <form method="post" action="/mobileservices/me/sign-out" class="sign-out">
-        <input type="hidden" name="csrf" value="{{csrf}}">
-        <span class="who" id="who">{{user}}</span>
-        <button type="submit" id="sign-out">Sign out</button>
-      </form>
-      {{/user}}
-    </header>
-    <main>
-    {{#notice}}<p class="notice" id="notice" role="status">{{notice}}</p>{{/notice}}
-    {{$content}}{{/content}}
-    </main>
-    </body>
-    </html>
+    /// The signed-in user and the sign-out form, in the layout's header.
+    static let meHeader = """
+    {{#user}}
+    <form method="post" action="/mobileservices/me/sign-out" class="sign-out">
+      <input type="hidden" name="csrf" value="{{csrf}}">
+      <span class="who" id="who">{{user}}</span>
+      <button type="submit" id="sign-out">Sign out</button>
+    </form>
+    {{/user}}
     """
 
     static let meSignIn = """
-    {{<me-layout}}
+    {{<layout}}{{$header}}{{>me-header}}{{/header}}
     {{$title}}Sign in{{/title}}
     {{$content}}
     <h1>Lost your phone?</h1>
@@ -57,11 +40,11 @@ extension Templates {
     </details>
     {{/tokenSignIn}}
     {{/content}}
-    {{/me-layout}}
+    {{/layout}}
     """
 
     static let meDevices = """
-    {{<me-layout}}
+    {{<layout}}{{$header}}{{>me-header}}{{/header}}
     {{$title}}My devices{{/title}}
     {{$content}}
     <h1>Your devices</h1>
@@ -83,11 +66,11 @@ extension Templates {
     {{/hasDevices}}
     {{^hasDevices}}<p class="hint" id="no-devices">You have no registered devices.</p>{{/hasDevices}}
     {{/content}}
-    {{/me-layout}}
+    {{/layout}}
     """
 
     static let meConfirm = """
-    {{<me-layout}}
+    {{<layout}}{{$header}}{{>me-header}}{{/header}}
     {{$title}}Confirm{{/title}}
     {{$content}}
     <h1>{{label}} {{model}}?</h1>
@@ -102,17 +85,17 @@ extension Templates {
       </form>
     </section>
     {{/content}}
-    {{/me-layout}}
+    {{/layout}}
     """
 
     static let meProblem = """
-    {{<me-layout}}
+    {{<layout}}{{$header}}{{>me-header}}{{/header}}
     {{$title}}{{heading}}{{/title}}
     {{$content}}
     <h1>{{heading}}</h1>
     <p class="problem" id="problem" role="alert">{{message}}</p>
     <p><a href="/mobileservices/me/">Back</a></p>
     {{/content}}
-    {{/me-layout}}
+    {{/layout}}
     """
 }
