@@ -48,24 +48,19 @@ public struct AdminRoutes: Sendable {
 
     /// Registers `handler` behind the admin-token check.
     private func route(_ router: Router<MidtierRequestContext>, _ method: HTTPRequest.Method, _ path: String, _ handler: @escaping Handler) {
-        router.on(RouterPath(path), method: method) { request, context -> Response in
+        router.on(RouterPath(path), method: method) { request, context throws(Refusal) -> Response in
             let admin: String
             switch await authenticator.authenticate(authorization: request.headers[.authorization], client: context.clientIP) {
             case .success(let name):
                 admin = name
             case .failure(.invalid):
-                return Refusal(.unauthorized, code: "UNAUTHORIZED", "a valid admin token is required",
-                               challenge: "Bearer realm=\"midtier-admin\"").response
+                throw Refusal(.unauthorized, code: "UNAUTHORIZED", "a valid admin token is required", challenge: "Bearer realm=\"midtier-admin\"")
             case .failure(.throttled(let seconds)):
-                return Refusal.tooManySignIns("too many failed admin sign-ins; try again in \(seconds) s", retryAfter: seconds).response
+                throw Refusal.tooManySignIns("too many failed admin sign-ins; try again in \(seconds) s", retryAfter: seconds)
             case .failure(.busy(let seconds)):
-                return Refusal.signInBusy("too many admin tokens are being checked; try again in \(seconds) s", retryAfter: seconds).response
+                throw Refusal.signInBusy("too many admin tokens are being checked; try again in \(seconds) s", retryAfter: seconds)
             }
-            do throws(Refusal) {
-                return try await handler(request, context, Actor(name: admin, source: context.clientIP ?? ""))
-            } catch {
-                return error.response
-            }
+            return try await handler(request, context, Actor(name: admin, source: context.clientIP ?? ""))
         }
     }
 

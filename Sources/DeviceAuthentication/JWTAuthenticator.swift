@@ -53,7 +53,7 @@ public enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringCo
     }
 }
 
-/// Bearer JWT device authentication for one app (SPEC §3).
+/// Bearer JWT device authentication for one app (docs/configuration.md, "JWT authentication").
 ///
 /// A token is accepted when it is a JWS compact token signed with RS256 or ES256 by a key of
 /// the app's JWKS (the key named by `kid`, of the type `alg` needs; `none`, `HS*` and all other

@@ -5,7 +5,7 @@ import MidtierConfiguration
 import NIOCore
 import NIOHTTP1
 
-/// Why a call was not forwarded, or how the back end failed. Each maps to one status (SPEC §4, §6).
+/// Why a call was not forwarded, or how the back end failed. Each maps to one status (docs/device-api.md, "Refusals").
 public enum ForwardingError: Error, Sendable, Equatable {
     /// 400: the request must not be forwarded (path tricks, framing problems).
     case badRequest(String)
@@ -38,7 +38,7 @@ public struct ForwardingContext: Sendable {
     }
 }
 
-/// Sends a device's call on to a destination and streams the answer back (SPEC §6).
+/// Sends a device's call on to a destination and streams the answer back (docs/forwarding.md).
 ///
 /// Headers are rebuilt by `HeaderPolicy`: hop-by-hop, identity and Midtier's own headers and
 /// cookies never reach the back end; `Set-Cookie` never reaches the device. Bodies stream both

@@ -1,4 +1,4 @@
-/// Which headers cross Midtier, in each direction (SPEC §3, §6).
+/// Which headers cross Midtier, in each direction (docs/forwarding.md, "Requests").
 public enum HeaderPolicy {
     /// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction.
     static let hopByHop: Set<String> = [

@@ -1,4 +1,4 @@
-/// The path of a proxied call, `/{destinationName}/{rest}` (SPEC §4, §6).
+/// The path of a proxied call, `/{destinationName}/{rest}` (docs/forwarding.md).
 public struct ProxyPath: Sendable, Equatable {
     /// The first path segment, as sent.
     public var destination: Substring

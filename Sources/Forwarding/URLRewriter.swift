@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 
 /// Rewrites the back end's absolute URLs to the device-facing URL under `/{destination}/`
-/// (SPEC §6), so that paging (`__next`), navigation (`__deferred`), entity URIs
+/// (docs/forwarding.md, "Answers: URL rewriting"), so that paging (`__next`), navigation (`__deferred`), entity URIs
 /// (`__metadata.uri`), `xml:base`, Atom `link href` and `Location` keep going through Midtier.
 ///
 /// The rule is one prefix replacement, applied wherever the back end's base URL appears in a

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Loads and validates a configuration directory (SPEC §2):
+/// Loads and validates a configuration directory (docs/configuration.md):
 ///
 /// - `<dir>/midtier.json` (required),
 /// - `<dir>/apps/*.json` (the file name without `.json` is the app id; none at all is fine),

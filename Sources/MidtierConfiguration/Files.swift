@@ -14,7 +14,7 @@ let maximumFileBytes = 16 * 1024 * 1024
 
 /// Reads a regular file. On failure returns a message such as "file not found" that names
 /// neither the path nor the contents (callers add the path where it helps).
-/// Relative paths resolve against the process working directory (SPEC §2).
+/// Relative paths resolve against the process working directory (docs/configuration.md).
 func readFile(_ path: String) -> Result<[UInt8], FileReadError> {
     // O_NONBLOCK: opening a FIFO must not wait for a writer (it is then refused as not a regular file).
     let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)

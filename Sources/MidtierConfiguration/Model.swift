@@ -1,4 +1,4 @@
-// The typed configuration Midtier runs on, as loaded from `config/` (SPEC §2).
+// The typed configuration Midtier runs on, as loaded from `config/` (docs/configuration.md).
 // `ConfigurationLoader` builds a `MidtierConfiguration` from files; nothing else creates one
 // outside tests. Every value here has already been validated.
 
@@ -168,7 +168,7 @@ public struct BackendSessionKey: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "BackendSessionKey(\(Self.byteCount) bytes, not shown)" }
 }
 
-/// How devices of an app prove who their user is (SPEC §3).
+/// How devices of an app prove who their user is (docs/identity.md).
 public enum AppAuthentication: Sendable, Equatable {
     /// HTTP Basic against `config/users.json`.
     case basic
@@ -435,7 +435,7 @@ public struct DestinationConfiguration: Sendable {
     public var extraHeaders: [(name: String, value: String)]
     /// `URL.queries.<name>`: query parameters added to every forwarded request.
     public var extraQueries: [(name: String, value: String)]
-    /// `metadataPatches` (SPEC §6).
+    /// `metadataPatches` (docs/forwarding.md, "`$metadata` patches").
     public var metadataPatches: [MetadataPatch]
     /// `trustedCertificates`: PEM file contents; for an https `URL`, the back end's certificate
     /// must chain to one of these instead of the system's roots (a company CA).

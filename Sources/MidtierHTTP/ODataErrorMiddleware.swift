@@ -1,25 +1,52 @@
 import Hummingbird
+import Logging
 
-/// Turns every error a router answers with — its own "not found" and "method not allowed",
-/// a handler's `Refusal` or `HTTPError` — into an OData v2 error body (SPEC §4: every refusal
-/// has one). Router middlewares also wrap the not-found responder, so this sees those too.
+/// The one translation of errors into answers on Midtier's own routes (docs/device-api.md,
+/// "Refusals"): a `Refusal` renders itself; the router's own errors (no such path, a method a
+/// route does not take, a body too large) become the OData v2 error body every refusal has;
+/// anything else is logged and answered `500` without its detail. Router middlewares also wrap
+/// the router's not-found responder, so this sees every error a router answers with.
 public struct ODataErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    public init() {}
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
 
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let refusal as Refusal {
-            return refusal.response
-        } catch let error as HTTPError {
-            let code = switch error.status.code {
-            case 404: "NOT_FOUND"
-            case 405: "METHOD_NOT_ALLOWED"
-            case 413: "PAYLOAD_TOO_LARGE"
-            default: error.status.code < 500 ? "BAD_REQUEST" : "ERROR"
+        } catch {
+            let refusal = Refusal(translating: error, path: request.uri.path)
+            if refusal.status == .internalServerError {
+                logger.error("unexpected error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             }
-            let message = error.body ?? (error.status.code == 404 ? "no such resource: \(request.uri.path)" : error.status.reasonPhrase)
-            return Refusal(error.status, code: code, message).response
+            return refusal.response
         }
     }
+}
+
+extension Refusal {
+    /// `error` as a refusal: itself when it is one; Hummingbird's `HTTPError` with the code its
+    /// status has everywhere else; anything else a `500` that says nothing of its cause.
+    public init(translating error: any Error, path: String) {
+        switch error {
+        case let refusal as Refusal:
+            self = refusal
+        case let error as HTTPError:
+            let code = switch error.status {
+            case .notFound: "NOT_FOUND"
+            case .methodNotAllowed: "METHOD_NOT_ALLOWED"
+            case .contentTooLarge: "PAYLOAD_TOO_LARGE"
+            default: error.status.code < 500 ? "BAD_REQUEST" : "ERROR"
+            }
+            let message = error.body ?? (error.status == .notFound ? "no such resource: \(path)" : error.status.reasonPhrase)
+            self.init(error.status, code: code, message)
+        default:
+            self.init(.internalServerError, code: "INTERNAL_ERROR", "an unexpected error occurred")
+        }
+    }
+}
+
+extension Refusal: HTTPResponseError {
+    /// A refusal thrown by a route answers itself, wherever it is caught.
+    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 }

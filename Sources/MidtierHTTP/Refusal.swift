@@ -3,7 +3,7 @@ import HTTPTypes
 import Hummingbird
 import MidtierStore
 
-/// A refusal as the device sees it (SPEC §4): a status, an OData v2 error body
+/// A refusal as the device sees it (docs/device-api.md, "Refusals"): a status, an OData v2 error body
 /// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the
 /// `x-message-code` header. Messages never carry tokens, passwords or assertions.
 public struct Refusal: Error, Sendable, Equatable {

@@ -4,7 +4,7 @@ import Hummingbird
 import MidtierConfiguration
 import MidtierHTTP
 
-/// What an app's clients are told about it (SPEC §4):
+/// What an app's clients are told about it (docs/device-api.md, "Discovery and settings"):
 /// - `GET /config/v1/{appId}` (no authentication): the discovery document the SAP SDKs read
 ///   to onboard — how to sign in, and where Midtier is;
 /// - `GET /mobileservices/settingsExchange/v1/{appId}` (authenticated): the client policy.

@@ -1,6 +1,5 @@
 import HTTPTypes
 import Hummingbird
-import Logging
 import MidtierConfiguration
 import MidtierHTTP
 
@@ -11,7 +10,6 @@ struct MidtierResponder: HTTPResponder {
 
     let ownRoutes: RouterResponder<MidtierRequestContext>
     let proxy: ProxyHandler
-    let logger: Logger
 
     /// First path segments that belong to Midtier; destinations may not use these names.
     static let reservedSegments: Set<Substring> = ["odata", "config", "mobileservices", "healthz", "readyz", "metrics", "admin"]
@@ -23,7 +21,7 @@ struct MidtierResponder: HTTPResponder {
         guard Self.reservedSegments.contains(first) else {
             return await proxy.handle(request, context: context)
         }
-        return try await ErrorTranslatingResponder(routes: ownRoutes, logger: logger).respond(to: request, context: context)
+        return try await ownRoutes.respond(to: request, context: context)
     }
 }
 
@@ -38,27 +36,4 @@ extension MidtierRequestContext {
 
 extension HTTPField.Name {
     static let xForwardedFor = Self("X-Forwarded-For")!
-}
-
-/// Runs a router and turns every refusal, including the router's own (404, 405), into an
-/// OData v2 error body. Nothing escapes as a bare 500.
-struct ErrorTranslatingResponder: HTTPResponder {
-    typealias Context = MidtierRequestContext
-
-    let routes: RouterResponder<MidtierRequestContext>
-    let logger: Logger
-
-    func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
-        do {
-            return try await routes.respond(to: request, context: context)
-        } catch let refusal as Refusal {
-            return refusal.response
-        } catch let error as HTTPError {
-            return Refusal(error.status, code: error.status.code == 404 ? "NOT_FOUND" : "BAD_REQUEST",
-                           error.body ?? error.status.reasonPhrase).response
-        } catch {
-            logger.error("unexpected error", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
-            return Refusal(.internalServerError, code: "INTERNAL_ERROR", "an unexpected error occurred").response
-        }
-    }
 }

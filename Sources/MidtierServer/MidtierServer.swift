@@ -140,7 +140,7 @@ public final class MidtierServer: Sendable {
     ) -> some ApplicationProtocol {
         let settings = runtime.current.configuration.server
         let router = Router(context: MidtierRequestContext.self)
-        router.middlewares.add(ODataErrorMiddleware())
+        router.middlewares.add(ODataErrorMiddleware(logger: logger))
         HealthRoutes(store: registrations.store).add(to: router)
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
@@ -152,7 +152,7 @@ public final class MidtierServer: Sendable {
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
                                  sessions: sessions, metrics: metrics, logger: logger)
-        let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, logger: logger)
+        let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(
             responder: responder,
             configuration: .init(address: address ?? .hostname(settings.listen.host, port: settings.listen.port), serverName: nil),
@@ -169,7 +169,7 @@ public final class MidtierServer: Sendable {
         let settings = runtime.current.configuration.server
         let runtime = self.runtime
         let router = Router(context: MidtierRequestContext.self)
-        router.middlewares.add(ODataErrorMiddleware())
+        router.middlewares.add(ODataErrorMiddleware(logger: logger))
         HealthRoutes(store: registrations.store).add(to: router)
         let metrics = self.metrics
         router.get("/metrics") { _, _ in
@@ -205,7 +205,7 @@ public final class MidtierServer: Sendable {
             // No trustedProxies here: the admin listener is not behind the devices' load
             // balancer, and believing X-Forwarded-For from a local proxy would let any local
             // process pick its address for the admin-token throttle and the audit trail.
-            responder: ErrorTranslatingResponder(routes: router.buildResponder(), logger: logger),
+            responder: router.buildResponder(),
             configuration: .init(address: address ?? .hostname(settings.adminListen.host, port: settings.adminListen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger

@@ -13,8 +13,8 @@ import MidtierStore
 import Registrations
 import TokenExchange
 
-/// The destination proxy, `/{destinationName}/{path}` (SPEC §4, §6): the request path of
-/// Midtier, top to bottom. Each step either refuses with the status SPEC §4 names or passes on.
+/// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md): the request path of
+/// Midtier, top to bottom. Each step either refuses with the status docs/device-api.md names or passes on.
 struct ProxyHandler: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
@@ -43,7 +43,7 @@ struct ProxyHandler: Sendable {
         return response
     }
 
-    /// Methods never forwarded (SPEC §4 forwards any other): TRACE and TRACK would have the back
+    /// Methods never forwarded (any other is forwarded): TRACE and TRACK would have the back
     /// end echo the request, with the credential Midtier added; CONNECT asks for a tunnel.
     static let refusedMethods: Set<String> = ["TRACE", "TRACK", "CONNECT"]
     static let allowHeader = "GET, HEAD, POST, PUT, PATCH, MERGE, DELETE, OPTIONS"

@@ -8,7 +8,7 @@ import MidtierConfiguration
 import MidtierStore
 import Registrations
 
-/// Device onboarding in SAP Mobile Services' wire format (SPEC §4):
+/// Device onboarding in SAP Mobile Services' wire format (docs/device-api.md, "Onboarding"):
 /// `/odata/applications/{v1|latest|v4}/{appId}/Connections` and `Connections('{id}')`.
 /// A registration that is not the caller's does not exist for them (404).
 struct RegistrationRoutes: Sendable {

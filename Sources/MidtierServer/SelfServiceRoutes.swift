@@ -7,7 +7,7 @@ import MidtierConfiguration
 import MidtierHTTP
 import Registrations
 
-/// Self-service for a user and their own devices only (SPEC §4):
+/// Self-service for a user and their own devices only (docs/device-api.md, "Self-service"):
 /// `GET /mobileservices/me/registrations`, `POST /mobileservices/me/registrations/{id}/lock`
 /// and `…/wipe`. A registration that is not the caller's does not exist for them (404).
 ///

@@ -11,36 +11,23 @@ import Synchronization
 /// entries, a map is emptied and refills from the store on demand.
 ///
 /// Instances sharing a store (PostgreSQL) learn of each other's writes through the store's
-/// change feed, which calls `forget`; `refreshInterval`, when set, also reads entries older
-/// than that again.
+/// change feed, which calls `forget`.
 public final class CachedStateStore: StateStore {
-    private struct Cached<Value> {
-        let value: Value
-        let loadedAt: ContinuousClock.Instant
-    }
-
     private struct State {
         // Keyed by exact bytes, as the store compares them (docs/identity.md).
-        var registrations: [ExactString: Cached<Registration>] = [:]
-        var blocks: [UserIdentity: Cached<UserBlock?>] = [:]
+        var registrations: [ExactString: Registration] = [:]
+        /// `.some(nil)`: the user is known not to be blocked.
+        var blocks: [UserIdentity: UserBlock?] = [:]
         var generation: UInt64 = 0
     }
 
     public let base: any StateStore
     private let state = Mutex(State())
     private let capacity: Int
-    private let refreshInterval: Duration?
 
-    public init(base: any StateStore, capacity: Int = 500_000, refreshInterval: Duration? = nil) {
+    public init(base: any StateStore, capacity: Int = 500_000) {
         self.base = base
         self.capacity = capacity
-        self.refreshInterval = refreshInterval
-    }
-
-    private func fresh<Value>(_ entry: Cached<Value>?) -> Value? {
-        guard let entry else { return nil }
-        if let refreshInterval, ContinuousClock.now - entry.loadedAt > refreshInterval { return nil }
-        return entry.value
     }
 
     /// Runs a committed write's effect on memory, and moves the generation on.
@@ -55,7 +42,7 @@ public final class CachedStateStore: StateStore {
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
-            state.registrations[ExactString(registration.id)] = Cached(value: registration, loadedAt: .now)
+            state.registrations[ExactString(registration.id)] = registration
         }
     }
 
@@ -63,14 +50,14 @@ public final class CachedStateStore: StateStore {
         state.withLock { state in
             guard state.generation == generation else { return }
             if state.blocks.count >= capacity { state.blocks.removeAll(keepingCapacity: true) }
-            state.blocks[user] = Cached(value: block, loadedAt: .now)
+            state.blocks[user] = .some(block)
         }
     }
 
     // MARK: Reads
 
     public func registration(id: String) async throws(StoreError) -> Registration? {
-        let (cached, generation) = state.withLock { (fresh($0.registrations[ExactString(id)]), $0.generation) }
+        let (cached, generation) = state.withLock { ($0.registrations[ExactString(id)], $0.generation) }
         if let cached { return cached }
         let loaded = try await base.registration(id: id)
         if let loaded { remember(registration: loaded, ifGeneration: generation) }
@@ -85,7 +72,7 @@ public final class CachedStateStore: StateStore {
     }
 
     public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
-        let (cached, generation) = state.withLock { (fresh($0.blocks[user]), $0.generation) }
+        let (cached, generation) = state.withLock { ($0.blocks[user], $0.generation) }
         if let cached { return cached }
         let loaded = try await base.block(of: user)
         remember(block: loaded, of: user, ifGeneration: generation)
@@ -115,7 +102,7 @@ public final class CachedStateStore: StateStore {
 
     public func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         let outcome = try await base.insert(registration, maximumPerUser: maximumPerUser, audit: audit)
-        if outcome == .inserted { afterWrite { $0.registrations[ExactString(registration.id)] = Cached(value: registration, loadedAt: .now) } }
+        if outcome == .inserted { afterWrite { $0.registrations[ExactString(registration.id)] = registration } }
         return outcome
     }
 
@@ -130,7 +117,7 @@ public final class CachedStateStore: StateStore {
         let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
         afterWrite { memory in
             if case .changed(let registration) = result {
-                memory.registrations[ExactString(id)] = Cached(value: registration, loadedAt: .now)
+                memory.registrations[ExactString(id)] = registration
             } else {
                 memory.registrations[ExactString(id)] = nil
             }
@@ -149,21 +136,21 @@ public final class CachedStateStore: StateStore {
         afterWrite { memory in
             for contact in contacts {
                 let key = ExactString(contact.id)
-                guard var registration = memory.registrations[key]?.value, registration.lastContactAt < contact.at else { continue }
+                guard var registration = memory.registrations[key], registration.lastContactAt < contact.at else { continue }
                 registration.lastContactAt = contact.at
-                memory.registrations[key] = Cached(value: registration, loadedAt: .now)
+                memory.registrations[key] = registration
             }
         }
     }
 
     public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await base.setBlock(block, audit: audit)
-        afterWrite { $0.blocks[block.user] = Cached(value: block, loadedAt: .now) }
+        afterWrite { $0.blocks[block.user] = .some(block) }
     }
 
     public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         let removed = try await base.removeBlock(of: user, audit: audit)
-        afterWrite { $0.blocks[user] = Cached(value: nil, loadedAt: .now) }
+        afterWrite { $0.blocks[user] = .some(nil) }
         return removed
     }
 

@@ -1,6 +1,6 @@
 import MidtierCore
 
-/// An admin's block of a user (SPEC §7).
+/// An admin's block of a user (docs/admin.md, "Users: block").
 public struct UserBlock: Sendable, Equatable {
     public enum Kind: String, Sendable, Equatable, CaseIterable {
         /// Proxied calls refused (`TRAFFIC_BLOCKED`).

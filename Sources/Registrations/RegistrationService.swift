@@ -32,7 +32,7 @@ public struct DeviceDetails: Sendable, Equatable {
     }
 }
 
-/// Whether a proxied call on a registration may go ahead (SPEC §4), in the order the checks
+/// Whether a proxied call on a registration may go ahead (docs/device-api.md, "Refusals"), in the order the checks
 /// are made.
 public enum Admission: Sendable, Equatable {
     case admitted(Registration)

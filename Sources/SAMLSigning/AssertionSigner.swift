@@ -1,6 +1,6 @@
 import Foundation
 
-/// Signs assertions with an enveloped XML-DSig signature (SPEC §5): exclusive c14n from
+/// Signs assertions with an enveloped XML-DSig signature (docs/forwarding.md): exclusive c14n from
 /// libxml2, RSA-SHA256 from OpenSSL, the certificate in `KeyInfo`.
 public struct AssertionSigner: Sendable {
     public let key: SigningKey

@@ -129,7 +129,7 @@ public struct AssertionVerifier: Sendable {
     }
 }
 
-/// What a token service expects of a verified assertion (SuccessFactors' checks, SPEC §9).
+/// What a token service expects of a verified assertion (SuccessFactors' checks, docs/sandbox.md).
 public struct AssertionExpectations: Sendable {
     public var clientID: String
     public var audience: String

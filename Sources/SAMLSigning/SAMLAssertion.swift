@@ -11,7 +11,7 @@ public enum SAMLNames {
     public static let bearer = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
 }
 
-/// The content of one SAML 2.0 bearer assertion for the OAuth2 SAML bearer grant (SPEC §5).
+/// The content of one SAML 2.0 bearer assertion for the OAuth2 SAML bearer grant (docs/forwarding.md, `OAuth2SAMLBearerAssertion`).
 public struct SAMLAssertion: Sendable, Equatable {
     /// `ID`: fresh per assertion, starts with `_`.
     public var id: String
@@ -35,7 +35,7 @@ public struct SAMLAssertion: Sendable, Equatable {
     /// The `api_key` attribute (the client key).
     public var apiKey: String
 
-    /// How long an assertion is valid (SPEC §5: 10 minutes).
+    /// How long an assertion is valid (10 minutes; docs/forwarding.md).
     public static let lifetime: TimeInterval = 600
     /// How far `NotBefore` lies before `IssueInstant`, for clocks that run a little behind.
     public static let clockSkewAllowance: TimeInterval = 60

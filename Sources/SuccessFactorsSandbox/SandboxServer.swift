@@ -4,7 +4,7 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The SuccessFactors sandbox as an HTTP application (SPEC §9):
+/// The SuccessFactors sandbox as an HTTP application (docs/sandbox.md):
 /// - `POST /oauth/token`: the SAML bearer grant (`SandboxTokenService`);
 /// - `/odata/v2/...`: the payroll OData service, for the token's own user only;
 /// - `GET /sandbox/stats`: exchange counters, and `POST /sandbox/revoke-tokens`: forget every

@@ -2,7 +2,7 @@ import Foundation
 import SAMLSigning
 import Synchronization
 
-/// The sandbox's `/oauth/token` (SPEC §9): the OAuth 2.0 SAML bearer grant as SuccessFactors
+/// The sandbox's `/oauth/token` (docs/sandbox.md): the OAuth 2.0 SAML bearer grant as SuccessFactors
 /// answers it. The assertion is verified against the registered certificate only, then its
 /// issuer and `api_key` against `client_id`, its audience, recipient and time window, and
 /// `company_id`. Tokens are opaque random strings kept in memory with their user.

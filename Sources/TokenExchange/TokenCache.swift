@@ -18,7 +18,7 @@ public struct TokenCacheKey: Hashable, Sendable {
     }
 }
 
-/// The in-memory cache of back-end access tokens (SPEC §5). Never written to disk or logs.
+/// The in-memory cache of back-end access tokens (docs/identity.md, "Back-end tokens"). Never written to disk or logs.
 ///
 /// - A token is used until `expires_in` minus a safety margin, and refreshed in the background
 ///   once it enters its last quarter of life, so callers rarely wait.

@@ -292,7 +292,7 @@ import Testing
     }
 
     /// Relative paths resolve against the working directory of the process, not against the
-    /// configuration directory (SPEC §2).
+    /// configuration directory (docs/configuration.md).
     @Test func relativePathsResolveAgainstWorkingDirectory() throws {
         let fixture = Fixture()
         let cwd = FileManager.default.currentDirectoryPath

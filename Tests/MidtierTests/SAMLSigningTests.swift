@@ -22,7 +22,7 @@ import Testing
         try AssertionSigner(keyPEM: pair.keyPEM, passphrase: nil, certificatePEM: pair.certificatePEM)
     }
 
-    /// xmlsec1 with the flags SPEC §5 names; true when it prints OK and exits 0.
+    /// xmlsec1 with the flags docs/forwarding.md gives; true when it prints OK and exits 0.
     func xmlsecVerifies(_ xml: String, certificate: String) throws -> Bool {
         let file = "\(directory)/assertion-\(UUID().uuidString).xml"
         try xml.write(toFile: file, atomically: true, encoding: .utf8)
