@@ -13,10 +13,14 @@ public struct AuthenticatedUser: Sendable, Equatable {
     public let identity: UserIdentity
     /// From `users.json` (basic) or the token's claims (jwt); `userIdSource` reads these.
     public let attributes: [String: String]
+    /// When the credential stops being valid (a token's `exp`, seconds since 1970); nil for a
+    /// password.
+    public let expiresAt: Double?
 
-    public init(identity: UserIdentity, attributes: [String: String] = [:]) {
+    public init(identity: UserIdentity, attributes: [String: String] = [:], expiresAt: Double? = nil) {
         self.identity = identity
         self.attributes = attributes
+        self.expiresAt = expiresAt
     }
 
     /// The id within the realm.

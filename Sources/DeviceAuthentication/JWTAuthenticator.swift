@@ -227,7 +227,8 @@ public final class JWTAuthenticator: Sendable {
         }
         // The realm is the issuer (docs/identity.md): `alice` of this IdP is not `alice` of
         // users.json nor of another IdP.
-        return .success((AuthenticatedUser(identity: UserIdentity(realm: settings.issuer, id: userID), attributes: attributes), expiresAt))
+        let user = AuthenticatedUser(identity: UserIdentity(realm: settings.issuer, id: userID), attributes: attributes, expiresAt: expiresAt)
+        return .success((user, expiresAt))
     }
 
     private func remember(_ digest: CredentialDigest, _ entry: CachedToken) {

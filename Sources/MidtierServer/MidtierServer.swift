@@ -170,6 +170,9 @@ public final class MidtierServer: Sendable {
         let runtime = self.runtime
         let router = Router(context: MidtierRequestContext.self)
         router.middlewares.add(ODataErrorMiddleware(logger: logger))
+        router.middlewares.add(AdminHostCheck(adminHost: {
+            runtime.current.configuration.server.adminURL.flatMap { URL(string: $0)?.host }
+        }))
         HealthRoutes(store: registrations.store).add(to: router)
         let metrics = self.metrics
         router.get("/metrics") { _, _ in

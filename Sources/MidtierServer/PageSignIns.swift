@@ -9,22 +9,22 @@ import WebPages
 struct PageSignIns: PageSignIn {
     let runtime: RuntimeHolder
 
-    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> (user: UserIdentity, stamp: String) {
+    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> PageSignInResult {
         let current = runtime.current
         switch await current.basicAuthenticator.authenticate(user: user, password: password, client: client) {
         case .success(let signedIn):
             guard let stamp = stamp(of: signedIn.identity, in: current) else { throw Runtime.refusal(.invalidCredentials) }
-            return (signedIn.identity, stamp)
+            return PageSignInResult(user: signedIn.identity, stamp: stamp)
         case .failure(let failure):
             throw Runtime.refusal(failure)
         }
     }
 
-    func signIn(token: String) async throws(Refusal) -> (user: UserIdentity, stamp: String) {
+    func signIn(token: String) async throws(Refusal) -> PageSignInResult {
         let current = runtime.current
         let signedIn = try await current.authenticateBearer("Bearer " + token)
         guard let stamp = stamp(of: signedIn.identity, in: current) else { throw Refusal.bearerUnauthorized("the token's issuer is not accepted") }
-        return (signedIn.identity, stamp)
+        return PageSignInResult(user: signedIn.identity, stamp: stamp, expiresAt: signedIn.expiresAt)
     }
 
     var takesTokens: Bool { !runtime.current.jwtAuthenticators.isEmpty }

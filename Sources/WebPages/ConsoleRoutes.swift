@@ -92,7 +92,11 @@ package struct ConsoleRoutes: Sendable {
                 return response
             }
         }
-        router.get("/console/") { request, context in await show(request, context, overview) }
+        router.get("/console/") { request, context in
+            // The router takes `/console` for `/console/`; the session cookie's path does not.
+            guard request.uri.path.hasSuffix("/") else { return Pages.redirect(to: "/console/") }
+            return await show(request, context, overview)
+        }
         router.get("/console/users") { request, context in await show(request, context, users) }
         router.post("/console/users/block") { request, context in await change(request, context, block) }
         router.post("/console/users/unblock") { request, context in await change(request, context, unblock) }
@@ -249,12 +253,16 @@ package struct ConsoleRoutes: Sendable {
         let user = UserIdentity(realm: realm, id: id)
         do throws(Refusal) {
             let record = try await administration.user(user)
-            var shown: [String: Any] = ["id": user.id, "realm": user.realm, "known": record.known]
+            // Carried percent-encoded: an HTML form would turn a CR into CR LF, a NUL into U+FFFD.
+            var shown: [String: Any] = ["id": user.id, "carriedID": Self.queryValue(user.id), "carriedRealm": Self.queryValue(user.realm),
+                                        "known": record.known]
             if !user.isLocal { shown["realmLabel"] = user.realm }
             shown["history"] = Self.path("/console/audit", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)]))
             shown["registrationsPage"] = Self.registrationsPage(of: user)
             if let block = record.block {
-                shown["block"] = ["type": block.kind.rawValue, "since": Pages.time(block.since), "by": block.by, "reason": block.reason]
+                var shownBlock: [String: Any] = ["type": block.kind.rawValue, "since": Pages.time(block.since), "by": block.by]
+                if !block.reason.isEmpty { shownBlock["reason"] = block.reason }
+                shown["block"] = shownBlock
             }
             shown["registrations"] = record.registrations.map(registrationRow)
             shown["hasRegistrations"] = !record.registrations.isEmpty
@@ -262,7 +270,9 @@ package struct ConsoleRoutes: Sendable {
         } catch where error.status == .notFound {
             values["missing"] = user.description
             if user.isLocal {
-                let suggestions = facts.localUserIDs().filter { $0.hasPrefix(id) && $0 != id }.sorted().prefix(20)
+                // By bytes: "Kim" does not stand for "\u{212A}im" (KELVIN SIGN), which is offered.
+                let suggestions = facts.localUserIDs().filter { $0.utf8.starts(with: id.utf8) && !UserIdentity.sameBytes($0, id) }
+                    .sorted().prefix(20)
                 values["suggestions"] = suggestions.map { ["id": $0, "urlID": Self.queryValue($0)] }
                 values["hasSuggestions"] = !suggestions.isEmpty
             }
@@ -270,8 +280,17 @@ package struct ConsoleRoutes: Sendable {
         return pages.page("console-users", values)
     }
 
+    /// The user a form names in its carried (percent-encoded) `id` and `realm` fields.
+    private static func carriedUser(_ form: FormBody) throws(Refusal) -> UserIdentity {
+        guard let id = try form.required("id").removingPercentEncoding, !id.isEmpty,
+              let realm = (form["realm"] ?? "").removingPercentEncoding else {
+            throw .badRequest("the form's user is not percent-encoded as the page sends it")
+        }
+        return UserIdentity(realm: realm, id: id)
+    }
+
     private func block(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
-        let user = UserIdentity(realm: form["realm"] ?? UserIdentity.localRealm, id: try form.required("id"))
+        let user = try Self.carriedUser(form)
         guard let kind = form["type"].flatMap(UserBlock.Kind.init(rawValue:)) else {
             throw Refusal.badRequest("type must be one of traffic, registration, all")
         }
@@ -281,7 +300,7 @@ package struct ConsoleRoutes: Sendable {
     }
 
     private func unblock(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
-        let user = UserIdentity(realm: form["realm"] ?? UserIdentity.localRealm, id: try form.required("id"))
+        let user = try Self.carriedUser(form)
         try await administration.unblock(user, by: admin.actor)
         sessions.leaveNotice("\(user) is no longer blocked.", for: admin.cookie)
         return Pages.redirect(to: Self.userPage(user))

@@ -11,7 +11,7 @@ import Synchronization
 /// has its own CSRF token (the synchronizer token every state-changing form carries), ends after
 /// `idleSeconds` without a request or `lifetimeSeconds` after sign-in, whichever comes first, and
 /// at sign-out.
-package final class PageSessions<Subject: Sendable>: Sendable {
+package final class PageSessions<Subject: Hashable & Sendable>: Sendable {
     /// One signed-in person.
     package struct Session: Sendable {
         package let subject: Subject
@@ -21,6 +21,9 @@ package final class PageSessions<Subject: Sendable>: Sendable {
         /// The synchronizer token of this session's forms.
         package let csrfToken: String
         let startedAt: UInt64
+        /// When it ends whatever happens (`lifetimeSeconds` after sign-in, or earlier when the
+        /// credential it was opened with expires sooner).
+        let endsAt: UInt64
         var lastSeen: UInt64
         /// A one-time message for the next page (after a change: "alice is blocked").
         var notice: String?
@@ -35,21 +38,27 @@ package final class PageSessions<Subject: Sendable>: Sendable {
     private let idleNanoseconds: UInt64
     private let lifetimeNanoseconds: UInt64
     private let capacity: Int
+    private let perSubject: Int
     private let now: @Sendable () -> UInt64
 
     package let idleSeconds: Int
 
-    package init(idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600, capacity: Int = 10_000,
+    /// - Parameter perSubject: the most sessions one person may hold; signing in once more ends
+    ///   their least recently used one (so that one person signing in over and over cannot push
+    ///   everybody else out of a full table).
+    package init(idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600, capacity: Int = 10_000, perSubject: Int = 5,
                  now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.idleSeconds = idleSeconds
         self.idleNanoseconds = UInt64(idleSeconds) * 1_000_000_000
         self.lifetimeNanoseconds = UInt64(lifetimeSeconds) * 1_000_000_000
         self.capacity = capacity
+        self.perSubject = perSubject
         self.now = now
     }
 
-    /// Starts a session; returns the cookie value that names it.
-    package func start(_ subject: Subject, credentialStamp: String) -> String {
+    /// Starts a session; returns the cookie value that names it. `validSeconds`: how long the
+    /// credential it is opened with stays valid, when less than the lifetime (a token's `exp`).
+    package func start(_ subject: Subject, credentialStamp: String, validSeconds: Double? = nil) -> String {
         let id = RandomToken.make()
         let stamp = Array(SHA256.hash(data: Array(credentialStamp.utf8)))
         let csrfToken = RandomToken.make()
@@ -57,7 +66,14 @@ package final class PageSessions<Subject: Sendable>: Sendable {
             // The clock is read under the lock: a time read before it could be older than a
             // `lastSeen` another request set meanwhile.
             let now = self.now()
-            let session = Session(subject: subject, credentialStamp: stamp, csrfToken: csrfToken, startedAt: now, lastSeen: now)
+            var lifetime = lifetimeNanoseconds
+            if let validSeconds { lifetime = min(lifetime, UInt64(max(0, min(validSeconds, Double(Int32.max))) * 1_000_000_000)) }
+            let session = Session(subject: subject, credentialStamp: stamp, csrfToken: csrfToken, startedAt: now,
+                                  endsAt: now &+ lifetime, lastSeen: now)
+            let own = sessions.filter { $0.value.subject == subject }
+            if own.count >= perSubject, let oldest = own.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
+                sessions[oldest.key] = nil
+            }
             if sessions.count >= capacity {
                 sessions = sessions.filter { !isOver($0.value, at: now) }
                 if sessions.count >= capacity, let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
@@ -113,8 +129,7 @@ package final class PageSessions<Subject: Sendable>: Sendable {
     private func isOver(_ session: Session, at now: UInt64) -> Bool {
         // Saturating: a clock that stood still or went back means no time has passed.
         let idle = now > session.lastSeen ? now - session.lastSeen : 0
-        let age = now > session.startedAt ? now - session.startedAt : 0
-        return idle >= idleNanoseconds || age >= lifetimeNanoseconds
+        return idle >= idleNanoseconds || now >= session.endsAt
     }
 }
 

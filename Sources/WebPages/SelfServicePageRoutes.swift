@@ -10,17 +10,30 @@ import Registrations
 /// How a person signs in to the self-service page: the device API's own sign-in rules
 /// (docs/identity.md), given by the server.
 package protocol PageSignIn: Sendable {
-    /// A `users.json` user by name and password (throttled like every Basic sign-in); the
-    /// user and a stamp of the credentials they signed in with.
-    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> (user: UserIdentity, stamp: String)
+    /// A `users.json` user by name and password (throttled like every Basic sign-in).
+    func signIn(user: String, password: String, client: String?) async throws(Refusal) -> PageSignInResult
     /// A user of a jwt app by a token of its identity provider.
-    func signIn(token: String) async throws(Refusal) -> (user: UserIdentity, stamp: String)
+    func signIn(token: String) async throws(Refusal) -> PageSignInResult
     /// Whether any app takes tokens (the page offers the token form then).
     var takesTokens: Bool { get }
     /// The stamp of `user`'s credentials now; nil when they can no longer sign in (removed
     /// from `users.json`, or their issuer no longer configured). A session whose stamp
     /// differs ends (a password changed, for example).
     func stamp(of user: UserIdentity) -> String?
+}
+
+/// Who signed in, a stamp of the credentials they signed in with, and when those stop being
+/// valid (a token's `exp`, seconds since 1970; nil for a password).
+package struct PageSignInResult: Sendable {
+    package var user: UserIdentity
+    package var stamp: String
+    package var expiresAt: Double?
+
+    package init(user: UserIdentity, stamp: String, expiresAt: Double? = nil) {
+        self.user = user
+        self.stamp = stamp
+        self.expiresAt = expiresAt
+    }
 }
 
 /// The self-service page on the device listener, under `/mobileservices/me/` (docs/console.md,
@@ -62,6 +75,8 @@ package struct SelfServicePageRoutes: Sendable {
     package func add(to router: Router<MidtierRequestContext>) {
         router.get("/mobileservices/me/style.css") { _, _ in Pages.stylesheet() }
         router.get("/mobileservices/me/") { request, context in
+            // The router takes `/mobileservices/me` for `…/me/`; the session cookie's path does not.
+            guard request.uri.path.hasSuffix("/") else { return Pages.redirect(to: Self.home) }
             guard let user = signedIn(request) else { return signInPage(request) }
             return await respond(user) { () throws(Refusal) in try await devices(user) }
         }
@@ -154,14 +169,16 @@ package struct SelfServicePageRoutes: Sendable {
             guard let expected = request.cookies[Self.signInCookie]?.value, let sent = form["csrf"], RandomToken.same(sent, expected) else {
                 throw Refusal.forbidden("The sign-in form had expired; please sign in again.")
             }
-            let (user, stamp): (UserIdentity, String)
+            let signedIn: PageSignInResult
             if let token = form["token"] {
-                (user, stamp) = try await signIn.signIn(token: token.trimmingCharacters(in: .whitespacesAndNewlines))
+                signedIn = try await signIn.signIn(token: token.trimmingCharacters(in: .whitespacesAndNewlines))
             } else {
-                (user, stamp) = try await signIn.signIn(user: try form.required("user"), password: form["password"] ?? "", client: context.clientIP)
+                signedIn = try await signIn.signIn(user: try form.required("user"), password: form["password"] ?? "", client: context.clientIP)
             }
-            let cookie = sessions.start(user, credentialStamp: stamp)
-            logger.info("self-service page sign-in", metadata: ["user": "\(user)"])
+            // A session opened with a token ends when the token does.
+            let cookie = sessions.start(signedIn.user, credentialStamp: signedIn.stamp,
+                                        validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
+            logger.info("self-service page sign-in", metadata: ["user": "\(signedIn.user)"])
             var response = Pages.redirect(to: Self.home)
             response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: secure(), maxAge: nil))
             response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: secure(), maxAge: 0))

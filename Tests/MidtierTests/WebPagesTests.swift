@@ -184,6 +184,40 @@ extension WebPagesTests {
             #expect(sessions.session(d)?.subject == "d")
         }
 
+        /// One person signing in over and over holds at most `perSubject` sessions: their least
+        /// recently used one ends, nobody else's (a full table would otherwise push everybody
+        /// else out).
+        @Test func onePersonHoldsAtMostPerSubjectSessions() {
+            let clock = PageClock()
+            let sessions = PageSessions<String>(capacity: 100, perSubject: 2, now: { clock.now })
+            let bob = sessions.start("bob", credentialStamp: "stamp")
+            let first = sessions.start("mallory", credentialStamp: "stamp")
+            clock.advance(seconds: 1)
+            let second = sessions.start("mallory", credentialStamp: "stamp")
+            clock.advance(seconds: 1)
+            #expect(sessions.session(first) != nil, "used: now the more recent of the two")
+            for _ in 0..<50 {
+                clock.advance(seconds: 1)
+                _ = sessions.start("mallory", credentialStamp: "stamp")
+            }
+            #expect(sessions.count == 3, "bob's one and mallory's two")
+            #expect(sessions.session(bob)?.subject == "bob")
+            #expect(sessions.session(first) == nil && sessions.session(second) == nil, "mallory's older ones ended")
+        }
+
+        /// A session opened with a credential that expires sooner (a token's `exp`) ends then.
+        @Test func sessionEndsWithItsCredential() {
+            let clock = PageClock()
+            let sessions = PageSessions<String>(idleSeconds: 900, lifetimeSeconds: 28_800, now: { clock.now })
+            let cookie = sessions.start("alice", credentialStamp: "issuer", validSeconds: 120)
+            clock.advance(seconds: 119)
+            #expect(sessions.session(cookie) != nil)
+            clock.advance(seconds: 1)
+            #expect(sessions.session(cookie) == nil, "the token it was opened with has expired")
+            let expired = sessions.start("alice", credentialStamp: "issuer", validSeconds: -5)
+            #expect(sessions.session(expired) == nil, "a token already expired opens nothing lasting")
+        }
+
         /// At capacity, sessions that are over anyway go first, before a live one is evicted.
         @Test func fullTableDropsEndedSessionsFirst() {
             let clock = PageClock()

@@ -105,7 +105,7 @@ def shot(driver, name):
     driver.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
 
 
-def wait_id(driver, element_id, seconds=10):
+def wait_id(driver, element_id, seconds=30):
     return WebDriverWait(driver, seconds).until(expected_conditions.presence_of_element_located((By.ID, element_id)))
 
 
@@ -155,7 +155,11 @@ try:
     now = int(time.time())
     corp_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "alice", "exp": now + 600, "iat": now})
     corp_alice = register(base, None, None, "Galaxy S24", device_type="Android", app="corp", authorization=f"Bearer {corp_token}")
-    check("devices onboard (alice twice, bob, carol, alice of the IdP)", all([alice_phone, alice_hostile, bob_phone, carol_phone, corp_alice]))
+    # An IdP may name a user with any string, a carriage return included.
+    dora_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "dora\r", "exp": now + 600, "iat": now})
+    corp_dora = register(base, None, None, "Pixel 7", device_type="Android", app="corp", authorization=f"Bearer {dora_token}")
+    check("devices onboard (alice twice, bob, carol, alice and 'dora\\r' of the IdP)",
+          all([alice_phone, alice_hostile, bob_phone, carol_phone, corp_alice, corp_dora]))
     check("alice and bob read payroll before anything changes", payroll(base, "alice", "alice-demo-password", alice_phone)[0] == 200
           and payroll(base, "bob", "bob-demo-password", bob_phone)[0] == 200)
 
@@ -172,6 +176,15 @@ try:
     check("a console page without a session sends the browser to sign in", status == 303)
     status, _, _ = call(f"{base}/console/")
     check("the console is not on the device listener", status in (403, 404))
+    # DNS rebinding: another site's name re-pointed at the admin listener is refused there.
+    for path in ["/console/sign-in", "/admin/v1/registrations"]:
+        status, _, _ = call(f"{admin}{path}", headers={"Host": f"rebind.attacker.example:{aport}", "Authorization": f"Bearer {ADMIN_TOKEN}"})
+        check(f"{path} addressed to another host name is refused (421)", status == 421, f"({status})")
+    status, _, _ = call(f"http://127.0.0.1:{aport}/console/sign-in")
+    check("… and answered by IP address and localhost", status == 200)
+    status, headers, _ = call(f"{base}/mobileservices/me")
+    check("/mobileservices/me without its slash goes to /mobileservices/me/ (where the cookie is sent)",
+          status == 303 and first(headers, "Location") == "/mobileservices/me/", f"({status} {headers})")
 
     driver = browser()
 
@@ -214,6 +227,23 @@ try:
     check("unblocking alice", "Not blocked" in (text_of(driver, "block-state") or ""))
     check("alice is served again", payroll(base, "alice", "alice-demo-password", alice_phone)[0] == 200)
 
+    # A user id with a carriage return is blocked exactly as it is (an HTML form would send CR LF).
+    driver.get(f"{admin}/console/users?" + urllib.parse.urlencode({"id": "dora\r", "realm": ISSUER}))
+    wait_id(driver, "block")
+    driver.find_element(By.ID, "block").click()
+    wait_id(driver, "unblock")
+    status, _, body = call(f"{admin}/admin/v1/users/dora%0D?" + urllib.parse.urlencode({"realm": ISSUER}),
+                           headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    check("the console blocks the IdP's 'dora\\r' herself, byte for byte", status == 200 and (json.loads(body).get("block") or {}).get("type") == "all",
+          f"({status} {body[:200]!r})")
+    status, _, _ = call(f"{base}/sf/odata/v2/User?$format=json", headers={"Authorization": f"Bearer {dora_token}", "X-SMP-APPCID": corp_dora})
+    check("… and the device API refuses her", status == 403, f"({status})")
+    driver.find_element(By.ID, "unblock").click()
+    wait_id(driver, "block")
+    status, _, body = call(f"{admin}/admin/v1/users/dora%0D?" + urllib.parse.urlencode({"realm": ISSUER}),
+                           headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    check("… and unblocks her", status == 200 and json.loads(body).get("block") is None, f"({status} {body[:200]!r})")
+
     # A hostile user id searched for stays text.
     driver.get(f"{admin}/console/users?" + urllib.parse.urlencode({"id": "<img src=x onerror=alert(3)>"}))
     wait_id(driver, "problem")
@@ -223,16 +253,17 @@ try:
     driver.get(f"{admin}/console/registrations")
     wait_id(driver, f"registration-{bob_phone}")
     check("the registrations page lists every registration", all(driver.find_elements(By.ID, f"registration-{cid}")
-                                                            for cid in [alice_phone, alice_hostile, bob_phone, carol_phone, corp_alice])
-          and len(driver.find_elements(By.CSS_SELECTOR, "table.registrations tbody tr")) == 5)
+                                                            for cid in [alice_phone, alice_hostile, bob_phone, carol_phone, corp_alice, corp_dora])
+          and len(driver.find_elements(By.CSS_SELECTOR, "table.registrations tbody tr")) == 6)
     check("… a hostile device model as text, no script run", HOSTILE_MODEL in driver.find_element(By.ID, f"registration-{alice_hostile}").text
           and no_alert(driver))
     shot(driver, "console-registrations")
     Select(driver.find_element(By.ID, "filter-app")).select_by_value("corp")
     driver.find_element(By.ID, "filter").click()
-    WebDriverWait(driver, 10).until(lambda d: "app=corp" in d.current_url)
+    WebDriverWait(driver, 30).until(lambda d: "app=corp" in d.current_url)
     rows = driver.find_elements(By.CSS_SELECTOR, "table.registrations tbody tr")
-    check("filtering by app shows that app's registrations only", len(rows) == 1 and rows[0].get_attribute("id") == f"registration-{corp_alice}")
+    check("filtering by app shows that app's registrations only",
+          sorted(row.get_attribute("id") for row in rows) == sorted([f"registration-{corp_alice}", f"registration-{corp_dora}"]))
     driver.get(f"{admin}/console/registrations?user=bob")
     driver.find_element(By.CSS_SELECTOR, f"#registration-{bob_phone} a.action-wipe").click()
     wait_id(driver, "confirm")
@@ -261,9 +292,10 @@ try:
           audit_text[:400])
     status, _, body = call(f"{admin}/admin/v1/audit", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     entries = json.loads(body).get("entries", []) if status == 200 else []
-    check("the admin API's audit has the same entries (user.block, user.unblock, registration.wipe by admin#1)",
-          [(e["actor"], e["action"]) for e in entries if e["actor"] == "admin#1"]
-          == [("admin#1", "user.block"), ("admin#1", "user.unblock"), ("admin#1", "registration.wipe")], f"({entries})")
+    check("the admin API's audit has the same entries (user.block, user.unblock of alice and dora, registration.wipe by admin#1)",
+          [(e["action"], e["target"]) for e in entries if e["actor"] == "admin#1"]
+          == [("user.block", "alice"), ("user.unblock", "alice"), ("user.block", f"dora\r@{ISSUER}"), ("user.unblock", f"dora\r@{ISSUER}"),
+              ("registration.wipe", bob_phone)], f"({entries})")
     driver.get(f"{admin}/console/destinations")
     destinations_text = driver.find_element(By.TAG_NAME, "table").text
     check("the destinations page shows sf without secrets", "sf" in destinations_text and "OAuth2SAMLBearerAssertion" in destinations_text
@@ -287,7 +319,7 @@ try:
     threading.Thread(target=attacker.serve_forever, daemon=True).start()
     driver.get(f"http://localhost:{evil_port}/")
     driver.find_element(By.ID, "go").click()
-    WebDriverWait(driver, 10).until(lambda d: f":{aport}/" in d.current_url)
+    WebDriverWait(driver, 30).until(lambda d: f":{aport}/" in d.current_url)
     check("another site's form, submitted in the admin's browser, is refused", "carol" not in (text_of(driver, "notice") or "")
           and payroll(base, "carol", "carol-demo-password", carol_phone)[0] == 200, driver.page_source[:300])
     status, _, body = call(f"{admin}/admin/v1/users/carol", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
@@ -373,6 +405,18 @@ try:
           and not driver.find_elements(By.ID, f"device-{alice_phone}") and ISSUER in text_of(driver, "who"), driver.page_source[:600])
     check("the token is not in the page", corp_token not in driver.page_source)
     wait_id(driver, "sign-out").click()
+
+    # A session opened with a token ends when the token does (not 8 hours later).
+    short_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "alice", "exp": int(time.time()) + 3, "iat": int(time.time())})
+    driver.get(f"{base}/mobileservices/me/")
+    driver.find_element(By.TAG_NAME, "summary").click()
+    driver.find_element(By.ID, "bearer").send_keys(short_token)
+    driver.find_element(By.ID, "sign-in-token").click()
+    wait_id(driver, "who")
+    time.sleep(4)
+    driver.get(f"{base}/mobileservices/me/")
+    check("a session opened with a token ends when the token expires", driver.find_elements(By.ID, "sign-in")
+          and not driver.find_elements(By.ID, "who"))
 
     # Failed sign-ins are throttled as API sign-ins are (5 free failures per user name).
     statuses = []

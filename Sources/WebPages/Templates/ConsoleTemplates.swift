@@ -97,8 +97,8 @@ extension Templates {
       <p class="bad" id="block-state">Blocked ({{type}}) since {{since}} by {{by}}{{#reason}}: {{reason}}{{/reason}}</p>
       <form method="post" action="/console/users/unblock">
         <input type="hidden" name="csrf" value="{{csrf}}">
-        <input type="hidden" name="id" value="{{id}}">
-        <input type="hidden" name="realm" value="{{realm}}">
+        <input type="hidden" name="id" value="{{carriedID}}">
+        <input type="hidden" name="realm" value="{{carriedRealm}}">
         <button type="submit" id="unblock">Unblock</button>
       </form>
       {{/block}}
@@ -106,8 +106,8 @@ extension Templates {
       <p class="ok" id="block-state">Not blocked</p>
       <form method="post" action="/console/users/block" class="inline">
         <input type="hidden" name="csrf" value="{{csrf}}">
-        <input type="hidden" name="id" value="{{id}}">
-        <input type="hidden" name="realm" value="{{realm}}">
+        <input type="hidden" name="id" value="{{carriedID}}">
+        <input type="hidden" name="realm" value="{{carriedRealm}}">
         <label for="block-type">Block</label>
         <select id="block-type" name="type">
           <option value="all">everything (traffic and new registrations)</option>
