@@ -210,17 +210,30 @@ let package = Package(
         .executableTarget(
             name: "midtier",
             dependencies: [
-                "MidtierServer", "MidtierConfiguration", "MidtierCore", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "Forwarding",
+                "MidtierServer", "MidtierConfiguration", "SAMLSigning", "SuccessFactorsSandbox",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        // Measurements for the benchmark scripts (Benchmarks/run.sh); not part of the product.
+        .executableTarget(
+            name: "midtier-bench",
+            dependencies: [
+                "DeviceAuthentication", "Forwarding", "MidtierCore", "SAMLSigning", "TokenExchange",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierConfiguration"], swiftSettings: swiftSettings),

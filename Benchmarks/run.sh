@@ -43,7 +43,7 @@ done
 # And a bare NIO server forwarding to the upstream over Midtier's own connection pool (no
 # checks, no rewriting): what a proxied call could cost with the device side in NIO handlers.
 hport=$(free_port); nport=$(free_port); pport=$(free_port)
-"$bin" bench-internal floors --hummingbird-port "$hport" --nio-port "$nport" --proxy-port "$pport" --upstream "http://127.0.0.1:$up" >/dev/null 2>&1 & floors=$!; pids+=($floors)
+"$bench" floors --hummingbird-port "$hport" --nio-port "$nport" --proxy-port "$pport" --upstream "http://127.0.0.1:$up" >/dev/null 2>&1 & floors=$!; pids+=($floors)
 wait_for "http://127.0.0.1:$hport/tiny"; wait_for "http://127.0.0.1:$nport/tiny"; wait_for "http://127.0.0.1:$pport/tiny"
 cpu_pids=$floors run_wrk floor-hummingbird 64 2 "http://127.0.0.1:$hport/tiny"
 cpu_pids=$floors run_wrk floor-nio 64 2 "http://127.0.0.1:$nport/tiny"
@@ -56,7 +56,7 @@ run_wrk caddy-1 1 1 "http://127.0.0.1:$caddy$path" "$auth"
 run_wrk midtier-1 1 1 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
 
 echo "assertion signing ..."
-"$bin" bench-internal assertions --key certs/demo-signing.key --certificate certs/demo-signing.crt --seconds 5 >"$out/assertions.txt"
+"$bench" assertions --key certs/demo-signing.key --certificate certs/demo-signing.crt --seconds 5 >"$out/assertions.txt"
 openssl speed -seconds 5 rsa2048 >"$out/openssl-speed.txt" 2>/dev/null
 openssl_sign=$(awk '/^rsa 2048/ {print $6}' "$out/openssl-speed.txt")
 
@@ -91,7 +91,7 @@ print("one_user_ok", ok)
 print("one_user_exchanges", exchanges() - before)
 PY
 rss_after=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
-"$bin" bench-internal token-cache-memory --tokens 100000 >"$out/token-cache-memory.txt"
+"$bench" token-cache-memory --tokens 100000 >"$out/token-cache-memory.txt"
 
 burst() { awk -v k="$1" '$1==k {print $2}' "$out/bursts.txt"; }
 read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"

@@ -6,7 +6,7 @@
 # and an injected bearer header ($caddy, the Go peer), the sandbox ($sport) and Midtier ($mport,
 # admin $aport) with a destination `bench` (SAML bearer tokens from the sandbox) to the upstream
 # and users user0..user1001 (password `bench-password`).
-# Leaves: $midtier and $caddy_pid (pids), $bin, $work, $appcid/$auth (user0's registration and
+# Leaves: $midtier and $caddy_pid (pids), $bin, $bench (midtier-bench), $work, $appcid/$auth (user0's registration and
 # credentials), $path (the entity), $tiny.
 work=$(mktemp -d)
 pids=()
@@ -20,7 +20,9 @@ done
 scripts/install-deps.sh
 certs/make-demo-keys.sh >/dev/null
 swift build -c release --product midtier 2>&1 | tail -1
+swift build -c release --product midtier-bench 2>&1 | tail -1
 bin="$repo/.build/release/midtier"
+bench="$repo/.build/release/midtier-bench"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
 wait_for() { for _ in $(seq 1 200); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1"; return 1; }
@@ -105,7 +107,7 @@ json.dump(d, open(f"{c}/destinations/bench.json", "w"))
 a = json.load(open(f"{c}/apps/demo.json")); a["destinations"] = ["sf", "bench"]
 json.dump(a, open(f"{c}/apps/demo.json", "w"))
 PY
-"$bin" bench-internal make-users --count 1002 >"$work/config/users.json"
+"$bench" make-users --count 1002 >"$work/config/users.json"
 "$bin" sandbox --port "$sport" >/dev/null 2>&1 & pids+=($!)
 "$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
 wait_for "http://127.0.0.1:$up/tiny"; wait_for "http://127.0.0.1:$proxy/tiny"; wait_for "http://127.0.0.1:$caddy/tiny"; wait_for "http://127.0.0.1:$mport/healthz"; wait_for "http://127.0.0.1:$sport/sandbox/stats"

@@ -10,14 +10,22 @@ import MidtierCore
 import SAMLSigning
 import TokenExchange
 
-/// Measurements for `Benchmarks/run.sh` that need the inside of the process. Hidden from help.
-struct BenchInternal: AsyncParsableCommand {
+/// `midtier-bench`: measurements for `Benchmarks/run.sh` that need the inside of Midtier's
+/// modules (signing rate, token cache memory, the floors under the hot path) and the users
+/// file of the load tests. A benchmark tool, not part of the product (docs/benchmarks.md).
+@main
+struct MidtierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench-internal",
+        commandName: "midtier-bench",
         abstract: "Measurements used by Benchmarks/run.sh.",
-        shouldDisplay: false,
         subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self, Floors.self]
     )
+
+    /// As `midtier serve`: Swift concurrency on NIO's event loops (see `Midtier.main`).
+    static func main() async {
+        NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        await Self.main(nil)
+    }
 
     /// Assertions built and signed per second on one core (one task, sequentially).
     struct Assertions: AsyncParsableCommand {
