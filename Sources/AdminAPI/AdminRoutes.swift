@@ -90,12 +90,14 @@ public struct AdminRoutes: Sendable {
     private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
         let user = try user(request, context)
         let body = try await Self.jsonObject(request, context)
-        guard let type = body["type"] as? String, let kind = UserBlock.Kind(rawValue: type) else {
+        guard case .string(let type)? = body["type"], let kind = UserBlock.Kind(rawValue: type) else {
             throw .badRequest("type must be one of traffic, registration, all")
         }
-        let reason = body["reason"] ?? ""
-        guard let reasonText = reason as? String else {
-            throw .badRequest("reason must be a string of at most \(Administration.maximumReasonBytes) bytes")
+        let reasonText: String
+        switch body["reason"] {
+        case nil: reasonText = ""
+        case .string(let text)?: reasonText = text
+        case _?: throw .badRequest("reason must be a string of at most \(Administration.maximumReasonBytes) bytes")
         }
         guard Set(body.keys).isSubset(of: ["type", "reason"]) else {
             throw .badRequest("unknown member \(body.keys.sorted().first { !["type", "reason"].contains($0) } ?? "")")
@@ -191,12 +193,14 @@ public struct AdminRoutes: Sendable {
         return AdminJSON.response(.ok, ["entries": entries.map(AdminJSON.audit)])
     }
 
-    static func jsonObject(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> [String: Any] {
+    /// The body as a JSON object, read strictly (docs/admin.md): a key given twice, a trailing
+    /// comma or anything but one object is a `400` that says what and where.
+    static func jsonObject(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> [String: JSONValue] {
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "body")
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(buffer.readableBytesView))) as? [String: Any] else {
-            throw .badRequest("the body must be a JSON object")
+        switch StrictJSON.object(Array(buffer.readableBytesView)) {
+        case .success(let object): return object
+        case .failure(let error): throw .badRequest("the body must be a JSON object: \(error.message)")
         }
-        return object
     }
 }

@@ -96,13 +96,12 @@ struct JWKSKeySet: Sendable {
     /// The document's keys, split into those worth making verifiers for and those skipped.
     /// Synchronous, so a configuration load can report a broken file at once.
     static func candidates(in bytes: [UInt8]) throws(JWKSProblem) -> (usable: [Candidate], skipped: [String]) {
-        let document: JSONValue
-        do {
-            document = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        } catch {
-            throw JWKSProblem("the JWKS is not JSON")
+        let members: [String: JSONValue]
+        switch StrictJSON.object(bytes) {
+        case .success(let object): members = object
+        case .failure(let error): throw JWKSProblem("the JWKS is not a JSON object: \(error.message)")
         }
-        guard case .object(let members) = document, case .array(let entries)? = members["keys"] else {
+        guard case .array(let entries)? = members["keys"] else {
             throw JWKSProblem("the JWKS is not a JSON object with a \"keys\" array")
         }
         var usable: [Candidate] = []

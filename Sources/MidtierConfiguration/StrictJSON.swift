@@ -10,18 +10,35 @@ public enum StrictJSON {
         guard case .object(let members)? = value else {
             return .failure(StrictJSONError(message: "the document is \(value?.kind ?? "empty"), not an object"))
         }
-        return .success(Dictionary(members.map { ($0.key, convert($0.value)) }, uniquingKeysWith: { first, _ in first }))
+        do {
+            return .success(try convert(members))
+        } catch {
+            return .failure(error)
+        }
     }
 
-    static func convert(_ json: JSON) -> JSONValue {
+    /// A parsed value as `JSONValue`; a number no `Double` holds (`1e999`) is an error, never
+    /// an infinity or a NaN.
+    static func convert(_ json: JSON) throws(StrictJSONError) -> JSONValue {
         switch json {
-        case .null: .null
-        case .bool(let value): .bool(value)
-        case .number(let text): .number(Double(text) ?? .nan)
-        case .string(let value): .string(value)
-        case .array(let values): .array(values.map(convert))
-        case .object(let members): .object(Dictionary(members.map { ($0.key, convert($0.value)) }, uniquingKeysWith: { first, _ in first }))
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .number(let text):
+            guard let number = Double(text), number.isFinite else { throw StrictJSONError(message: "the number \(text.prefix(40)) is out of range") }
+            return .number(number)
+        case .string(let value): return .string(value)
+        case .array(let values):
+            var converted: [JSONValue] = []
+            for value in values { converted.append(try convert(value)) }
+            return .array(converted)
+        case .object(let members): return .object(try convert(members))
         }
+    }
+
+    private static func convert(_ members: [JSONMember]) throws(StrictJSONError) -> [String: JSONValue] {
+        var object: [String: JSONValue] = [:]
+        for member in members where object[member.key] == nil { object[member.key] = try convert(member.value) }
+        return object
     }
 }
 

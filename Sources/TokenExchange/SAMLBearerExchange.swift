@@ -117,23 +117,30 @@ enum TokenResponse {
     static let maximumLifetime = 24 * 3600
 
     static func parse(_ bytes: [UInt8]) throws(TokenExchangeError) -> AccessToken {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] else {
-            throw .invalidResponse("the answer is not a JSON object")
+        let object: [String: JSONValue]
+        switch StrictJSON.object(bytes) {
+        case .success(let parsed): object = parsed
+        case .failure(let error): throw .invalidResponse("the answer is not a JSON object (\(error.message))")
         }
-        guard let value = object["access_token"] as? String, !value.isEmpty else {
+        guard case .string(let value)? = object["access_token"], !value.isEmpty else {
             throw .invalidResponse("the answer has no access_token")
         }
         guard value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .invalidResponse("the access_token has characters a header cannot carry")
         }
-        let type = (object["token_type"] as? String) ?? "Bearer"
+        var type = "Bearer"
+        switch object["token_type"] {
+        case nil, .null?: break
+        case .string(let text)?: type = text
+        case _?: throw .invalidResponse("the token_type is not a string")
+        }
         guard type.caseInsensitiveCompare("Bearer") == .orderedSame else {
             throw .invalidResponse("the token_type is \(sanitized(type)), not Bearer")
         }
         let lifetime: Int?
         switch object["expires_in"] {
-        case let number as NSNumber where !(number is Bool) && number.doubleValue.isFinite: lifetime = Int(exactly: number.doubleValue.rounded(.down))
-        case let text as String: lifetime = Int(text)
+        case .number(let number)?: lifetime = Int(exactly: number.rounded(.down))
+        case .string(let text)?: lifetime = Int(text)
         default: lifetime = nil
         }
         guard let lifetime, lifetime > 0 else {
@@ -146,10 +153,10 @@ enum TokenResponse {
     /// `error_description`/`error`), cut short and cleaned; never anything from `avoiding`.
     static func reason(fromErrorBody bytes: [UInt8], avoiding secrets: [String]) -> String {
         var reason = "no reason given"
-        if let object = (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any] {
+        if case .success(let object) = StrictJSON.object(bytes) {
             for key in ["errorMessage", "error_description", "message", "error"] {
-                if let text = object[key] as? String, !text.isEmpty { reason = text; break }
-                if let nested = object[key] as? [String: Any], let text = (nested["value"] ?? nested["message"]) as? String { reason = text; break }
+                if case .string(let text)? = object[key], !text.isEmpty { reason = text; break }
+                if case .object(let nested)? = object[key], case .string(let text)? = nested["value"] ?? nested["message"] { reason = text; break }
             }
         }
         for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed the assertion)" }

@@ -275,3 +275,40 @@ import Testing
         }
     }
 }
+
+/// The one strict reader of JSON bodies (admin API, registrations, JWKS, token service
+/// answers): every problem is an error that says what, never a silent value.
+@Suite struct StrictJSONTests {
+    @Test func aKeyGivenTwiceIsRefusedByName() {
+        guard case .failure(let error) = StrictJSON.object(Array(#"{"type":"traffic","type":"all"}"#.utf8)) else {
+            Issue.record("a duplicate key was accepted")
+            return
+        }
+        #expect(error.message.contains("type"), "\(error.message)")
+    }
+
+    @Test(arguments: [#"{"a":1e999}"#, #"{"a":[-1e400]}"#, #"{"a":{"b":2e308}}"#])
+    func aNumberNoDoubleHoldsIsRefused(_ text: String) {
+        guard case .failure(let error) = StrictJSON.object(Array(text.utf8)) else {
+            Issue.record("\(text) was accepted (it used to read as an infinity or NaN)")
+            return
+        }
+        #expect(error.message.contains("out of range"), "\(error.message)")
+    }
+
+    @Test(arguments: [#"{"a":1,}"#, #"{"a":1} {}"#, "[1]", "", #"{'a':1}"#])
+    func anythingButOneObjectIsRefused(_ text: String) {
+        guard case .failure = StrictJSON.object(Array(text.utf8)) else {
+            Issue.record("\(text) was accepted")
+            return
+        }
+    }
+
+    @Test func numbersAndNestingAreRead() throws {
+        let object = try StrictJSON.object(Array(#"{"n":8,"f":-1.5e2,"a":[true,null,"x"],"o":{"k":"v"}}"#.utf8)).get()
+        #expect(object["n"] == .number(8))
+        #expect(object["f"] == .number(-150))
+        #expect(object["a"] == .array([.bool(true), .null, .string("x")]))
+        #expect(object["o"] == .object(["k": .string("v")]))
+    }
+}

@@ -351,6 +351,17 @@ try:
     check("identity: no registration exists for the KELVIN SIGN spelling",
           status == 200 and json.loads(answer).get("registrations") == [], f"({status} {answer[:200]!r})")
 
+    # Admin bodies are read strictly: a key given twice is ambiguous (which type of block?) and
+    # refused, naming the key; nothing is blocked.
+    for body, what in [(b'{"type":"traffic","type":"all"}', "type"), (b'{"type":"all","reason":"a","reason":"b"}', "reason"),
+                       (b'{"type":"all",}', "trailing comma"), (b'{"type":"all"} {}', "two documents"), (b"[\"all\"]", "an array")]:
+        status, _, answer = call(aport, "PUT", "/admin/v1/users/carol/block", {**ADMIN, "Content-Type": "application/json"}, body)
+        named = what not in ("type", "reason") or what.encode() in answer
+        check(f"admin: a block body with {what if what not in ('type', 'reason') else what + ' given twice'} is 400 and says so",
+              status == 400 and named, f"({status} {answer[:200]!r})")
+    status, _, answer = call(aport, "GET", "/admin/v1/users/carol", ADMIN)
+    check("admin: carol was not blocked by any of them", status == 200 and json.loads(answer).get("block") is None, f"({status} {answer[:200]!r})")
+
     # Credentials with NUL or other control characters are refused, not cut at the NUL.
     for name, password in [("NUL after the right password", b"alice-demo-password\x00"), ("NUL and more", b"alice-demo-password\x00anything"),
                            ("a tab after it", b"alice-demo-password\t"), ("DEL after it", b"alice-demo-password\x7f"),
