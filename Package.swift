@@ -36,16 +36,18 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
-        // The domain's core types: who a user is (realm + id, compared by bytes).
+        // The domain's core types: who a user is (realm + id, compared by bytes), apps,
+        // destinations, the configuration they make up; no dependencies.
         .target(
             name: "MidtierCore",
             dependencies: [],
             swiftSettings: swiftSettings
         ),
-        // Configuration files: typed values, validation with file/key errors, secrets.
+        // Configuration files: reading and validating them into the core's values (file/key
+        // errors, secrets), and the strict JSON reader.
         .target(
-            name: "MidtierConfiguration",
-            dependencies: [],
+            name: "ConfigurationFiles",
+            dependencies: ["MidtierCore"],
             swiftSettings: swiftSettings
         ),
         // SAML 2.0 assertions, XML-DSig signing and verification (libxml2 + OpenSSL).
@@ -58,7 +60,7 @@ let package = Package(
         .target(
             name: "TokenExchange",
             dependencies: [
-                "SAMLSigning", "MidtierConfiguration", "MidtierCore",
+                "SAMLSigning", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -70,7 +72,7 @@ let package = Package(
         .target(
             name: "DeviceAuthentication",
             dependencies: [
-                "MidtierConfiguration", "MidtierCore", "COpenSSL",
+                "MidtierCore", "COpenSSL",
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -82,7 +84,7 @@ let package = Package(
         // Registrations (device onboarding) and the rules that decide whether one may call.
         .target(
             name: "Registrations",
-            dependencies: ["MidtierStore", "MidtierConfiguration", "MidtierCore"],
+            dependencies: ["MidtierStore", "MidtierCore"],
             swiftSettings: swiftSettings
         ),
         // Durable state: registrations, blocks, audit (SQLite through GRDB, or PostgreSQL
@@ -90,7 +92,7 @@ let package = Package(
         .target(
             name: "MidtierStore",
             dependencies: [
-                "MidtierCore", "MidtierConfiguration",
+                "MidtierCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -103,7 +105,7 @@ let package = Package(
         .target(
             name: "BackendSessions",
             dependencies: [
-                "MidtierStore", "MidtierConfiguration", "MidtierCore",
+                "MidtierStore", "MidtierCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -119,7 +121,7 @@ let package = Package(
         .target(
             name: "Forwarding",
             dependencies: [
-                "MidtierConfiguration",
+                "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,7 +157,7 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierConfiguration", "MidtierCore",
+                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -168,7 +170,7 @@ let package = Package(
         .target(
             name: "WebPages",
             dependencies: [
-                "AdminAPI", "MidtierHTTP", "Registrations", "MidtierConfiguration", "MidtierCore", "MidtierMetrics",
+                "AdminAPI", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -181,7 +183,7 @@ let package = Package(
         .target(
             name: "MidtierServer",
             dependencies: [
-                "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
                 "MidtierCore", "BackendSessions", "WebPages",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -210,7 +212,7 @@ let package = Package(
         .executableTarget(
             name: "midtier",
             dependencies: [
-                "MidtierServer", "MidtierConfiguration", "SAMLSigning", "SuccessFactorsSandbox",
+                "MidtierServer", "ConfigurationFiles", "SAMLSigning", "SuccessFactorsSandbox",
                 "DeviceAuthentication", "TokenExchange", "MetadataPatching",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -236,11 +238,11 @@ let package = Package(
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "ConfigurationTests", dependencies: ["MidtierConfiguration"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConfigurationTests", dependencies: ["ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "MidtierTests",
             dependencies: [
-                "MidtierConfiguration", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
                 "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages",
                 .product(name: "GRDB", package: "GRDB.swift"),

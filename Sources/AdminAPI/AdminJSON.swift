@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MidtierConfiguration
+import MidtierCore
 import MidtierStore
 
 /// The JSON shapes of the admin API (`docs/admin-api.yaml`).

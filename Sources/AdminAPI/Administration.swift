@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import MidtierConfiguration
 import MidtierCore
 import MidtierHTTP
 import Registrations

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 import Synchronization
-import MidtierConfiguration
+import MidtierCore
 import MidtierStore
 
 /// The back-end sessions of every registration: the cookie jar in memory and, with

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 
 /// Seals back-end sessions for the store with AES-256-GCM (swift-crypto), so a database dump
 /// holds no cookie in clear (docs/configuration.md, `backendSessionKeys`).

@@ -2,7 +2,6 @@ import COpenSSL
 import Dispatch
 import Foundation
 import HummingbirdBcrypt
-import MidtierConfiguration
 import MidtierCore
 import NIOPosix
 import Synchronization

@@ -1,6 +1,6 @@
 import Foundation
 import JWTKit
-import MidtierConfiguration
+import MidtierCore
 
 /// The two signature algorithms Midtier accepts on device tokens, each bound to one key type:
 /// a token's `alg` must match the type of the key it names (no RSA/HMAC/EC confusion).

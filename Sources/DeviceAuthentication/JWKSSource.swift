@@ -1,7 +1,7 @@
 import AsyncHTTPClient
 import Dispatch
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 import NIOCore
 import Synchronization
 

@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import Dispatch
 import Foundation
 import JWTKit
-import MidtierConfiguration
 import MidtierCore
 import Synchronization
 

@@ -1,7 +1,7 @@
 import HTTPTypes
 import Hummingbird
 import Logging
-import MidtierConfiguration
+import MidtierCore
 import NIOCore
 import NIOHTTP1
 

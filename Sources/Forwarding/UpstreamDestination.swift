@@ -1,4 +1,4 @@
-import MidtierConfiguration
+import MidtierCore
 import NIOHTTP1
 import NIOSSL
 

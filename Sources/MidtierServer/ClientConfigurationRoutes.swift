@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MidtierConfiguration
+import MidtierCore
 import MidtierHTTP
 
 /// What an app's clients are told about it (docs/device-api.md, "Discovery and settings"):

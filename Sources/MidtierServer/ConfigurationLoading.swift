@@ -1,5 +1,6 @@
 import Foundation
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import SAMLSigning
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.

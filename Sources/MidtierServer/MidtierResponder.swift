@@ -1,6 +1,6 @@
 import HTTPTypes
 import Hummingbird
-import MidtierConfiguration
+import MidtierCore
 import MidtierHTTP
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)

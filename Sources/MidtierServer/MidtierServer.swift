@@ -6,7 +6,7 @@ import DeviceAuthentication
 import Foundation
 import Hummingbird
 import Logging
-import MidtierConfiguration
+import ConfigurationFiles
 import MidtierCore
 import MidtierHTTP
 import MidtierMetrics

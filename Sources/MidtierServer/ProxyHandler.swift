@@ -6,7 +6,6 @@ import Hummingbird
 import MidtierHTTP
 import Logging
 import MetadataPatching
-import MidtierConfiguration
 import MidtierCore
 import MidtierMetrics
 import MidtierStore

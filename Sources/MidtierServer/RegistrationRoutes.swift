@@ -4,7 +4,7 @@ import HTTPTypes
 import Hummingbird
 import MidtierHTTP
 import Logging
-import MidtierConfiguration
+import MidtierCore
 import MidtierStore
 import Registrations
 

@@ -6,7 +6,6 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import MidtierHTTP
-import MidtierConfiguration
 import MidtierCore
 import SAMLSigning
 import Synchronization

@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import MidtierConfiguration
+import MidtierCore
 import MidtierHTTP
 import Registrations
 

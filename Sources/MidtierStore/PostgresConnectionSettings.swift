@@ -1,4 +1,4 @@
-import MidtierConfiguration
+import MidtierCore
 import NIOSSL
 import PostgresNIO
 

@@ -1,5 +1,4 @@
 import Foundation
-import MidtierConfiguration
 import MidtierCore
 @_exported import MidtierStore
 

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 import NIOCore
 import NIOHTTP1
 import SAMLSigning

@@ -2,7 +2,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import MidtierConfiguration
 import MidtierCore
 import MidtierHTTP
 import Registrations

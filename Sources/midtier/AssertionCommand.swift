@@ -2,7 +2,8 @@ import ArgumentParser
 import AsyncHTTPClient
 import DeviceAuthentication
 import Foundation
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import MidtierServer
 import SAMLSigning
 import TokenExchange

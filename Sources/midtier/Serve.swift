@@ -3,7 +3,8 @@ import Foundation
 import Hummingbird
 import Logging
 import MetadataPatching
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import MidtierServer
 import ServiceLifecycle
 

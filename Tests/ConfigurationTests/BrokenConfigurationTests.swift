@@ -1,5 +1,6 @@
 import Foundation
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import Testing
 
 /// One broken change to the valid fixture, and the one problem it must cause.

@@ -1,5 +1,6 @@
 import Foundation
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 
 /// Values the fixture's files carry, so tests can compare and look for leaks.
 enum Values {

@@ -1,4 +1,4 @@
-import MidtierConfiguration
+import MidtierCore
 import Testing
 
 /// `trustedProxies` and how the client's address is found behind them (docs/operations.md,

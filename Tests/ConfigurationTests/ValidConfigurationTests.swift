@@ -1,5 +1,6 @@
 import Foundation
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import Testing
 
 @Suite struct ValidConfigurationTests {

@@ -1,5 +1,4 @@
 import Foundation
-import MidtierConfiguration
 import MidtierCore
 import Testing
 @testable import DeviceAuthentication

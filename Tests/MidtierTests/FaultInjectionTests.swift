@@ -1,5 +1,5 @@
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 import Synchronization
 import Testing
 

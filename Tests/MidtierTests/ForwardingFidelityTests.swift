@@ -1,5 +1,5 @@
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 import NIOCore
 import Testing
 @testable import Forwarding

@@ -1,5 +1,5 @@
 import Foundation
-import MidtierConfiguration
+import MidtierCore
 import Testing
 
 /// Lock, wipe, block and the offline policy, through real sockets: an admin's decision holds

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
-import MidtierConfiguration
+import MidtierCore
 import MidtierServer
 import MidtierStore
 import NIOCore

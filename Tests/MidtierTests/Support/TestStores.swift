@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
 import Logging
-import MidtierConfiguration
+import ConfigurationFiles
+import MidtierCore
 import MidtierStore
 import PostgresNIO
 import Testing

@@ -1,3 +1,4 @@
+import MidtierCore
 // `config/users.json`: `{"users":[{"id":..,"passwordHash":..,"attributes":{"k":"v"}}]}`.
 
 extension ConfigurationLoader {

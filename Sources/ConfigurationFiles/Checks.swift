@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 
 // Checks of single values. Each returns the accepted value, or a message for the problem.
 // Messages never repeat the value: it might be a secret pasted into the wrong key.

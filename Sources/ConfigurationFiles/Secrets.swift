@@ -1,3 +1,4 @@
+import MidtierCore
 // Secrets (`Password`, `signingKeyPassphrase`): inline, `{"env": "VAR"}` or `{"file": "path"}`.
 
 extension ConfigurationLoader {

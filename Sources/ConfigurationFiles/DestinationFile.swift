@@ -1,3 +1,4 @@
+import MidtierCore
 // `config/destinations/<Name>.json`, with SAP BTP destination property names.
 
 extension ConfigurationLoader {

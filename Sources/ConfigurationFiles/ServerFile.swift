@@ -1,3 +1,4 @@
+import MidtierCore
 // `config/midtier.json`.
 
 import Foundation

@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 
 /// Loads and validates a configuration directory (docs/configuration.md):
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 
 #if canImport(Glibc)
 import Glibc

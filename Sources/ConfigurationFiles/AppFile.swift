@@ -1,3 +1,4 @@
+import MidtierCore
 // `config/apps/<appId>.json`.
 
 import Foundation

@@ -1,7 +1,7 @@
 /// A parsed JSON value as the loader sees it. Unlike `JSONValue` it keeps numbers as the text
 /// written in the file (so `15` stays `15`, and a number too large for any type is a problem,
 /// not a crash) and object members in file order.
-indirect enum JSON {
+package indirect enum JSON {
     case null
     case bool(Bool)
     case number(String)
@@ -10,7 +10,7 @@ indirect enum JSON {
     case object([JSONMember])
 
     /// "a string", "an object", … for messages.
-    var kind: String {
+    package var kind: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -24,27 +24,27 @@ indirect enum JSON {
 
 /// One member of a JSON object. (A struct rather than a labeled tuple: Swift 6.3 reports a
 /// spurious "circular reference" for a recursive enum holding an array of labeled tuples.)
-struct JSONMember {
-    var key: String
-    var value: JSON
+package struct JSONMember {
+    package var key: String
+    package var value: JSON
 }
 
 /// The text of UTF-8 bytes, or nil if they are not valid UTF-8. (`String(validating:as:)`
 /// needs macOS 15; the package supports macOS 14.)
-func utf8Text(_ bytes: [UInt8]) -> String? {
+package func utf8Text(_ bytes: [UInt8]) -> String? {
     let text = String(decoding: bytes, as: UTF8.self)
     return text.utf8.elementsEqual(bytes) ? text : nil
 }
 
 /// One step of a key path, kept unjoined while parsing so that long keys nested deeply cost
 /// nothing unless a problem needs the path.
-enum PathComponent {
+package enum PathComponent {
     case key(String)
     case index(Int)
 }
 
 /// `[.key("users"), .index(2), .key("id")]` = `users[2].id`.
-func keyPath(_ components: [PathComponent]) -> String {
+package func keyPath(_ components: [PathComponent]) -> String {
     var path = ""
     for component in components {
         switch component {
@@ -58,13 +58,13 @@ func keyPath(_ components: [PathComponent]) -> String {
 /// Joins key paths: `authentication` + `jwks` = `authentication.jwks`.
 /// A key longer than 100 characters is shortened (`abc…`), so that key paths stay readable
 /// and bounded whatever the input.
-func keyPath(_ parent: String, _ key: String) -> String {
+package func keyPath(_ parent: String, _ key: String) -> String {
     let shown = key.count > 100 ? key.prefix(100) + "…" : key
     return parent.isEmpty ? shown : parent + "." + shown
 }
 
 /// Joins key paths for array elements: `users` + 2 = `users[2]`.
-func keyPath(_ parent: String, index: Int) -> String {
+package func keyPath(_ parent: String, index: Int) -> String {
     "\(parent)[\(index)]"
 }
 
@@ -73,7 +73,7 @@ func keyPath(_ parent: String, index: Int) -> String {
 /// Written here rather than taken from Foundation so that a syntax error says where it is
 /// (line and column), duplicate keys are reported with their key path, numbers keep their
 /// text, and nesting is bounded so that no input can exhaust the stack.
-struct JSONParser {
+package struct JSONParser {
     struct SyntaxError: Error {
         var message: String
     }
@@ -89,7 +89,7 @@ struct JSONParser {
     private var pathStack: [PathComponent] = []
 
     /// Parses a whole document. On a syntax error, `error` says what and where (line, column).
-    static func parse(_ bytes: [UInt8]) -> (value: JSON?, duplicateKeys: [String], error: String?) {
+    package static func parse(_ bytes: [UInt8]) -> (value: JSON?, duplicateKeys: [String], error: String?) {
         guard utf8Text(bytes) != nil else {
             return (nil, [], "the file is not valid UTF-8 text")
         }

@@ -1,0 +1,181 @@
+// The configuration Midtier runs on (docs/configuration.md): validated values, built from
+// files by ConfigurationFiles (nothing else creates one outside tests).
+
+/// Everything loaded from one configuration directory. Immutable: a reload builds a new one
+/// and swaps it in whole.
+public struct MidtierConfiguration: Sendable {
+    public var server: ServerSettings
+    /// Apps by app id (the file name of `config/apps/<appId>.json`).
+    public var apps: [String: AppConfiguration]
+    /// Destinations by `Name` (which equals the file name of `config/destinations/<Name>.json`).
+    public var destinations: [String: DestinationConfiguration]
+    /// Local users for `basic` authentication, by user id.
+    public var users: [String: LocalUser]
+
+    public init(
+        server: ServerSettings,
+        apps: [String: AppConfiguration],
+        destinations: [String: DestinationConfiguration],
+        users: [String: LocalUser]
+    ) {
+        self.server = server
+        self.apps = apps
+        self.destinations = destinations
+        self.users = users
+    }
+}
+
+/// A `host:port` pair, as in `"0.0.0.0:8080"` or `"[::1]:9090"`.
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// Where durable state lives.
+public enum StoreLocation: Sendable, Equatable {
+    /// `sqlite:PATH` (relative paths against the working directory).
+    case sqlite(path: String)
+    /// A PostgreSQL server shared by several instances (docs/operations.md).
+    case postgres(PostgresLocation)
+}
+
+/// Where a PostgreSQL store is and how to reach it, from a `postgres://` URL (and, in the
+/// object form of `store`, a separate password secret). `description` never shows the
+/// password.
+public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+    /// libpq's `sslmode`, the ones Midtier supports.
+    public enum TLSMode: String, Sendable, Equatable, CaseIterable {
+        /// Plain TCP.
+        case disable
+        /// TLS when the server offers it, without checking its certificate (libpq's default).
+        case prefer
+        /// TLS always, without checking the certificate.
+        case require
+        /// TLS always; the certificate must chain to the trusted roots (any host name).
+        case verifyCA = "verify-ca"
+        /// TLS always; the certificate must chain to the trusted roots and name the host.
+        case verifyFull = "verify-full"
+    }
+
+    /// A host name or address, or a directory holding the server's Unix socket (starts with `/`).
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var password: String?
+    public var database: String
+    public var tls: TLSMode
+    /// `sslrootcert`: a PEM file of the roots to trust; the system's roots when nil.
+    public var rootCertificatePath: String?
+
+    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+                tls: TLSMode = .prefer, rootCertificatePath: String? = nil) {
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.database = database
+        self.tls = tls
+        self.rootCertificatePath = rootCertificatePath
+    }
+
+    /// Whether `host` names a Unix socket directory.
+    public var isUnixSocket: Bool { host.hasPrefix("/") }
+
+    public var description: String {
+        let hostPart = isUnixSocket ? "" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
+        let socket = isUnixSocket ? "&host=\(host)" : ""
+        return "postgres://\(user)@\(hostPart)/\(database)?sslmode=\(tls.rawValue)\(socket)"
+    }
+}
+
+/// `config/midtier.json`.
+public struct ServerSettings: Sendable {
+    /// `listen`, default `0.0.0.0:8080`.
+    public var listen: ListenAddress
+    /// `adminListen`, default `127.0.0.1:9090`.
+    public var adminListen: ListenAddress
+    /// `publicURL`: the device-facing base URL, without a trailing slash. Default
+    /// `http://localhost:<listen port>`.
+    public var publicURL: String
+    /// `adminURL`: how admins reach `adminListen` (through a TLS-terminating proxy, say), without
+    /// a trailing slash. Default `http://<adminListen>`. The console's cookies are `Secure`
+    /// when it is https.
+    public var adminURL: String?
+    /// `store`, default `sqlite:data/midtier.sqlite`.
+    public var store: StoreLocation
+    /// `adminTokenHashes`: bcrypt hashes of admin bearer tokens (from `midtier hash-secret`).
+    public var adminTokenHashes: [String]
+    /// `logLevel`: one of trace, debug, info, notice, warning, error, critical. Default `info`.
+    public var logLevel: String
+    /// `maxRequestBodyBytes`: the largest request body forwarded to a back end. Default 10 MiB.
+    public var maxRequestBodyBytes: Int
+    /// `credentialCacheSeconds`: how long a verified device credential is remembered. Default 300.
+    public var credentialCacheSeconds: Int
+    /// `maxRegistrationsPerUser`: the most registrations one user may hold, over all apps.
+    /// Default 20.
+    public var maxRegistrationsPerUser: Int
+    /// `backendSessionKeys`: the keys that seal the back-end sessions kept in the store. The
+    /// first seals, every one opens (rotation); none keeps sessions in memory only.
+    public var backendSessionKeys: [BackendSessionKey]
+    /// `trustedProxies`: the load balancers or reverse proxies whose `X-Forwarded-For` names
+    /// the client (throttling, audit, the back end's `X-Forwarded-For`). Default none.
+    public var trustedProxies: [AddressRange]
+
+    public init(
+        listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
+        adminListen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 9090),
+        publicURL: String = "http://localhost:8080",
+        store: StoreLocation = .sqlite(path: "data/midtier.sqlite"),
+        adminTokenHashes: [String] = [],
+        logLevel: String = "info",
+        maxRequestBodyBytes: Int = 10 * 1024 * 1024,
+        credentialCacheSeconds: Int = 300,
+        maxRegistrationsPerUser: Int = 20,
+        backendSessionKeys: [BackendSessionKey] = [],
+        trustedProxies: [AddressRange] = []
+    ) {
+        self.listen = listen
+        self.adminListen = adminListen
+        self.publicURL = publicURL
+        self.store = store
+        self.adminTokenHashes = adminTokenHashes
+        self.logLevel = logLevel
+        self.maxRequestBodyBytes = maxRequestBodyBytes
+        self.credentialCacheSeconds = credentialCacheSeconds
+        self.maxRegistrationsPerUser = maxRegistrationsPerUser
+        self.backendSessionKeys = backendSessionKeys
+        self.trustedProxies = trustedProxies
+    }
+}
+
+/// A 256-bit key that seals back-end sessions at rest (docs/configuration.md,
+/// `backendSessionKeys`). Never printed.
+public struct BackendSessionKey: Sendable, Equatable, CustomStringConvertible {
+    public static let byteCount = 32
+    public let bytes: [UInt8]
+
+    public init?(bytes: [UInt8]) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    public var description: String { "BackendSessionKey(\(Self.byteCount) bytes, not shown)" }
+}
+
+/// One entry of `config/users.json`.
+public struct LocalUser: Sendable {
+    public var id: String
+    /// bcrypt hash from `midtier hash-secret`.
+    public var passwordHash: String
+    public var attributes: [String: String]
+    public init(id: String, passwordHash: String, attributes: [String: String] = [:]) {
+        self.id = id
+        self.passwordHash = passwordHash
+        self.attributes = attributes
+    }
+}
