@@ -114,7 +114,7 @@ let package = Package(
         // $metadata facet patches (libxml2).
         .target(
             name: "MetadataPatching",
-            dependencies: ["CLibXML2"],
+            dependencies: ["CLibXML2", "MidtierCore"],
             swiftSettings: swiftSettings
         ),
         // Forwarding to back ends: path safety, header hygiene, pooled NIO HTTP/1 connections.

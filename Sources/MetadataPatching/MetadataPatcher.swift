@@ -1,16 +1,5 @@
 import CLibXML2
-
-/// One facet change: set attributes on `EntityType[@Name=entityType]/Property[@Name=property]`.
-public struct FacetPatch: Sendable, Equatable {
-    public var entityType: String
-    public var property: String
-    public var set: [String: String]
-    public init(entityType: String, property: String, set: [String: String]) {
-        self.entityType = entityType
-        self.property = property
-        self.set = set
-    }
-}
+import MidtierCore
 
 /// Why a document could not be patched.
 public struct MetadataPatchError: Error, Sendable, CustomStringConvertible {
@@ -43,12 +32,12 @@ public enum MetadataPatcher {
         /// The patched document, UTF-8.
         public var document: [UInt8]
         /// Patches that matched no property (a typo, or a back end that changed).
-        public var unmatched: [FacetPatch]
+        public var unmatched: [MetadataPatch]
         /// Patched properties whose `Scale` no `Precision` fits, in document order.
         public var unfittingScales: [UnfittingScale]
     }
 
-    public static func apply(_ patches: [FacetPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
+    public static func apply(_ patches: [MetadataPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
         guard document.count <= 64 << 20 else { throw MetadataPatchError(description: "the $metadata document is larger than 64 MiB") }
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue)
         let parsed = document.withUnsafeBufferPointer { buffer in

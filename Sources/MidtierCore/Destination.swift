@@ -115,7 +115,8 @@ public struct DestinationConfiguration: Sendable {
     }
 }
 
-/// One `metadataPatches` entry: set facets (attributes) on one property of one entity type.
+/// One `metadataPatches` entry: set facets (attributes) on one property of one entity type,
+/// `EntityType[@Name=entityType]/Property[@Name=property]`.
 public struct MetadataPatch: Sendable, Equatable {
     public var entityType: String
     public var property: String

@@ -1,3 +1,4 @@
+import MidtierCore
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -81,7 +81,7 @@ struct ProxyHandler: Sendable {
         } else {
             registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
         }
-        let found: (registration: Registration, block: UserBlock?)?
+        let found: RegistrationAndBlock?
         do {
             // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without
             // a lookup.
@@ -200,7 +200,7 @@ struct ProxyHandler: Sendable {
         } catch {
             throw .badGateway("the $metadata of destination \(destination.name) could not be read")
         }
-        let patches = destination.metadataPatches.map { FacetPatch(entityType: $0.entityType, property: $0.property, set: $0.set) }
+        let patches = destination.metadataPatches
         do {
             let result = try MetadataPatcher.apply(patches, to: upstream.redaction.redact(document) ?? document)
             for patch in result.unmatched {

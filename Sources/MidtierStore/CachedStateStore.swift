@@ -79,9 +79,9 @@ public final class CachedStateStore: StateStore {
         return loaded
     }
 
-    public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
+    public func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
         guard let registration = try await registration(id: id) else { return nil }
-        return (registration, try await block(of: registration.user))
+        return RegistrationAndBlock(registration: registration, block: try await block(of: registration.user))
     }
 
     public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {

@@ -1,58 +1,7 @@
 import Foundation
 import MidtierCore
 
-/// A device registration (an "application connection" in SAP Mobile Services terms), as stored.
-public struct Registration: Sendable, Equatable {
-    public enum State: String, Sendable, Equatable, CaseIterable {
-        case active
-        /// Locked by an admin or the user: traffic refused until unlocked.
-        case locked
-        /// Wiped: refused forever; the device must onboard anew.
-        case wiped
-    }
-
-    /// `ApplicationConnectionId`.
-    public var id: String
-    public var appId: String
-    /// The Midtier user who owns it (realm and id).
-    public var user: UserIdentity
-    public var deviceType: String
-    public var deviceModel: String
-    public var deviceId: String
-    public var formFactor: String
-    public var apnsDeviceToken: String
-    public var androidGcmRegistrationId: String
-    /// Milliseconds since 1970.
-    public var createdAt: Int64
-    /// Milliseconds since 1970 of the last successful contact.
-    public var lastContactAt: Int64
-    public var state: State
-    /// The other fields of SAP's Connection entity the device sent (`DeviceSubType`, `Email`,
-    /// `CustomCustom1`, …), by field name, as text (docs/device-api.md). Stored as one JSON
-    /// object.
-    public var details: [String: String]
-
-    public init(
-        id: String, appId: String, user: UserIdentity,
-        deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
-        apnsDeviceToken: String = "", androidGcmRegistrationId: String = "",
-        createdAt: Int64, lastContactAt: Int64? = nil, state: State = .active, details: [String: String] = [:]
-    ) {
-        self.id = id
-        self.appId = appId
-        self.user = user
-        self.deviceType = deviceType
-        self.deviceModel = deviceModel
-        self.deviceId = deviceId
-        self.formFactor = formFactor
-        self.apnsDeviceToken = apnsDeviceToken
-        self.androidGcmRegistrationId = androidGcmRegistrationId
-        self.createdAt = createdAt
-        self.lastContactAt = lastContactAt ?? createdAt
-        self.state = state
-        self.details = details
-    }
-
+extension Registration {
     /// `details` as stored: a JSON object of strings.
     var detailsText: String {
         guard !details.isEmpty, let data = try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys]) else { return "{}" }
@@ -61,7 +10,10 @@ public struct Registration: Sendable, Equatable {
 
     /// `details` from its stored text (nothing from text that is not a JSON object of strings).
     static func details(from text: String) -> [String: String] {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String] ?? [:]
+        guard case .success(let object) = StrictJSON.object(Array(text.utf8)) else { return [:] }
+        return object.compactMapValues { value in
+            if case .string(let text) = value { text } else { nil }
+        }
     }
 }
 
@@ -123,7 +75,7 @@ public protocol StateStore: Sendable {
     /// another instance's writes could change, such as the offline policy).
     func currentRegistration(id: String) async throws(StoreError) -> Registration?
     /// A registration with its owner's block, in one read (the request path needs both).
-    func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)?
+    func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock?
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
     /// Replaces the device fields of the stored registration with the same id; false when
     /// there is none.

@@ -194,13 +194,13 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func registrationAndBlock(id: String) async throws(StoreError) -> (registration: Registration, block: UserBlock?)? {
+    public func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
         try await read { db in
             let sql = """
                 SELECT r.*, \(Self.blockColumns) FROM registration r
                 LEFT JOIN user_block b ON b.user_realm = r.user_realm AND b.user_id = r.user_id WHERE r.id = ?
                 """
-            return try Row.fetchOne(db, sql: sql, arguments: [id]).map { (Self.registration($0), Self.block($0)) }
+            return try Row.fetchOne(db, sql: sql, arguments: [id]).map { RegistrationAndBlock(registration: Self.registration($0), block: Self.block($0)) }
         }
     }
 

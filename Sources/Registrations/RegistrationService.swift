@@ -227,9 +227,10 @@ public struct RegistrationService: Sendable {
     /// Decides whether `user` may make a proxied call with `found` (a registration and its
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
-    public func admit(_ found: (registration: Registration, block: UserBlock?)?, user: UserIdentity,
+    public func admit(_ found: RegistrationAndBlock?, user: UserIdentity,
                       policy: BlockWipingPolicy) async throws(StoreError) -> Admission {
-        guard let (registration, block) = found, registration.user == user else { return .unknown }
+        guard let found, found.registration.user == user else { return .unknown }
+        let (registration, block) = (found.registration, found.block)
         if let block, block.kind.blocksTraffic { return .blocked(block.kind) }
         switch registration.state {
         case .wiped: return .wiped

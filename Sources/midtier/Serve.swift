@@ -88,7 +88,7 @@ struct CheckConfig: AsyncParsableCommand {
             let file = "\(config)/destinations/\(parts[0]).json"
             guard let destination = configuration.destinations[parts[0]] else { problems.append("--metadata \(pair): no destination named \(parts[0])"); continue }
             guard let document = FileManager.default.contents(atPath: parts[1]) else { problems.append("--metadata \(pair): cannot read \(parts[1])"); continue }
-            let patches = destination.metadataPatches.map { FacetPatch(entityType: $0.entityType, property: $0.property, set: $0.set) }
+            let patches = destination.metadataPatches
             do {
                 let result = try MetadataPatcher.apply(patches, to: Array(document))
                 for patch in result.unmatched {

@@ -173,8 +173,8 @@ import Testing
 
     @Test func setsFacetsAndReportsWhatMatchedNothing() throws {
         let result = try MetadataPatcher.apply([
-            FacetPatch(entityType: "Items", property: "amount", set: ["Precision": "15", "Scale": "2"]),
-            FacetPatch(entityType: "Items", property: "missing", set: ["Scale": "2"]),
+            MetadataPatch(entityType: "Items", property: "amount", set: ["Precision": "15", "Scale": "2"]),
+            MetadataPatch(entityType: "Items", property: "missing", set: ["Scale": "2"]),
         ], to: Array(Self.document.utf8))
         let text = String(decoding: result.document, as: UTF8.self)
         #expect(text.contains(#"<Property Name="amount" Type="Edm.Decimal" Nullable="true" Precision="15" Scale="2"/>"#), "\(text)")
@@ -194,11 +194,11 @@ import Testing
         </Schema></edmx:DataServices></edmx:Edmx>
         """
         let result = try MetadataPatcher.apply([
-            FacetPatch(entityType: "Items", property: "fits", set: ["Scale": "2"]),
-            FacetPatch(entityType: "Items", property: "bare", set: ["Scale": "2"]),
-            FacetPatch(entityType: "Items", property: "narrow", set: ["Scale": "2"]),
-            FacetPatch(entityType: "Items", property: "narrow", set: ["MaxLength": "9"]),
-            FacetPatch(entityType: "Items", property: "variable", set: ["Scale": "variable"]),
+            MetadataPatch(entityType: "Items", property: "fits", set: ["Scale": "2"]),
+            MetadataPatch(entityType: "Items", property: "bare", set: ["Scale": "2"]),
+            MetadataPatch(entityType: "Items", property: "narrow", set: ["Scale": "2"]),
+            MetadataPatch(entityType: "Items", property: "narrow", set: ["MaxLength": "9"]),
+            MetadataPatch(entityType: "Items", property: "variable", set: ["Scale": "variable"]),
         ], to: Array(document.utf8))
         #expect(result.unmatched.isEmpty)
         #expect(result.unfittingScales == [

@@ -1,4 +1,3 @@
-import MidtierCore
 
 /// An admin's block of a user (docs/admin.md, "Users: block").
 public struct UserBlock: Sendable, Equatable {
