@@ -281,9 +281,8 @@ try:
              for kind in ("500", "echo", "garbage")]
 
     def hashed(user):
-        out = subprocess.run([BIN, "bench-internal", "make-users", "--count", "1", "--cost", "4", "--password", user["password"]],
-                             capture_output=True, text=True, check=True).stdout
-        return {"id": user["id"], "passwordHash": json.loads(out)["users"][0]["passwordHash"], "attributes": {"sfUserId": user["sfUserId"]}}
+        out = subprocess.run([BIN, "hash-secret", "--cost", "10"], input=user["password"] + "\n", capture_output=True, text=True, check=True).stdout
+        return {"id": user["id"], "passwordHash": out.strip(), "attributes": {"sfUserId": user["sfUserId"]}}
 
     with ThreadPoolExecutor(4) as pool:
         users_file = list(pool.map(hashed, users + extra))
