@@ -487,6 +487,18 @@ try:
             non_200.append((user["id"], result["destination"], why, result["body"][:160]))
         elif why:
             mismatches.append((user["id"], result["destination"], why))
+    # And calls made now, after the grace, on the instances at random: the check does not depend
+    # on the load lasting long enough after the block for some of its calls to count.
+    if acknowledged:
+        time.sleep(max(0.0, acknowledged + BLOCK_GRACE - time.monotonic()) + 0.05)
+        blocked_registration = next(r for r in registrations if r["user"] is blocked)
+        for destination in ("sf", "echo", "tech") * 4:
+            result = request(blocked_registration, destination)
+            blocked_after += 1
+            if result["status"] == 403 and header(result["headers"], "x-message-code") == "TRAFFIC_BLOCKED":
+                blocked_refused += 1
+            else:
+                blocked_data_after.append((result["status"], result["body"][:120]))
     by_destination = {d: sum(1 for r in results if r["destination"] == d) for d in ("sf", "echo", "tech")}
     check(f"{REQUESTS} interleaved requests ({by_destination}): 0 mismatches", not mismatches, f"({len(mismatches)}: {mismatches[:5]})")
     check("0 answers other than 200 (except the blocked user's after the block)", not non_200, f"({len(non_200)}: {non_200[:5]})")
