@@ -8,8 +8,13 @@ extension Refusal {
         do {
             return try await operation()
         } catch {
-            logger.error("store failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the store is not available; try again")
+            throw storeFailed(error, logger)
         }
+    }
+
+    /// The one answer to a store that failed: `503`, its detail logged, never shown.
+    public static func storeFailed(_ error: any Error, _ logger: Logger) -> Refusal {
+        logger.error("store failed", metadata: ["error": "\(error)"])
+        return .unavailable("the store is not available; try again")
     }
 }

@@ -81,14 +81,9 @@ struct ProxyHandler: Sendable {
         } else {
             registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
         }
-        let found: RegistrationAndBlock?
-        do {
-            // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without
-            // a lookup.
-            found = RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
-        } catch {
-            logger.error("store read failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+        // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without a lookup.
+        let found: RegistrationAndBlock? = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
         }
         guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
             _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
@@ -108,12 +103,8 @@ struct ProxyHandler: Sendable {
 
         // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
         //    longer than the app's policy allows, lets the call through.
-        let admission: Admission
-        do {
-            admission = try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
-        } catch {
-            logger.error("store write failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+        let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
         }
         switch admission {
         case .admitted: break

@@ -58,8 +58,7 @@ struct RegistrationRoutes: Sendable {
         } catch let refusal as Refusal {
             throw refusal
         } catch {
-            logger.error("store write failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+            throw Refusal.storeFailed(error, logger)
         }
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
@@ -112,8 +111,7 @@ struct RegistrationRoutes: Sendable {
         } catch let refusal as Refusal {
             throw refusal
         } catch {
-            logger.error("store failed", metadata: ["error": "\(error)"])
-            throw .unavailable("the registration store is not available; try again")
+            throw Refusal.storeFailed(error, logger)
         }
     }
 
