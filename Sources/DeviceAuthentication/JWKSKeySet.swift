@@ -15,12 +15,32 @@ enum JWTSignatureAlgorithm: String, Sendable, CaseIterable {
 struct JWKSKey: Sendable {
     let kid: String?
     let algorithm: JWTSignatureAlgorithm
-    /// jwt-kit's verifier for exactly `algorithm` with this public key.
-    let verifier: any JWTAlgorithm
+    /// jwt-kit's key collection holding this key alone (for exactly `algorithm`), made once
+    /// when the set is loaded: it verifies a token's signature and decodes its claims.
+    let collection: JWTKeyCollection
 
-    func verifies(signature: [UInt8], signingInput: ArraySlice<UInt8>) -> Bool {
-        (try? verifier.verify(signature, signs: signingInput)) ?? false
+    /// The token's claims, if this key signed it.
+    func verify(_ token: String) async -> DeviceClaims? {
+        try? await collection.verify(token, as: DeviceClaims.self)
     }
+}
+
+/// Every claim of a device token, for the checks Midtier makes itself with its own messages
+/// (issuer, audience, expiry, the user claim); jwt-kit has checked the signature by then.
+struct DeviceClaims: JWTPayload {
+    let claims: [String: JSONValue]
+
+    init(from decoder: any Decoder) throws {
+        claims = try decoder.singleValueContainer().decode([String: JSONValue].self)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(claims)
+    }
+
+    /// Nothing here: `JWTAuthenticator` checks the claims after the signature.
+    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Why a JWKS cannot be used. For logs; devices only learn that keys are unavailable.
@@ -89,7 +109,7 @@ struct JWKSKeySet: Sendable {
             guard verifier.name == algorithm.rawValue else {
                 throw JWKSProblem("jwt-kit made a \(verifier.name) verifier for an \(algorithm.rawValue) key")
             }
-            return JWKSKey(kid: kid, algorithm: algorithm, verifier: verifier)
+            return JWKSKey(kid: kid, algorithm: algorithm, collection: collection)
         }
     }
 

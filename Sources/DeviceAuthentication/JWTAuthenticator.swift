@@ -156,26 +156,35 @@ public final class JWTAuthenticator: Sendable {
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
-        guard token.utf8.count <= maximumTokenBytes, let compact = try? CompactToken(token), let claims = try? compact.claims() else { return nil }
+        guard token.utf8.count <= maximumTokenBytes,
+              let claims = try? DefaultJWTParser().parse(Array(token.utf8), as: DeviceClaims.self).payload.claims else { return nil }
         return claims.string("iss")
     }
 
     private func verify(_ token: String, at now: Double) async -> Result<(AuthenticatedUser, Double), JWTAuthenticationFailure> {
-        let compact: CompactToken
-        do { compact = try CompactToken(token) } catch { return .failure(error) }
+        // The token's shape, in words a device's developer can act on; jwt-kit reads it after.
+        let segments = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3 else {
+            return .failure(.malformedToken(segments.count == 5 ? "it is encrypted (JWE), not signed" : "it is not a JWT of three base64url parts"))
+        }
+        guard segments.allSatisfy(Self.isBase64URL) else { return .failure(.malformedToken("its parts are not base64url")) }
+        // The header, read (not trusted) to choose the key; the claims are read only once a
+        // key has verified the signature.
+        let header: JWTHeader
+        do {
+            header = try DefaultJWTParser().parse(Array(token.utf8), as: DeviceClaims.self).header
+        } catch {
+            return .failure(.malformedToken("its header or claims are not a JSON object"))
+        }
 
         // The algorithm decides the key type, before any key is looked at.
-        guard case .string(let alg)? = compact.header["alg"] else { return .failure(.malformedToken("its header has no alg")) }
+        guard let alg = header.alg else { return .failure(.malformedToken("its header has no alg")) }
         guard let algorithm = JWTSignatureAlgorithm(rawValue: alg) else { return .failure(.algorithmNotAccepted(alg)) }
-        if compact.header["crit"] != nil {
+        if header.fields["crit"] != nil {
             return .failure(.malformedToken("its header has critical parameters (crit), which are not supported"))
         }
-        let kid: String?
-        switch compact.header["kid"] {
-        case nil: kid = nil
-        case .string(let value)?: kid = value
-        case _?: return .failure(.malformedToken("its kid is not a string"))
-        }
+        guard header.fields["kid"] == nil || header.kid != nil else { return .failure(.malformedToken("its kid is not a string")) }
+        let kid = header.kid
 
         // The key: by kid (fetching the set again, within limits, for a kid it lacks), else
         // every key of the right type.
@@ -192,13 +201,14 @@ public final class JWTAuthenticator: Sendable {
             guard !candidates.isEmpty else { return .failure(.unknownKey) }
         }
         signatureChecks.add(1, ordering: .relaxed)
-        guard candidates.contains(where: { $0.verifies(signature: compact.signature, signingInput: compact.signingInput) }) else {
-            return .failure(.signatureDoesNotVerify)
+        var verified: DeviceClaims?
+        for candidate in candidates {
+            verified = await candidate.verify(token)
+            if verified != nil { break }
         }
+        guard let claims = verified?.claims else { return .failure(.signatureDoesNotVerify) }
 
         // The claims, only now that they are known to come from the IdP.
-        let claims: [String: JSONValue]
-        do { claims = try compact.claims() } catch { return .failure(error) }
         guard claims.string("iss") == settings.issuer else { return .failure(.wrongIssuer(expected: settings.issuer)) }
         switch claims["aud"] {
         case .string(let audience)? where audience == settings.audience: break
@@ -243,48 +253,11 @@ public final class JWTAuthenticator: Sendable {
     }
 }
 
-/// A JWS in compact serialization: `base64url(header).base64url(payload).base64url(signature)`.
-struct CompactToken {
-    let header: [String: JSONValue]
-    let encodedPayload: Substring
-    let signature: [UInt8]
-    /// `base64url(header).base64url(payload)`, the bytes the signature covers.
-    let signingInput: ArraySlice<UInt8>
-
-    init(_ token: String) throws(JWTAuthenticationFailure) {
-        let segments = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard segments.count == 3 else {
-            throw .malformedToken(segments.count == 5 ? "it is encrypted (JWE), not signed" : "it is not a JWT of three base64url parts")
+extension JWTAuthenticator {
+    /// Whether a token part is base64url without padding (RFC 7515 §2), jwt-kit decodes it.
+    static func isBase64URL(_ part: Substring) -> Bool {
+        part.utf8.count % 4 != 1 && part.utf8.allSatisfy { byte in
+            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
         }
-        guard let headerBytes = Self.base64URLDecode(segments[0]), let signature = Self.base64URLDecode(segments[2]),
-              Self.base64URLDecode(segments[1]) != nil else {
-            throw .malformedToken("its parts are not base64url")
-        }
-        guard case .object(let header)? = try? JSONDecoder().decode(JSONValue.self, from: Data(headerBytes)) else {
-            throw .malformedToken("its header is not a JSON object")
-        }
-        self.header = header
-        self.encodedPayload = segments[1]
-        self.signature = signature
-        let bytes = Array(token.utf8)
-        self.signingInput = bytes[0..<(segments[0].utf8.count + 1 + segments[1].utf8.count)]
-    }
-
-    func claims() throws(JWTAuthenticationFailure) -> [String: JSONValue] {
-        guard let bytes = Self.base64URLDecode(encodedPayload),
-              case .object(let claims)? = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
-            throw .malformedToken("its claims are not a JSON object")
-        }
-        return claims
-    }
-
-    /// Strict base64url without padding (RFC 7515 §2).
-    static func base64URLDecode(_ text: Substring) -> [UInt8]? {
-        guard text.utf8.count % 4 != 1,
-              text.utf8.allSatisfy({ ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F })
-        else { return nil }
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.utf8.count % 4) % 4)
-        return Data(base64Encoded: base64).map { Array($0) }
     }
 }
