@@ -30,6 +30,8 @@ let package = Package(
         // jwt-kit needs ≥ 4.1.0 (../shared/TOOLCHAIN.md); AES-GCM for back-end sessions.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // base64 and base64url, one encoder (already in the graph through jwt-kit).
+        .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -62,6 +64,7 @@ let package = Package(
             dependencies: [
                 "SAMLSigning", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ExtrasBase64", package: "swift-extras-base64"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

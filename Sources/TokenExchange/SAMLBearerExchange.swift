@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ExtrasBase64
 import Foundation
 import MidtierCore
 import NIOCore
@@ -37,6 +38,12 @@ public struct SAMLBearerExchange: Sendable {
         return try signer.sign(assertion)
     }
 
+    /// The assertion as the token request carries it (`samlAssertionEncoding`): base64 without
+    /// line breaks, or base64url without padding.
+    static func encode(_ assertion: String, as encoding: AssertionEncoding) -> String {
+        Base64.encodeToString(bytes: Array(assertion.utf8), options: encoding == .base64url ? [.base64UrlAlphabet, .omitPaddingCharacter] : [])
+    }
+
     /// Exchanges a fresh assertion for `nameID` into an access token.
     public func exchange(nameID: String, newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
         let assertion: String
@@ -45,11 +52,7 @@ public struct SAMLBearerExchange: Sendable {
         } catch {
             throw .assertionFailed(error.message)
         }
-        var encoded = Data(assertion.utf8).base64EncodedString()
-        if settings.assertionEncoding == .base64url {
-            encoded = encoded.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-                .replacingOccurrences(of: "=", with: "")
-        }
+        let encoded = Self.encode(assertion, as: settings.assertionEncoding)
         var form: [(String, String)] = [
             ("company_id", settings.companyId),
             ("client_id", settings.clientKey),

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 import MidtierCore
 import Testing
@@ -230,5 +231,23 @@ final class FakeTokenService: Sendable {
 
     @Test func formEncodingEscapesEverythingButUnreserved() {
         #expect(FormEncoding.encode([("a b", "c+d/e=f&g"), ("x", "~._-")]) == "a%20b=c%2Bd%2Fe%3Df%26g&x=~._-")
+    }
+}
+
+/// How the assertion travels in the token request (`samlAssertionEncoding`).
+@Suite struct AssertionEncodingTests {
+    /// Bytes whose base64 has `+`, `/` and padding: base64 keeps them, base64url swaps the
+    /// alphabet and drops the padding; both decode to the same bytes, and neither breaks lines.
+    @Test func base64AndBase64url() {
+        let assertion = String(decoding: [0xFB, 0xFF, 0xBF, 0x3E, 0x3F], as: UTF8.self) + String(repeating: "<saml2:Assertion/>", count: 10)
+        let base64 = SAMLBearerExchange.encode(assertion, as: .base64)
+        let base64url = SAMLBearerExchange.encode(assertion, as: .base64url)
+        #expect(base64 == Data(assertion.utf8).base64EncodedString())
+        #expect(!base64url.contains("+") && !base64url.contains("/") && !base64url.contains("="))
+        #expect(!base64.contains("\n") && !base64url.contains("\n"))
+        var padded = base64url.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while padded.count % 4 != 0 { padded += "=" }
+        #expect(Data(base64Encoded: padded) == Data(assertion.utf8))
+        #expect(base64.contains("+") || base64.contains("/"), "the sample exercises the alphabet difference")
     }
 }
