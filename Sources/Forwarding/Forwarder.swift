@@ -294,24 +294,3 @@ struct LimitedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable wher
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), limit: limit) }
 }
-
-/// Query-component encoding for `URL.queries.*`.
-enum QueryEncoding {
-    static func escape(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "$"), UInt8(ascii: "'"),
-                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: "@"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
-                result.unicodeScalars.append("%")
-                result.unicodeScalars.append(hex[Int(byte >> 4)])
-                result.unicodeScalars.append(hex[Int(byte & 0xF)])
-            }
-        }
-        return result
-    }
-}

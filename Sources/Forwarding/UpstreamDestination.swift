@@ -102,7 +102,10 @@ public struct UpstreamDestination: Sendable {
         trustProblem = problem
         let afterScheme = destination.url.firstRange(of: "://").map { destination.url[$0.upperBound...] } ?? Substring(destination.url)
         basePath = String(afterScheme.drop { $0 != "/" })
-        let queries = destination.extraQueries.map { QueryEncoding.escape($0.name) + "=" + QueryEncoding.escape($0.value) }
+        let queries = destination.extraQueries.map {
+            // `URL.queries.*` as a query component: what OData query syntax needs stays as it is.
+            $0.name.percentEncoded(keeping: "$'(),:@") + "=" + $0.value.percentEncoded(keeping: "$'(),:@")
+        }
         fixedQuery = queries.isEmpty ? nil : queries.joined(separator: "&")
         fixedHeaders = destination.extraHeaders
         rewriter = URLRewriter(backendBase: destination.url, deviceBase: publicURL + "/" + destination.name)

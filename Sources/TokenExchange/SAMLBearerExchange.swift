@@ -92,24 +92,7 @@ public struct SAMLBearerExchange: Sendable {
 /// `application/x-www-form-urlencoded`: everything but unreserved characters percent-encoded.
 enum FormEncoding {
     static func encode(_ pairs: [(String, String)]) -> String {
-        pairs.map { escape($0.0) + "=" + escape($0.1) }.joined(separator: "&")
-    }
-
-    static func escape(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
-                result.unicodeScalars.append("%")
-                result.unicodeScalars.append(hex[Int(byte >> 4)])
-                result.unicodeScalars.append(hex[Int(byte & 0xF)])
-            }
-        }
-        return result
+        pairs.map { $0.0.percentEncoded() + "=" + $0.1.percentEncoded() }.joined(separator: "&")
     }
 }
 

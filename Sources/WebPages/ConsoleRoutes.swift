@@ -452,9 +452,7 @@ package struct ConsoleRoutes: Sendable {
     }
 
     /// A query value percent-encoded (everything but unreserved characters).
-    static func queryValue(_ value: String) -> String {
-        value.addingPercentEncoding(withAllowedCharacters: .urlUnreservedCharacters) ?? ""
-    }
+    static func queryValue(_ value: String) -> String { value.percentEncoded() }
 }
 
 /// What an admin can do to a registration from the console.
@@ -488,9 +486,4 @@ enum ConsoleAction: String, CaseIterable, Sendable {
         case .wiped: [.delete]
         }
     }
-}
-
-extension CharacterSet {
-    /// RFC 3986 unreserved: letters, digits, `-._~`.
-    static let urlUnreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 }

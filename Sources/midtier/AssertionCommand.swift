@@ -26,13 +26,7 @@ struct Assertion: AsyncParsableCommand {
     var config = "config"
 
     func run() async throws {
-        let configuration: MidtierConfiguration
-        do {
-            configuration = try loadConfiguration(config)
-        } catch {
-            for problem in error.problems { printError(problem.description) }
-            throw ExitCode.failure
-        }
+        let configuration = try configurationOrExit(config)
         guard let destinationConfiguration = configuration.destinations[destination] else {
             printError("midtier assertion: no destination named \(destination)")
             throw ExitCode.failure

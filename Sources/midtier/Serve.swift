@@ -15,14 +15,7 @@ struct Serve: AsyncParsableCommand {
     var config = "config"
 
     func run() async throws {
-        let configuration: MidtierConfiguration
-        do {
-            configuration = try loadConfiguration(config)
-        } catch {
-            for problem in error.problems { printError(problem.description) }
-            printError("midtier: not starting: \(error.problems.count) configuration problem(s)")
-            throw ExitCode.failure
-        }
+        let configuration = try configurationOrExit(config, last: { "midtier: not starting: \($0) configuration problem(s)" })
         let level = Logger.Level(rawValue: configuration.server.logLevel) ?? .info
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         let logger = Logger(label: "midtier")
@@ -74,13 +67,7 @@ struct CheckConfig: AsyncParsableCommand {
     var metadata: [String] = []
 
     func run() async throws {
-        let configuration: MidtierConfiguration
-        do {
-            configuration = try loadConfiguration(config)
-        } catch {
-            for problem in error.problems { print(problem.description) }
-            throw ExitCode.failure
-        }
+        let configuration = try configurationOrExit(config, printing: { print($0) })
         var problems: [String] = []
         for pair in metadata {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
@@ -105,5 +92,19 @@ struct CheckConfig: AsyncParsableCommand {
         for problem in problems { print(problem) }
         guard problems.isEmpty else { throw ExitCode.failure }
         print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
+    }
+}
+
+/// The configuration in `directory`; when it has problems, each is printed (`file: key: what`,
+/// to standard error unless `printing` says otherwise), then `last` with their number, and the
+/// command ends with failure.
+func configurationOrExit(_ directory: String, printing: (String) -> Void = printError,
+                         last: ((Int) -> String)? = nil) throws -> MidtierConfiguration {
+    do {
+        return try loadConfiguration(directory)
+    } catch {
+        for problem in error.problems { printing(problem.description) }
+        if let last { printing(last(error.problems.count)) }
+        throw ExitCode.failure
     }
 }
