@@ -83,7 +83,8 @@ public final class JWTAuthenticator: Sendable {
     private let cache = Mutex<[CredentialDigest: CachedToken]>([:])
     private let now: @Sendable () -> Double
     private let uptime: @Sendable () -> UInt64
-    /// How many tokens had their signature checked (cache misses that got that far).
+    /// How many tokens had their signature checked (cache misses that got that far): for
+    /// tests (`@testable`).
     let signatureChecks = Atomic<Int>(0)
 
     public static let clockSkewSeconds: Double = 60
@@ -122,8 +123,8 @@ public final class JWTAuthenticator: Sendable {
                                  unknownKidIntervalSeconds: unknownKidIntervalSeconds, uptime: uptime, log: log)
     }
 
-    /// How many times the JWKS was loaded (fetched, for a URL) so far.
-    public var keySetLoads: Int { source.loads }
+    /// How many times the JWKS was loaded (fetched, for a URL) so far: for tests (`@testable`).
+    var keySetLoads: Int { source.loads }
 
     /// Verifies an `Authorization: Bearer …` header value.
     public func authenticate(authorization: String?) async -> Result<AuthenticatedUser, JWTAuthenticationFailure> {

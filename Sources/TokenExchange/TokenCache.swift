@@ -64,9 +64,9 @@ public final class TokenCache: Sendable {
 
     public var count: Int { state.withLock { $0.entries.count } }
 
-    /// Exchanges started and not yet finished (for leak checks: 0 once every call has ended,
-    /// unless a background refresh is running).
-    public var exchangesInFlight: Int { state.withLock { $0.entries.values.count { $0.exchange != nil } } }
+    /// Exchanges started and not yet finished, for the tests' leak checks (`@testable`): 0 once
+    /// every call has ended, unless a background refresh is running.
+    var exchangesInFlight: Int { state.withLock { $0.entries.values.count { $0.exchange != nil } } }
 
     /// The current token for `key`, exchanging one when there is none usable.
     public func token(for key: TokenCacheKey, exchange: @escaping Exchange) async throws -> (AccessToken, Outcome) {

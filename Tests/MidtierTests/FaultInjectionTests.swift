@@ -2,6 +2,7 @@ import Foundation
 import MidtierCore
 import Synchronization
 import Testing
+@testable import TokenExchange
 
 /// A TCP server that misbehaves on purpose, one way at a time: it closes the connection
 /// without answering, hangs, answers with canned bytes, or trickles a body.
