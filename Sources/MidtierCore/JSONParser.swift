@@ -27,6 +27,11 @@ package indirect enum JSON {
 package struct JSONMember {
     package var key: String
     package var value: JSON
+
+    package init(key: String, value: JSON) {
+        self.key = key
+        self.value = value
+    }
 }
 
 /// The text of UTF-8 bytes, or nil if they are not valid UTF-8. (`String(validating:as:)`

@@ -1,3 +1,5 @@
+import MidtierCore
+
 /// An OData error as SuccessFactors answers it: an HTTP status and a JSON body
 /// `{"error":{"code":"…","message":{"lang":"en-US","value":"…"}}}`.
 ///
@@ -45,11 +47,11 @@ struct ODataError: Error, Sendable {
 
     /// The JSON body.
     var body: [UInt8] {
-        let json = JSONValue.object([
-            ("error", .object([
-                ("code", .string(code)),
-                ("message", .object([("lang", .string("en-US")), ("value", .string(message))])),
-            ])),
+        let json = JSON.object([
+            "error": .object([
+                "code": .string(code),
+                "message": .object(["lang": .string("en-US"), "value": .string(message)]),
+            ]),
         ])
         return Array(json.serialized().utf8)
     }
