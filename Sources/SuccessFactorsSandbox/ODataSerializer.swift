@@ -60,7 +60,9 @@ struct ODataSerializer {
     static func literal(_ value: ODataValue) -> String {
         switch value {
         case .null: return "null"
-        case .string(let text): return ODataPercentEncoding.encode("'" + text.replacingOccurrences(of: "'", with: "''") + "'", keepingSlash: false)
+        case .string(let text):
+            let quoted = "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+            return quoted.addingPercentEncoding(withAllowedCharacters: .odataPathSegment) ?? ""
         case .boolean(let flag): return flag ? "true" : "false"
         case .int64(let number): return "\(number)L"
         case .decimal(let text): return text + "M"

@@ -78,8 +78,8 @@ public struct PayrollODataService: Sendable {
         switch target {
         case .collection(let type, let entities):
             let canonicalPath = segments.map { segment in
-                ODataPercentEncoding.encode(
-                    segment.name + (segment.keyPredicate.map { "(" + $0 + ")" } ?? ""), keepingSlash: false)
+                let text = segment.name + (segment.keyPredicate.map { "(" + $0 + ")" } ?? "")
+                return text.addingPercentEncoding(withAllowedCharacters: .odataPathSegment) ?? ""
             }.joined(separator: "/")
             return try collection(
                 entities, of: type, options: options, isCount: isCount, serializer: serializer,

@@ -78,11 +78,9 @@ public struct SandboxServer: Sendable {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ part: Substring) -> String {
-                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            let name = decode(parts[0])
-            if fields[name] == nil { fields[name] = parts.count > 1 ? decode(parts[1]) : "" }
+            // A malformed escape reads as empty, so the field counts as missing.
+            let name = String(parts[0]).formDecoded ?? ""
+            if fields[name] == nil { fields[name] = parts.count > 1 ? String(parts[1]).formDecoded ?? "" : "" }
         }
         return fields
     }
