@@ -203,7 +203,7 @@ let package = Package(
         .target(
             name: "SuccessFactorsSandbox",
             dependencies: [
-                "SAMLSigning",
+                "SAMLSigning", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

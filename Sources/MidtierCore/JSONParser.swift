@@ -1,7 +1,7 @@
 /// A parsed JSON value as the loader sees it. Unlike `JSONValue` it keeps numbers as the text
 /// written in the file (so `15` stays `15`, and a number too large for any type is a problem,
 /// not a crash) and object members in file order.
-package indirect enum JSON {
+package indirect enum JSON: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -24,9 +24,14 @@ package indirect enum JSON {
 
 /// One member of a JSON object. (A struct rather than a labeled tuple: Swift 6.3 reports a
 /// spurious "circular reference" for a recursive enum holding an array of labeled tuples.)
-package struct JSONMember {
+package struct JSONMember: Sendable {
     package var key: String
     package var value: JSON
+
+    package init(key: String, value: JSON) {
+        self.key = key
+        self.value = value
+    }
 }
 
 /// The text of UTF-8 bytes, or nil if they are not valid UTF-8. (`String(validating:as:)`

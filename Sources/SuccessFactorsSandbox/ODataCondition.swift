@@ -10,21 +10,7 @@ indirect enum ODataCondition: Sendable {
     case or([ODataCondition])
     case not(ODataCondition)
     case comparison(ODataComparison, ODataCondition, ODataCondition)
-    case function(Function, [ODataCondition])
     case isIn(ODataCondition, [ODataValue])
-
-    enum Function: String, Sendable, CaseIterable {
-        case startswith, endswith, substringof, tolower, toupper, trim
-
-        var argumentCount: Int {
-            switch self {
-            case .startswith, .endswith, .substringof: return 2
-            case .tolower, .toupper, .trim: return 1
-            }
-        }
-
-        var returnsBoolean: Bool { argumentCount == 2 }
-    }
 
     /// What a (sub)expression evaluates to, for type checking.
     enum Kind: String, Sendable {
@@ -40,7 +26,6 @@ indirect enum ODataCondition: Sendable {
         case .literal(let value): return Self.kind(of: value)
         case .property(let path): return Self.kind(of: path.property.type)
         case .and, .or, .not, .comparison, .isIn: return .boolean
-        case .function(let function, _): return function.returnsBoolean ? .boolean : .string
         }
     }
 
@@ -94,15 +79,10 @@ extension ODataCondition {
             return .not(try bindConditions([operand], "not", type, model)[0])
         case .comparison(let comparison, let left, let right):
             return try bindComparison(comparison, try bindAny(left, type, model), try bindAny(right, type, model))
-        case .call(let name, let arguments, let position):
-            return try bindCall(name, arguments, position, type, model)
         case .isIn(let operand, let list):
             let left = try bindAny(operand, type, model)
             var values: [ODataValue] = []
-            for item in list {
-                guard case .literal(let value) = item else {
-                    throw .badRequest("Invalid $filter: the 'in' list may only contain literals.")
-                }
+            for value in list {
                 let converted = try convert(value, toKindOf: left)
                 try checkComparable(.eq, left.kind, kind(of: converted), literal: value)
                 values.append(converted)
@@ -178,30 +158,6 @@ extension ODataCondition {
                 "Invalid $filter: cannot compare \(left.rawValue) with \(right.rawValue) using '\(comparison.rawValue)'.\(hint)")
         }
     }
-
-    private static func bindCall(
-        _ name: String, _ arguments: [ODataExpression], _ position: Int, _ type: ODataEntityType,
-        _ model: ODataModel
-    ) throws(ODataError) -> ODataCondition {
-        guard let function = Function(rawValue: name.lowercased()) else {
-            let supported = Function.allCases.map(\.rawValue).joined(separator: ", ")
-            throw .badRequest(
-                "Invalid $filter: unknown function '\(name)' at position \(position); supported: \(supported).")
-        }
-        guard arguments.count == function.argumentCount else {
-            throw .badRequest(
-                "Invalid $filter: \(function.rawValue) takes \(function.argumentCount) argument(s), got \(arguments.count).")
-        }
-        var bound: [ODataCondition] = []
-        for argument in arguments {
-            let condition = try bindAny(argument, type, model)
-            guard condition.kind == .string else {
-                throw .badRequest("Invalid $filter: \(function.rawValue) needs strings, but got \(condition.kind.rawValue).")
-            }
-            bound.append(condition)
-        }
-        return .function(function, bound)
-    }
 }
 
 // MARK: Evaluation
@@ -233,9 +189,6 @@ extension ODataCondition {
         case .isIn(let operand, let list):
             let candidates = operand.values(for: entity, in: store, user: user)
             return [.boolean(candidates.contains { a in list.contains { b in Self.test(.eq, a, b) } })]
-        case .function(let function, let arguments):
-            let argumentValues = arguments.map { $0.values(for: entity, in: store, user: user) }
-            return Self.apply(function, argumentValues)
         }
     }
 
@@ -256,31 +209,6 @@ extension ODataCondition {
         case .ge: return order != .orderedAscending
         case .lt: return order == .orderedAscending
         case .le: return order != .orderedDescending
-        }
-    }
-
-    private static func apply(_ function: Function, _ arguments: [[ODataValue]]) -> [ODataValue] {
-        func strings(_ values: [ODataValue]) -> [String] {
-            values.compactMap { if case .string(let text) = $0 { return text } else { return nil } }
-        }
-        func anyPair(_ test: (String, String) -> Bool) -> [ODataValue] {
-            let firsts = strings(arguments[0])
-            let seconds = strings(arguments[1])
-            return [.boolean(firsts.contains { a in seconds.contains { b in test(a, b) } })]
-        }
-        func map(_ transform: (String) -> String) -> [ODataValue] {
-            arguments[0].map { value in
-                if case .string(let text) = value { return .string(transform(text)) }
-                return value
-            }
-        }
-        switch function {
-        case .startswith: return anyPair { $0.hasPrefix($1) }
-        case .endswith: return anyPair { $0.hasSuffix($1) }
-        case .substringof: return anyPair { needle, haystack in needle.isEmpty || haystack.contains(needle) }
-        case .tolower: return map { $0.lowercased() }
-        case .toupper: return map { $0.uppercased() }
-        case .trim: return map { $0.trimmingCharacters(in: .whitespaces) }
         }
     }
 }

@@ -1,3 +1,5 @@
+import MidtierCore
+
 /// An OData error as SuccessFactors answers it: an HTTP status and a JSON body
 /// `{"error":{"code":"…","message":{"lang":"en-US","value":"…"}}}`.
 ///
@@ -43,14 +45,15 @@ struct ODataError: Error, Sendable {
             message: "Method \(method) is not allowed: the SuccessFactors sandbox payroll service is read-only (GET only).")
     }
 
-    /// The JSON body.
-    var body: [UInt8] {
-        let json = JSONValue.object([
-            ("error", .object([
-                ("code", .string(code)),
-                ("message", .object([("lang", .string("en-US")), ("value", .string(message))])),
-            ])),
+    var json: JSON {
+        .object([
+            "error": .object([
+                "code": .string(code),
+                "message": .object(["lang": .string("en-US"), "value": .string(message)]),
+            ]),
         ])
-        return Array(json.serialized().utf8)
     }
+
+    /// The JSON body.
+    var body: [UInt8] { Array(json.serialized().utf8) }
 }

@@ -7,17 +7,17 @@ indirect enum ODataExpression: Sendable {
     case or([ODataExpression])
     case not(ODataExpression)
     case comparison(ODataComparison, ODataExpression, ODataExpression)
-    case call(String, [ODataExpression], position: Int)
-    /// `x in ('a','b')`, or SuccessFactors' form `x in 'a','b'`.
-    case isIn(ODataExpression, [ODataExpression])
+    /// `x in ('a','b')`, or SuccessFactors' form `x in 'a','b'`: literals only.
+    case isIn(ODataExpression, [ODataValue])
 }
 
-enum ODataComparison: String, Sendable, CaseIterable {
+enum ODataComparison: String, Sendable {
     case eq, ne, gt, ge, lt, le
 }
 
-/// Parses OData v2 `$filter` syntax: `eq ne gt ge lt le`, `and or not`, parentheses, `in`,
-/// function calls (`startswith(x,'A')`), property paths, and literals.
+/// Parses the part of OData v2 `$filter` the sandbox's users need (docs/sandbox.md): `eq ne gt
+/// ge lt le`, `and or not`, parentheses, `in`, property paths and literals. Functions
+/// (`startswith(x,'A')`, `tolower(x)`, …) and arithmetic are refused with a 400 that says so.
 ///
 /// Precedence, loosest first: `or`, `and`, `not`, comparison. (`not a eq b` means
 /// `not (a eq b)`, which is what people mean by it.) `and`/`or` chains become one n-ary node and
@@ -107,29 +107,36 @@ struct ODataFilterParser {
         return left
     }
 
-    /// `('a','b')` or SuccessFactors' unparenthesised `'a','b'` (literals only).
-    private mutating func parseInList() throws(ODataError) -> [ODataExpression] {
-        var values: [ODataExpression] = []
-        if current.kind == .openParen {
-            advance()
-            values.append(try parseOperand())
-            while current.kind == .comma {
-                advance()
-                values.append(try parseOperand())
-            }
-            try expect(.closeParen, "',' or ')' in the 'in' list")
-            return values
-        }
+    /// `('a','b')` or SuccessFactors' unparenthesised `'a','b'`: literals only.
+    private mutating func parseInList() throws(ODataError) -> [ODataValue] {
+        let parenthesised = current.kind == .openParen
+        if parenthesised { advance() }
+        var values: [ODataValue] = []
         repeat {
-            if !values.isEmpty { advance() }
-            guard case .literal(let value) = current.kind else { throw unexpected("a literal in the 'in' list") }
-            values.append(.literal(value))
-            advance()
+            if !values.isEmpty { advance() }  // ,
+            guard let value = literal() else { throw unexpected("a literal in the 'in' list") }
+            values.append(value)
         } while current.kind == .comma
+        if parenthesised { try expect(.closeParen, "',' or ')' in the 'in' list") }
         return values
     }
 
+    /// A literal token, or `true`, `false`, `null`; nil (nothing consumed) for anything else.
+    private mutating func literal() -> ODataValue? {
+        let value: ODataValue
+        switch current.kind {
+        case .literal(let literal): value = literal
+        case .identifier("true"): value = .boolean(true)
+        case .identifier("false"): value = .boolean(false)
+        case .identifier("null"): value = .null
+        default: return nil
+        }
+        advance()
+        return value
+    }
+
     private mutating func parseOperand() throws(ODataError) -> ODataExpression {
+        if let value = literal() { return .literal(value) }
         let token = current
         switch token.kind {
         case .openParen:
@@ -139,19 +146,13 @@ struct ODataFilterParser {
             let inner = try parseOr()
             try expect(.closeParen, "')'")
             return inner
-        case .literal(let value):
-            advance()
-            return .literal(value)
         case .identifier(let name):
-            switch name {
-            case "true": advance(); return .literal(.boolean(true))
-            case "false": advance(); return .literal(.boolean(false))
-            case "null": advance(); return .literal(.null)
-            default: break
-            }
             advance()
             if current.kind == .openParen {
-                return try parseCall(name, position: token.position)
+                throw .badRequest(
+                    "Invalid $filter: \(name)(…) at position \(token.position) is a function call, and the SuccessFactors "
+                        + "sandbox does not support functions in $filter; use comparisons (eq, ne, gt, ge, lt, le) "
+                        + "combined with and, or, not, parentheses and in.")
             }
             var segments = [name]
             while current.kind == .slash {
@@ -164,21 +165,5 @@ struct ODataFilterParser {
         default:
             throw unexpected("a property, literal or '('")
         }
-    }
-
-    private mutating func parseCall(_ name: String, position: Int) throws(ODataError) -> ODataExpression {
-        advance()  // (
-        try enter()
-        defer { depth -= 1 }
-        var arguments: [ODataExpression] = []
-        if current.kind != .closeParen {
-            arguments.append(try parseOr())
-            while current.kind == .comma {
-                advance()
-                arguments.append(try parseOr())
-            }
-        }
-        try expect(.closeParen, "',' or ')' in the arguments of \(name)")
-        return .call(name, arguments, position: position)
     }
 }

@@ -1,6 +1,6 @@
 /// A token of an OData v2 expression (`$filter`, key predicates).
 enum ODataToken: Equatable, Sendable {
-    /// A name: property, navigation property, operator (`eq`, `and`), function, `true`/`false`/`null`.
+    /// A name: property, navigation property, operator (`eq`, `and`), `true`/`false`/`null`.
     case identifier(String)
     /// A string, number or typed literal (`'x'`, `42`, `1.5M`, `100L`, `datetime'2024-01-31T00:00:00'`).
     case literal(ODataValue)
@@ -113,8 +113,8 @@ struct ODataLexer {
         throw .badRequest("Invalid \(option): the string literal starting at position \(start - 1) has no closing quote.")
     }
 
-    /// `42`, `-7`, `4250.00`, `1e3`, with an optional type suffix: `L` (Int64), `M` (Decimal),
-    /// `D`/`F` (floating point, treated as decimal here).
+    /// `42`, `-7`, `4250.00`, with an optional type suffix: `L` (Int64) or `M` (Decimal). No
+    /// exponents and no `D`/`F` (the payroll model has no floating-point properties).
     private mutating func number() throws(ODataError) -> ODataValue {
         let position = index + 1
         let start = index
@@ -134,24 +134,15 @@ struct ODataLexer {
                 throw .badRequest("Invalid \(option): the number at position \(position) has no digits after '.'.")
             }
         }
-        if index < scalars.count, scalars[index] == "e" || scalars[index] == "E" {
-            isInteger = false
-            index += 1
-            if index < scalars.count, scalars[index] == "+" || scalars[index] == "-" { index += 1 }
-            let exponentStart = index
-            while index < scalars.count, ("0"..."9").contains(scalars[index]) { index += 1 }
-            guard index > exponentStart, index - exponentStart <= 3 else {
-                throw .badRequest("Invalid \(option): the number at position \(position) has a bad exponent.")
-            }
-        }
         let text = String(String.UnicodeScalarView(scalars[start..<index]))
         var suffix: Unicode.Scalar?
-        if index < scalars.count, "LlMmDdFf".unicodeScalars.contains(scalars[index]) {
+        if index < scalars.count, "LlMm".unicodeScalars.contains(scalars[index]) {
             suffix = scalars[index]
             index += 1
         }
         if index < scalars.count, Self.isNamePart(scalars[index]) {
-            throw .badRequest("Invalid \(option): malformed number at position \(position).")
+            throw .badRequest(
+                "Invalid \(option): malformed number at position \(position); write numbers like 42, -7, 4250.00, 12L or 4250.00M.")
         }
         if suffix == "L" || suffix == "l" {
             guard isInteger, let value = Int64(text) else {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The query options of a request, decoded and syntax-checked but not yet checked against an
 /// entity type.
 ///
@@ -34,8 +36,7 @@ struct ODataQueryOptions: Sendable {
         var seen: Set<String> = []
         for piece in query.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = piece.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = ODataPercentEncoding.decode(String(parts[0]), plusAsSpace: true),
-                  let value = ODataPercentEncoding.decode(parts.count > 1 ? String(parts[1]) : "", plusAsSpace: true)
+            guard let name = String(parts[0]).formDecoded, let value = (parts.count > 1 ? String(parts[1]) : "").formDecoded
             else {
                 throw .badRequest("Malformed query string: '\(piece)' has an invalid percent-encoding.")
             }
@@ -106,10 +107,14 @@ struct ODataQueryOptions: Sendable {
         var parts: [String] = []
         for option in options where option.name != "$skip" && option.name != "$skiptoken" {
             let value = option.name == "$top" ? String(remainingTop ?? 0) : option.value
-            parts.append(ODataPercentEncoding.encode(option.name) + "=" + ODataPercentEncoding.encode(value))
+            parts.append(Self.encoded(option.name) + "=" + Self.encoded(value))
         }
         parts.append("$skiptoken=\(skipToken)")
         return parts.joined(separator: "&")
+    }
+
+    private static func encoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .odataQueryValue) ?? ""
     }
 }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The resource path of a request (the part after `/odata/v2/`), split into segments such as
 /// `EmployeePayrollRunResults(externalCode='X',mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')`,
 /// `userIdNav` or `$count`.
@@ -10,7 +12,7 @@ struct ODataPathSegment: Sendable {
     static func parse(_ rawPath: String) throws(ODataError) -> [ODataPathSegment] {
         var segments: [ODataPathSegment] = []
         for raw in rawPath.split(separator: "/", omittingEmptySubsequences: false) {
-            guard let text = ODataPercentEncoding.decode(String(raw), plusAsSpace: false) else {
+            guard let text = String(raw).removingPercentEncoding else {
                 throw .badRequest("Malformed resource path: '\(raw)' has an invalid percent-encoding.")
             }
             guard let open = text.firstIndex(of: "(") else {

@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 
 /// Writes entities in OData v2 verbose JSON, as SuccessFactors answers with `$format=json`:
 /// - every entity starts with `"__metadata":{"uri":"<root>Set(key)","type":"SFOData.Type"}`;
@@ -14,13 +15,13 @@ struct ODataSerializer {
 
     func json(
         for entity: ODataEntity, of type: ODataEntityType, expand: ODataExpandTree, select: ODataSelectTree?
-    ) -> JSONValue {
+    ) -> JSON {
         let uri = self.uri(of: entity, type: type)
-        var members: [(String, JSONValue)] = [
-            ("__metadata", .object([("uri", .string(uri)), ("type", .string(model.qualifiedName(of: type)))])),
+        var members = [
+            JSONMember(key: "__metadata", value: .object(["uri": .string(uri), "type": .string(model.qualifiedName(of: type))])),
         ]
         for property in type.properties where select?.includes(property: property.name) ?? true {
-            members.append((property.name, entity[property.name].json))
+            members.append(JSONMember(key: property.name, value: entity[property.name].json))
         }
         for navigation in type.navigations {
             if let expanded = expand.child(named: navigation.name), let target = model.entityType(named: navigation.target) {
@@ -29,13 +30,13 @@ struct ODataSerializer {
                 let related = store.related(entity, via: navigation, visibleTo: user)
                 let elements = related.map { json(for: $0, of: target, expand: expanded, select: subselection) }
                 if navigation.toMany {
-                    members.append((navigation.name, .object([("results", .array(elements))])))
+                    members.append(JSONMember(key: navigation.name, value: .object(["results": .array(elements)])))
                 } else {
-                    members.append((navigation.name, elements.first ?? .null))
+                    members.append(JSONMember(key: navigation.name, value: elements.first ?? .null))
                 }
             } else if select == nil || select?.allProperties == true || select?.navigations[navigation.name] != nil {
-                let link = JSONValue.object([("uri", .string(uri + "/" + navigation.name))])
-                members.append((navigation.name, .object([("__deferred", link)])))
+                let link = JSON.object(["uri": .string(uri + "/" + navigation.name)])
+                members.append(JSONMember(key: navigation.name, value: .object(["__deferred": link])))
             }
         }
         return .object(members)
@@ -59,12 +60,30 @@ struct ODataSerializer {
     static func literal(_ value: ODataValue) -> String {
         switch value {
         case .null: return "null"
-        case .string(let text): return ODataPercentEncoding.encode("'" + text.replacingOccurrences(of: "'", with: "''") + "'", keepingSlash: false)
+        case .string(let text):
+            let quoted = "'" + text.replacingOccurrences(of: "'", with: "''") + "'"
+            return quoted.addingPercentEncoding(withAllowedCharacters: .odataPathSegment) ?? ""
         case .boolean(let flag): return flag ? "true" : "false"
         case .int64(let number): return "\(number)L"
         case .decimal(let text): return text + "M"
         case .dateTime(let ms): return "datetime'" + ODataDate.literalText(milliseconds: ms) + "'"
         case .dateTimeOffset(let ms): return "datetimeoffset'" + ODataDate.literalText(milliseconds: ms) + "Z'"
+        }
+    }
+}
+
+extension ODataValue {
+    /// The OData v2 verbose JSON form SuccessFactors uses: `Edm.Int64` and `Edm.Decimal` as
+    /// strings, `Edm.DateTime` as `"/Date(ms)/"`, `Edm.DateTimeOffset` as `"/Date(ms+0000)/"`.
+    var json: JSON {
+        switch self {
+        case .null: return .null
+        case .string(let text): return .string(text)
+        case .boolean(let value): return .bool(value)
+        case .int64(let number): return .string(String(number))
+        case .decimal(let text): return .string(text)
+        case .dateTime(let ms): return .string("/Date(\(ms))/")
+        case .dateTimeOffset(let ms): return .string("/Date(\(ms)+0000)/")
         }
     }
 }

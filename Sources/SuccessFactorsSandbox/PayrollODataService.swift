@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 
 /// An HTTP answer of the sandbox's OData service, framework-free.
 public struct ODataResult: Sendable {
@@ -68,7 +69,7 @@ public struct PayrollODataService: Sendable {
         }
         let options = try ODataQueryOptions.parse(query)
         if trimmedPath.isEmpty {
-            return json(.object([("EntitySets", .array(model.entityTypes.map { .string($0.name) }))]))
+            return json(.object(["EntitySets": .array(model.entityTypes.map { .string($0.name) })]))
         }
 
         let segments = try ODataPathSegment.parse(trimmedPath)
@@ -77,8 +78,8 @@ public struct PayrollODataService: Sendable {
         switch target {
         case .collection(let type, let entities):
             let canonicalPath = segments.map { segment in
-                ODataPercentEncoding.encode(
-                    segment.name + (segment.keyPredicate.map { "(" + $0 + ")" } ?? ""), keepingSlash: false)
+                let text = segment.name + (segment.keyPredicate.map { "(" + $0 + ")" } ?? "")
+                return text.addingPercentEncoding(withAllowedCharacters: .odataPathSegment) ?? ""
             }.joined(separator: "/")
             return try collection(
                 entities, of: type, options: options, isCount: isCount, serializer: serializer,
@@ -87,7 +88,7 @@ public struct PayrollODataService: Sendable {
             let bound = try ODataQuery.bind(options, to: type, in: model)
             return json(serializer.json(for: entity, of: type, expand: bound.expand, select: bound.select))
         case .property(let property, let value):
-            return json(.object([(property.name, value.json)]))
+            return json(.object([JSONMember(key: property.name, value: value.json)]))
         }
     }
 
@@ -183,18 +184,18 @@ public struct PayrollODataService: Sendable {
         rows = sorted(rows, by: query.orderBy, user: user)
         let pageEnd = min(windowEnd, Self.saturatingAdd(start, pageSize))
 
-        var members: [(String, JSONValue)] = []
+        var members: [JSONMember] = []
         if options.inlineCount {
-            members.append(("__count", .string(String(total))))
+            members.append(JSONMember(key: "__count", value: .string(String(total))))
         }
         let results = rows[start..<pageEnd].map {
             serializer.json(for: $0, of: type, expand: query.expand, select: query.select)
         }
-        members.append(("results", .array(results)))
+        members.append(JSONMember(key: "results", value: .array(results)))
         if pageEnd < windowEnd {
             let remainingTop = options.top == nil ? nil : windowEnd - pageEnd
             let next = nextLinkBase + "?" + options.nextLinkQuery(remainingTop: remainingTop, skipToken: pageEnd)
-            members.append(("__next", .string(next)))
+            members.append(JSONMember(key: "__next", value: .string(next)))
         }
         return json(.object(members))
     }
@@ -222,8 +223,7 @@ public struct PayrollODataService: Sendable {
     }
 
     /// `{"d": …}`.
-    private func json(_ value: JSONValue) -> ODataResult {
-        ODataResult(
-            status: 200, contentType: Self.jsonContentType, body: Array(JSONValue.object([("d", value)]).serialized().utf8))
+    private func json(_ value: JSON) -> ODataResult {
+        ODataResult(status: 200, contentType: Self.jsonContentType, body: Array(JSON.object(["d": value]).serialized().utf8))
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import MidtierCore
 import NIOCore
 
 /// The SuccessFactors sandbox as an HTTP application (docs/sandbox.md):
@@ -33,19 +34,22 @@ public struct SandboxServer: Sendable {
         }
         router.get("/sandbox/stats") { _, _ -> Response in
             let statistics = tokens.statistics
-            return Self.json(status: 200, ["exchanges": statistics.exchanges, "newTokenRequests": statistics.newTokenRequests,
-                                           "rejected": statistics.rejected, "exchangesByUser": statistics.exchangesByUser])
+            let byUser = statistics.exchangesByUser.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number($0.value)) }
+            return Self.json(status: 200, .object([
+                "exchanges": .number(statistics.exchanges), "exchangesByUser": .object(byUser),
+                "newTokenRequests": .number(statistics.newTokenRequests), "rejected": .number(statistics.rejected),
+            ]))
         }
         router.post("/sandbox/revoke-tokens") { _, _ -> Response in
             tokens.revokeAll()
-            return Self.json(status: 200, ["revoked": true])
+            return Self.json(status: 200, .object(["revoked": .bool(true)]))
         }
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete, .head] {
             router.on("/odata/v2/**", method: method) { request, _ -> Response in
                 guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
                       let user = tokens.user(forToken: String(authorization.dropFirst("Bearer ".count))) else {
-                    var response = Self.json(status: 401, ["error": ["code": "COE_INVALID_TOKEN",
-                                                                     "message": ["lang": "en-US", "value": "Invalid or expired OAuth token"]]])
+                    let error = ODataError(status: 401, code: "COE_INVALID_TOKEN", message: "Invalid or expired OAuth token")
+                    var response = Self.json(status: error.status, error.json)
                     response.headers[.wwwAuthenticate] = "Bearer"
                     return response
                 }
@@ -63,11 +67,10 @@ public struct SandboxServer: Sendable {
                            onServerRunning: onServerRunning, logger: logger)
     }
 
-    static func json(status: Int, _ object: [String: Any]) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    static func json(status: Int, _ value: JSON) -> Response {
         var headers = HTTPFields()
-        headers[.contentType] = "application/json;charset=utf-8"
-        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        headers[.contentType] = PayrollODataService.jsonContentType
+        return Response(status: .init(code: status), headers: headers, body: .init(byteBuffer: ByteBuffer(string: value.serialized())))
     }
 
     /// `application/x-www-form-urlencoded` → fields (the first value of a repeated name wins).
@@ -75,11 +78,9 @@ public struct SandboxServer: Sendable {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            func decode(_ part: Substring) -> String {
-                String(part).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
-            }
-            let name = decode(parts[0])
-            if fields[name] == nil { fields[name] = parts.count > 1 ? decode(parts[1]) : "" }
+            // A malformed escape reads as empty, so the field counts as missing.
+            let name = String(parts[0]).formDecoded ?? ""
+            if fields[name] == nil { fields[name] = parts.count > 1 ? String(parts[1]).formDecoded ?? "" : "" }
         }
         return fields
     }

@@ -1,4 +1,5 @@
 import Foundation
+import MidtierCore
 import SAMLSigning
 import Synchronization
 
@@ -28,10 +29,10 @@ public final class SandboxTokenService: Sendable {
         }
     }
 
-    /// An answer: status and JSON body.
+    /// An answer: status and JSON body (members in key order, as SuccessFactors writes them).
     public struct Answer: Sendable {
         public var status: Int
-        public var body: [String: any Sendable]
+        package var body: JSON
     }
 
     /// Counters for tests and demos (`GET /sandbox/stats`).
@@ -85,7 +86,9 @@ public final class SandboxTokenService: Sendable {
     public func exchange(form: [String: String], host: String?, now: Date = Date()) -> Answer {
         func refuse(_ status: Int, _ message: String) -> Answer {
             state.withLock { $0.statistics.rejected += 1 }
-            return Answer(status: status, body: ["errorMessage": message, "httpStatus": status == 401 ? "401 Unauthorized" : "400 Bad Request"])
+            return Answer(status: status, body: .object([
+                "errorMessage": .string(message), "httpStatus": .string(status == 401 ? "401 Unauthorized" : "400 Bad Request"),
+            ]))
         }
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:saml2-bearer" else {
             return refuse(400, "Unsupported grant type; expected urn:ietf:params:oauth:grant-type:saml2-bearer")
@@ -118,14 +121,19 @@ public final class SandboxTokenService: Sendable {
             state.statistics.exchangesByUser[user, default: 0] += 1
             if forceNew { state.statistics.newTokenRequests += 1 }
             if !forceNew, let current = state.currentToken[user], let issued = state.tokens[current], now < issued.expiresAt {
-                return Answer(status: 200, body: ["access_token": current, "token_type": "Bearer",
-                                                  "expires_in": Int(issued.expiresAt.timeIntervalSince(now))])
+                return Self.granted(current, expiresIn: Int(issued.expiresAt.timeIntervalSince(now)))
             }
             let token = Self.randomToken()
             state.tokens[token] = IssuedToken(user: user, expiresAt: now.addingTimeInterval(Double(settings.tokenLifetimeSeconds)))
             state.currentToken[user] = token
-            return Answer(status: 200, body: ["access_token": token, "token_type": "Bearer", "expires_in": settings.tokenLifetimeSeconds])
+            return Self.granted(token, expiresIn: settings.tokenLifetimeSeconds)
         }
+    }
+
+    private static func granted(_ token: String, expiresIn seconds: Int) -> Answer {
+        Answer(status: 200, body: .object([
+            "access_token": .string(token), "expires_in": .number(seconds), "token_type": .string("Bearer"),
+        ]))
     }
 
     static func decodeBase64(_ text: String) -> [UInt8]? {

@@ -38,14 +38,34 @@ import Testing
         #expect(badDate.message.contains("not a valid date"))
 
         for filter in [
-            "userId", "payDate gt null", "userId eq '1' and", "(userId eq '1'", "userId eq '1')", "foo(userId)",
-            "startswith(userId)", "userId eq '1' xor userId eq '2'", "userId eq 'a' eq 'b'", "userIdNav eq '1'",
+            "userId", "payDate gt null", "userId eq '1' and", "(userId eq '1'", "userId eq '1')",
+            "userId eq '1' xor userId eq '2'", "userId eq 'a' eq 'b'", "userIdNav eq '1'",
             "amount add 1 eq 2", "userId eq @p", "userId eq guid'123'", "1", "-", "payDate eq 2024-01-01",
+            "amount eq 1e3", "amount eq 1.5D", "userId in (userId)", "userId in ()", "userId in ('1'",
         ] {
             let answer = try error("EmployeePayrollRunResults", "$filter=" + filter)
             #expect(answer.status == 400, "\(filter) should be rejected")
             #expect(!answer.message.isEmpty)
         }
+    }
+
+    /// The sandbox does not support functions in `$filter`; calling one is a 400 that says so,
+    /// whatever the function and its arguments.
+    @Test(arguments: [
+        "startswith(externalName,'Payroll Ja')", "endswith(externalName,'2025')", "substringof('2024',externalCode)",
+        "tolower(currency) eq 'usd'", "toupper(currency) eq 'USD'", "trim(currency) eq 'USD'",
+        "userId eq '1' and startswith(userId)", "not endswith(externalCode,'-03')", "foo(userId)", "year(payDate) eq 2025",
+        "length(userId) eq 6", "userId eq tolower('100001')",
+    ])
+    func functionsAreRefusedClearly(filter: String) throws {
+        let answer = try error("EmployeePayrollRunResults", "$filter=" + filter)
+        #expect(answer.status == 400)
+        #expect(answer.code == "COE_GENERAL_BAD_REQUEST")
+        #expect(answer.message.hasPrefix("Invalid $filter: "))
+        #expect(answer.message.contains("is a function call"))
+        #expect(answer.message.contains("does not support functions in $filter"))
+        let name = String(filter.split(separator: "(")[0].split(separator: " ").last ?? "")
+        #expect(answer.message.contains("\(name)(…) at position"), "\(answer.message)")
     }
 
     @Test func otherBadOptions() throws {

@@ -82,15 +82,30 @@ import Testing
         #expect(try codes("EmployeePayrollRunResults", "$filter=currency eq 'USD' and userId eq '100001'").count == 24)
     }
 
-    @Test func stringLiteralsWithQuotesAndFunctions() throws {
+    @Test func stringLiteralsWithQuotesAndIn() throws {
         #expect(try codes("EmployeePayrollRunResults", "$filter=externalName eq 'O''Neil''s payroll'").isEmpty)
         #expect(try codes("EmployeePayrollRunResults", "$filter=externalName eq 'Payroll March 2025'")
             == ["PRR-100001-2025-03"])
-        #expect(try codes("EmployeePayrollRunResults", "$filter=startswith(externalName,'Payroll Ja')").count == 2)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=substringof('2024',externalCode)").count == 12)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=tolower(currency) eq 'usd'").count == 24)
+        // What Tests/e2e/isolation.py sends: a nonce no run is named.
+        #expect(try codes("EmployeePayrollRunResults", "$filter=externalName ne 'nonce-4711'").count == 24)
         #expect(try codes("EmployeePayrollRunResults", "$filter=externalCode in ('PRR-100001-2024-05','PRR-100001-2024-06')")
             .count == 2)
+        // SuccessFactors' own form, without parentheses.
+        #expect(try codes("EmployeePayrollRunResults", "$filter=externalCode in 'PRR-100001-2024-05','PRR-100001-2024-06'")
+            .count == 2)
+        #expect(try codes("EmployeePayrollRunResults", "$filter=payDate in (datetime'2024-02-29', '2025-03-31')")
+            == ["PRR-100001-2024-02", "PRR-100001-2025-03"])
+        // The README's demo filter.
+        #expect(try codes("EmployeePayrollRunResults", "$filter=userId eq '100001'").count == 24)
+    }
+
+    @Test func dateRangesAsSuccessFactorsClientsWriteThem() throws {
+        let range = "$filter=userId eq '100001' and (payDate ge datetime'2025-01-01T00:00:00' "
+            + "and payDate lt datetime'2025-04-01T00:00:00') and not isVoid"
+        #expect(try codes("EmployeePayrollRunResults", range)
+            == ["PRR-100001-2025-01", "PRR-100001-2025-02", "PRR-100001-2025-03"])
+        let modified = "$filter=lastModifiedDateTime ge datetimeoffset'2000-01-01T00:00:00Z'"
+        #expect(try codes("EmployeePayrollRunResults", modified).count == 24)
     }
 
     @Test func numbersOnDecimalAmounts() throws {

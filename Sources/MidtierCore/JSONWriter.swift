@@ -1,0 +1,73 @@
+/// Writing a `JSON` value as text, for answers that must come out in a given shape (the
+/// SuccessFactors sandbox's OData answers: `__metadata` first, then properties in `$metadata`
+/// order).
+///
+/// The text is compact (no whitespace), object members keep their order, numbers are written as
+/// their text, and strings are escaped as RFC 8259 requires: `"` and `\` with a backslash, line
+/// feed, carriage return and tab as `\n`, `\r`, `\t`, every other control character
+/// (U+0000–U+001F) as `\u00xx`; everything else, `/` and non-ASCII included, as it is.
+extension JSON {
+    package func serialized() -> String {
+        var output = ""
+        write(to: &output)
+        return output
+    }
+
+    /// An object from `"key": value` pairs, in the order written.
+    package static func object(_ members: KeyValuePairs<String, JSON>) -> JSON {
+        .object(members.map { JSONMember(key: $0.key, value: $0.value) })
+    }
+
+    /// An integer. (`.number(text)` is written as it is, so its text must be a JSON number.)
+    package static func number(_ value: Int) -> JSON {
+        .number(String(value))
+    }
+
+    private func write(to output: inout String) {
+        switch self {
+        case .null:
+            output += "null"
+        case .bool(let value):
+            output += value ? "true" : "false"
+        case .number(let text):
+            output += text
+        case .string(let text):
+            Self.writeString(text, to: &output)
+        case .array(let elements):
+            output += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output += "," }
+                element.write(to: &output)
+            }
+            output += "]"
+        case .object(let members):
+            output += "{"
+            for (index, member) in members.enumerated() {
+                if index > 0 { output += "," }
+                Self.writeString(member.key, to: &output)
+                output += ":"
+                member.value.write(to: &output)
+            }
+            output += "}"
+        }
+    }
+
+    private static func writeString(_ text: String, to output: inout String) {
+        output += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{00}"..."\u{1F}":
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
+}
