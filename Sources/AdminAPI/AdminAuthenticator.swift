@@ -9,9 +9,9 @@ import Synchronization
 /// a keyed digest (never the token), so bcrypt is not paid per admin request. As for device
 /// sign-ins, failures are throttled per client address and verifications wait in a bounded
 /// queue (docs/identity.md); a remembered token is neither throttled nor queued.
-public final class AdminAuthenticator: Sendable {
+package final class AdminAuthenticator: Sendable {
     /// Why an admin request was not authenticated.
-    public enum Failure: Error, Sendable, Equatable {
+    package enum Failure: Error, Sendable, Equatable {
         case invalid
         case throttled(retryAfterSeconds: Int)
         case busy(retryAfterSeconds: Int)
@@ -32,7 +32,7 @@ public final class AdminAuthenticator: Sendable {
     static let rememberNanoseconds: UInt64 = 300 * 1_000_000_000
 
     /// - Parameter hashes: the hashes in force now (they change on reload).
-    public init(hashes: @escaping @Sendable () -> [String], throttle: SignInThrottle = SignInThrottle(),
+    package init(hashes: @escaping @Sendable () -> [String], throttle: SignInThrottle = SignInThrottle(),
                 limiter: VerificationLimiter = VerificationLimiter()) {
         self.hashes = hashes
         self.throttle = throttle
@@ -40,7 +40,7 @@ public final class AdminAuthenticator: Sendable {
     }
 
     /// The admin's audit name, `admin#<n>` for the n-th hash (from 1), or why not.
-    public func authenticate(authorization: String?, client: String? = nil) async -> Result<String, Failure> {
+    package func authenticate(authorization: String?, client: String? = nil) async -> Result<String, Failure> {
         // The scheme name is case-insensitive (RFC 9110 §11.1).
         guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else { return .failure(.invalid) }
         return await authenticate(token: String(authorization.dropFirst("Bearer ".count)).trimmingCharacters(in: " "), client: client)
@@ -48,10 +48,10 @@ public final class AdminAuthenticator: Sendable {
 
     /// The admin list as it is now, for a console session to end when it changes (a token
     /// revoked, or the list reordered so that `admin#<n>` names someone else).
-    public var credentialStamp: String { hashes().joined(separator: "\n") }
+    package var credentialStamp: String { hashes().joined(separator: "\n") }
 
     /// Checks an admin token given some other way than a header (the console's sign-in form).
-    public func authenticate(token: String, client: String?) async -> Result<String, Failure> {
+    package func authenticate(token: String, client: String?) async -> Result<String, Failure> {
         guard !token.isEmpty, (try? SecretHashing.check(token)) != nil else { return .failure(.invalid) }
         let current = hashes()
         guard !current.isEmpty else { return .failure(.invalid) }

@@ -7,13 +7,13 @@ import MidtierHTTP
 /// neither CORS nor `SameSite` would stop its scripts; its requests carry its own name in `Host`
 /// (docs/operations.md, "Admin listener, reload, metrics"). Health and metrics are not checked:
 /// probes and scrapers may use any name and change nothing.
-public struct AdminHostCheck<Context: RequestContext>: RouterMiddleware {
+package struct AdminHostCheck<Context: RequestContext>: RouterMiddleware {
     /// `adminURL`'s host, as configured now.
     let adminHost: @Sendable () -> String?
 
-    public init(adminHost: @escaping @Sendable () -> String?) { self.adminHost = adminHost }
+    package init(adminHost: @escaping @Sendable () -> String?) { self.adminHost = adminHost }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
         if path.hasPrefix("/admin/") || path == "/console" || path.hasPrefix("/console/"),
            let authority = request.head.authority, let host = Self.host(of: authority), !Self.isAllowed(host, adminHost: adminHost()) {

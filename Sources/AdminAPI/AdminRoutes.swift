@@ -8,7 +8,7 @@ import Registrations
 import TokenExchange
 
 /// What reloading the configuration did.
-public enum ReloadOutcome: Sendable {
+package enum ReloadOutcome: Sendable {
     case reloaded(apps: Int, destinations: Int, users: Int)
     /// The new files have problems (`file: key: what`); the old configuration stays in force.
     case rejected([String])
@@ -16,18 +16,18 @@ public enum ReloadOutcome: Sendable {
 
 /// The admin API on `adminListen`, described in `docs/admin-api.yaml`: JSON over the
 /// operations of `Administration`. Every call needs `Authorization: Bearer <admin token>`.
-public struct AdminRoutes: Sendable {
-    public let administration: Administration
-    public let authenticator: AdminAuthenticator
+package struct AdminRoutes: Sendable {
+    package let administration: Administration
+    package let authenticator: AdminAuthenticator
 
-    public init(administration: Administration, authenticator: AdminAuthenticator) {
+    package init(administration: Administration, authenticator: AdminAuthenticator) {
         self.administration = administration
         self.authenticator = authenticator
     }
 
     typealias Handler = @Sendable (Request, MidtierRequestContext, Actor) async throws(Refusal) -> Response
 
-    public func add(to router: Router<MidtierRequestContext>) {
+    package func add(to router: Router<MidtierRequestContext>) {
         route(router, .get, "/admin/v1/users/{userId}", getUser)
         route(router, .put, "/admin/v1/users/{userId}/block", putBlock)
         route(router, .delete, "/admin/v1/users/{userId}/block", deleteBlock)

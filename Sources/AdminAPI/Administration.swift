@@ -11,20 +11,20 @@ import TokenExchange
 ///
 /// Every change is audited with the admin's name and address in the same transaction as the
 /// change. A store failure is `503`; the caller renders refusals its own way.
-public struct Administration: Sendable {
-    public let registrations: RegistrationService
-    public let tokens: TokenCache
+package struct Administration: Sendable {
+    package let registrations: RegistrationService
+    package let tokens: TokenCache
     /// The destinations in force (they change on reload).
-    public let destinations: @Sendable () -> [DestinationConfiguration]
+    package let destinations: @Sendable () -> [DestinationConfiguration]
     /// Whether a user is configured (`users.json`).
-    public let knownUser: @Sendable (UserIdentity) -> Bool
-    public let reload: @Sendable (Actor) async -> ReloadOutcome
+    package let knownUser: @Sendable (UserIdentity) -> Bool
+    package let reload: @Sendable (Actor) async -> ReloadOutcome
     let logger: Logger
 
     /// The longest block reason, in bytes.
-    public static let maximumReasonBytes = 1000
+    package static let maximumReasonBytes = 1000
 
-    public init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
+    package init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
                 knownUser: @escaping @Sendable (UserIdentity) -> Bool, reload: @escaping @Sendable (Actor) async -> ReloadOutcome,
                 logger: Logger) {
         self.registrations = registrations
@@ -36,18 +36,18 @@ public struct Administration: Sendable {
     }
 
     /// A user as an admin sees them.
-    public struct UserRecord: Sendable {
-        public var user: UserIdentity
+    package struct UserRecord: Sendable {
+        package var user: UserIdentity
         /// Configured in `users.json`.
-        public var known: Bool
-        public var block: UserBlock?
-        public var registrations: [Registration]
+        package var known: Bool
+        package var block: UserBlock?
+        package var registrations: [Registration]
     }
 
     // MARK: Users and blocks
 
     /// The user's block and registrations; `404` for a user Midtier knows nothing of.
-    public func user(_ user: UserIdentity) async throws(Refusal) -> UserRecord {
+    package func user(_ user: UserIdentity) async throws(Refusal) -> UserRecord {
         let block = try await store { () async throws(StoreError) in try await registrations.store.block(of: user) }
         let owned = try await store { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user))
@@ -59,7 +59,7 @@ public struct Administration: Sendable {
 
     /// Blocks `user` and drops their cached tokens. The reason is at most
     /// `maximumReasonBytes` bytes.
-    public func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> UserBlock {
+    package func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> UserBlock {
         guard reason.utf8.count <= Self.maximumReasonBytes else {
             throw .badRequest("reason must be a string of at most \(Self.maximumReasonBytes) bytes")
         }
@@ -73,7 +73,7 @@ public struct Administration: Sendable {
     }
 
     /// Lifts `user`'s block; `404` when there is none.
-    public func unblock(_ user: UserIdentity, by actor: Actor) async throws(Refusal) {
+    package func unblock(_ user: UserIdentity, by actor: Actor) async throws(Refusal) {
         let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
         let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
         guard removed else { throw .notFound("user \(user) is not blocked") }
@@ -82,7 +82,7 @@ public struct Administration: Sendable {
 
     /// Drops `user`'s cached tokens here, and through the store on every instance sharing it.
     /// Returns how many this instance held.
-    public func purgeTokens(of user: UserIdentity, by actor: Actor) async throws(Refusal) -> Int {
+    package func purgeTokens(of user: UserIdentity, by actor: Actor) async throws(Refusal) -> Int {
         let purged = tokens.remove(user: user)
         let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
                                detail: "\(purged) token(s)", source: actor.source)
@@ -92,12 +92,12 @@ public struct Administration: Sendable {
 
     // MARK: Registrations
 
-    public func registrations(matching filter: RegistrationFilter) async throws(Refusal) -> [Registration] {
+    package func registrations(matching filter: RegistrationFilter) async throws(Refusal) -> [Registration] {
         try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: filter) }
     }
 
     /// The registration `id`; `404` when there is none.
-    public func registration(id: String) async throws(Refusal) -> Registration {
+    package func registration(id: String) async throws(Refusal) -> Registration {
         guard let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
             throw .notFound("registration \(id) does not exist")
         }
@@ -106,7 +106,7 @@ public struct Administration: Sendable {
 
     /// Locks, unlocks or wipes `id`; `404` when there is none, `409` for a wiped one that is
     /// to be locked or unlocked.
-    public func apply(_ action: RegistrationAction, to id: String, by actor: Actor) async throws(Refusal) -> Registration {
+    package func apply(_ action: RegistrationAction, to id: String, by actor: Actor) async throws(Refusal) -> Registration {
         switch try await store({ () async throws(StoreError) in try await registrations.apply(action, to: id, by: actor) }) {
         case .changed(let registration):
             logger.notice("registration \(action.rawValue)", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
@@ -120,7 +120,7 @@ public struct Administration: Sendable {
 
     /// Deletes `id` (whatever its state; the id is never handed out again); `404` when there is
     /// none.
-    public func delete(id: String, by actor: Actor) async throws(Refusal) {
+    package func delete(id: String, by actor: Actor) async throws(Refusal) {
         switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
         case .deleted:
             logger.notice("registration deleted", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
@@ -132,28 +132,28 @@ public struct Administration: Sendable {
     // MARK: Destinations
 
     /// A destination as admins may see it: never a password, key, passphrase or key file.
-    public struct DestinationSummary: Sendable {
-        public var name: String
-        public var url: String
+    package struct DestinationSummary: Sendable {
+        package var name: String
+        package var url: String
         /// `NoAuthentication`, `BasicAuthentication` or `OAuth2SAMLBearerAssertion`.
-        public var authentication: String
+        package var authentication: String
         /// The back-end user of a Basic destination.
-        public var user: String?
+        package var user: String?
         /// A SAML bearer destination's token service and what it sends there (no secret).
-        public var tokenServiceURL: String?
-        public var clientKey: String?
-        public var companyId: String?
-        public var audience: String?
-        public var nameIdFormat: String?
-        public var userIdSource: String?
-        public var timeoutMilliseconds: Int
+        package var tokenServiceURL: String?
+        package var clientKey: String?
+        package var companyId: String?
+        package var audience: String?
+        package var nameIdFormat: String?
+        package var userIdSource: String?
+        package var timeoutMilliseconds: Int
         /// The names of the headers and query parameters it adds (not their values).
-        public var headers: [String]
-        public var queries: [String]
+        package var headers: [String]
+        package var queries: [String]
     }
 
     /// The destinations in force, by name.
-    public func destinationSummaries() -> [DestinationSummary] {
+    package func destinationSummaries() -> [DestinationSummary] {
         destinations().sorted { $0.name < $1.name }.map { destination in
             var summary = DestinationSummary(name: destination.name, url: destination.url, authentication: "NoAuthentication",
                                              userIdSource: destination.userIdSource, timeoutMilliseconds: destination.timeoutMilliseconds,
@@ -179,12 +179,12 @@ public struct Administration: Sendable {
     // MARK: Audit
 
     /// Entries at or after `since` (ms) with a sequence above `after`, oldest first.
-    public func audit(since: Int64, after: Int64, limit: Int) async throws(Refusal) -> [AuditEntry] {
+    package func audit(since: Int64, after: Int64, limit: Int) async throws(Refusal) -> [AuditEntry] {
         try await store { () async throws(StoreError) in try await registrations.store.audit(since: since, after: after, limit: limit) }
     }
 
     /// Entries below sequence `before` (all when nil) that `subject` selects, newest first.
-    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(Refusal) -> [AuditEntry] {
+    package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(Refusal) -> [AuditEntry] {
         try await store { () async throws(StoreError) in
             try await registrations.store.recentAudit(before: before, about: subject, limit: limit)
         }

@@ -16,26 +16,26 @@ import Synchronization
 /// A jar is either held (its cookies are known, possibly none) or not: `BackendSessions` loads
 /// one that is not held from the store. Two clocks: the wall clock for expiry (as back ends
 /// and the store write it), a monotonic one for ordering calls against ended sessions.
-public final class BackendCookieJar: Sendable {
-    public struct Key: Hashable, Sendable, CustomStringConvertible {
-        public let registration: ExactString
-        public let destination: ExactString
-        public init(registration: String, destination: String) {
+package final class BackendCookieJar: Sendable {
+    package struct Key: Hashable, Sendable, CustomStringConvertible {
+        package let registration: ExactString
+        package let destination: ExactString
+        package init(registration: String, destination: String) {
             self.registration = ExactString(registration)
             self.destination = ExactString(destination)
         }
-        public var description: String { "\(registration)/\(destination)" }
+        package var description: String { "\(registration)/\(destination)" }
     }
 
     /// One cookie as kept; `Codable` for the sealed copy in the store.
-    public struct Cookie: Sendable, Equatable, Codable {
-        public var name: String
-        public var value: String
-        public var path: String
+    package struct Cookie: Sendable, Equatable, Codable {
+        package var name: String
+        package var value: String
+        package var path: String
         /// Milliseconds since 1970; nil for a session cookie.
-        public var expiresAt: Int64?
+        package var expiresAt: Int64?
 
-        public init(name: String, value: String, path: String, expiresAt: Int64?) {
+        package init(name: String, value: String, path: String, expiresAt: Int64?) {
             self.name = name
             self.value = value
             self.path = path
@@ -70,9 +70,9 @@ public final class BackendCookieJar: Sendable {
     /// What an answer changed, for the store: the jar's cookies after it, and a stamp that
     /// orders this instance's changes (strictly increasing) and, by the wall clock,
     /// roughly orders them against other instances'.
-    public struct Change: Sendable, Equatable {
-        public let cookies: [Cookie]
-        public let stamp: Int64
+    package struct Change: Sendable, Equatable {
+        package let cookies: [Cookie]
+        package let stamp: Int64
     }
 
     /// A change worth writing to the store: expiry moves smaller than this are not.
@@ -83,27 +83,27 @@ public final class BackendCookieJar: Sendable {
     private let wallClock: @Sendable () -> Int64
 
     /// `wallClock`: milliseconds since 1970.
-    public init(capacity: Int = 100_000,
+    package init(capacity: Int = 100_000,
                 wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.capacity = capacity
         self.wallClock = wallClock
     }
 
     /// Now, on the monotonic clock: what `store` and `load` take as the start of a call.
-    public var clock: UInt64 { DispatchTime.now().uptimeNanoseconds }
+    package var clock: UInt64 { DispatchTime.now().uptimeNanoseconds }
 
     /// Whether the jar of `key` is held in memory (its cookies, possibly none, are known).
-    public func holds(_ key: Key) -> Bool {
+    package func holds(_ key: Key) -> Bool {
         state.withLock { $0.jars[key] != nil }
     }
 
     /// The `Cookie` header value for a request to `path`, or nil.
-    public func cookieHeader(for key: Key, path: String) -> String? {
+    package func cookieHeader(for key: Key, path: String) -> String? {
         cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock()) }
     }
 
     /// The unexpired cookies of `key`'s jar, or nil when memory does not hold it.
-    public func cookies(for key: Key) -> [Cookie]? {
+    package func cookies(for key: Key) -> [Cookie]? {
         let now = wallClock()
         let tick = clock
         return state.withLock { state -> [Cookie]? in
@@ -116,13 +116,13 @@ public final class BackendCookieJar: Sendable {
     }
 
     /// The `Cookie` header value of `cookies` for a request to `path` at `now`, or nil.
-    public static func header(_ cookies: some Sequence<Cookie>, path: String, now: Int64) -> String? {
+    package static func header(_ cookies: some Sequence<Cookie>, path: String, now: Int64) -> String? {
         let matching = cookies.filter { Self.pathMatches(path, $0.path) && ($0.expiresAt.map { now < $0 } ?? true) }.sorted { $0.name < $1.name }
         return matching.isEmpty ? nil : matching.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
     }
 
     /// What became of cookies read from the store.
-    public enum Loading: Sendable, Equatable {
+    package enum Loading: Sendable, Equatable {
         /// In memory now.
         case kept
         /// Dropped: the registration's sessions ended since the read started.
@@ -138,7 +138,7 @@ public final class BackendCookieJar: Sendable {
     /// Puts the cookies a store read found (none: an empty jar) in memory, unless the
     /// registration's sessions ended or the jar was forgotten since the read started.
     @discardableResult
-    public func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) -> Loading {
+    package func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) -> Loading {
         let now = wallClock()
         let tick = clock
         return state.withLock { state -> Loading in
@@ -161,7 +161,7 @@ public final class BackendCookieJar: Sendable {
     /// Returns the jar's cookies when they changed in a way the store should learn (a cookie
     /// set, changed or deleted, or an expiry moved by more than a minute); nil otherwise.
     @discardableResult
-    public func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64, sent: [Cookie] = []) -> Change? {
+    package func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64, sent: [Cookie] = []) -> Change? {
         guard !setCookies.isEmpty else { return nil }
         let now = wallClock()
         let tick = clock
@@ -189,7 +189,7 @@ public final class BackendCookieJar: Sendable {
 
     /// Drops the jar of `key` from memory (another instance changed it); the next call loads
     /// it from the store.
-    public func forget(_ key: Key) {
+    package func forget(_ key: Key) {
         let tick = clock
         state.withLock { state in
             state.jars[key] = nil
@@ -204,7 +204,7 @@ public final class BackendCookieJar: Sendable {
 
     /// Ends every back-end session of a registration (it was wiped, locked or deleted): its
     /// jars go, and answers to calls already under way are not kept.
-    public func remove(registration: String) {
+    package func remove(registration: String) {
         let registration = ExactString(registration)
         let tick = clock
         state.withLock { state in
@@ -218,7 +218,7 @@ public final class BackendCookieJar: Sendable {
     }
 
     /// Drops every jar from memory (changes were missed); each loads again from the store.
-    public func forgetAll() {
+    package func forgetAll() {
         let tick = clock
         state.withLock { state in
             state.allForgottenAt = tick
@@ -226,7 +226,7 @@ public final class BackendCookieJar: Sendable {
         }
     }
 
-    public var count: Int { state.withLock { $0.jars.count } }
+    package var count: Int { state.withLock { $0.jars.count } }
 
     private func insert(_ jar: Jar, for key: Key, into state: inout State) {
         state.jars[key] = jar

@@ -21,22 +21,22 @@ import MidtierStore
 /// With the store unavailable, memory serves: a call goes on with what this instance holds,
 /// and for `quietPeriod` after a store error calls do not wait for the store at all.
 /// Cookie values never reach a log.
-public final class BackendSessions: Sendable {
-    public typealias Key = BackendCookieJar.Key
-    public typealias Cookie = BackendCookieJar.Cookie
+package final class BackendSessions: Sendable {
+    package typealias Key = BackendCookieJar.Key
+    package typealias Cookie = BackendCookieJar.Cookie
 
     /// What a call took from the jar, to hand back with the answer's cookies.
-    public struct Call: Sendable {
-        public let key: Key
+    package struct Call: Sendable {
+        package let key: Key
         let path: String
         let startedAt: UInt64
         /// Every cookie of the session the call went with (not only those its path matched).
         let sent: [Cookie]
         /// The `Cookie` header for the back end, or nil.
-        public let cookieHeader: String?
+        package let cookieHeader: String?
     }
 
-    public let jar: BackendCookieJar
+    package let jar: BackendCookieJar
     private let store: any StateStore
     private let sealer: SessionSealer?
     private let logger: Logger
@@ -47,7 +47,7 @@ public final class BackendSessions: Sendable {
 
     /// Without `keys`, sessions stay in this instance's memory. `wallClock`: milliseconds
     /// since 1970.
-    public init(store: any StateStore, keys: [BackendSessionKey], logger: Logger,
+    package init(store: any StateStore, keys: [BackendSessionKey], logger: Logger,
                 wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         self.jar = BackendCookieJar(wallClock: wallClock)
         self.store = store
@@ -57,10 +57,10 @@ public final class BackendSessions: Sendable {
     }
 
     /// Whether sessions are shared through the store.
-    public var persisted: Bool { sealer != nil }
+    package var persisted: Bool { sealer != nil }
 
     /// The cookies for a call of `registration` to `destination` at back-end path `path`.
-    public func begin(registration: String, destination: String, path: String, modifying: Bool) async -> Call {
+    package func begin(registration: String, destination: String, path: String, modifying: Bool) async -> Call {
         let key = Key(registration: registration, destination: destination)
         let startedAt = jar.clock
         if sealer != nil, modifying || !jar.holds(key), let read = await read(key),
@@ -76,7 +76,7 @@ public final class BackendSessions: Sendable {
     }
 
     /// Takes the `Set-Cookie` values of the back end's answer to `call`.
-    public func finish(_ call: Call, setCookies: [String]) async {
+    package func finish(_ call: Call, setCookies: [String]) async {
         guard let change = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt, sent: call.sent),
               let sealer, storeAnswers else { return }
         let registration = call.key.registration.value
@@ -104,15 +104,15 @@ public final class BackendSessions: Sendable {
     }
 
     /// A registration's sessions ended (locked, wiped or deleted, here or on another instance).
-    public func ended(registration: String) { jar.remove(registration: registration) }
+    package func ended(registration: String) { jar.remove(registration: registration) }
 
     /// Another instance changed a session: the next call reads it from the store.
-    public func changed(registration: String, destination: String) {
+    package func changed(registration: String, destination: String) {
         jar.forget(Key(registration: registration, destination: destination))
     }
 
     /// Changes were missed: every session is read from the store again.
-    public func forgetAll() { jar.forgetAll() }
+    package func forgetAll() { jar.forgetAll() }
 
     /// The session's cookies as the store has them (none when it has none, or when what it has
     /// does not open); nil when the store did not answer (memory serves then).

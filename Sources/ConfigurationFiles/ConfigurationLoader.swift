@@ -12,16 +12,16 @@ import MidtierCore
 /// `<dir>/…`, joined from the directory string given (without doubling a trailing slash).
 /// Relative paths inside the files (key and certificate files, a JWKS file, secret files)
 /// resolve against the process working directory, not against the configuration directory.
-public struct ConfigurationLoader: Sendable {
+package struct ConfigurationLoader: Sendable {
     /// The configuration directory, as given.
-    public let directory: String
+    package let directory: String
     let environment: [String: String]
     let validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)?
 
     /// `validateSigningMaterial` is called for each OAuth2SAMLBearerAssertion destination after
     /// its files are read; it returns nil when the key loads and matches the certificate, else
     /// a message for the key `signingKey`/`signingCertificate`.
-    public init(
+    package init(
         directory: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
         validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)? = nil
@@ -32,7 +32,7 @@ public struct ConfigurationLoader: Sendable {
     }
 
     /// Loads and validates everything; collects all problems across all files before throwing.
-    public func load() throws(ConfigurationErrors) -> MidtierConfiguration {
+    package func load() throws(ConfigurationErrors) -> MidtierConfiguration {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw ConfigurationErrors(problems: [

@@ -1,33 +1,33 @@
 import MidtierCore
 /// One problem in one file: printed by `midtier check-config` as "file: key: what is wrong".
-public struct ConfigProblem: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ConfigProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The path as joined from the configuration directory given, e.g. `config/destinations/sf.json`.
-    public var file: String
+    package var file: String
     /// The key path, e.g. `URL`, `authentication.jwks.file`, `users[2].passwordHash`;
     /// empty for problems with the file as a whole (missing, unreadable, not JSON).
-    public var key: String
+    package var key: String
     /// What is wrong, in plain words. Never contains a secret value.
-    public var message: String
+    package var message: String
 
-    public init(file: String, key: String, message: String) {
+    package init(file: String, key: String, message: String) {
         self.file = file
         self.key = key
         self.message = message
     }
 
-    public var description: String { "\(file): \(key): \(message)" }
+    package var description: String { "\(file): \(key): \(message)" }
 }
 
 /// Every problem found in one load, across all files.
-public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
-    public var problems: [ConfigProblem]
+package struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
+    package var problems: [ConfigProblem]
 
-    public init(problems: [ConfigProblem]) {
+    package init(problems: [ConfigProblem]) {
         self.problems = problems
     }
 
     /// One problem per line.
-    public var description: String { problems.map(\.description).joined(separator: "\n") }
+    package var description: String { problems.map(\.description).joined(separator: "\n") }
 }
 
 /// Collects the problems of one file while it is read.

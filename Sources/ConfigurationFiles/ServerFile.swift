@@ -217,7 +217,7 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
 extension StoreLocation {
     /// A `store` value in its string form (`sqlite:PATH` or a `postgres://` URL); nil when it
     /// is not one.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard case .success(let location) = parseStore(text) else { return nil }
         self = location
     }

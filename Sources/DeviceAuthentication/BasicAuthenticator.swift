@@ -7,27 +7,27 @@ import NIOPosix
 import Synchronization
 
 /// A user whose credentials were verified.
-public struct AuthenticatedUser: Sendable, Equatable {
+package struct AuthenticatedUser: Sendable, Equatable {
     /// Realm and id (docs/identity.md): for `users.json`, the id exactly as configured.
-    public let identity: UserIdentity
+    package let identity: UserIdentity
     /// From `users.json` (basic) or the token's claims (jwt); `userIdSource` reads these.
-    public let attributes: [String: String]
+    package let attributes: [String: String]
     /// When the credential stops being valid (a token's `exp`, seconds since 1970); nil for a
     /// password.
-    public let expiresAt: Double?
+    package let expiresAt: Double?
 
-    public init(identity: UserIdentity, attributes: [String: String] = [:], expiresAt: Double? = nil) {
+    package init(identity: UserIdentity, attributes: [String: String] = [:], expiresAt: Double? = nil) {
         self.identity = identity
         self.attributes = attributes
         self.expiresAt = expiresAt
     }
 
     /// The id within the realm.
-    public var id: String { identity.id }
+    package var id: String { identity.id }
 }
 
 /// Why a device was not authenticated. The messages are safe for a 401 body.
-public enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case missingCredentials
     case malformedCredentials(String)
     case invalidCredentials
@@ -36,7 +36,7 @@ public enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConve
     /// Every place in the verification queue is taken (503).
     case busy(retryAfterSeconds: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .missingCredentials: "no credentials were sent"
         case .malformedCredentials(let detail): "the Authorization header is malformed: \(detail)"
@@ -61,7 +61,7 @@ public enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConve
 /// on an event loop, behind a bounded queue (`VerificationLimiter`) and the failed sign-in
 /// throttle (`SignInThrottle`); neither touches a credential that is already remembered.
 /// Failures are not remembered.
-public final class BasicAuthenticator: Sendable {
+package final class BasicAuthenticator: Sendable {
     private struct CachedCredential {
         let user: AuthenticatedUser
         let expiresAt: UInt64
@@ -80,7 +80,7 @@ public final class BasicAuthenticator: Sendable {
     }
 
     /// bcrypt reads at most this many bytes of a password.
-    public static let maximumPasswordBytes = 72
+    package static let maximumPasswordBytes = 72
 
     private let users: [ExactString: LocalUser]
     let decoyCost: Int
@@ -92,7 +92,7 @@ public final class BasicAuthenticator: Sendable {
     private let throttle: SignInThrottle
     private let limiter: VerificationLimiter
 
-    public init(users: [String: LocalUser], cacheSeconds: Int, capacity: Int = 100_000,
+    package init(users: [String: LocalUser], cacheSeconds: Int, capacity: Int = 100_000,
                 throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         var exact: [ExactString: LocalUser] = [:]
@@ -107,11 +107,11 @@ public final class BasicAuthenticator: Sendable {
     }
 
     /// The configured user with exactly this id (by bytes), if any.
-    public func user(exactly id: String) -> LocalUser? { users[ExactString(id)] }
+    package func user(exactly id: String) -> LocalUser? { users[ExactString(id)] }
 
     /// Verifies an `Authorization: Basic …` header value from `client` (an address, for the
     /// failed sign-in throttle).
-    public func authenticate(authorization: String?, client: String? = nil) async -> Result<AuthenticatedUser, AuthenticationFailure> {
+    package func authenticate(authorization: String?, client: String? = nil) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard let authorization, !authorization.isEmpty else { return .failure(.missingCredentials) }
         switch Self.decodeBasic(authorization) {
         case .success(let (user, password)): return await authenticate(user: user, password: password, client: client)
@@ -122,7 +122,7 @@ public final class BasicAuthenticator: Sendable {
     /// Verifies a user name and password given some other way than a Basic header (the
     /// self-service page's form), with the same rules: control characters refused, the
     /// throttle and the queue in front of bcrypt, verified credentials remembered.
-    public func authenticate(user: String, password: String, client: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
+    package func authenticate(user: String, password: String, client: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
         guard !Self.hasControlCharacters(user), !Self.hasControlCharacters(password) else {
             return .failure(.malformedCredentials("the user name or password contains control characters"))
@@ -259,17 +259,17 @@ enum Decoy {
 /// HMAC-SHA256 under a random key that exists only in this process's memory: a cache key for
 /// a secret that reveals nothing about it, even to someone reading the process's memory
 /// dump without the key.
-public struct KeyedDigester: Sendable {
+package struct KeyedDigester: Sendable {
     private let key: [UInt8]
 
-    public init() {
+    package init() {
         var key = [UInt8](repeating: 0, count: 32)
         precondition(key.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, 32) } == 1, "no entropy for a digest key")
         self.key = key
     }
 
     /// HMAC over the length-prefixed fields, so that no two field lists share an input.
-    public func digest(_ fields: [String]) -> CredentialDigest {
+    package func digest(_ fields: [String]) -> CredentialDigest {
         var message: [UInt8] = []
         for field in fields {
             let bytes = Array(field.utf8)
@@ -290,7 +290,7 @@ public struct KeyedDigester: Sendable {
 }
 
 /// 32 bytes of HMAC output as four words: cheap to hash and compare.
-public struct CredentialDigest: Hashable, Sendable {
+package struct CredentialDigest: Hashable, Sendable {
     let a: UInt64, b: UInt64, c: UInt64, d: UInt64
     init(_ bytes: [UInt8]) {
         func word(_ offset: Int) -> UInt64 { bytes[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
@@ -299,13 +299,13 @@ public struct CredentialDigest: Hashable, Sendable {
 }
 
 /// Makes the bcrypt hashes the configuration files take (`midtier hash-secret`).
-public enum SecretHashing {
+package enum SecretHashing {
     /// Why a secret cannot be hashed.
-    public enum Problem: Error, CustomStringConvertible {
+    package enum Problem: Error, CustomStringConvertible {
         case tooLong(bytes: Int)
         case controlCharacters
         case empty
-        public var description: String {
+        package var description: String {
             switch self {
             case .tooLong(let bytes): "the secret is \(bytes) bytes long; bcrypt reads at most \(BasicAuthenticator.maximumPasswordBytes) bytes, so choose one of at most \(BasicAuthenticator.maximumPasswordBytes) bytes"
             case .controlCharacters: "the secret contains control characters (such as NUL or a tab), which sign-ins refuse"
@@ -316,12 +316,12 @@ public enum SecretHashing {
 
     /// Checks that `secret` can be hashed without losing any of it, and that a sign-in could
     /// send it.
-    public static func check(_ secret: String) throws(Problem) {
+    package static func check(_ secret: String) throws(Problem) {
         guard !secret.isEmpty else { throw .empty }
         guard secret.utf8.count <= BasicAuthenticator.maximumPasswordBytes else { throw .tooLong(bytes: secret.utf8.count) }
         guard !secret.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { throw .controlCharacters }
     }
 
-    public static func hash(_ secret: String, cost: UInt8 = 12) -> String { Bcrypt.hash(secret, cost: cost) }
-    public static func verify(_ secret: String, hash: String) -> Bool { Bcrypt.verify(secret, hash: hash) }
+    package static func hash(_ secret: String, cost: UInt8 = 12) -> String { Bcrypt.hash(secret, cost: cost) }
+    package static func verify(_ secret: String, hash: String) -> Bool { Bcrypt.verify(secret, hash: hash) }
 }

@@ -6,7 +6,7 @@ import NIOCore
 import Synchronization
 
 /// How loud a JWKS event is; `JWTAuthenticator`'s owner maps it onto its logger.
-public enum JWKSLogLevel: Sendable {
+package enum JWKSLogLevel: Sendable {
     case info, warning, error
 }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the
 /// app's configured issuer, audience and user claim, never anything taken from the token
 /// except an algorithm name of plain letters and digits.
-public enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringConvertible {
+package enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringConvertible {
     case missingToken
     case malformedHeader
     case malformedToken(String)
@@ -26,7 +26,7 @@ public enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringCo
     case missingUserClaim(String)
     case keysUnavailable
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .missingToken: "no bearer token was sent"
         case .malformedHeader: "the Authorization header is malformed: expected the Bearer scheme and a token"
@@ -66,7 +66,7 @@ public enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringCo
 /// Verified tokens are remembered for at most `cacheSeconds` and never past their `exp`,
 /// keyed by an HMAC of the token under a per-process key, so the hot path does not verify a
 /// signature per request. Failures are not remembered.
-public final class JWTAuthenticator: Sendable {
+package final class JWTAuthenticator: Sendable {
     private struct CachedToken {
         let user: AuthenticatedUser
         /// The token's `exp` (seconds since 1970).
@@ -75,7 +75,7 @@ public final class JWTAuthenticator: Sendable {
         let until: UInt64
     }
 
-    public let settings: JWTAuthentication
+    package let settings: JWTAuthentication
     let source: JWKSSource
     private let cacheNanoseconds: UInt64
     private let capacity: Int
@@ -87,7 +87,7 @@ public final class JWTAuthenticator: Sendable {
     /// tests (`@testable`).
     let signatureChecks = Atomic<Int>(0)
 
-    public static let clockSkewSeconds: Double = 60
+    package static let clockSkewSeconds: Double = 60
     static let maximumTokenBytes = 16 * 1024
     /// At most this many keys are tried for a token without `kid`.
     static let maximumKeysWithoutKid = 8
@@ -97,7 +97,7 @@ public final class JWTAuthenticator: Sendable {
     ///   - now: wall-clock seconds since 1970, for `exp` and `nbf`.
     ///   - uptime: a monotonic clock in nanoseconds, for the token cache and JWKS refreshes.
     ///   - log: JWKS loads and problems, for the server's log (never a token).
-    public init(settings: JWTAuthentication, httpClient: HTTPClient?,
+    package init(settings: JWTAuthentication, httpClient: HTTPClient?,
                 cacheSeconds: Int = 60, capacity: Int = 10_000,
                 refreshSeconds: Int = 300, unknownKidIntervalSeconds: Int = 30,
                 now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
@@ -127,7 +127,7 @@ public final class JWTAuthenticator: Sendable {
     var keySetLoads: Int { source.loads }
 
     /// Verifies an `Authorization: Bearer …` header value.
-    public func authenticate(authorization: String?) async -> Result<AuthenticatedUser, JWTAuthenticationFailure> {
+    package func authenticate(authorization: String?) async -> Result<AuthenticatedUser, JWTAuthenticationFailure> {
         guard let authorization, !authorization.isEmpty else { return .failure(.missingToken) }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.malformedHeader) }
@@ -152,7 +152,7 @@ public final class JWTAuthenticator: Sendable {
 
     /// The `iss` a bearer token claims, before anything is verified: only for choosing which
     /// authenticators to ask, never for trusting it.
-    public static func claimedIssuer(authorization: String?) -> String? {
+    package static func claimedIssuer(authorization: String?) -> String? {
         guard let authorization else { return nil }
         let parts = authorization.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// Bounded: at most `capacity` records per kind; past that, the oldest half goes. Addresses and
 /// user names are kept apart, so spraying made-up user names never pushes out an address.
-public final class SignInThrottle: Sendable {
+package final class SignInThrottle: Sendable {
     private struct Record {
         var failures = 0
         var closedUntil: UInt64 = 0
@@ -27,15 +27,15 @@ public final class SignInThrottle: Sendable {
         var users: [ExactString: Record] = [:]
     }
 
-    public let freeFailuresPerAddress: Int
-    public let freeFailuresPerUser: Int
-    public let maximumBackoffSeconds: Int
+    package let freeFailuresPerAddress: Int
+    package let freeFailuresPerUser: Int
+    package let maximumBackoffSeconds: Int
     let forgetNanoseconds: UInt64
     private let capacity: Int
     private let state = Mutex(State())
     private let now: @Sendable () -> UInt64
 
-    public init(freeFailuresPerAddress: Int = 20, freeFailuresPerUser: Int = 5, maximumBackoffSeconds: Int = 60, forgetSeconds: Int = 900, capacity: Int = 100_000,
+    package init(freeFailuresPerAddress: Int = 20, freeFailuresPerUser: Int = 5, maximumBackoffSeconds: Int = 60, forgetSeconds: Int = 900, capacity: Int = 100_000,
                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.freeFailuresPerAddress = max(0, freeFailuresPerAddress)
         self.freeFailuresPerUser = max(0, freeFailuresPerUser)
@@ -46,7 +46,7 @@ public final class SignInThrottle: Sendable {
     }
 
     /// Seconds to wait before `user` may try again from `address`, or nil when both are open.
-    public func retryAfter(address: String?, user: String?) -> Int? {
+    package func retryAfter(address: String?, user: String?) -> Int? {
         let now = self.now()
         return state.withLock { state in
             var wait: UInt64 = 0
@@ -60,7 +60,7 @@ public final class SignInThrottle: Sendable {
         }
     }
 
-    public func recordFailure(address: String?, user: String?) {
+    package func recordFailure(address: String?, user: String?) {
         let now = self.now()
         state.withLock { state in
             if let address { fail(&state.addresses, ExactString(address), free: freeFailuresPerAddress, now: now) }
@@ -68,7 +68,7 @@ public final class SignInThrottle: Sendable {
         }
     }
 
-    public func recordSuccess(address: String?, user: String?) {
+    package func recordSuccess(address: String?, user: String?) {
         state.withLock { state in
             if let address { state.addresses[ExactString(address)] = nil }
             if let user { state.users[ExactString(user)] = nil }
@@ -100,17 +100,17 @@ public final class SignInThrottle: Sendable {
 /// A bounded queue in front of password-hash verification: at most `concurrent` run at once and
 /// at most `waiting` wait; past that a caller is turned away at once (503 with `Retry-After`)
 /// instead of joining a queue that makes every sign-in slower.
-public final class VerificationLimiter: Sendable {
+package final class VerificationLimiter: Sendable {
     private struct State {
         var running = 0
         var waiters: [CheckedContinuation<Void, Never>] = []
     }
 
-    public let concurrent: Int
-    public let waiting: Int
+    package let concurrent: Int
+    package let waiting: Int
     private let state = Mutex(State())
 
-    public init(concurrent: Int = ProcessInfo.processInfo.activeProcessorCount, waiting: Int = 32) {
+    package init(concurrent: Int = ProcessInfo.processInfo.activeProcessorCount, waiting: Int = 32) {
         self.concurrent = max(1, concurrent)
         self.waiting = max(0, waiting)
     }
@@ -119,13 +119,13 @@ public final class VerificationLimiter: Sendable {
 
     /// What a verification run through the limiter came to: the secret matched or not, or the
     /// throttle closed while it waited (seconds to wait).
-    public enum Attempt: Sendable {
+    package enum Attempt: Sendable {
         case matched(Bool)
         case throttled(Int)
     }
 
     /// Runs `body` when a place is free; nil (without running it) when the queue is full.
-    public func run<T: Sendable>(_ body: @Sendable () async -> T) async -> T? {
+    package func run<T: Sendable>(_ body: @Sendable () async -> T) async -> T? {
         let entry: Entry = state.withLock { state in
             if state.running < concurrent { state.running += 1; return .go }
             return state.waiters.count < waiting ? .wait : .full

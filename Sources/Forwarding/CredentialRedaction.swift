@@ -7,18 +7,18 @@ import Foundation
 /// debug endpoint, a `WWW-Authenticate` naming the rejected token. The device must never hold a
 /// back-end credential, so every occurrence in the answer's headers and in a body read whole is
 /// replaced by `[redacted]`. (A large, streamed body is passed as it comes.)
-public struct CredentialRedaction: Sendable {
-    public static let replacement: [UInt8] = Array("[redacted]".utf8)
+package struct CredentialRedaction: Sendable {
+    package static let replacement: [UInt8] = Array("[redacted]".utf8)
     /// Shorter values are not searched for: they would match ordinary text.
     static let minimumLength = 8
 
     let secrets: [[UInt8]]
 
-    public var isEmpty: Bool { secrets.isEmpty }
+    package var isEmpty: Bool { secrets.isEmpty }
 
     /// The secrets in an `Authorization` value Midtier sends: a Bearer token; for Basic, the
     /// base64 credentials, `user:password` and the password.
-    public init(authorization: String?) {
+    package init(authorization: String?) {
         guard let authorization else { secrets = []; return }
         if authorization.hasPrefix("Bearer "), !authorization.utf8.dropFirst(7).contains(UInt8(ascii: " ")) {
             let token = Array(authorization.utf8.dropFirst(7))
@@ -41,7 +41,7 @@ public struct CredentialRedaction: Sendable {
 
     /// `text` with every secret replaced, or nil when it holds none (searched in place: no
     /// copy of a header value that holds no secret, which is every one on the hot path).
-    public func redact(_ text: String) -> String? {
+    package func redact(_ text: String) -> String? {
         guard !secrets.isEmpty else { return nil }
         var text = text
         text.makeContiguousUTF8()
@@ -49,7 +49,7 @@ public struct CredentialRedaction: Sendable {
     }
 
     /// `bytes` with every secret replaced, or nil when they hold none (found without copying).
-    public func redact(_ bytes: some Collection<UInt8>) -> [UInt8]? {
+    package func redact(_ bytes: some Collection<UInt8>) -> [UInt8]? {
         guard !secrets.isEmpty else { return nil }
         let holdsOne = bytes.withContiguousStorageIfAvailable { storage in
             secrets.contains { Self.contains($0, in: storage) }

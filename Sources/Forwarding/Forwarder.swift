@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 
 /// Why a call was not forwarded, or how the back end failed. Each maps to one status (docs/device-api.md, "Refusals").
-public enum ForwardingError: Error, Sendable, Equatable {
+package enum ForwardingError: Error, Sendable, Equatable {
     /// 400: the request must not be forwarded (path tricks, framing problems).
     case badRequest(String)
     /// 413: the body is larger than `maxRequestBodyBytes`.
@@ -18,18 +18,18 @@ public enum ForwardingError: Error, Sendable, Equatable {
 }
 
 /// Who is calling and how to present Midtier to the back end, per call.
-public struct ForwardingContext: Sendable {
+package struct ForwardingContext: Sendable {
     /// The device's address, for `X-Forwarded-For`.
-    public var clientAddress: String?
+    package var clientAddress: String?
     /// `publicURL`'s scheme and authority, for `X-Forwarded-Proto`/`-Host`.
-    public var publicScheme: String
-    public var publicHost: String
+    package var publicScheme: String
+    package var publicHost: String
     /// The `Authorization` value Midtier sends (Bearer or Basic), or nil for none.
-    public var authorization: String?
+    package var authorization: String?
     /// The back end's own cookies for this registration (from `BackendSessions`).
-    public var backendCookies: String?
+    package var backendCookies: String?
 
-    public init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {
+    package init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {
         self.clientAddress = clientAddress
         self.publicScheme = publicScheme
         self.publicHost = publicHost
@@ -45,13 +45,13 @@ public struct ForwardingContext: Sendable {
 /// ways without being collected (small answers are read whole). Redirects are passed to the
 /// device, never followed here. Calls go over `UpstreamConnectionPool`'s keep-alive
 /// connections, on the event loop of the device's request.
-public struct Forwarder: Sendable {
-    public let upstreams: UpstreamConnectionPool
-    public let maxRequestBodyBytes: Int
+package struct Forwarder: Sendable {
+    package let upstreams: UpstreamConnectionPool
+    package let maxRequestBodyBytes: Int
     /// Cookie names Midtier itself sets on devices (removed from forwarded `Cookie` headers).
-    public static let ownCookies: Set<String> = ["x-smp-appcid"]
+    package static let ownCookies: Set<String> = ["x-smp-appcid"]
 
-    public init(upstreams: UpstreamConnectionPool, maxRequestBodyBytes: Int) {
+    package init(upstreams: UpstreamConnectionPool, maxRequestBodyBytes: Int) {
         self.upstreams = upstreams
         self.maxRequestBodyBytes = maxRequestBodyBytes
     }
@@ -63,7 +63,7 @@ public struct Forwarder: Sendable {
     /// Sends `request` to `destination` (the device's path after the destination name is
     /// `remainder`, already checked by `ProxyPath.problem(in:)`) and returns the answer's head,
     /// its body still to be read (or, small, read whole).
-    public func forward(
+    package func forward(
         _ request: Request,
         to destination: UpstreamDestination,
         remainder: Substring,
@@ -143,7 +143,7 @@ public struct Forwarder: Sendable {
     }
 
     /// Whether `request` has no body, so it can be sent twice (after a token renewal).
-    public static func isReplayable(_ request: Request) -> Bool {
+    package static func isReplayable(_ request: Request) -> Bool {
         request.headers[.transferEncoding] == nil && request.headers[values: .contentLength].allSatisfy { $0 == "0" }
     }
 
@@ -193,26 +193,26 @@ public struct Forwarder: Sendable {
 }
 
 /// A back end's answer whose body has not been read yet (or, small, was read whole).
-public struct UpstreamResponse: Sendable {
+package struct UpstreamResponse: Sendable {
     let head: HTTPResponseHead
     let body: UpstreamAnswer.Body
     /// The headers that may reach the device.
-    public let headers: HTTPFields
+    package let headers: HTTPFields
     /// The credential Midtier sent, kept out of what the device sees.
-    public let redaction: CredentialRedaction
+    package let redaction: CredentialRedaction
 
-    public var status: Int { Int(head.status.code) }
+    package var status: Int { Int(head.status.code) }
 
     /// The back end's `Set-Cookie` values (kept by Midtier, never sent to the device).
-    public var setCookies: [String] { head.headers["Set-Cookie"] }
+    package var setCookies: [String] { head.headers["Set-Cookie"] }
 
-    public var contentType: String? { head.headers.first(name: "Content-Type") }
+    package var contentType: String? { head.headers.first(name: "Content-Type") }
 
     /// The answer for the device, its body streamed from the back end (small ones read whole);
     /// with a `rewriter`, `Location`/`Content-Location` and textual bodies have the back end's
     /// URLs rewritten. A streamed body the back end does not finish in time is cut off (the
     /// answer has begun: the device sees the connection close before the end of the body).
-    public func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
+    package func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
         let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         var headers = headers
         let encoding = head.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
@@ -244,7 +244,7 @@ public struct UpstreamResponse: Sendable {
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).
-    public func collect(upTo limit: Int) async throws -> [UInt8] {
+    package func collect(upTo limit: Int) async throws -> [UInt8] {
         switch body {
         case .whole(let buffer):
             guard buffer.readableBytes <= limit else { throw BodyTooLarge() }

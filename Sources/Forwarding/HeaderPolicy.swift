@@ -1,5 +1,5 @@
 /// Which headers cross Midtier, in each direction (docs/forwarding.md, "Requests").
-public enum HeaderPolicy {
+package enum HeaderPolicy {
     /// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction.
     static let hopByHop: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
@@ -16,7 +16,7 @@ public enum HeaderPolicy {
     /// are never trusted from a device and never forwarded, in any spelling: names are
     /// compared in lower case with `_` read as `-`, because some servers (and CGI-style
     /// gateways) treat the two alike.
-    public static func isIdentityHeader(_ name: String) -> Bool {
+    package static func isIdentityHeader(_ name: String) -> Bool {
         isIdentityHeader(normalized: normalize(name))
     }
 
@@ -45,7 +45,7 @@ public enum HeaderPolicy {
     }
 
     /// Whether a device's request header may be copied to the back end.
-    public static func forwardsRequestHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
+    package static func forwardsRequestHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
         let lower = name.lowercased()
         return !hopByHop.contains(lower) && !replacedOnRequest.contains(lower) && !connectionTokens.contains(lower)
             && !isIdentityHeader(normalized: normalize(lower))
@@ -53,7 +53,7 @@ public enum HeaderPolicy {
 
     /// Whether a back end's response header may be copied to the device. `Set-Cookie` stays
     /// with Midtier: the device never holds a back-end session.
-    public static func forwardsResponseHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
+    package static func forwardsResponseHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
         forwardsResponseHeader(lowercased: name.lowercased(), connectionTokens: connectionTokens)
     }
 
@@ -63,7 +63,7 @@ public enum HeaderPolicy {
     }
 
     /// The names listed in `Connection` headers (also hop-by-hop).
-    public static func connectionTokens(_ values: [String]) -> Set<String> {
+    package static func connectionTokens(_ values: [String]) -> Set<String> {
         var tokens: Set<String> = []
         for value in values {
             for token in value.split(separator: ",") {
@@ -74,7 +74,7 @@ public enum HeaderPolicy {
     }
 
     /// A `Cookie` header value without the named cookies; nil when nothing is left.
-    public static func cookieHeader(_ value: String, removing names: Set<String>) -> String? {
+    package static func cookieHeader(_ value: String, removing names: Set<String>) -> String? {
         let kept = value.split(separator: ";").map { $0.trimmingCharacters(in: " \t") }.filter { pair in
             guard !pair.isEmpty else { return false }
             let name = pair.prefix { $0 != "=" }.trimmingCharacters(in: " \t").lowercased()

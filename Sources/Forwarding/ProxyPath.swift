@@ -1,13 +1,13 @@
 /// The path of a proxied call, `/{destinationName}/{rest}` (docs/forwarding.md).
-public struct ProxyPath: Sendable, Equatable {
+package struct ProxyPath: Sendable, Equatable {
     /// The first path segment, as sent.
-    public var destination: Substring
+    package var destination: Substring
     /// The raw rest of the path after the destination name: empty or starting with `/`.
     /// Forwarded as it came (percent-encodings kept), once `problem(in:)` found nothing.
-    public var remainder: Substring
+    package var remainder: Substring
 
     /// Splits a raw request path; nil when it does not start with a non-empty first segment.
-    public init?(rawPath: String) {
+    package init?(rawPath: String) {
         let path = rawPath[...]
         guard path.first == "/" else { return nil }
         let afterSlash = path.dropFirst()
@@ -24,7 +24,7 @@ public struct ProxyPath: Sendable, Equatable {
     /// (at most three rounds), and refused when any round yields `.` or `..` (before a `;`), a
     /// slash or backslash, a control character, or bytes that are not UTF-8 (overlong forms of
     /// `.` and `/`). Nothing that could climb out of the destination's base path goes through.
-    public static func problem(in remainder: Substring) -> String? {
+    package static func problem(in remainder: Substring) -> String? {
         isPlain(remainder) ? nil : problemBySegments(in: remainder)
     }
 

@@ -10,7 +10,7 @@ import NIOCore
 /// and in JSON-escaped (`http:\/\/…`) spelling. A URL outside the destination's base path is
 /// left alone — it cannot be reached through Midtier anyway. Bodies are rewritten as they
 /// stream, never collected.
-public struct URLRewriter: Sendable {
+package struct URLRewriter: Sendable {
     struct Replacement: Sendable {
         let from: [UInt8]
         let to: [UInt8]
@@ -21,7 +21,7 @@ public struct URLRewriter: Sendable {
     /// - Parameters:
     ///   - backendBase: the destination's `URL` (no trailing slash).
     ///   - deviceBase: `publicURL/<destination>` (no trailing slash).
-    public init(backendBase: String, deviceBase: String) {
+    package init(backendBase: String, deviceBase: String) {
         var pairs: [(String, String)] = []
         for terminator in ["/", "?", "\"", "<", "'", "#"] {
             pairs.append((backendBase + terminator, deviceBase + terminator))
@@ -45,7 +45,7 @@ public struct URLRewriter: Sendable {
 
     /// Whether a response body of this type is text that may carry URLs: JSON, XML (Atom,
     /// EDMX, AtomPub service documents) and OData `$batch` multipart answers.
-    public static func isRewritable(contentType: String?) -> Bool {
+    package static func isRewritable(contentType: String?) -> Bool {
         guard let contentType else { return false }
         let type = contentType.prefix { $0 != ";" }.trimmingCharacters(in: " \t").lowercased()
         return type == "application/json" || type.hasSuffix("+json") || type == "application/xml" || type == "text/xml"
@@ -53,7 +53,7 @@ public struct URLRewriter: Sendable {
     }
 
     /// A header value (`Location`, `Content-Location`) with the base URL rewritten.
-    public func rewrite(_ value: String) -> String {
+    package func rewrite(_ value: String) -> String {
         // A trailing quote lets a bare base URL match its "end" form.
         var carry: ByteBuffer?
         var output = rewrite(ByteBuffer(string: value + "\""), carry: &carry, final: true)
@@ -113,24 +113,24 @@ public struct URLRewriter: Sendable {
     }
 
     /// `body`, rewritten as it streams.
-    public func rewriting<Base: AsyncSequence & Sendable>(_ body: Base) -> RewrittenBody<Base> where Base.Element == ByteBuffer {
+    package func rewriting<Base: AsyncSequence & Sendable>(_ body: Base) -> RewrittenBody<Base> where Base.Element == ByteBuffer {
         RewrittenBody(base: body, rewriter: self)
     }
 }
 
 /// A response body with the back end's base URL rewritten chunk by chunk.
-public struct RewrittenBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
-    public typealias Element = ByteBuffer
+package struct RewrittenBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
+    package typealias Element = ByteBuffer
     let base: Base
     let rewriter: URLRewriter
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
         let rewriter: URLRewriter
         var carry: ByteBuffer?
         var finished = false
 
-        public mutating func next() async throws -> ByteBuffer? {
+        package mutating func next() async throws -> ByteBuffer? {
             while !finished {
                 if let chunk = try await base.next() {
                     let output = rewriter.rewrite(chunk, carry: &carry, final: false)
@@ -147,5 +147,5 @@ public struct RewrittenBody<Base: AsyncSequence & Sendable>: AsyncSequence, Send
         }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), rewriter: rewriter) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), rewriter: rewriter) }
 }

@@ -3,20 +3,20 @@ import NIOCore
 /// A back end's answer body as it streams, with backpressure: while the device's side has not
 /// taken the buffered parts, Midtier stops reading from the back end (and its clock stops).
 /// Dropping the body unread closes the back-end connection.
-public struct UpstreamBody: AsyncSequence, Sendable {
-    public typealias Element = ByteBuffer
+package struct UpstreamBody: AsyncSequence, Sendable {
+    package typealias Element = ByteBuffer
     typealias Producer = NIOThrowingAsyncSequenceProducer<
         ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, Delegate
     >
 
     let producer: Producer
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var base: Producer.AsyncIterator
-        public mutating func next() async throws -> ByteBuffer? { try await base.next() }
+        package mutating func next() async throws -> ByteBuffer? { try await base.next() }
     }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: producer.makeAsyncIterator()) }
+    package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: producer.makeAsyncIterator()) }
 
     /// Tells the connection's handler (on its event loop) when the consumer wants more or has
     /// gone; the exchange says which call the news is about, as the connection serves many.

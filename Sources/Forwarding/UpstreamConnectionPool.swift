@@ -12,15 +12,15 @@ import NIOSSL
 /// are kept, each for at most `idleTimeout`; there is no limit on connections in use. TLS
 /// (https destinations) checks the back end's certificate against the system's roots and the
 /// destination's host name. docs/operations.md ("Connections to back ends").
-public final class UpstreamConnectionPool: Sendable {
+package final class UpstreamConnectionPool: Sendable {
     private let pools: [ObjectIdentifier: UpstreamLoopPool]
     private let group: MultiThreadedEventLoopGroup
 
-    public static let maximumIdlePerOrigin = 64
-    public static let idleTimeout = TimeAmount.seconds(60)
+    package static let maximumIdlePerOrigin = 64
+    package static let idleTimeout = TimeAmount.seconds(60)
     static let connectTimeout = TimeAmount.seconds(10)
 
-    public init(group: MultiThreadedEventLoopGroup = .singleton) {
+    package init(group: MultiThreadedEventLoopGroup = .singleton) {
         self.group = group
         let tls = TLSContextHolder()
         var pools: [ObjectIdentifier: UpstreamLoopPool] = [:]
@@ -60,7 +60,7 @@ public final class UpstreamConnectionPool: Sendable {
     }
 
     /// Closes the idle connections and keeps none from now on.
-    public func shutdown() async {
+    package func shutdown() async {
         for pool in pools.values {
             try? await pool.loop.submit { pool.shutdown() }.get()
         }

@@ -4,21 +4,21 @@ import NIOSSL
 
 /// Where a destination's back end listens, and whom it must prove to be: what one pooled
 /// connection is for.
-public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
-    public let tls: Bool
-    public let host: String
-    public let port: Int
+package struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
+    package let tls: Bool
+    package let host: String
+    package let port: Int
     /// The `Host` header: the host, with the port unless it is the scheme's default.
-    public let authority: String
+    package let authority: String
     /// For https with `trustedCertificates`: the TLS context that trusts only those (else the
     /// pool's, with the system's roots). Connections are pooled per context too.
     var trust: NIOSSLContext?
 
-    public static func == (a: Self, b: Self) -> Bool {
+    package static func == (a: Self, b: Self) -> Bool {
         a.tls == b.tls && a.port == b.port && a.host == b.host && a.trust.map(ObjectIdentifier.init) == b.trust.map(ObjectIdentifier.init)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(tls)
         hasher.combine(host)
         hasher.combine(port)
@@ -61,13 +61,13 @@ public struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
         self.authority = port == defaultPort ? hostPart : "\(hostPart):\(port)"
     }
 
-    public var description: String { "\(tls ? "https" : "http")://\(authority)" }
+    package var description: String { "\(tls ? "https" : "http")://\(authority)" }
 }
 
 /// What forwarding needs of one destination, worked out once per configuration: where its
 /// back end listens, the base path, the fixed query and headers, and the URL rewriter.
-public struct UpstreamDestination: Sendable {
-    public let configuration: DestinationConfiguration
+package struct UpstreamDestination: Sendable {
+    package let configuration: DestinationConfiguration
     /// Nil only for a URL the loader would have refused, or certificates NIOSSL cannot load;
     /// calls to it answer 502.
     let origin: UpstreamOrigin?
@@ -80,10 +80,10 @@ public struct UpstreamDestination: Sendable {
     /// `URL.headers.*`.
     let fixedHeaders: [(name: String, value: String)]
     /// The back end's absolute URLs → Midtier's, in answers.
-    public let rewriter: URLRewriter
+    package let rewriter: URLRewriter
 
     /// - Parameter publicURL: the server's `publicURL`.
-    public init(_ destination: DestinationConfiguration, publicURL: String) {
+    package init(_ destination: DestinationConfiguration, publicURL: String) {
         configuration = destination
         var origin = UpstreamOrigin(url: destination.url)
         var problem: String?
@@ -111,11 +111,11 @@ public struct UpstreamDestination: Sendable {
         rewriter = URLRewriter(backendBase: destination.url, deviceBase: publicURL + "/" + destination.name)
     }
 
-    public var name: String { configuration.name }
+    package var name: String { configuration.name }
 
     /// The request target at the back end for `remainder` (already checked by
     /// `ProxyPath.problem(in:)`) and the device's raw query, plus `URL.queries.*`.
-    public func target(remainder: Substring, query: String?) -> String {
+    package func target(remainder: Substring, query: String?) -> String {
         var target = basePath + remainder
         if target.isEmpty { target = "/" }
         let deviceQuery = query.flatMap { $0.isEmpty ? nil : $0 }
@@ -129,7 +129,7 @@ public struct UpstreamDestination: Sendable {
     }
 
     /// The path part of `target(…)`, as the back end's cookies are scoped.
-    public func path(remainder: Substring) -> String {
+    package func path(remainder: Substring) -> String {
         let path = basePath + remainder
         return path.isEmpty ? "/" : path
     }

@@ -2,20 +2,20 @@ import CLibXML2
 import MidtierCore
 
 /// Why a document could not be patched.
-public struct MetadataPatchError: Error, Sendable, CustomStringConvertible {
-    public var description: String
+package struct MetadataPatchError: Error, Sendable, CustomStringConvertible {
+    package var description: String
 }
 
 /// A patched property whose `Scale` has no `Precision` that fits it (none, or a smaller one),
 /// judged on the patched document: strict clients (pyodata) refuse such a property.
-public struct UnfittingScale: Sendable, Equatable, CustomStringConvertible {
-    public var entityType: String
-    public var property: String
-    public var scale: Int
+package struct UnfittingScale: Sendable, Equatable, CustomStringConvertible {
+    package var entityType: String
+    package var property: String
+    package var scale: Int
     /// The property's `Precision` after patching, if it has one.
-    public var precision: Int?
+    package var precision: Int?
 
-    public var description: String {
+    package var description: String {
         let reason = precision.map { "is larger than its Precision \($0)" } ?? "has no Precision"
         return "property \(property) of entity type \(entityType): Scale \(scale) \(reason)"
     }
@@ -27,17 +27,17 @@ public struct UnfittingScale: Sendable, Equatable, CustomStringConvertible {
 ///
 /// Entity types are matched by their `Name` in any `Schema`, whatever the EDM namespace
 /// version. The document is parsed as untrusted input: no network, no DTD, no entities.
-public enum MetadataPatcher {
-    public struct Result: Sendable {
+package enum MetadataPatcher {
+    package struct Result: Sendable {
         /// The patched document, UTF-8.
-        public var document: [UInt8]
+        package var document: [UInt8]
         /// Patches that matched no property (a typo, or a back end that changed).
-        public var unmatched: [MetadataPatch]
+        package var unmatched: [MetadataPatch]
         /// Patched properties whose `Scale` no `Precision` fits, in document order.
-        public var unfittingScales: [UnfittingScale]
+        package var unfittingScales: [UnfittingScale]
     }
 
-    public static func apply(_ patches: [MetadataPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
+    package static func apply(_ patches: [MetadataPatch], to document: [UInt8]) throws(MetadataPatchError) -> Result {
         guard document.count <= 64 << 20 else { throw MetadataPatchError(description: "the $metadata document is larger than 64 MiB") }
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue | XML_PARSE_HUGE.rawValue)
         let parsed = document.withUnsafeBufferPointer { buffer in

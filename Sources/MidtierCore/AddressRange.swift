@@ -3,13 +3,13 @@ import Foundation
 /// An IP address or a block of them in CIDR notation (`10.0.0.5`, `10.0.1.0/24`, `fd00::/8`),
 /// as `trustedProxies` lists them (docs/configuration.md). Addresses are parsed by the C
 /// library's `inet_pton`.
-public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
+package struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     /// The network's bytes: 4 (IPv4) or 16 (IPv6), host bits cleared.
     let network: [UInt8]
     let prefixLength: Int
 
     /// nil for anything but an address with an optional `/prefix` that fits its family.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard let address = Self.bytes(of: String(parts[0])) else { return nil }
         var prefix = address.count * 8
@@ -22,14 +22,14 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `address` (4 or 16 bytes, from `bytes(of:)`) lies in this range.
-    public func contains(_ address: [UInt8]) -> Bool {
+    package func contains(_ address: [UInt8]) -> Bool {
         address.count == network.count && Self.masked(address, prefixLength) == network
     }
 
     /// The bytes of an IPv4 or IPv6 address in text form; nil for anything else. An
     /// IPv4-mapped IPv6 address (`::ffff:10.0.0.5`, how a dual-stack listener sees an IPv4
     /// peer) is its IPv4 address.
-    public static func bytes(of text: String) -> [UInt8]? {
+    package static func bytes(of text: String) -> [UInt8]? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: &v4) { Array($0) } }
         var v6 = in6_addr()
@@ -60,7 +60,7 @@ public struct AddressRange: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         let family = network.count == 4 ? AF_INET : AF_INET6
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
         let address = network.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &text, socklen_t(text.count)) }
@@ -75,7 +75,7 @@ extension Array where Element == AddressRange {
     /// `X-Forwarded-For` that is not a trusted proxy, reading from the right (each proxy appends
     /// the address it was called from, so only the addresses right of the first untrusted one
     /// can be believed). A malformed entry ends the walk at the last address believed.
-    public func client(peer: String?, forwardedFor: [Substring]) -> String? {
+    package func client(peer: String?, forwardedFor: [Substring]) -> String? {
         guard !isEmpty, let peer, let bytes = AddressRange.bytes(of: peer), contains(where: { $0.contains(bytes) }) else { return peer }
         var believed = peer
         for header in forwardedFor.reversed() {

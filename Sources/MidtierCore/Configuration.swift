@@ -3,16 +3,16 @@
 
 /// Everything loaded from one configuration directory. Immutable: a reload builds a new one
 /// and swaps it in whole.
-public struct MidtierConfiguration: Sendable {
-    public var server: ServerSettings
+package struct MidtierConfiguration: Sendable {
+    package var server: ServerSettings
     /// Apps by app id (the file name of `config/apps/<appId>.json`).
-    public var apps: [String: AppConfiguration]
+    package var apps: [String: AppConfiguration]
     /// Destinations by `Name` (which equals the file name of `config/destinations/<Name>.json`).
-    public var destinations: [String: DestinationConfiguration]
+    package var destinations: [String: DestinationConfiguration]
     /// Local users for `basic` authentication, by user id.
-    public var users: [String: LocalUser]
+    package var users: [String: LocalUser]
 
-    public init(
+    package init(
         server: ServerSettings,
         apps: [String: AppConfiguration],
         destinations: [String: DestinationConfiguration],
@@ -26,18 +26,18 @@ public struct MidtierConfiguration: Sendable {
 }
 
 /// A `host:port` pair, as in `"0.0.0.0:8080"` or `"[::1]:9090"`.
-public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public init(host: String, port: Int) {
+package struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 }
 
 /// Where durable state lives.
-public enum StoreLocation: Sendable, Equatable {
+package enum StoreLocation: Sendable, Equatable {
     /// `sqlite:PATH` (relative paths against the working directory).
     case sqlite(path: String)
     /// A PostgreSQL server shared by several instances (docs/operations.md).
@@ -47,9 +47,9 @@ public enum StoreLocation: Sendable, Equatable {
 /// Where a PostgreSQL store is and how to reach it, from a `postgres://` URL (and, in the
 /// object form of `store`, a separate password secret). `description` never shows the
 /// password.
-public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
+package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// libpq's `sslmode`, the ones Midtier supports.
-    public enum TLSMode: String, Sendable, Equatable, CaseIterable {
+    package enum TLSMode: String, Sendable, Equatable, CaseIterable {
         /// Plain TCP.
         case disable
         /// TLS when the server offers it, without checking its certificate (libpq's default).
@@ -63,16 +63,16 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A host name or address, or a directory holding the server's Unix socket (starts with `/`).
-    public var host: String
-    public var port: Int
-    public var user: String
-    public var password: String?
-    public var database: String
-    public var tls: TLSMode
+    package var host: String
+    package var port: Int
+    package var user: String
+    package var password: String?
+    package var database: String
+    package var tls: TLSMode
     /// `sslrootcert`: a PEM file of the roots to trust; the system's roots when nil.
-    public var rootCertificatePath: String?
+    package var rootCertificatePath: String?
 
-    public init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+    package init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
                 tls: TLSMode = .prefer, rootCertificatePath: String? = nil) {
         self.host = host
         self.port = port
@@ -84,9 +84,9 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Whether `host` names a Unix socket directory.
-    public var isUnixSocket: Bool { host.hasPrefix("/") }
+    package var isUnixSocket: Bool { host.hasPrefix("/") }
 
-    public var description: String {
+    package var description: String {
         let hostPart = isUnixSocket ? "" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
         let socket = isUnixSocket ? "&host=\(host)" : ""
         return "postgres://\(user)@\(hostPart)/\(database)?sslmode=\(tls.rawValue)\(socket)"
@@ -94,39 +94,39 @@ public struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// `config/midtier.json`.
-public struct ServerSettings: Sendable {
+package struct ServerSettings: Sendable {
     /// `listen`, default `0.0.0.0:8080`.
-    public var listen: ListenAddress
+    package var listen: ListenAddress
     /// `adminListen`, default `127.0.0.1:9090`.
-    public var adminListen: ListenAddress
+    package var adminListen: ListenAddress
     /// `publicURL`: the device-facing base URL, without a trailing slash. Default
     /// `http://localhost:<listen port>`.
-    public var publicURL: String
+    package var publicURL: String
     /// `adminURL`: how admins reach `adminListen` (through a TLS-terminating proxy, say), without
     /// a trailing slash. Default `http://<adminListen>`. The console's cookies are `Secure`
     /// when it is https.
-    public var adminURL: String?
+    package var adminURL: String?
     /// `store`, default `sqlite:data/midtier.sqlite`.
-    public var store: StoreLocation
+    package var store: StoreLocation
     /// `adminTokenHashes`: bcrypt hashes of admin bearer tokens (from `midtier hash-secret`).
-    public var adminTokenHashes: [String]
+    package var adminTokenHashes: [String]
     /// `logLevel`: one of trace, debug, info, notice, warning, error, critical. Default `info`.
-    public var logLevel: String
+    package var logLevel: String
     /// `maxRequestBodyBytes`: the largest request body forwarded to a back end. Default 10 MiB.
-    public var maxRequestBodyBytes: Int
+    package var maxRequestBodyBytes: Int
     /// `credentialCacheSeconds`: how long a verified device credential is remembered. Default 300.
-    public var credentialCacheSeconds: Int
+    package var credentialCacheSeconds: Int
     /// `maxRegistrationsPerUser`: the most registrations one user may hold, over all apps.
     /// Default 20.
-    public var maxRegistrationsPerUser: Int
+    package var maxRegistrationsPerUser: Int
     /// `backendSessionKeys`: the keys that seal the back-end sessions kept in the store. The
     /// first seals, every one opens (rotation); none keeps sessions in memory only.
-    public var backendSessionKeys: [BackendSessionKey]
+    package var backendSessionKeys: [BackendSessionKey]
     /// `trustedProxies`: the load balancers or reverse proxies whose `X-Forwarded-For` names
     /// the client (throttling, audit, the back end's `X-Forwarded-For`). Default none.
-    public var trustedProxies: [AddressRange]
+    package var trustedProxies: [AddressRange]
 
-    public init(
+    package init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
         adminListen: ListenAddress = ListenAddress(host: "127.0.0.1", port: 9090),
         publicURL: String = "http://localhost:8080",
@@ -155,25 +155,25 @@ public struct ServerSettings: Sendable {
 
 /// A 256-bit key that seals back-end sessions at rest (docs/configuration.md,
 /// `backendSessionKeys`). Never printed.
-public struct BackendSessionKey: Sendable, Equatable, CustomStringConvertible {
-    public static let byteCount = 32
-    public let bytes: [UInt8]
+package struct BackendSessionKey: Sendable, Equatable, CustomStringConvertible {
+    package static let byteCount = 32
+    package let bytes: [UInt8]
 
-    public init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = bytes
     }
 
-    public var description: String { "BackendSessionKey(\(Self.byteCount) bytes, not shown)" }
+    package var description: String { "BackendSessionKey(\(Self.byteCount) bytes, not shown)" }
 }
 
 /// One entry of `config/users.json`.
-public struct LocalUser: Sendable {
-    public var id: String
+package struct LocalUser: Sendable {
+    package var id: String
     /// bcrypt hash from `midtier hash-secret`.
-    public var passwordHash: String
-    public var attributes: [String: String]
-    public init(id: String, passwordHash: String, attributes: [String: String] = [:]) {
+    package var passwordHash: String
+    package var attributes: [String: String]
+    package init(id: String, passwordHash: String, attributes: [String: String] = [:]) {
         self.id = id
         self.passwordHash = passwordHash
         self.attributes = attributes

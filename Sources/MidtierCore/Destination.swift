@@ -1,7 +1,7 @@
 // A destination: where calls go and with which credentials (docs/forwarding.md).
 
 /// The `Authentication` property of a destination.
-public enum DestinationAuthentication: Sendable {
+package enum DestinationAuthentication: Sendable {
     case noAuthentication
     /// A technical user; the password is already resolved from its secret.
     case basic(user: String, password: String)
@@ -9,39 +9,39 @@ public enum DestinationAuthentication: Sendable {
 }
 
 /// How the SAML assertion is encoded in the token request.
-public enum AssertionEncoding: String, Sendable {
+package enum AssertionEncoding: String, Sendable {
     case base64
     case base64url
 }
 
 /// Everything needed to build, sign and exchange an assertion for one destination.
-public struct SAMLBearerSettings: Sendable {
+package struct SAMLBearerSettings: Sendable {
     /// `tokenServiceURL`.
-    public var tokenServiceURL: String
+    package var tokenServiceURL: String
     /// `clientKey` (the SuccessFactors API key).
-    public var clientKey: String
+    package var clientKey: String
     /// `companyId`.
-    public var companyId: String
+    package var companyId: String
     /// `audience`, default `www.successfactors.com`.
-    public var audience: String
+    package var audience: String
     /// `assertionIssuer`, default `clientKey`.
-    public var assertionIssuer: String
+    package var assertionIssuer: String
     /// `assertionRecipient`, default `tokenServiceURL` without its query.
-    public var assertionRecipient: String
+    package var assertionRecipient: String
     /// `nameIdFormat`, default `urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified`.
-    public var nameIdFormat: String
+    package var nameIdFormat: String
     /// `authnContextClassRef`, default `urn:oasis:names:tc:SAML:2.0:ac:classes:PreviousSession`.
-    public var authnContextClassRef: String
+    package var authnContextClassRef: String
     /// `samlAssertionEncoding`, default base64.
-    public var assertionEncoding: AssertionEncoding
+    package var assertionEncoding: AssertionEncoding
     /// `signingKey`: PEM file contents (private key, possibly encrypted).
-    public var signingKeyPEM: [UInt8]
+    package var signingKeyPEM: [UInt8]
     /// The passphrase of an encrypted `signingKey` (`signingKeyPassphrase`), resolved.
-    public var signingKeyPassphrase: String?
+    package var signingKeyPassphrase: String?
     /// `signingCertificate`: PEM file contents.
-    public var signingCertificatePEM: [UInt8]
+    package var signingCertificatePEM: [UInt8]
 
-    public init(
+    package init(
         tokenServiceURL: String,
         clientKey: String,
         companyId: String,
@@ -71,28 +71,28 @@ public struct SAMLBearerSettings: Sendable {
 }
 
 /// `config/destinations/<Name>.json`.
-public struct DestinationConfiguration: Sendable {
+package struct DestinationConfiguration: Sendable {
     /// `Name`.
-    public var name: String
+    package var name: String
     /// `URL`: scheme, host, optional port and base path, without a trailing slash.
-    public var url: String
-    public var authentication: DestinationAuthentication
+    package var url: String
+    package var authentication: DestinationAuthentication
     /// `userIdSource`: the user attribute (or JWT claim) whose value is the NameID; nil means
     /// the user id itself.
-    public var userIdSource: String?
+    package var userIdSource: String?
     /// `timeout` in milliseconds, default 30000.
-    public var timeoutMilliseconds: Int
+    package var timeoutMilliseconds: Int
     /// `URL.headers.<name>`: headers added to every forwarded request.
-    public var extraHeaders: [(name: String, value: String)]
+    package var extraHeaders: [(name: String, value: String)]
     /// `URL.queries.<name>`: query parameters added to every forwarded request.
-    public var extraQueries: [(name: String, value: String)]
+    package var extraQueries: [(name: String, value: String)]
     /// `metadataPatches` (docs/forwarding.md, "`$metadata` patches").
-    public var metadataPatches: [MetadataPatch]
+    package var metadataPatches: [MetadataPatch]
     /// `trustedCertificates`: PEM file contents; for an https `URL`, the back end's certificate
     /// must chain to one of these instead of the system's roots (a company CA).
-    public var trustedCertificatesPEM: [UInt8]?
+    package var trustedCertificatesPEM: [UInt8]?
 
-    public init(
+    package init(
         name: String,
         url: String,
         authentication: DestinationAuthentication,
@@ -117,11 +117,11 @@ public struct DestinationConfiguration: Sendable {
 
 /// One `metadataPatches` entry: set facets (attributes) on one property of one entity type,
 /// `EntityType[@Name=entityType]/Property[@Name=property]`.
-public struct MetadataPatch: Sendable, Equatable {
-    public var entityType: String
-    public var property: String
-    public var set: [String: String]
-    public init(entityType: String, property: String, set: [String: String]) {
+package struct MetadataPatch: Sendable, Equatable {
+    package var entityType: String
+    package var property: String
+    package var set: [String: String]
+    package init(entityType: String, property: String, set: [String: String]) {
         self.entityType = entityType
         self.property = property
         self.set = set

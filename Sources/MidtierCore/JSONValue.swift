@@ -1,6 +1,6 @@
 /// A JSON value kept as given, for the parts of an app file that Midtier passes to clients
 /// as they are (`passwordPolicy`, `logSettings`, `discovery`).
-public indirect enum JSONValue: Sendable, Equatable, Codable {
+package indirect enum JSONValue: Sendable, Equatable, Codable {
     case null
     case bool(Bool)
     case number(Double)
@@ -8,7 +8,7 @@ public indirect enum JSONValue: Sendable, Equatable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -25,7 +25,7 @@ public indirect enum JSONValue: Sendable, Equatable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()

@@ -1,6 +1,6 @@
 /// A device registration (an "application connection" in SAP Mobile Services terms).
-public struct Registration: Sendable, Equatable {
-    public enum State: String, Sendable, Equatable, CaseIterable {
+package struct Registration: Sendable, Equatable {
+    package enum State: String, Sendable, Equatable, CaseIterable {
         case active
         /// Locked by an admin or the user: traffic refused until unlocked.
         case locked
@@ -9,27 +9,27 @@ public struct Registration: Sendable, Equatable {
     }
 
     /// `ApplicationConnectionId`.
-    public var id: String
-    public var appId: String
+    package var id: String
+    package var appId: String
     /// The Midtier user who owns it (realm and id).
-    public var user: UserIdentity
-    public var deviceType: String
-    public var deviceModel: String
-    public var deviceId: String
-    public var formFactor: String
-    public var apnsDeviceToken: String
-    public var androidGcmRegistrationId: String
+    package var user: UserIdentity
+    package var deviceType: String
+    package var deviceModel: String
+    package var deviceId: String
+    package var formFactor: String
+    package var apnsDeviceToken: String
+    package var androidGcmRegistrationId: String
     /// Milliseconds since 1970.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Milliseconds since 1970 of the last successful contact.
-    public var lastContactAt: Int64
-    public var state: State
+    package var lastContactAt: Int64
+    package var state: State
     /// The other fields of SAP's Connection entity the device sent (`DeviceSubType`, `Email`,
     /// `CustomCustom1`, …), by field name, as text (docs/device-api.md). Stored as one JSON
     /// object.
-    public var details: [String: String]
+    package var details: [String: String]
 
-    public init(
+    package init(
         id: String, appId: String, user: UserIdentity,
         deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
         apnsDeviceToken: String = "", androidGcmRegistrationId: String = "",
@@ -52,12 +52,12 @@ public struct Registration: Sendable, Equatable {
 }
 
 /// A registration with its owner's block, as the request path reads them together.
-public struct RegistrationAndBlock: Sendable, Equatable {
-    public var registration: Registration
+package struct RegistrationAndBlock: Sendable, Equatable {
+    package var registration: Registration
     /// The owner's block; nil when they are not blocked.
-    public var block: UserBlock?
+    package var block: UserBlock?
 
-    public init(registration: Registration, block: UserBlock?) {
+    package init(registration: Registration, block: UserBlock?) {
         self.registration = registration
         self.block = block
     }

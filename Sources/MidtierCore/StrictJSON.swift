@@ -1,9 +1,9 @@
 /// Strict JSON (RFC 8259) for request bodies as well as configuration files: no trailing
 /// commas, no single quotes, no duplicate keys, bounded nesting, and an error that says where.
 /// (Foundation's `JSONSerialization` accepts some of these.)
-public enum StrictJSON {
+package enum StrictJSON {
     /// The members of a JSON object document; a message saying what is wrong otherwise.
-    public static func object(_ bytes: [UInt8]) -> Result<[String: JSONValue], StrictJSONError> {
+    package static func object(_ bytes: [UInt8]) -> Result<[String: JSONValue], StrictJSONError> {
         let (value, duplicates, error) = JSONParser.parse(bytes)
         if let error { return .failure(StrictJSONError(message: error)) }
         if let duplicate = duplicates.first { return .failure(StrictJSONError(message: "the key \(duplicate) appears twice")) }
@@ -42,7 +42,7 @@ public enum StrictJSON {
     }
 }
 
-public struct StrictJSONError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
+package struct StrictJSONError: Error, Sendable, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
 }

@@ -3,11 +3,11 @@
 /// so no user id can be crafted to collide with another user's key; the NameID is part of the
 /// key, so a token can never serve a request that would assert another NameID (a JWT whose
 /// claims map the same user elsewhere, a mapping changed by a reload).
-public struct TokenCacheKey: Hashable, Sendable {
-    public var destination: ExactString
-    public var user: UserIdentity
-    public var nameID: ExactString
-    public init(destination: String, user: UserIdentity, nameID: String) {
+package struct TokenCacheKey: Hashable, Sendable {
+    package var destination: ExactString
+    package var user: UserIdentity
+    package var nameID: ExactString
+    package init(destination: String, user: UserIdentity, nameID: String) {
         self.destination = ExactString(destination)
         self.user = user
         self.nameID = ExactString(nameID)

@@ -1,7 +1,7 @@
 
 /// An admin's block of a user (docs/admin.md, "Users: block").
-public struct UserBlock: Sendable, Equatable {
-    public enum Kind: String, Sendable, Equatable, CaseIterable {
+package struct UserBlock: Sendable, Equatable {
+    package enum Kind: String, Sendable, Equatable, CaseIterable {
         /// Proxied calls refused (`TRAFFIC_BLOCKED`).
         case traffic
         /// New registrations refused (`REG_BLOCKED`).
@@ -9,19 +9,19 @@ public struct UserBlock: Sendable, Equatable {
         /// Both (`TRAFFIC_REG_BLOCKED`).
         case all
 
-        public var blocksTraffic: Bool { self != .registration }
-        public var blocksRegistration: Bool { self != .traffic }
+        package var blocksTraffic: Bool { self != .registration }
+        package var blocksRegistration: Bool { self != .traffic }
     }
 
-    public var user: UserIdentity
-    public var kind: Kind
-    public var reason: String
+    package var user: UserIdentity
+    package var kind: Kind
+    package var reason: String
     /// Milliseconds since 1970.
-    public var since: Int64
+    package var since: Int64
     /// Who blocked (the audit actor).
-    public var by: String
+    package var by: String
 
-    public init(user: UserIdentity, kind: Kind, reason: String, since: Int64, by: String) {
+    package init(user: UserIdentity, kind: Kind, reason: String, since: Int64, by: String) {
         self.user = user
         self.kind = kind
         self.reason = reason
@@ -31,24 +31,24 @@ public struct UserBlock: Sendable, Equatable {
 }
 
 /// One state change, for `GET /admin/v1/audit`: who did what to what, when, from where.
-public struct AuditEntry: Sendable, Equatable {
+package struct AuditEntry: Sendable, Equatable {
     /// Increasing; assigned by the store.
-    public var sequence: Int64
+    package var sequence: Int64
     /// Milliseconds since 1970.
-    public var at: Int64
+    package var at: Int64
     /// `admin#<n>` (the n-th admin token), `user:<id>` or `user:<id>@<realm>` (self-service),
     /// or `system` (policy).
-    public var actor: String
+    package var actor: String
     /// e.g. `registration.lock`, `user.block`, `config.reload`.
-    public var action: String
+    package var action: String
     /// What was changed: a registration id, a user id, …
-    public var target: String
+    package var target: String
     /// Extra facts (block type and reason, the policy that fired, …).
-    public var detail: String
+    package var detail: String
     /// The client address the change came from, when there was one.
-    public var source: String
+    package var source: String
 
-    public init(sequence: Int64 = 0, at: Int64, actor: String, action: String, target: String, detail: String = "", source: String = "") {
+    package init(sequence: Int64 = 0, at: Int64, actor: String, action: String, target: String, detail: String = "", source: String = "") {
         self.sequence = sequence
         self.at = at
         self.actor = actor
@@ -60,7 +60,7 @@ public struct AuditEntry: Sendable, Equatable {
 }
 
 /// What a reader of the audit trail wants to see entries of.
-public enum AuditSubject: Sendable, Equatable {
+package enum AuditSubject: Sendable, Equatable {
     /// Changes to the user (blocks, token purges: the target) and changes the user made
     /// (onboarding, self-service: the actor `user:<user>`).
     case user(UserIdentity)
@@ -68,7 +68,7 @@ public enum AuditSubject: Sendable, Equatable {
     case registration(String)
 
     /// The entries' `target` and `actor` values this subject selects (one of them must match).
-    public var selection: (target: String, actor: String?) {
+    package var selection: (target: String, actor: String?) {
         switch self {
         case .user(let user): (user.description, "user:\(user)")
         case .registration(let id): (id, nil)
@@ -77,11 +77,11 @@ public enum AuditSubject: Sendable, Equatable {
 }
 
 /// Which registrations to list.
-public struct RegistrationFilter: Sendable, Equatable {
-    public var user: UserIdentity?
-    public var app: String?
-    public var state: Registration.State?
-    public init(user: UserIdentity? = nil, app: String? = nil, state: Registration.State? = nil) {
+package struct RegistrationFilter: Sendable, Equatable {
+    package var user: UserIdentity?
+    package var app: String?
+    package var state: Registration.State?
+    package init(user: UserIdentity? = nil, app: String? = nil, state: Registration.State? = nil) {
         self.user = user
         self.app = app
         self.state = state

@@ -14,31 +14,31 @@ import Darwin
 ///
 /// Every map, cache, store query, block, token key and audit entry that is about a user keys on
 /// this type, not on a bare `String`.
-public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
+package struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The realm of `users.json`.
-    public static let localRealm = ""
+    package static let localRealm = ""
 
     /// `""` for `users.json`, else the JWT issuer.
-    public let realm: String
+    package let realm: String
     /// The user id within the realm: the `users.json` id, or the JWT's `userClaim`.
-    public let id: String
+    package let id: String
 
-    public init(realm: String, id: String) {
+    package init(realm: String, id: String) {
         self.realm = realm
         self.id = id
     }
 
     /// A `users.json` user.
-    public static func local(_ id: String) -> UserIdentity { UserIdentity(realm: localRealm, id: id) }
+    package static func local(_ id: String) -> UserIdentity { UserIdentity(realm: localRealm, id: id) }
 
-    public var isLocal: Bool { realm.utf8.isEmpty }
+    package var isLocal: Bool { realm.utf8.isEmpty }
 
-    public static func == (lhs: UserIdentity, rhs: UserIdentity) -> Bool {
+    package static func == (lhs: UserIdentity, rhs: UserIdentity) -> Bool {
         sameBytes(lhs.id, rhs.id) && sameBytes(lhs.realm, rhs.realm)
     }
 
     /// Whether two strings have the same UTF-8 bytes (one `memcmp` for native strings).
-    public static func sameBytes(_ a: String, _ b: String) -> Bool {
+    package static func sameBytes(_ a: String, _ b: String) -> Bool {
         let compared = a.utf8.withContiguousStorageIfAvailable { left in
             b.utf8.withContiguousStorageIfAvailable { right in
                 left.count == right.count && (left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0)
@@ -47,7 +47,7 @@ public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
         return (compared ?? nil) ?? a.utf8.elementsEqual(b.utf8)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         Self.hashBytes(of: realm, into: &hasher)
         Self.hashBytes(of: id, into: &hasher)
     }
@@ -62,16 +62,16 @@ public struct UserIdentity: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// For logs and audit entries: `alice` for a `users.json` user, `alice@<issuer>` otherwise.
-    public var description: String { isLocal ? id : "\(id)@\(realm)" }
+    package var description: String { isLocal ? id : "\(id)@\(realm)" }
 }
 
 /// A string compared and hashed by its exact UTF-8 bytes, for dictionary keys that must not
 /// merge canonically equivalent spellings (registration ids, configured user ids).
-public struct ExactString: Hashable, Sendable, CustomStringConvertible {
-    public let value: String
-    public init(_ value: String) { self.value = value }
+package struct ExactString: Hashable, Sendable, CustomStringConvertible {
+    package let value: String
+    package init(_ value: String) { self.value = value }
 
-    public static func == (lhs: ExactString, rhs: ExactString) -> Bool { UserIdentity.sameBytes(lhs.value, rhs.value) }
-    public func hash(into hasher: inout Hasher) { UserIdentity.hashBytes(of: value, into: &hasher) }
-    public var description: String { value }
+    package static func == (lhs: ExactString, rhs: ExactString) -> Bool { UserIdentity.sameBytes(lhs.value, rhs.value) }
+    package func hash(into hasher: inout Hasher) { UserIdentity.hashBytes(of: value, into: &hasher) }
+    package var description: String { value }
 }

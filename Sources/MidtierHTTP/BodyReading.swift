@@ -5,7 +5,7 @@ extension Request {
     /// admin), at most `limit` bytes: 413 past the limit, 400 when the body cannot be read — a
     /// broken chunked framing (a chunk size that is not hexadecimal, negative or too large, a
     /// chunk longer than its size line) or a connection cut mid-body —, as on the proxy path.
-    public mutating func collectBody(upTo limit: Int, describedAs what: String) async throws(Refusal) -> ByteBuffer {
+    package mutating func collectBody(upTo limit: Int, describedAs what: String) async throws(Refusal) -> ByteBuffer {
         var collected = ByteBuffer()
         var iterator = body.makeAsyncIterator()
         while true {

@@ -6,12 +6,12 @@ import Logging
 /// route does not take, a body too large) become the OData v2 error body every refusal has;
 /// anything else is logged and answered `500` without its detail. Router middlewares also wrap
 /// the router's not-found responder, so this sees every error a router answers with.
-public struct ODataErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+package struct ODataErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
 
-    public init(logger: Logger) { self.logger = logger }
+    package init(logger: Logger) { self.logger = logger }
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch {
@@ -27,7 +27,7 @@ public struct ODataErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 extension Refusal {
     /// `error` as a refusal: itself when it is one; Hummingbird's `HTTPError` with the code its
     /// status has everywhere else; anything else a `500` that says nothing of its cause.
-    public init(translating error: any Error, path: String) {
+    package init(translating error: any Error, path: String) {
         switch error {
         case let refusal as Refusal:
             self = refusal
@@ -48,5 +48,5 @@ extension Refusal {
 
 extension Refusal: HTTPResponseError {
     /// A refusal thrown by a route answers itself, wherever it is caught.
-    public func response(from request: Request, context: some RequestContext) throws -> Response { response }
+    package func response(from request: Request, context: some RequestContext) throws -> Response { response }
 }

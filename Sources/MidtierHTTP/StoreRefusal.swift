@@ -4,7 +4,7 @@ import MidtierStore
 extension Refusal {
     /// Runs a store operation; a failure is logged and answered 503 (the request can be
     /// retried), its detail only in the log.
-    public static func unlessStoreFails<T>(_ logger: Logger, _ operation: () async throws(StoreError) -> T) async throws(Refusal) -> T {
+    package static func unlessStoreFails<T>(_ logger: Logger, _ operation: () async throws(StoreError) -> T) async throws(Refusal) -> T {
         do {
             return try await operation()
         } catch {
@@ -13,7 +13,7 @@ extension Refusal {
     }
 
     /// The one answer to a store that failed: `503`, its detail logged, never shown.
-    public static func storeFailed(_ error: any Error, _ logger: Logger) -> Refusal {
+    package static func storeFailed(_ error: any Error, _ logger: Logger) -> Refusal {
         logger.error("store failed", metadata: ["error": "\(error)"])
         return .unavailable("the store is not available; try again")
     }

@@ -6,8 +6,8 @@ import Synchronization
 /// listener. Labels are destination names and status codes only — never a user, a path or
 /// anything a device can vary freely, so a client cannot grow the label set or learn who
 /// called.
-public struct MidtierMetrics: Sendable {
-    public let registry: PrometheusCollectorRegistry
+package struct MidtierMetrics: Sendable {
+    package let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
     /// The per-request metrics by label values, made once each (making one goes through the
     /// registry's lock and builds its label strings: measurable on every proxied call).
@@ -15,7 +15,7 @@ public struct MidtierMetrics: Sendable {
 
     /// Each server owns its registry (no process-wide bootstrap), so several servers in one
     /// process — tests — keep separate counts.
-    public init() {
+    package init() {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
@@ -28,7 +28,7 @@ public struct MidtierMetrics: Sendable {
 
     /// A proxied request answered with `status` (to its head) after `duration`.
     /// `destination` must be a configured destination name, or nil for anything else.
-    public func recordRequest(destination: String?, status: Int, duration: Duration) {
+    package func recordRequest(destination: String?, status: Int, duration: Duration) {
         let name = destination ?? "unknown"
         let factory = self.factory
         let (counter, timer) = made.requests.withLock { made in
@@ -50,9 +50,9 @@ public struct MidtierMetrics: Sendable {
 
     /// How a token lookup went: `hit` (cached), `miss` (started an exchange), `wait` (joined
     /// one in flight).
-    public enum CacheResult: String, Sendable { case hit, miss, wait }
+    package enum CacheResult: String, Sendable { case hit, miss, wait }
 
-    public func recordTokenLookup(_ result: CacheResult) {
+    package func recordTokenLookup(_ result: CacheResult) {
         let factory = self.factory
         made.lookups.withLock { counters in
             counters[result] ?? {
@@ -64,7 +64,7 @@ public struct MidtierMetrics: Sendable {
     }
 
     /// One exchange at a token service.
-    public func recordExchange(destination: String, succeeded: Bool) {
+    package func recordExchange(destination: String, succeeded: Bool) {
         Counter(label: "midtier_token_exchanges_total", dimensions: [("destination", destination)], factory: factory).increment()
         if !succeeded {
             Counter(label: "midtier_token_exchange_failures_total", dimensions: [("destination", destination)], factory: factory).increment()
@@ -77,12 +77,12 @@ public struct MidtierMetrics: Sendable {
 
     /// Token exchanges and their failures since the start, by destination name: the same
     /// counts as `midtier_token_exchanges_total` and `…_failures_total`, for the web console.
-    public func exchangeTotals() -> [String: ExchangeTotals] {
+    package func exchangeTotals() -> [String: ExchangeTotals] {
         made.exchanges.withLock { $0 }
     }
 
     /// The text exposition format.
-    public func exposition() -> [UInt8] {
+    package func exposition() -> [UInt8] {
         registry.emitToBuffer()
     }
 }
@@ -101,9 +101,9 @@ struct RequestLabels: Hashable {
 }
 
 /// Token exchanges at one destination's token service, and how many failed.
-public struct ExchangeTotals: Sendable, Equatable {
-    public var exchanges = 0
-    public var failures = 0
+package struct ExchangeTotals: Sendable, Equatable {
+    package var exchanges = 0
+    package var failures = 0
 }
 
 final class MadeMetrics: Sendable {

@@ -4,7 +4,7 @@ import MidtierCore
 import SAMLSigning
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.
-public func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
+package func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
     try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial).load()
 }
 
@@ -26,6 +26,6 @@ public func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -
 }
 
 /// Writes to standard error.
-public func printError(_ text: String) {
+package func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }

@@ -3,23 +3,23 @@ import Logging
 
 /// One JSON object per line on standard error: `{"time":..,"level":..,"label":..,"message":..,
 /// ...metadata}`. Callers never put tokens, assertions, passwords or cookies in metadata.
-public struct JSONLogHandler: LogHandler {
-    public var logLevel: Logger.Level
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct JSONLogHandler: LogHandler {
+    package var logLevel: Logger.Level
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     let label: String
 
-    public init(label: String, level: Logger.Level) {
+    package init(label: String, level: Logger.Level) {
         self.label = label
         self.logLevel = level
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var object: [String: Any] = [:]
         for (key, value) in metadata { object[key] = Self.plain(value) }
         for (key, value) in event.metadata ?? [:] { object[key] = Self.plain(value) }

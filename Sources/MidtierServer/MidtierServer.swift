@@ -19,24 +19,24 @@ import UnixSignals
 import WebPages
 
 /// Why the server cannot start; printed as is.
-public struct StartupError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct StartupError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// One Midtier instance: its configuration runtime, state, token cache and HTTP client, and the
 /// two applications built from them (devices on `listen`, admins on `adminListen`).
-public final class MidtierServer: Sendable {
-    public let runtime: RuntimeHolder
-    public let tokens: TokenCache
-    public let registrations: RegistrationService
+package final class MidtierServer: Sendable {
+    package let runtime: RuntimeHolder
+    package let tokens: TokenCache
+    package let registrations: RegistrationService
     /// The keep-alive connections that proxied calls go over.
-    public let upstreams = UpstreamConnectionPool()
+    package let upstreams = UpstreamConnectionPool()
     /// The HTTP client of the cold calls: token exchanges and JWKS fetches.
-    public let httpClient: HTTPClient
-    public let metrics = MidtierMetrics()
+    package let httpClient: HTTPClient
+    package let metrics = MidtierMetrics()
     /// The back ends' session cookies, per registration and destination.
-    public let sessions: BackendSessions
+    package let sessions: BackendSessions
     /// Failed device sign-ins, and admin tokens, per address and user name; and the queue in
     /// front of bcrypt. They outlive reloads (docs/identity.md).
     let deviceSignIns: SignInThrottle
@@ -46,7 +46,7 @@ public final class MidtierServer: Sendable {
     let configurationDirectory: String?
     let logger: Logger
 
-    public init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
+    package init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
                 tokenCache: TokenCache = TokenCache(),
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
@@ -85,7 +85,7 @@ public final class MidtierServer: Sendable {
     }
 
     /// Opens the store a configuration names, behind the memory cache the request path reads.
-    public static func openStore(_ location: StoreLocation, logger: Logger) async throws(StartupError) -> any StateStore {
+    package static func openStore(_ location: StoreLocation, logger: Logger) async throws(StartupError) -> any StateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
@@ -104,7 +104,7 @@ public final class MidtierServer: Sendable {
     /// Loads the configuration directory again and swaps it in whole; on any problem the old
     /// configuration stays in force. Addresses and the store are read at startup only.
     /// Cached tokens are dropped, since destinations or user mappings may have changed.
-    public func reload(by actor: Actor) async -> ReloadOutcome {
+    package func reload(by actor: Actor) async -> ReloadOutcome {
         let outcome: ReloadOutcome
         if let configurationDirectory {
             do {
@@ -134,7 +134,7 @@ public final class MidtierServer: Sendable {
     }
 
     /// The device-facing application on `listen` (or `address`, for tests).
-    public func makeApplication(
+    package func makeApplication(
         address: BindAddress? = nil,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
@@ -162,7 +162,7 @@ public final class MidtierServer: Sendable {
     }
 
     /// The admin application on `adminListen` (or `address`, for tests).
-    public func makeAdminApplication(
+    package func makeAdminApplication(
         address: BindAddress? = nil,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
     ) -> some ApplicationProtocol {
@@ -218,7 +218,7 @@ public final class MidtierServer: Sendable {
     /// A service that applies the changes other instances make to a shared store until
     /// shutdown: memory forgets what changed, and a block or purge drops the user's tokens.
     /// Does nothing for a store no other instance shares.
-    public func storeChanges() -> some Service { StoreChangeApplier(server: self) }
+    package func storeChanges() -> some Service { StoreChangeApplier(server: self) }
 
     /// Applies one event of the change feed to memory.
     func apply(_ event: PostgresChangeFeed.Event, to cache: CachedStateStore) {
@@ -250,15 +250,15 @@ public final class MidtierServer: Sendable {
     /// A service that writes the registrations' last contacts to the store every `interval`,
     /// and once more at shutdown. A service group stops its services in reverse order: list
     /// this one before the applications.
-    public func contactWriter(every interval: Duration = .seconds(2)) -> some Service {
+    package func contactWriter(every interval: Duration = .seconds(2)) -> some Service {
         ContactWriter(contacts: registrations.contacts, interval: interval, logger: logger)
     }
 
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
-    public func reloadOnHangup() -> some Service { HangupReloader(server: self) }
+    package func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
     /// Closes the connections to back ends; call once the applications have stopped.
-    public func shutdown() async {
+    package func shutdown() async {
         await upstreams.shutdown()
         try? await httpClient.shutdown()
     }

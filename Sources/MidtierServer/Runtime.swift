@@ -14,10 +14,10 @@ import TokenExchange
 /// Everything derived from one loaded configuration: the configuration itself, one token
 /// exchange per SAML destination (keys loaded once), and the device authenticator. Built
 /// whole and swapped whole, so a request sees one consistent configuration from start to end.
-public final class Runtime: Sendable {
-    public let configuration: MidtierConfiguration
+package final class Runtime: Sendable {
+    package let configuration: MidtierConfiguration
     /// SAML bearer exchanges by destination name.
-    public let exchanges: [String: SAMLBearerExchange]
+    package let exchanges: [String: SAMLBearerExchange]
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
     let basicAuthenticator: BasicAuthenticator
@@ -32,7 +32,7 @@ public final class Runtime: Sendable {
     /// - Parameters:
     ///   - throttle, limiter: the failed sign-in throttle and the verification queue; they
     ///     belong to the server and outlive a reload.
-    public init(configuration: MidtierConfiguration, httpClient: HTTPClient,
+    package init(configuration: MidtierConfiguration, httpClient: HTTPClient,
                 throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
                 logger: Logger = Logger(label: "midtier")) throws(SigningError) {
         self.configuration = configuration
@@ -159,9 +159,9 @@ public final class Runtime: Sendable {
 }
 
 /// The runtime in force; replaced whole on reload.
-public final class RuntimeHolder: Sendable {
+package final class RuntimeHolder: Sendable {
     private let state: Mutex<Runtime>
-    public init(_ runtime: Runtime) { state = Mutex(runtime) }
-    public var current: Runtime { state.withLock { $0 } }
-    public func replace(with runtime: Runtime) { state.withLock { $0 = runtime } }
+    package init(_ runtime: Runtime) { state = Mutex(runtime) }
+    package var current: Runtime { state.withLock { $0 } }
+    package func replace(with runtime: Runtime) { state.withLock { $0 = runtime } }
 }

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// Instances sharing a store (PostgreSQL) learn of each other's writes through the store's
 /// change feed, which calls `forget`.
-public final class CachedStateStore: StateStore {
+package final class CachedStateStore: StateStore {
     private struct State {
         // Keyed by exact bytes, as the store compares them (docs/identity.md).
         var registrations: [ExactString: Registration] = [:]
@@ -21,11 +21,11 @@ public final class CachedStateStore: StateStore {
         var generation: UInt64 = 0
     }
 
-    public let base: any StateStore
+    package let base: any StateStore
     private let state = Mutex(State())
     private let capacity: Int
 
-    public init(base: any StateStore, capacity: Int = 500_000) {
+    package init(base: any StateStore, capacity: Int = 500_000) {
         self.base = base
         self.capacity = capacity
     }
@@ -56,7 +56,7 @@ public final class CachedStateStore: StateStore {
 
     // MARK: Reads
 
-    public func registration(id: String) async throws(StoreError) -> Registration? {
+    package func registration(id: String) async throws(StoreError) -> Registration? {
         let (cached, generation) = state.withLock { ($0.registrations[ExactString(id)], $0.generation) }
         if let cached { return cached }
         let loaded = try await base.registration(id: id)
@@ -64,14 +64,14 @@ public final class CachedStateStore: StateStore {
         return loaded
     }
 
-    public func currentRegistration(id: String) async throws(StoreError) -> Registration? {
+    package func currentRegistration(id: String) async throws(StoreError) -> Registration? {
         let generation = state.withLock { $0.generation }
         let loaded = try await base.currentRegistration(id: id)
         if let loaded { remember(registration: loaded, ifGeneration: generation) }
         return loaded
     }
 
-    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
+    package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         let (cached, generation) = state.withLock { ($0.blocks[user], $0.generation) }
         if let cached { return cached }
         let loaded = try await base.block(of: user)
@@ -79,40 +79,40 @@ public final class CachedStateStore: StateStore {
         return loaded
     }
 
-    public func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
+    package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
         guard let registration = try await registration(id: id) else { return nil }
         return RegistrationAndBlock(registration: registration, block: try await block(of: registration.user))
     }
 
-    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+    package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter)
     }
 
-    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await base.audit(since: since, after: after, limit: limit)
     }
 
-    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await base.recentAudit(before: before, about: subject, limit: limit)
     }
 
-    public func ping() async -> Bool { await base.ping() }
+    package func ping() async -> Bool { await base.ping() }
 
     // MARK: Writes (store first, memory after the commit)
 
-    public func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
+    package func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         let outcome = try await base.insert(registration, maximumPerUser: maximumPerUser, audit: audit)
         if outcome == .inserted { afterWrite { $0.registrations[ExactString(registration.id)] = registration } }
         return outcome
     }
 
-    public func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         let updated = try await base.updateDevice(registration, audit: audit)
         afterWrite { $0.registrations[ExactString(registration.id)] = nil }
         return updated
     }
 
-    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+    package func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
                            audit: AuditEntry) async throws(StoreError) -> StateTransition {
         let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
         afterWrite { memory in
@@ -125,13 +125,13 @@ public final class CachedStateStore: StateStore {
         return result
     }
 
-    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         let outcome = try await base.delete(id: id, allowedFrom: allowedFrom, audit: audit)
         afterWrite { $0.registrations[ExactString(id)] = nil }
         return outcome
     }
 
-    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+    package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         try await base.recordContacts(contacts)
         afterWrite { memory in
             for contact in contacts {
@@ -143,49 +143,49 @@ public final class CachedStateStore: StateStore {
         }
     }
 
-    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+    package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await base.setBlock(block, audit: audit)
         afterWrite { $0.blocks[block.user] = .some(block) }
     }
 
-    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
+    package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         let removed = try await base.removeBlock(of: user, audit: audit)
         afterWrite { $0.blocks[user] = .some(nil) }
         return removed
     }
 
-    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+    package func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
         try await base.appendAudit(entry)
     }
 
-    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+    package func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
         try await base.purgeTokens(of: user, audit: audit)
     }
 
     // Back-end sessions: their own memory is the cookie jar (BackendSessions).
 
-    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+    package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         try await base.backendSession(registration: registration, destination: destination, now: now)
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
+    package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         try await base.saveBackendSession(session, now: now)
     }
 
     // MARK: Changes made elsewhere (another instance on the same store)
 
     /// Forgets what memory holds of a registration, so the next read goes to the store.
-    public func forget(registration id: String) {
+    package func forget(registration id: String) {
         afterWrite { $0.registrations[ExactString(id)] = nil }
     }
 
     /// Forgets what memory holds of a user's block.
-    public func forget(blockOf user: UserIdentity) {
+    package func forget(blockOf user: UserIdentity) {
         afterWrite { $0.blocks[user] = nil }
     }
 
     /// Forgets everything (after changes were missed that cannot be caught up on one by one).
-    public func forgetAll() {
+    package func forgetAll() {
         afterWrite { memory in
             memory.registrations.removeAll()
             memory.blocks.removeAll()

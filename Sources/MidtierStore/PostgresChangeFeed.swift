@@ -13,8 +13,8 @@ import Synchronization
 /// changes it missed were pruned meanwhile, it reports `.everything`, and the caller forgets
 /// all it keeps in memory. What memory holds keeps serving while the store is away: a change
 /// cannot be made then, so none is missed.
-public final class PostgresChangeFeed: Sendable {
-    public enum Event: Sendable {
+package final class PostgresChangeFeed: Sendable {
+    package enum Event: Sendable {
         case changes([StoreChange])
         /// Changes were missed that cannot be named: forget everything kept in memory.
         case everything
@@ -28,7 +28,7 @@ public final class PostgresChangeFeed: Sendable {
     /// The sequence of the last change applied; nil until the first synchronisation.
     private let applied = Mutex<Int64?>(nil)
 
-    public init(store: PostgresStore, pollInterval: Duration = .seconds(1), retentionMilliseconds: Int64 = 3_600_000, logger: Logger) {
+    package init(store: PostgresStore, pollInterval: Duration = .seconds(1), retentionMilliseconds: Int64 = 3_600_000, logger: Logger) {
         self.store = store
         self.pollInterval = pollInterval
         self.retentionMilliseconds = retentionMilliseconds
@@ -36,7 +36,7 @@ public final class PostgresChangeFeed: Sendable {
     }
 
     /// Runs until cancelled, handing every change to `apply` in order.
-    public func run(_ apply: @escaping @Sendable (Event) async -> Void) async {
+    package func run(_ apply: @escaping @Sendable (Event) async -> Void) async {
         let failing = Mutex(false)
         var connectionID = 0
         while !Task.isCancelled {

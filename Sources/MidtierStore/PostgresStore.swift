@@ -18,12 +18,12 @@ import PostgresNIO
 ///
 /// Every operation has a deadline (`operationTimeout`): with the server gone, a write fails
 /// with `StoreError` (503 for the caller) within it instead of waiting for a connection.
-public final class PostgresStore: StateStore {
+package final class PostgresStore: StateStore {
     /// Text compared by bytes, as identities must be (docs/identity.md).
     static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
     static let writeLock: Int64 = 0x4D69_6474_6965_7202
     /// The channel other instances listen on.
-    public static let changeChannel = "midtier_changes"
+    package static let changeChannel = "midtier_changes"
 
     let client: PostgresClient
     let location: PostgresLocation
@@ -35,7 +35,7 @@ public final class PostgresStore: StateStore {
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
     /// instances starting at once migrate one after the other.
-    public init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), logger: Logger) async throws(StoreError) {
+    package init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), logger: Logger) async throws(StoreError) {
         self.location = location
         self.logger = logger
         self.operationTimeout = operationTimeout
@@ -89,7 +89,7 @@ public final class PostgresStore: StateStore {
     }
 
     /// Closes the connections.
-    public func close() { runner.cancel() }
+    package func close() { runner.cancel() }
 
     /// A PostgreSQL error in words, with the server's message when there is one (never a
     /// password: postgres-nio does not put it in its errors).
@@ -190,7 +190,7 @@ public final class PostgresStore: StateStore {
 
     // MARK: Registrations
 
-    public func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
+    package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         try await write { connection, logger in
             let retired = try await connection.query("SELECT 1 FROM midtier_retired_registration WHERE id = \(r.id)", logger: logger)
             for try await _ in retired { return InsertOutcome.idTaken }
@@ -217,18 +217,18 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func registration(id: String) async throws(StoreError) -> Registration? {
+    package func registration(id: String) async throws(StoreError) -> Registration? {
         try await read { client, logger in
             try await Self.registrations(client.query("SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id)", logger: logger)).first
         }
     }
 
-    public func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
+    package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
         guard let registration = try await registration(id: id) else { return nil }
         return RegistrationAndBlock(registration: registration, block: try await block(of: registration.user))
     }
 
-    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+    package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await read { client, logger in
             var query: PostgresQuery = "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE TRUE"
             if let user = filter.user {
@@ -249,7 +249,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { connection, logger in
             let updated = try await connection.query("""
                 UPDATE midtier_registration SET device_type = \(r.deviceType), device_model = \(r.deviceModel), device_id = \(r.deviceId),
@@ -265,7 +265,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+    package func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
                            audit: AuditEntry) async throws(StoreError) -> StateTransition {
         try await write { connection, logger in
             let found = try await Self.registrations(connection.query(
@@ -281,7 +281,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { connection, logger in
             let found = try await Self.registrations(connection.query(
                 "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
@@ -299,7 +299,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+    package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         guard !contacts.isEmpty else { return }
         // Monotonic and unaudited: no write lock, no change to announce; one statement a batch.
         let ids = contacts.map(\.id)
@@ -315,7 +315,7 @@ public final class PostgresStore: StateStore {
 
     // MARK: Blocks
 
-    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
+    package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         try await read { client, logger in
             let rows = try await client.query("""
                 SELECT kind, reason, since, blocked_by FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id)
@@ -327,7 +327,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+    package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in
             try await connection.query("""
                 INSERT INTO midtier_user_block (user_realm, user_id, kind, reason, since, blocked_by)
@@ -340,7 +340,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
+    package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { connection, logger in
             let removed = try await connection.query("""
                 DELETE FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id) RETURNING user_id
@@ -354,7 +354,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+    package func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.tokens(user: user), at: audit.at, on: connection, logger: logger)
@@ -363,7 +363,7 @@ public final class PostgresStore: StateStore {
 
     // MARK: Back-end sessions
 
-    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+    package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
         try await read(within: Self.sessionTimeout) { client, logger in
             let rows = try await client.query("""
@@ -378,7 +378,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
+    package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         // Under the write lock like every announced change (the change feed reads changes in
         // sequence order), with the request path's short deadline.
         try await write(within: Self.sessionTimeout) { connection, logger in
@@ -408,7 +408,7 @@ public final class PostgresStore: StateStore {
     // MARK: Changes made by any instance
 
     /// The newest change's sequence number (0 for none).
-    public func newestChange() async throws(StoreError) -> Int64 {
+    package func newestChange() async throws(StoreError) -> Int64 {
         try await read { client, logger in
             var newest: Int64 = 0
             for try await value in try await client.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
@@ -420,7 +420,7 @@ public final class PostgresStore: StateStore {
 
     /// Changes after sequence `after`, oldest first, at most `limit`; and whether some that
     /// followed `after` were pruned already (the caller then cannot catch up by number).
-    public func changes(after: Int64, limit: Int = 10_000) async throws(StoreError) -> (changes: [(Int64, StoreChange)], gap: Bool) {
+    package func changes(after: Int64, limit: Int = 10_000) async throws(StoreError) -> (changes: [(Int64, StoreChange)], gap: Bool) {
         try await read { client, logger in
             var oldest: Int64 = 0
             for try await value in try await client.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
@@ -438,7 +438,7 @@ public final class PostgresStore: StateStore {
     }
 
     /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
-    public func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
+    package func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
         let cutoff = Self.now() - milliseconds
         try await read { client, logger in
             try await client.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
@@ -447,11 +447,11 @@ public final class PostgresStore: StateStore {
 
     // MARK: Audit
 
-    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+    package func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in try await Self.append(entry, on: connection, logger: logger) }
     }
 
-    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { client, logger in
             let rows = try await client.query("""
                 SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
@@ -461,7 +461,7 @@ public final class PostgresStore: StateStore {
         }
     }
 
-    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
         let before = before ?? Int64.max
         let selection = subject?.selection
         return try await read { client, logger in
@@ -495,7 +495,7 @@ public final class PostgresStore: StateStore {
         return entries
     }
 
-    public func ping() async -> Bool {
+    package func ping() async -> Bool {
         do {
             // A load balancer's probe must get its answer within a couple of seconds.
             let one: Int32 = try await read(within: .seconds(2)) { client, logger in

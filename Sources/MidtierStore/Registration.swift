@@ -18,13 +18,13 @@ extension Registration {
 }
 
 /// The store is unreachable or failed; the request can be retried.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct StoreError: Error, Sendable, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// The result of inserting a registration.
-public enum InsertOutcome: Sendable, Equatable {
+package enum InsertOutcome: Sendable, Equatable {
     case inserted
     /// The id is in use, or was used before: ids are never handed out twice.
     case idTaken
@@ -33,17 +33,17 @@ public enum InsertOutcome: Sendable, Equatable {
 }
 
 /// A registration's successful contact at `at` (ms since 1970), for the offline policy.
-public struct Contact: Sendable, Equatable {
-    public var id: String
-    public var at: Int64
-    public init(id: String, at: Int64) {
+package struct Contact: Sendable, Equatable {
+    package var id: String
+    package var at: Int64
+    package init(id: String, at: Int64) {
         self.id = id
         self.at = at
     }
 }
 
 /// The result of deleting a registration.
-public enum DeleteOutcome: Sendable, Equatable {
+package enum DeleteOutcome: Sendable, Equatable {
     case deleted(Registration)
     case notFound
     /// Its state is not one the caller may delete from (a device cannot delete its locked or
@@ -52,7 +52,7 @@ public enum DeleteOutcome: Sendable, Equatable {
 }
 
 /// The result of a registration state change.
-public enum StateTransition: Sendable, Equatable {
+package enum StateTransition: Sendable, Equatable {
     case changed(Registration)
     case notFound
     /// The registration is in a state the change may not start from (a wiped one never
@@ -63,7 +63,7 @@ public enum StateTransition: Sendable, Equatable {
 /// Durable state: registrations, user blocks, and the audit trail. Every write is one
 /// transaction, committed (with its audit entry) before it returns: a change that was
 /// acknowledged survives a crash.
-public protocol StateStore: Sendable {
+package protocol StateStore: Sendable {
     // MARK: Registrations
 
     /// Inserts `registration` unless its id is in use or was ever used (deleted ids are
@@ -125,5 +125,5 @@ public protocol StateStore: Sendable {
 }
 
 extension StateStore {
-    public func currentRegistration(id: String) async throws(StoreError) -> Registration? { try await registration(id: id) }
+    package func currentRegistration(id: String) async throws(StoreError) -> Registration? { try await registration(id: id) }
 }

@@ -5,11 +5,11 @@ import MidtierCore
 /// The embedded store: one SQLite file in WAL mode through GRDB. Each change is one
 /// transaction with its audit entry, committed with `synchronous=FULL` before it returns, so
 /// an acknowledged change survives a crash and a power loss.
-public final class SQLiteStore: StateStore {
+package final class SQLiteStore: StateStore {
     private let database: DatabasePool
 
     /// Opens (creating if needed) the database at `path`, and its directory.
-    public init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         do {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
@@ -168,7 +168,7 @@ public final class SQLiteStore: StateStore {
 
     // MARK: Registrations
 
-    public func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
+    package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         try await write { db in
             if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM retired_registration WHERE id = ?)", arguments: [r.id]) == true {
                 return .idTaken
@@ -188,13 +188,13 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func registration(id: String) async throws(StoreError) -> Registration? {
+    package func registration(id: String) async throws(StoreError) -> Registration? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id]).map(Self.registration)
         }
     }
 
-    public func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
+    package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
         try await read { db in
             let sql = """
                 SELECT r.*, \(Self.blockColumns) FROM registration r
@@ -204,7 +204,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
+    package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await read { db in
             var conditions: [String] = []
             var arguments: StatementArguments = []
@@ -217,7 +217,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { db in
             try db.execute(sql: """
                 UPDATE registration SET device_type = ?, device_model = ?, device_id = ?, form_factor = ?,
@@ -230,7 +230,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+    package func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
                            audit: AuditEntry) async throws(StoreError) -> StateTransition {
         try await write { db in
             guard var registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
@@ -244,7 +244,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { db in
             guard let registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
                 .map(Self.registration) else { return .notFound }
@@ -258,7 +258,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
+    package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         guard !contacts.isEmpty else { return }
         try await write { db in
             let update = try db.cachedStatement(sql: "UPDATE registration SET last_contact_at = ? WHERE id = ? AND last_contact_at < ?")
@@ -268,14 +268,14 @@ public final class SQLiteStore: StateStore {
 
     // MARK: Blocks
 
-    public func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
+    package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT \(Self.blockColumns) FROM user_block b WHERE b.user_realm = ? AND b.user_id = ?",
                              arguments: [user.realm, user.id]).flatMap(Self.block)
         }
     }
 
-    public func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
+    package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO user_block (user_realm, user_id, kind, reason, since, blocked_by) VALUES (?,?,?,?,?,?)",
                            arguments: [block.user.realm, block.user.id, block.kind.rawValue, block.reason, block.since, block.by])
@@ -283,7 +283,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
+    package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { db in
             try db.execute(sql: "DELETE FROM user_block WHERE user_realm = ? AND user_id = ?", arguments: [user.realm, user.id])
             guard db.changesCount == 1 else { return false }
@@ -292,14 +292,14 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
+    package func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
         // Tokens live in this instance's memory only; nothing else shares an SQLite store.
         try await appendAudit(audit)
     }
 
     // MARK: Back-end sessions
 
-    public func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
+    package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         try await read { db in
             try Row.fetchOne(db, sql: """
                 SELECT sealed, expires_at, stamp FROM backend_session
@@ -311,7 +311,7 @@ public final class SQLiteStore: StateStore {
         }
     }
 
-    public func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
+    package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         try await write { db in
             try db.execute(sql: "DELETE FROM backend_session WHERE expires_at <= ?", arguments: [now])
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM registration WHERE id = ? AND state = 'active'",
@@ -327,18 +327,18 @@ public final class SQLiteStore: StateStore {
 
     // MARK: Audit
 
-    public func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
+    package func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
         try await write { db in try Self.append(entry, in: db) }
     }
 
-    public func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE at >= ? AND sequence > ? ORDER BY sequence LIMIT ?",
                              arguments: [since, after, limit]).map(Self.auditEntry)
         }
     }
 
-    public func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
+    package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
         let selection = subject?.selection
         return try await read { db in
             var sql = "SELECT * FROM audit WHERE sequence < ?"
@@ -359,7 +359,7 @@ public final class SQLiteStore: StateStore {
                    target: row["target"], detail: row["detail"], source: row["source"])
     }
 
-    public func ping() async -> Bool {
+    package func ping() async -> Bool {
         (try? await read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
 }

@@ -3,7 +3,7 @@ import MidtierCore
 /// A change that every instance sharing a store must apply to what it keeps in memory: a
 /// registration changed or went, a user's block changed, or a user's back-end tokens were
 /// purged. Instances learn of each other's changes through the store (`ChangeFeed`).
-public enum StoreChange: Sendable, Equatable {
+package enum StoreChange: Sendable, Equatable {
     /// A registration's state changed, or it was deleted: its back-end sessions end.
     case registration(id: String)
     /// A registration's device fields changed.

@@ -10,19 +10,19 @@ import Synchronization
 /// each). A flush that fails keeps what it could not write for the next one, so a store outage
 /// costs no contact, only delay. The last contact is not an acknowledged change: the offline
 /// policy counts in days, a flush runs every few seconds.
-public final class ContactRecorder: Sendable {
+package final class ContactRecorder: Sendable {
     /// Registration id (exact bytes) → the newest contact not yet written (ms since 1970).
     private let pending = Mutex<[ExactString: Int64]>([:])
     private let store: any StateStore
     let batchSize: Int
 
-    public init(store: any StateStore, batchSize: Int = 1000) {
+    package init(store: any StateStore, batchSize: Int = 1000) {
         self.store = store
         self.batchSize = batchSize
     }
 
     /// Notes a contact of registration `id` at `milliseconds`; no I/O.
-    public func record(id: String, at milliseconds: Int64) {
+    package func record(id: String, at milliseconds: Int64) {
         pending.withLock { pending in
             let key = ExactString(id)
             if let noted = pending[key], noted >= milliseconds { return }
@@ -31,11 +31,11 @@ public final class ContactRecorder: Sendable {
     }
 
     /// How many registrations have a contact waiting to be written.
-    public var waiting: Int { pending.withLock { $0.count } }
+    package var waiting: Int { pending.withLock { $0.count } }
 
     /// Writes every contact noted so far. On a store error, what was not written waits for the
     /// next flush and the error is thrown.
-    public func flush() async throws(StoreError) {
+    package func flush() async throws(StoreError) {
         let noted = pending.withLock { pending in
             defer { pending.removeAll() }
             return pending

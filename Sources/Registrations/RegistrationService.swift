@@ -3,17 +3,17 @@ import MidtierCore
 @_exported import MidtierStore
 
 /// The device-supplied fields of a new or updated registration.
-public struct DeviceDetails: Sendable, Equatable {
-    public var deviceType: String
-    public var deviceModel: String
-    public var deviceId: String
-    public var formFactor: String
-    public var apnsDeviceToken: String
-    public var androidGcmRegistrationId: String
+package struct DeviceDetails: Sendable, Equatable {
+    package var deviceType: String
+    package var deviceModel: String
+    package var deviceId: String
+    package var formFactor: String
+    package var apnsDeviceToken: String
+    package var androidGcmRegistrationId: String
     /// The Connection entity's other fields, by name (`Registration.details`).
-    public var details: [String: String]
+    package var details: [String: String]
 
-    public init(deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
+    package init(deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
                 apnsDeviceToken: String = "", androidGcmRegistrationId: String = "", details: [String: String] = [:]) {
         self.deviceType = deviceType
         self.deviceModel = deviceModel
@@ -24,7 +24,7 @@ public struct DeviceDetails: Sendable, Equatable {
         self.details = details
     }
 
-    public init(of registration: Registration) {
+    package init(of registration: Registration) {
         self.init(deviceType: registration.deviceType, deviceModel: registration.deviceModel, deviceId: registration.deviceId,
                   formFactor: registration.formFactor, apnsDeviceToken: registration.apnsDeviceToken,
                   androidGcmRegistrationId: registration.androidGcmRegistrationId, details: registration.details)
@@ -33,7 +33,7 @@ public struct DeviceDetails: Sendable, Equatable {
 
 /// Whether a proxied call on a registration may go ahead (docs/device-api.md, "Refusals"), in the order the checks
 /// are made.
-public enum Admission: Sendable, Equatable {
+package enum Admission: Sendable, Equatable {
     case admitted(Registration)
     /// No such registration, or not this user's: to the caller it does not exist.
     case unknown
@@ -44,7 +44,7 @@ public enum Admission: Sendable, Equatable {
 }
 
 /// What an admin or a user may do to a registration.
-public enum RegistrationAction: String, Sendable, CaseIterable {
+package enum RegistrationAction: String, Sendable, CaseIterable {
     case lock, unlock, wipe
 
     var target: Registration.State {
@@ -65,21 +65,21 @@ public enum RegistrationAction: String, Sendable, CaseIterable {
 }
 
 /// Who made a change and from where, for the audit trail.
-public struct Actor: Sendable, Equatable {
+package struct Actor: Sendable, Equatable {
     /// `admin#<n>`, `user:<id>` or `system`.
-    public var name: String
+    package var name: String
     /// The client address.
-    public var source: String
-    public init(name: String, source: String = "") {
+    package var source: String
+    package init(name: String, source: String = "") {
         self.name = name
         self.source = source
     }
-    public static func user(_ user: UserIdentity, source: String) -> Actor { Actor(name: "user:\(user)", source: source) }
-    public static let system = Actor(name: "system")
+    package static func user(_ user: UserIdentity, source: String) -> Actor { Actor(name: "user:\(user)", source: source) }
+    package static let system = Actor(name: "system")
 }
 
 /// The result of onboarding a device.
-public enum Onboarding: Sendable, Equatable {
+package enum Onboarding: Sendable, Equatable {
     case registered(Registration)
     /// The user already has `limit` registrations (`maxRegistrationsPerUser`).
     case limitReached(limit: Int)
@@ -87,23 +87,23 @@ public enum Onboarding: Sendable, Equatable {
 
 /// Onboarding, the ownership rules (a registration belongs to one user of one app; for anyone
 /// else it does not exist), and the rules that decide whether a registration may call.
-public struct RegistrationService: Sendable {
-    public let store: any StateStore
+package struct RegistrationService: Sendable {
+    package let store: any StateStore
     /// Milliseconds since 1970 (injectable for tests).
-    public let now: @Sendable () -> Int64
+    package let now: @Sendable () -> Int64
     /// The most registrations one user may hold (`maxRegistrationsPerUser`; read per call, as
     /// a reload may change it).
     let maximumPerUser: @Sendable () -> Int?
     /// Told when a registration's back-end sessions must end: it was deleted, locked or wiped.
     let sessionsEnded: @Sendable (_ registrationID: String) -> Void
     /// Last contacts on their way to the store, in batches.
-    public let contacts: ContactRecorder
+    package let contacts: ContactRecorder
     /// How often a registration's last contact is noted at most (once noted, it waits for the
     /// next batch; see `ContactRecorder`).
-    public static let contactResolutionMilliseconds: Int64 = 60_000
+    package static let contactResolutionMilliseconds: Int64 = 60_000
     static let dayMilliseconds: Int64 = 86_400_000
 
-    public init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+    package init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                 maximumPerUser: @escaping @Sendable () -> Int? = { nil },
                 sessionsEnded: @escaping @Sendable (_ registrationID: String) -> Void = { _ in }) {
         self.store = store
@@ -115,7 +115,7 @@ public struct RegistrationService: Sendable {
 
     /// Whether a client-supplied registration id is acceptable: 1–128 characters of
     /// `A–Z a–z 0–9 . _ ~ -` (it travels in a cookie and in `Connections('…')`).
-    public static func isAcceptableID(_ id: String) -> Bool {
+    package static func isAcceptableID(_ id: String) -> Bool {
         (1...128).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
@@ -127,7 +127,7 @@ public struct RegistrationService: Sendable {
 
     /// Creates a registration owned by `user`. A client-supplied id is kept when acceptable and
     /// free — never used before, by anyone —; otherwise a new UUID is given.
-    public func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Onboarding {
+    package func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Onboarding {
         let created = now()
         var registration = Registration(
             id: "", appId: app, user: user,
@@ -159,14 +159,14 @@ public struct RegistrationService: Sendable {
     }
 
     /// The registration if it exists, belongs to `user` and to `app`; nil otherwise.
-    public func owned(id: String, user: UserIdentity, app: String) async throws(StoreError) -> Registration? {
+    package func owned(id: String, user: UserIdentity, app: String) async throws(StoreError) -> Registration? {
         guard let registration = try await store.registration(id: id),
               registration.user == user, registration.appId == app else { return nil }
         return registration
     }
 
     /// Updates the device fields of an owned registration; nil when it is not the user's.
-    public func updateDevice(id: String, user: UserIdentity, app: String, source: String,
+    package func updateDevice(id: String, user: UserIdentity, app: String, source: String,
                              _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> Registration? {
         guard var registration = try await owned(id: id, user: user, app: app) else { return nil }
         var device = DeviceDetails(of: registration)
@@ -186,7 +186,7 @@ public struct RegistrationService: Sendable {
     /// Deletes an owned registration for its device: `.notFound` when it is not the user's,
     /// `.refused` when it is locked or wiped (its owner cannot escape a lock or wipe by
     /// deleting it and registering again).
-    public func delete(id: String, user: UserIdentity, app: String, source: String) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, user: UserIdentity, app: String, source: String) async throws(StoreError) -> DeleteOutcome {
         guard try await owned(id: id, user: user, app: app) != nil else { return .notFound }
         let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.delete", target: id, source: source)
         let outcome = try await store.delete(id: id, allowedFrom: [.active], audit: audit)
@@ -195,7 +195,7 @@ public struct RegistrationService: Sendable {
     }
 
     /// Deletes a registration whatever its state (admin API).
-    public func delete(id: String, by actor: Actor) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, by actor: Actor) async throws(StoreError) -> DeleteOutcome {
         let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
         let outcome = try await store.delete(id: id, allowedFrom: Set(Registration.State.allCases), audit: audit)
         if case .deleted = outcome { sessionsEnded(id) }
@@ -203,7 +203,7 @@ public struct RegistrationService: Sendable {
     }
 
     /// Locks, unlocks or wipes a registration, with an audit entry in the same transaction.
-    public func apply(_ action: RegistrationAction, to id: String, by actor: Actor, detail: String = "") async throws(StoreError) -> StateTransition {
+    package func apply(_ action: RegistrationAction, to id: String, by actor: Actor, detail: String = "") async throws(StoreError) -> StateTransition {
         let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
                                detail: detail, source: actor.source)
         let result = try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
@@ -227,7 +227,7 @@ public struct RegistrationService: Sendable {
     /// Decides whether `user` may make a proxied call with `found` (a registration and its
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
-    public func admit(_ found: RegistrationAndBlock?, user: UserIdentity,
+    package func admit(_ found: RegistrationAndBlock?, user: UserIdentity,
                       policy: BlockWipingPolicy) async throws(StoreError) -> Admission {
         guard let found, found.registration.user == user else { return .unknown }
         let (registration, block) = (found.registration, found.block)

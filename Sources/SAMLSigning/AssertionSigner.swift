@@ -2,12 +2,12 @@ import Foundation
 
 /// Signs assertions with an enveloped XML-DSig signature (docs/forwarding.md): exclusive c14n from
 /// libxml2, RSA-SHA256 from OpenSSL, the certificate in `KeyInfo`.
-public struct AssertionSigner: Sendable {
-    public let key: SigningKey
-    public let certificate: SigningCertificate
+package struct AssertionSigner: Sendable {
+    package let key: SigningKey
+    package let certificate: SigningCertificate
 
     /// Refuses a key that is not the private half of `certificate`.
-    public init(key: SigningKey, certificate: SigningCertificate) throws(SigningError) {
+    package init(key: SigningKey, certificate: SigningCertificate) throws(SigningError) {
         guard key.matches(certificate) else {
             throw SigningError(.keyCertificateMismatch, "the signing key does not belong to the signing certificate")
         }
@@ -16,12 +16,12 @@ public struct AssertionSigner: Sendable {
     }
 
     /// Loads both halves from PEM and checks that they belong together.
-    public init(keyPEM: [UInt8], passphrase: String?, certificatePEM: [UInt8]) throws(SigningError) {
+    package init(keyPEM: [UInt8], passphrase: String?, certificatePEM: [UInt8]) throws(SigningError) {
         try self.init(key: SigningKey(pem: keyPEM, passphrase: passphrase), certificate: SigningCertificate(pem: certificatePEM))
     }
 
     /// The signed assertion as an XML document (UTF-8, no XML declaration).
-    public func sign(_ assertion: SAMLAssertion) throws(SigningError) -> String {
+    package func sign(_ assertion: SAMLAssertion) throws(SigningError) -> String {
         let unsigned = try XMLTree(parsing: Array(try assertion.xml().utf8))
         // The enveloped transform removes the Signature, so the digest of the assertion before
         // the Signature is inserted is the digest of the signed one.

@@ -1,19 +1,19 @@
 import Foundation
 
 /// The claims of an assertion whose signature has been verified.
-public struct VerifiedAssertion: Sendable, Equatable {
-    public var id: String
-    public var issueInstant: Date?
-    public var issuer: String
-    public var nameID: String
-    public var nameIDFormat: String?
-    public var recipients: [String]
-    public var subjectNotOnOrAfter: Date?
-    public var notBefore: Date?
-    public var notOnOrAfter: Date?
-    public var audiences: [String]
+package struct VerifiedAssertion: Sendable, Equatable {
+    package var id: String
+    package var issueInstant: Date?
+    package var issuer: String
+    package var nameID: String
+    package var nameIDFormat: String?
+    package var recipients: [String]
+    package var subjectNotOnOrAfter: Date?
+    package var notBefore: Date?
+    package var notOnOrAfter: Date?
+    package var audiences: [String]
     /// `AttributeStatement` values by attribute name.
-    public var attributes: [String: [String]]
+    package var attributes: [String: [String]]
 }
 
 /// Verifies an enveloped XML-DSig signature on a SAML 2.0 assertion the way SuccessFactors
@@ -24,14 +24,14 @@ public struct VerifiedAssertion: Sendable, Equatable {
 /// it carries exactly one `Signature` as a direct child, whose single `Reference` points at
 /// the root's `ID` with the enveloped-signature and exclusive c14n transforms, SHA-256 digest
 /// and RSA-SHA256 signature. Claims are read only from that signed root.
-public struct AssertionVerifier: Sendable {
-    public let trustedCertificate: SigningCertificate
+package struct AssertionVerifier: Sendable {
+    package let trustedCertificate: SigningCertificate
 
-    public init(trustedCertificate: SigningCertificate) {
+    package init(trustedCertificate: SigningCertificate) {
         self.trustedCertificate = trustedCertificate
     }
 
-    public func verify(_ xml: [UInt8]) throws(SigningError) -> VerifiedAssertion {
+    package func verify(_ xml: [UInt8]) throws(SigningError) -> VerifiedAssertion {
         let tree = try XMLTree(parsing: xml)
         let assertion = tree.root
         let saml = SAMLNames.assertion
@@ -130,14 +130,14 @@ public struct AssertionVerifier: Sendable {
 }
 
 /// What a token service expects of a verified assertion (SuccessFactors' checks, docs/sandbox.md).
-public struct AssertionExpectations: Sendable {
-    public var clientID: String
-    public var audience: String
-    public var recipient: String
+package struct AssertionExpectations: Sendable {
+    package var clientID: String
+    package var audience: String
+    package var recipient: String
     /// How much clock difference is forgiven on `NotBefore` and `NotOnOrAfter`.
-    public var clockSkew: TimeInterval
+    package var clockSkew: TimeInterval
 
-    public init(clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60) {
+    package init(clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60) {
         self.clientID = clientID
         self.audience = audience
         self.recipient = recipient
@@ -145,7 +145,7 @@ public struct AssertionExpectations: Sendable {
     }
 
     /// Throws a message in SuccessFactors' words when the assertion is not acceptable now.
-    public func check(_ assertion: VerifiedAssertion, now: Date) throws(SigningError) {
+    package func check(_ assertion: VerifiedAssertion, now: Date) throws(SigningError) {
         func reject(_ message: String) -> SigningError { SigningError(.invalidSignature, message) }
         guard assertion.issuer == clientID else {
             throw reject("The issuer of the SAML assertion does not match the client ID")

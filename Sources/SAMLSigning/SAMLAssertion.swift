@@ -1,46 +1,46 @@
 import Foundation
 
 /// XML namespaces and algorithm identifiers used by SAML bearer assertions.
-public enum SAMLNames {
-    public static let assertion = "urn:oasis:names:tc:SAML:2.0:assertion"
-    public static let xmldsig = "http://www.w3.org/2000/09/xmldsig#"
-    public static let exclusiveC14N = "http://www.w3.org/2001/10/xml-exc-c14n#"
-    public static let envelopedSignature = "http://www.w3.org/2000/09/xmldsig#enveloped-signature"
-    public static let rsaSHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
-    public static let sha256 = "http://www.w3.org/2001/04/xmlenc#sha256"
-    public static let bearer = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
+package enum SAMLNames {
+    package static let assertion = "urn:oasis:names:tc:SAML:2.0:assertion"
+    package static let xmldsig = "http://www.w3.org/2000/09/xmldsig#"
+    package static let exclusiveC14N = "http://www.w3.org/2001/10/xml-exc-c14n#"
+    package static let envelopedSignature = "http://www.w3.org/2000/09/xmldsig#enveloped-signature"
+    package static let rsaSHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
+    package static let sha256 = "http://www.w3.org/2001/04/xmlenc#sha256"
+    package static let bearer = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
 }
 
 /// The content of one SAML 2.0 bearer assertion for the OAuth2 SAML bearer grant (docs/forwarding.md, `OAuth2SAMLBearerAssertion`).
-public struct SAMLAssertion: Sendable, Equatable {
+package struct SAMLAssertion: Sendable, Equatable {
     /// `ID`: fresh per assertion, starts with `_`.
-    public var id: String
-    public var issueInstant: Date
+    package var id: String
+    package var issueInstant: Date
     /// `Issuer` (default: the client key).
-    public var issuer: String
+    package var issuer: String
     /// `Subject/NameID`: the user as the back end knows them.
-    public var nameID: String
-    public var nameIDFormat: String
+    package var nameID: String
+    package var nameIDFormat: String
     /// `SubjectConfirmationData@Recipient`: the token service URL.
-    public var recipient: String
+    package var recipient: String
     /// `Conditions/AudienceRestriction/Audience`.
-    public var audience: String
+    package var audience: String
     /// `Conditions@NotBefore`.
-    public var notBefore: Date
+    package var notBefore: Date
     /// `Conditions@NotOnOrAfter` and `SubjectConfirmationData@NotOnOrAfter`.
-    public var notOnOrAfter: Date
-    public var authnContextClassRef: String
+    package var notOnOrAfter: Date
+    package var authnContextClassRef: String
     /// `AuthnStatement@SessionIndex`.
-    public var sessionIndex: String
+    package var sessionIndex: String
     /// The `api_key` attribute (the client key).
-    public var apiKey: String
+    package var apiKey: String
 
     /// How long an assertion is valid (10 minutes; docs/forwarding.md).
-    public static let lifetime: TimeInterval = 600
+    package static let lifetime: TimeInterval = 600
     /// How far `NotBefore` lies before `IssueInstant`, for clocks that run a little behind.
-    public static let clockSkewAllowance: TimeInterval = 60
+    package static let clockSkewAllowance: TimeInterval = 60
 
-    public init(
+    package init(
         id: String = SAMLAssertion.freshID(),
         issueInstant: Date,
         issuer: String,
@@ -69,7 +69,7 @@ public struct SAMLAssertion: Sendable, Equatable {
     }
 
     /// `_` followed by 32 random hex digits: a valid `xs:ID`, unguessable, unique.
-    public static func freshID() -> String {
+    package static func freshID() -> String {
         let hex = Array("0123456789abcdef".utf8)
         var characters: [UInt8] = [0x5F]
         for byte in OpenSSL.randomBytes(16) {

@@ -3,12 +3,12 @@ import Foundation
 
 /// An X.509 certificate loaded from PEM: the one Midtier puts into `KeyInfo`, or the one a
 /// verifier trusts (the registered certificate).
-public final class SigningCertificate: @unchecked Sendable {
+package final class SigningCertificate: @unchecked Sendable {
     let pointer: OpaquePointer
     /// The DER encoding, base64 without line breaks, as `X509Certificate` carries it.
-    public let derBase64: String
+    package let derBase64: String
 
-    public init(pem: [UInt8]) throws(SigningError) {
+    package init(pem: [UInt8]) throws(SigningError) {
         ERR_clear_error()
         let certificate: OpaquePointer? = try OpenSSL.withMemoryBIO(pem) { bio in PEM_read_bio_X509(bio, nil, nil, nil) }
         guard let certificate else {
@@ -28,7 +28,7 @@ public final class SigningCertificate: @unchecked Sendable {
     deinit { X509_free(pointer) }
 
     /// Whether `signature` is a valid RSA-SHA256 signature of `data` by this certificate's key.
-    public func verify(signature: [UInt8], of data: [UInt8]) -> Bool {
+    package func verify(signature: [UInt8], of data: [UInt8]) -> Bool {
         guard let publicKey = X509_get0_pubkey(pointer), EVP_PKEY_get_base_id(publicKey) == EVP_PKEY_RSA else { return false }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context); ERR_clear_error() }

@@ -1,7 +1,7 @@
 /// What went wrong while loading keys, signing, or verifying. Messages never contain key
 /// material, assertions or passphrases.
-public struct SigningError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct SigningError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         /// A PEM private key did not load (wrong format, wrong passphrase, not RSA).
         case invalidPrivateKey
         /// A PEM certificate did not load.
@@ -16,13 +16,13 @@ public struct SigningError: Error, Sendable, Equatable, CustomStringConvertible 
         case invalidSignature
     }
 
-    public var kind: Kind
-    public var message: String
+    package var kind: Kind
+    package var message: String
 
-    public init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -4,11 +4,11 @@ import COpenSSL
 ///
 /// The `EVP_PKEY` is owned here and freed in `deinit`. OpenSSL 3 allows concurrent signing
 /// with one `EVP_PKEY` (each signature gets its own `EVP_MD_CTX`), so sharing is safe.
-public final class SigningKey: @unchecked Sendable {
+package final class SigningKey: @unchecked Sendable {
     let pointer: OpaquePointer
 
     /// Loads a PEM private key (PKCS#1, PKCS#8, or encrypted PKCS#8 with `passphrase`).
-    public init(pem: [UInt8], passphrase: String? = nil) throws(SigningError) {
+    package init(pem: [UInt8], passphrase: String? = nil) throws(SigningError) {
         ERR_clear_error()
         let key: OpaquePointer? = try OpenSSL.withMemoryBIO(pem) { bio in
             if let passphrase {
@@ -36,7 +36,7 @@ public final class SigningKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(pointer) }
 
     /// RSA-SHA256 (PKCS#1 v1.5) signature of `data`.
-    public func sign(_ data: [UInt8]) throws(SigningError) -> [UInt8] {
+    package func sign(_ data: [UInt8]) throws(SigningError) -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw SigningError(.cryptoFailure, "cannot allocate a digest context") }
         defer { EVP_MD_CTX_free(context) }
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, pointer) == 1 else {
@@ -55,7 +55,7 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// Whether this key is the private half of `certificate`'s public key.
-    public func matches(_ certificate: SigningCertificate) -> Bool {
+    package func matches(_ certificate: SigningCertificate) -> Bool {
         X509_check_private_key(certificate.pointer, pointer) == 1
     }
 }

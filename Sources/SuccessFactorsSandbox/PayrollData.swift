@@ -5,14 +5,14 @@ import Foundation
 ///
 /// `PayrollData.demo` is the fixed demo data set. Decimal amounts are text in the form
 /// SuccessFactors answers them (`"4250.00"`, `"-935.00"`). Dates are instants in UTC.
-public struct PayrollData: Sendable {
-    public var users: [User]
-    public var employments: [Employment]
-    public var paymentInformation: [PaymentInformation]
-    public var banks: [Bank]
-    public var payrollRuns: [PayrollRun]
+package struct PayrollData: Sendable {
+    package var users: [User]
+    package var employments: [Employment]
+    package var paymentInformation: [PaymentInformation]
+    package var banks: [Bank]
+    package var payrollRuns: [PayrollRun]
 
-    public init(
+    package init(
         users: [User], employments: [Employment], paymentInformation: [PaymentInformation], banks: [Bank],
         payrollRuns: [PayrollRun]
     ) {
@@ -25,7 +25,7 @@ public struct PayrollData: Sendable {
 
     /// Every user id that has data (a user record, an employment, payment information or a
     /// payroll run), sorted.
-    public var userIds: [String] {
+    package var userIds: [String] {
         var ids = Set(users.map(\.userId))
         ids.formUnion(employments.map(\.userId))
         ids.formUnion(paymentInformation.map(\.worker))
@@ -34,23 +34,23 @@ public struct PayrollData: Sendable {
     }
 
     /// A SuccessFactors `User`.
-    public struct User: Sendable {
-        public var userId: String
-        public var username: String
-        public var firstName: String
-        public var lastName: String
-        public var email: String
-        public var title: String
-        public var department: String
-        public var division: String
-        public var location: String
-        public var country: String
-        public var timeZone: String
-        public var defaultLocale: String
-        public var hireDate: Date
-        public var lastModified: Date
+    package struct User: Sendable {
+        package var userId: String
+        package var username: String
+        package var firstName: String
+        package var lastName: String
+        package var email: String
+        package var title: String
+        package var department: String
+        package var division: String
+        package var location: String
+        package var country: String
+        package var timeZone: String
+        package var defaultLocale: String
+        package var hireDate: Date
+        package var lastModified: Date
 
-        public init(
+        package init(
             userId: String, username: String, firstName: String, lastName: String, email: String, title: String,
             department: String, division: String, location: String, country: String, timeZone: String,
             defaultLocale: String, hireDate: Date, lastModified: Date
@@ -73,15 +73,15 @@ public struct PayrollData: Sendable {
     }
 
     /// An `EmpEmployment` record.
-    public struct Employment: Sendable {
-        public var userId: String
-        public var personIdExternal: String
-        public var startDate: Date
-        public var endDate: Date?
-        public var jobNumber: Int64
-        public var lastModified: Date
+    package struct Employment: Sendable {
+        package var userId: String
+        package var personIdExternal: String
+        package var startDate: Date
+        package var endDate: Date?
+        package var jobNumber: Int64
+        package var lastModified: Date
 
-        public init(
+        package init(
             userId: String, personIdExternal: String, startDate: Date, endDate: Date? = nil, jobNumber: Int64 = 1,
             lastModified: Date
         ) {
@@ -95,15 +95,15 @@ public struct PayrollData: Sendable {
     }
 
     /// A `PaymentInformationV3` record with its `PaymentInformationDetailV3` rows.
-    public struct PaymentInformation: Sendable {
-        public var worker: String
-        public var effectiveStartDate: Date
-        public var effectiveEndDate: Date
-        public var jobCountry: String
-        public var details: [PaymentDetail]
-        public var lastModified: Date
+    package struct PaymentInformation: Sendable {
+        package var worker: String
+        package var effectiveStartDate: Date
+        package var effectiveEndDate: Date
+        package var jobCountry: String
+        package var details: [PaymentDetail]
+        package var lastModified: Date
 
-        public init(
+        package init(
             worker: String, effectiveStartDate: Date, effectiveEndDate: Date, jobCountry: String,
             details: [PaymentDetail], lastModified: Date
         ) {
@@ -117,25 +117,25 @@ public struct PayrollData: Sendable {
     }
 
     /// A `PaymentInformationDetailV3` row: one bank account the pay goes to.
-    public struct PaymentDetail: Sendable {
-        public var externalCode: Int64
-        public var payType: String
-        public var paySequence: Int64
+    package struct PaymentDetail: Sendable {
+        package var externalCode: Int64
+        package var payType: String
+        package var paySequence: Int64
         /// A fixed amount paid to this account, or nil for "the rest".
-        public var amount: String?
-        public var percent: String?
-        public var currency: String
+        package var amount: String?
+        package var percent: String?
+        package var currency: String
         /// `externalCode` of the `Bank`.
-        public var bank: String
-        public var bankCountry: String
-        public var accountOwner: String
-        public var accountNumber: String
-        public var iban: String?
-        public var businessIdentifierCode: String?
-        public var routingNumber: String?
-        public var purpose: String?
+        package var bank: String
+        package var bankCountry: String
+        package var accountOwner: String
+        package var accountNumber: String
+        package var iban: String?
+        package var businessIdentifierCode: String?
+        package var routingNumber: String?
+        package var purpose: String?
 
-        public init(
+        package init(
             externalCode: Int64, payType: String = "MAIN", paySequence: Int64, amount: String? = nil,
             percent: String? = nil, currency: String, bank: String, bankCountry: String, accountOwner: String,
             accountNumber: String, iban: String? = nil, businessIdentifierCode: String? = nil,
@@ -159,19 +159,19 @@ public struct PayrollData: Sendable {
     }
 
     /// A `Bank`: reference data, not any one person's.
-    public struct Bank: Sendable {
-        public var externalCode: String
-        public var bankName: String
-        public var bankBranch: String?
-        public var bankCountry: String
-        public var businessIdentifierCode: String?
-        public var routingNumber: String?
-        public var street: String
-        public var city: String
-        public var postalCode: String
-        public var lastModified: Date
+    package struct Bank: Sendable {
+        package var externalCode: String
+        package var bankName: String
+        package var bankBranch: String?
+        package var bankCountry: String
+        package var businessIdentifierCode: String?
+        package var routingNumber: String?
+        package var street: String
+        package var city: String
+        package var postalCode: String
+        package var lastModified: Date
 
-        public init(
+        package init(
             externalCode: String, bankName: String, bankBranch: String? = nil, bankCountry: String,
             businessIdentifierCode: String? = nil, routingNumber: String? = nil, street: String, city: String,
             postalCode: String, lastModified: Date
@@ -190,27 +190,27 @@ public struct PayrollData: Sendable {
     }
 
     /// An `EmployeePayrollRunResults` record (one pay statement) with its items.
-    public struct PayrollRun: Sendable {
-        public var externalCode: String
-        public var externalName: String
-        public var userId: String
-        public var employmentId: String
-        public var companyId: String
-        public var payrollProviderId: String
-        public var payrollId: String
-        public var sequenceNumber: String
-        public var payrollRunType: String
-        public var payDate: Date
+    package struct PayrollRun: Sendable {
+        package var externalCode: String
+        package var externalName: String
+        package var userId: String
+        package var employmentId: String
+        package var companyId: String
+        package var payrollProviderId: String
+        package var payrollId: String
+        package var sequenceNumber: String
+        package var payrollRunType: String
+        package var payDate: Date
         /// First day of the pay period (`startDateWhenPaid`).
-        public var periodStart: Date
+        package var periodStart: Date
         /// Last day of the pay period (`endDateWhenPaid`).
-        public var periodEnd: Date
-        public var currency: String
-        public var isVoid: Bool
-        public var items: [PayrollItem]
-        public var lastModified: Date
+        package var periodEnd: Date
+        package var currency: String
+        package var isVoid: Bool
+        package var items: [PayrollItem]
+        package var lastModified: Date
 
-        public init(
+        package init(
             externalCode: String, externalName: String, userId: String, employmentId: String, companyId: String,
             payrollProviderId: String, payrollId: String, sequenceNumber: String = "1",
             payrollRunType: String = "REGULAR", payDate: Date, periodStart: Date, periodEnd: Date, currency: String,
@@ -236,16 +236,16 @@ public struct PayrollData: Sendable {
     }
 
     /// An `EmployeePayrollRunResultsItems` row: one wage type of a pay statement.
-    public struct PayrollItem: Sendable {
-        public var externalCode: String
-        public var externalName: String
-        public var wageType: String
+    package struct PayrollItem: Sendable {
+        package var externalCode: String
+        package var externalName: String
+        package var wageType: String
         /// Signed decimal text: earnings positive, deductions negative.
-        public var amount: String
-        public var quantity: String?
-        public var unitOfMeasurement: String?
+        package var amount: String
+        package var quantity: String?
+        package var unitOfMeasurement: String?
 
-        public init(
+        package init(
             externalCode: String, externalName: String, wageType: String, amount: String, quantity: String? = nil,
             unitOfMeasurement: String? = nil
         ) {

@@ -6,13 +6,13 @@ extension PayrollData {
     /// with one employment, payment information and 24 monthly payroll runs (January 2024 to
     /// December 2025, paid on the last day of the month) of 4 to 6 items each.
     /// Fixed dates, no randomness: every build answers the same.
-    public static let demo: PayrollData = PayrollDemo.build()
+    package static let demo: PayrollData = PayrollDemo.build()
 
     /// The demo data plus `count` generated employees, for load tests that need many distinct
     /// users (`midtier sandbox --extra-employees`): ids `200001`, `200002`, … (user name
     /// `employee200001`, name "Employee 200001"), each with Alice's pay profile under their own
     /// id — an employment and the same 24 payroll runs — and no payment information.
-    public static func demo(extraEmployees count: Int) -> PayrollData {
+    package static func demo(extraEmployees count: Int) -> PayrollData {
         PayrollDemo.build(extraEmployees: count)
     }
 }

@@ -2,15 +2,15 @@ import Foundation
 import MidtierCore
 
 /// An HTTP answer of the sandbox's OData service, framework-free.
-public struct ODataResult: Sendable {
+package struct ODataResult: Sendable {
     /// 200, 400, 404, 405 …
-    public var status: Int
+    package var status: Int
     /// `application/json;charset=utf-8`, `application/xml;charset=utf-8` (`$metadata`) or
     /// `text/plain;charset=utf-8` (`$count`).
-    public var contentType: String
-    public var body: [UInt8]
+    package var contentType: String
+    package var body: [UInt8]
 
-    public init(status: Int, contentType: String, body: [UInt8]) {
+    package init(status: Int, contentType: String, body: [UInt8]) {
         self.status = status
         self.contentType = contentType
         self.body = body
@@ -27,11 +27,11 @@ public struct ODataResult: Sendable {
 /// `n` is the position of the next page in the filtered, ordered result. SuccessFactors' tokens
 /// are opaque; the sandbox's are plain numbers. If the request had `$top`, `__next` carries what
 /// is left of it, so `$top` bounds the total over all pages.
-public struct PayrollODataService: Sendable {
+package struct PayrollODataService: Sendable {
     private let store: PayrollStore
     private let pageSize: Int
 
-    public init(data: PayrollData = .demo, pageSize: Int = 20) {
+    package init(data: PayrollData = .demo, pageSize: Int = 20) {
         self.store = PayrollStore(data: data)
         self.pageSize = max(1, pageSize)
     }
@@ -43,7 +43,7 @@ public struct PayrollODataService: Sendable {
     ///   - query: raw query string without `?`, or nil.
     ///   - serviceRoot: absolute URL of the service root ending in `/`.
     ///   - user: the SuccessFactors user id the bearer token belongs to (already authenticated).
-    public func handle(method: String, path: String, query: String?, serviceRoot: String, user: String) -> ODataResult {
+    package func handle(method: String, path: String, query: String?, serviceRoot: String, user: String) -> ODataResult {
         do throws(ODataError) {
             return try respond(method: method, path: path, query: query, serviceRoot: serviceRoot, user: user)
         } catch {

@@ -10,16 +10,16 @@ import NIOCore
 /// - `/odata/v2/...`: the payroll OData service, for the token's own user only;
 /// - `GET /sandbox/stats`: exchange counters, and `POST /sandbox/revoke-tokens`: forget every
 ///   issued token. These two are sandbox-only test hooks, not SuccessFactors APIs.
-public struct SandboxServer: Sendable {
-    public let tokens: SandboxTokenService
-    public let odata: PayrollODataService
+package struct SandboxServer: Sendable {
+    package let tokens: SandboxTokenService
+    package let odata: PayrollODataService
 
-    public init(tokens: SandboxTokenService, odata: PayrollODataService = PayrollODataService()) {
+    package init(tokens: SandboxTokenService, odata: PayrollODataService = PayrollODataService()) {
         self.tokens = tokens
         self.odata = odata
     }
 
-    public func makeApplication(
+    package func makeApplication(
         address: BindAddress,
         logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }

@@ -7,18 +7,18 @@ import Synchronization
 /// answers it. The assertion is verified against the registered certificate only, then its
 /// issuer and `api_key` against `client_id`, its audience, recipient and time window, and
 /// `company_id`. Tokens are opaque random strings kept in memory with their user.
-public final class SandboxTokenService: Sendable {
-    public struct Settings: Sendable {
-        public var certificatePEM: [UInt8]
-        public var clientID: String
-        public var companyID: String
-        public var audience: String
+package final class SandboxTokenService: Sendable {
+    package struct Settings: Sendable {
+        package var certificatePEM: [UInt8]
+        package var clientID: String
+        package var companyID: String
+        package var audience: String
         /// The token URL assertions must name as `Recipient`; nil means "this server's own
         /// `/oauth/token` as the request's Host names it".
-        public var tokenURL: String?
-        public var tokenLifetimeSeconds: Int
+        package var tokenURL: String?
+        package var tokenLifetimeSeconds: Int
 
-        public init(certificatePEM: [UInt8], clientID: String, companyID: String, audience: String = "www.successfactors.com",
+        package init(certificatePEM: [UInt8], clientID: String, companyID: String, audience: String = "www.successfactors.com",
                     tokenURL: String? = nil, tokenLifetimeSeconds: Int = 3600) {
             self.certificatePEM = certificatePEM
             self.clientID = clientID
@@ -30,17 +30,17 @@ public final class SandboxTokenService: Sendable {
     }
 
     /// An answer: status and JSON body (members in key order, as SuccessFactors writes them).
-    public struct Answer: Sendable {
-        public var status: Int
+    package struct Answer: Sendable {
+        package var status: Int
         package var body: JSON
     }
 
     /// Counters for tests and demos (`GET /sandbox/stats`).
-    public struct Statistics: Sendable {
-        public var exchanges = 0
-        public var newTokenRequests = 0
-        public var rejected = 0
-        public var exchangesByUser: [String: Int] = [:]
+    package struct Statistics: Sendable {
+        package var exchanges = 0
+        package var newTokenRequests = 0
+        package var rejected = 0
+        package var exchangesByUser: [String: Int] = [:]
     }
 
     private struct IssuedToken {
@@ -59,15 +59,15 @@ public final class SandboxTokenService: Sendable {
     private let verifier: AssertionVerifier
     private let state = Mutex(State())
 
-    public init(settings: Settings) throws(SigningError) {
+    package init(settings: Settings) throws(SigningError) {
         self.settings = settings
         self.verifier = AssertionVerifier(trustedCertificate: try SigningCertificate(pem: settings.certificatePEM))
     }
 
-    public var statistics: Statistics { state.withLock { $0.statistics } }
+    package var statistics: Statistics { state.withLock { $0.statistics } }
 
     /// The user a token belongs to, while it is valid.
-    public func user(forToken token: String, now: Date = Date()) -> String? {
+    package func user(forToken token: String, now: Date = Date()) -> String? {
         state.withLock { state in
             guard let issued = state.tokens[token], now < issued.expiresAt else { return nil }
             return issued.user
@@ -75,7 +75,7 @@ public final class SandboxTokenService: Sendable {
     }
 
     /// Invalidates every token issued so far (so a test can make the back end answer 401).
-    public func revokeAll() {
+    package func revokeAll() {
         state.withLock { state in
             state.tokens.removeAll()
             state.currentToken.removeAll()
@@ -83,7 +83,7 @@ public final class SandboxTokenService: Sendable {
     }
 
     /// Handles a token request whose form fields are `form`; `host` is the request's Host.
-    public func exchange(form: [String: String], host: String?, now: Date = Date()) -> Answer {
+    package func exchange(form: [String: String], host: String?, now: Date = Date()) -> Answer {
         func refuse(_ status: Int, _ message: String) -> Answer {
             state.withLock { $0.statistics.rejected += 1 }
             return Answer(status: status, body: .object([

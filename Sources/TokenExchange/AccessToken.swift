@@ -1,24 +1,24 @@
 /// A back-end access token as the token service issued it. Never logged: `description` hides it.
-public struct AccessToken: Sendable, Equatable, CustomStringConvertible {
+package struct AccessToken: Sendable, Equatable, CustomStringConvertible {
     /// The token itself: goes into `Authorization: Bearer` and nowhere else.
-    public let value: String
+    package let value: String
     /// `token_type`, normally `Bearer`.
-    public let type: String
+    package let type: String
     /// `expires_in` as the service gave it, in seconds.
-    public let lifetimeSeconds: Int
+    package let lifetimeSeconds: Int
 
-    public init(value: String, type: String = "Bearer", lifetimeSeconds: Int) {
+    package init(value: String, type: String = "Bearer", lifetimeSeconds: Int) {
         self.value = value
         self.type = type
         self.lifetimeSeconds = lifetimeSeconds
     }
 
-    public var description: String { "AccessToken(type: \(type), lifetime: \(lifetimeSeconds)s, value: <redacted>)" }
+    package var description: String { "AccessToken(type: \(type), lifetime: \(lifetimeSeconds)s, value: <redacted>)" }
 }
 
 /// Why an exchange failed. Messages are safe to show to a device and to log: they never carry
 /// the assertion, the token, or anything the back end echoed that looks like one.
-public enum TokenExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum TokenExchangeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The token service answered and refused (4xx/5xx), with its reason.
     case refused(status: Int, reason: String)
     /// The token service answered something that is not a usable token response.
@@ -30,7 +30,7 @@ public enum TokenExchangeError: Error, Sendable, Equatable, CustomStringConverti
     /// Midtier could not build or sign the assertion (a configuration problem).
     case assertionFailed(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .refused(let status, let reason): "the token service refused the exchange (HTTP \(status)): \(reason)"
         case .invalidResponse(let reason): "the token service answered with an unusable response: \(reason)"
@@ -43,7 +43,7 @@ public enum TokenExchangeError: Error, Sendable, Equatable, CustomStringConverti
     /// What the device is told: what failed, in plain words — the back end's own reason for a
     /// refusal, but nothing about Midtier's internals (the HTTP client's errors, OpenSSL's),
     /// which go to the log with `description`.
-    public var deviceMessage: String {
+    package var deviceMessage: String {
         switch self {
         case .refused: description
         case .invalidResponse: "the token service answered with an unusable response"

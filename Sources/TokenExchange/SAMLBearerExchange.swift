@@ -8,14 +8,14 @@ import SAMLSigning
 
 /// The OAuth 2.0 SAML bearer grant (RFC 7522) against a SuccessFactors-style `/oauth/token`:
 /// sign an assertion for the user, POST it as a form, read the token from the JSON answer.
-public struct SAMLBearerExchange: Sendable {
-    public let settings: SAMLBearerSettings
-    public let signer: AssertionSigner
+package struct SAMLBearerExchange: Sendable {
+    package let settings: SAMLBearerSettings
+    package let signer: AssertionSigner
     let httpClient: HTTPClient
     let timeout: TimeAmount
 
     /// Loads the signing key and certificate of `settings` (they must belong together).
-    public init(settings: SAMLBearerSettings, httpClient: HTTPClient, timeoutMilliseconds: Int) throws(SigningError) {
+    package init(settings: SAMLBearerSettings, httpClient: HTTPClient, timeoutMilliseconds: Int) throws(SigningError) {
         self.settings = settings
         self.signer = try AssertionSigner(keyPEM: settings.signingKeyPEM, passphrase: settings.signingKeyPassphrase,
                                           certificatePEM: settings.signingCertificatePEM)
@@ -24,7 +24,7 @@ public struct SAMLBearerExchange: Sendable {
     }
 
     /// The assertion Midtier would send for `nameID` now (also what `midtier assertion` prints).
-    public func signedAssertion(nameID: String, now: Date = Date()) throws(SigningError) -> String {
+    package func signedAssertion(nameID: String, now: Date = Date()) throws(SigningError) -> String {
         let assertion = SAMLAssertion(
             issueInstant: now,
             issuer: settings.assertionIssuer,
@@ -45,7 +45,7 @@ public struct SAMLBearerExchange: Sendable {
     }
 
     /// Exchanges a fresh assertion for `nameID` into an access token.
-    public func exchange(nameID: String, newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
+    package func exchange(nameID: String, newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
         let assertion: String
         do {
             assertion = try signedAssertion(nameID: nameID)

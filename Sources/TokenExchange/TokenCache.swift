@@ -12,12 +12,12 @@ import Synchronization
 /// - `remove(user:)` drops a user's tokens (block, admin purge); `invalidate` drops one token
 ///   the back end rejected, unless a newer one has already replaced it.
 /// - At most `capacity` keys: past that, expired entries and then the least recently used go.
-public final class TokenCache: Sendable {
+package final class TokenCache: Sendable {
     /// Exchanges a token for a key. `forceNew` asks the service for a new token (`new_token=true`).
-    public typealias Exchange = @Sendable (_ key: TokenCacheKey, _ forceNew: Bool) async throws -> AccessToken
+    package typealias Exchange = @Sendable (_ key: TokenCacheKey, _ forceNew: Bool) async throws -> AccessToken
 
     /// What happened on a lookup, for metrics.
-    public enum Outcome: Sendable { case hit, miss, waitedForExchange }
+    package enum Outcome: Sendable { case hit, miss, waitedForExchange }
 
     private struct Entry {
         var token: AccessToken?
@@ -57,19 +57,19 @@ public final class TokenCache: Sendable {
     /// - Parameters:
     ///   - capacity: the most keys kept.
     ///   - now: monotonic clock in nanoseconds (injectable for tests).
-    public init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
         self.capacity = max(1, capacity)
         self.now = now
     }
 
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// Exchanges started and not yet finished, for the tests' leak checks (`@testable`): 0 once
     /// every call has ended, unless a background refresh is running.
     var exchangesInFlight: Int { state.withLock { $0.entries.values.count { $0.exchange != nil } } }
 
     /// The current token for `key`, exchanging one when there is none usable.
-    public func token(for key: TokenCacheKey, exchange: @escaping Exchange) async throws -> (AccessToken, Outcome) {
+    package func token(for key: TokenCacheKey, exchange: @escaping Exchange) async throws -> (AccessToken, Outcome) {
         let now = self.now()
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
         let (step, outcome): (Step, Outcome) = state.withLock { state in
@@ -96,7 +96,7 @@ public final class TokenCache: Sendable {
 
     /// After the back end rejected `token`: drop it (unless already replaced) and exchange a new
     /// one with `new_token=true`. Concurrent callers share that one exchange.
-    public func renew(for key: TokenCacheKey, rejected token: AccessToken, exchange: @escaping Exchange) async throws -> AccessToken {
+    package func renew(for key: TokenCacheKey, rejected token: AccessToken, exchange: @escaping Exchange) async throws -> AccessToken {
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
         let step: Step = state.withLock { state in
             var entry = state.entry(for: key)
@@ -119,7 +119,7 @@ public final class TokenCache: Sendable {
 
     /// Drops every token of `user` (all destinations), and any exchange result still to come.
     @discardableResult
-    public func remove(user: UserIdentity) -> Int {
+    package func remove(user: UserIdentity) -> Int {
         state.withLock { state in
             let keys = state.entries.keys.filter { $0.user == user }
             for key in keys { state.entries[key] = nil }
@@ -128,7 +128,7 @@ public final class TokenCache: Sendable {
     }
 
     /// Drops every token (configuration reload).
-    public func removeAll() {
+    package func removeAll() {
         state.withLock { $0.entries.removeAll() }
     }
 
