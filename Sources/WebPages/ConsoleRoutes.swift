@@ -143,11 +143,12 @@ package struct ConsoleRoutes: Sendable {
                         _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
         guard let admin = signedIn(request, context) else { return Pages.redirect(to: "/console/sign-in") }
         do throws(Refusal) {
-            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
-            let form = try await FormBody.read(request)
-            guard let token = form["csrf"], RandomToken.same(token, admin.csrf) else {
-                logger.warning("console form without its session's CSRF token refused", metadata: ["path": "\(request.uri.path)", "by": "\(admin.admin)"])
-                throw Refusal.forbidden("the form is not from this console session; reload the page and try again")
+            let form: FormBody
+            do throws(Refusal) {
+                form = try await FormBody.posted(request, expectedToken: admin.csrf)
+            } catch {
+                logger.warning("console form refused", metadata: ["path": "\(request.uri.path)", "by": "\(admin.admin)", "why": "\(error.message)"])
+                throw error
             }
             return try await action(form, admin)
         } catch {
@@ -196,13 +197,11 @@ package struct ConsoleRoutes: Sendable {
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
         let form: FormBody
         do throws(Refusal) {
-            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
-            form = try await FormBody.read(request)
+            form = try await FormBody.posted(request, expectedToken: request.cookies[Self.signInCookie]?.value)
+        } catch where error.code == "CSRF" {
+            return signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
         } catch {
             return signInPage(request, problem: error.message, status: error.status)
-        }
-        guard let expected = request.cookies[Self.signInCookie]?.value, let sent = form["csrf"], RandomToken.same(sent, expected) else {
-            return signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
         }
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         switch await authenticator.authenticate(token: token, client: context.clientIP) {

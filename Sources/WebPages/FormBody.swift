@@ -19,6 +19,19 @@ package struct FormBody: Sendable {
         return value
     }
 
+    /// A form a page of this session posted: not marked by the browser as coming from another
+    /// site (`Sec-Fetch-Site`), and carrying `expectedToken` (the session's synchronizer token,
+    /// or the sign-in form's, which its cookie holds) in its `csrf` field, compared in constant
+    /// time. Anything else is a `403` (docs/console.md, "Security").
+    package static func posted(_ request: Request, expectedToken: String?) async throws(Refusal) -> FormBody {
+        guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
+        let form = try await read(request)
+        guard let expectedToken, let sent = form["csrf"], RandomToken.same(sent, expectedToken) else {
+            throw Refusal(.forbidden, code: "CSRF", "the form is not from this session; reload the page and try again")
+        }
+        return form
+    }
+
     package static func read(_ request: Request) async throws(Refusal) -> FormBody {
         let type = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard type == "application/x-www-form-urlencoded" else {

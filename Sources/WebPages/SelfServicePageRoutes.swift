@@ -122,11 +122,12 @@ package struct SelfServicePageRoutes: Sendable {
     private func change(_ request: Request, _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
         guard let user = signedIn(request) else { return Pages.redirect(to: Self.home) }
         return await respond(user) { () throws(Refusal) in
-            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
-            let form = try await FormBody.read(request)
-            guard let token = form["csrf"], RandomToken.same(token, user.csrf) else {
-                logger.warning("self-service form without its session's CSRF token refused", metadata: ["user": "\(user.user)"])
-                throw Refusal.forbidden("the form is not from this session; reload the page and try again")
+            let form: FormBody
+            do throws(Refusal) {
+                form = try await FormBody.posted(request, expectedToken: user.csrf)
+            } catch {
+                logger.warning("self-service form refused", metadata: ["user": "\(user.user)", "why": "\(error.message)"])
+                throw error
             }
             return try await action(form, user)
         }
@@ -163,9 +164,10 @@ package struct SelfServicePageRoutes: Sendable {
 
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
         do throws(Refusal) {
-            guard !Pages.isCrossSite(request) else { throw Refusal.forbidden("the form was posted from another site") }
-            let form = try await FormBody.read(request)
-            guard let expected = request.cookies[Self.signInCookie]?.value, let sent = form["csrf"], RandomToken.same(sent, expected) else {
+            let form: FormBody
+            do throws(Refusal) {
+                form = try await FormBody.posted(request, expectedToken: request.cookies[Self.signInCookie]?.value)
+            } catch where error.code == "CSRF" {
                 throw Refusal.forbidden("The sign-in form had expired; please sign in again.")
             }
             let signedIn: PageSignInResult
