@@ -1,5 +1,6 @@
 import Hummingbird
 import Logging
+import MidtierStore
 
 /// The one translation of errors into answers on Midtier's own routes (docs/device-api.md,
 /// "Refusals"): a `Refusal` renders itself; the router's own errors (no such path, a method a
@@ -14,6 +15,8 @@ package struct ODataErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
+        } catch let error as StoreError {
+            return Refusal.storeFailed(error, logger).response
         } catch {
             let refusal = Refusal(translating: error, path: request.uri.path)
             if refusal.status == .internalServerError {
@@ -31,6 +34,8 @@ extension Refusal {
         switch error {
         case let refusal as Refusal:
             self = refusal
+        case is StoreError:
+            self = .storeUnavailable
         case let error as HTTPError:
             let code = switch error.status {
             case .notFound: "NOT_FOUND"
@@ -49,4 +54,10 @@ extension Refusal {
 extension Refusal: HTTPResponseError {
     /// A refusal thrown by a route answers itself, wherever it is caught.
     package func response(from request: Request, context: some RequestContext) throws -> Response { response }
+}
+
+extension StoreError: HTTPResponseError {
+    /// A store that failed answers `503` (the request can be repeated), never its detail.
+    package var status: HTTPResponse.Status { .serviceUnavailable }
+    package func response(from request: Request, context: some RequestContext) throws -> Response { Refusal.storeUnavailable.response }
 }

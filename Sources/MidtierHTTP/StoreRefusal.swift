@@ -15,6 +15,8 @@ extension Refusal {
     /// The one answer to a store that failed: `503`, its detail logged, never shown.
     package static func storeFailed(_ error: any Error, _ logger: Logger) -> Refusal {
         logger.error("store failed", metadata: ["error": "\(error)"])
-        return .unavailable("the store is not available; try again")
+        return .storeUnavailable
     }
+
+    package static let storeUnavailable = Refusal.unavailable("the store is not available; try again")
 }
