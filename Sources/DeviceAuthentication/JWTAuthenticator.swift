@@ -210,10 +210,16 @@ package final class JWTAuthenticator: Sendable {
         guard let claims = verified?.claims else { return .failure(.signatureDoesNotVerify) }
 
         // The claims, only now that they are known to come from the IdP.
-        guard claims.string("iss") == settings.issuer else { return .failure(.wrongIssuer(expected: settings.issuer)) }
+        // By bytes, as every identity (docs/identity.md): the issuer is the user's realm.
+        guard let issuer = claims.string("iss"), UserIdentity.sameBytes(issuer, settings.issuer) else {
+            return .failure(.wrongIssuer(expected: settings.issuer))
+        }
+        let isOurs: (JSONValue) -> Bool = { value in
+            if case .string(let audience) = value { UserIdentity.sameBytes(audience, self.settings.audience) } else { false }
+        }
         switch claims["aud"] {
-        case .string(let audience)? where audience == settings.audience: break
-        case .array(let audiences)? where audiences.contains(.string(settings.audience)): break
+        case let audience? where isOurs(audience): break
+        case .array(let audiences)? where audiences.contains(where: isOurs): break
         default: return .failure(.wrongAudience(expected: settings.audience))
         }
         let expiresAt: Double

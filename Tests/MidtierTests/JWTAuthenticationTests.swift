@@ -519,6 +519,30 @@ final class ManualClocks: Sendable {
         }
     }
 
+    /// The issuer and the audience are compared by their exact bytes, as every identity is
+    /// (docs/identity.md): an `iss` or `aud` that is only canonically equivalent to the
+    /// configured one (KELVIN SIGN for K, a decomposed é) is another issuer or audience.
+    @Test func issuerAndAudienceCompareByBytes() async throws {
+        try await Self.withKeyFile { directory, rsa, _ in
+            let clocks = ManualClocks()
+            let authenticator = JWTAuthenticator(
+                settings: JWTAuthentication(issuer: "https://idp.test/realms/K\u{E9}", audience: "app-K",
+                                            jwks: .file(path: "\(directory)/jwks.json"), userClaim: "sub"),
+                httpClient: nil, now: { clocks.wall }, uptime: { clocks.uptime })
+            func token(iss: String, aud: Any) throws -> String {
+                "Bearer " + (try TestTokens.make(.key(rsa), claims: TestTokens.claims(now: clocks.wall) { $0["iss"] = iss; $0["aud"] = aud }))
+            }
+            #expect("https://idp.test/realms/\u{212A}e\u{301}" == "https://idp.test/realms/K\u{E9}", "Swift's == calls them equal")
+            #expect(try await authenticator.authenticate(authorization: token(iss: "https://idp.test/realms/K\u{E9}", aud: "app-K")).get().id == "alice")
+            let kelvin = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/\u{212A}e\u{301}", aud: "app-K"))
+            #expect(kelvin == .failure(.wrongIssuer(expected: "https://idp.test/realms/K\u{E9}")))
+            let audience = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/K\u{E9}", aud: "app-\u{212A}"))
+            #expect(audience == .failure(.wrongAudience(expected: "app-K")))
+            let inList = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/K\u{E9}", aud: ["x", "app-\u{212A}"]))
+            #expect(inList == .failure(.wrongAudience(expected: "app-K")))
+        }
+    }
+
     @Test func onlyRS256AndES256OnKeysOfTheirTypeAreAccepted() async throws {
         try await Self.withKeyFile { directory, rsa, ec in
             let clocks = ManualClocks()
