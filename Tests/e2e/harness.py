@@ -68,9 +68,17 @@ def demo_config(repo, work, mport, aport, **settings):
 
 
 def kill_all(processes):
-    """Kills what is still running of `processes` and waits for each."""
-    for process in processes:
-        if process.poll() is None:
+    """Stops what is still running of `processes` and waits for each: SIGTERM first, so that a
+    server with children (nginx's master and its workers) takes them down with it, then SIGKILL
+    for whatever has not ended within 5 seconds."""
+    import subprocess
+    running = [process for process in processes if process.poll() is None]
+    for process in running:
+        process.terminate()
+    for process in running:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
 
