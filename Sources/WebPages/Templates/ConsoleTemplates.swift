@@ -137,7 +137,7 @@ extension Templates {
       {{#registrations}}
       <tr id="registration-{{id}}">
         <td class="mono">{{id}}</td><td>{{user}}</td><td>{{app}}</td><td>{{deviceType}} {{deviceModel}}</td>
-        <td>{{created}}</td><td>{{lastContact}}</td><td class="state-{{state}}">{{state}}</td>
+        <td class="when">{{created}}</td><td class="when">{{lastContact}}</td><td class="state-{{state}}">{{state}}</td>
         <td class="actions">{{#actions}}<a href="/console/registrations/confirm?id={{registrationID}}&amp;action={{action}}" class="action-{{action}}">{{label}}</a> {{/actions}}<a href="{{history}}" class="history">History</a></td>
       </tr>
       {{/registrations}}
@@ -216,7 +216,7 @@ extension Templates {
     <table class="audit">
       <thead><tr><th>#</th><th>When</th><th>Who</th><th>What</th><th>Target</th><th>Detail</th><th>From</th></tr></thead>
       <tbody>
-      {{#entries}}<tr><td>{{sequence}}</td><td>{{at}}</td><td>{{actor}}</td><td>{{action}}</td><td>{{target}}</td><td>{{detail}}</td><td>{{source}}</td></tr>{{/entries}}
+      {{#entries}}<tr><td>{{sequence}}</td><td class="when">{{at}}</td><td>{{actor}}</td><td>{{action}}</td><td>{{target}}</td><td>{{detail}}</td><td>{{source}}</td></tr>{{/entries}}
       </tbody>
     </table>
     {{/hasEntries}}

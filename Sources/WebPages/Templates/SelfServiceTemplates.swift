@@ -54,7 +54,7 @@ extension Templates {
       <tbody>
       {{#devices}}
       <tr id="device-{{id}}">
-        <td>{{model}}</td><td>{{type}}</td><td>{{app}}</td><td>{{created}}</td><td>{{lastContact}}</td>
+        <td>{{model}}</td><td>{{type}}</td><td>{{app}}</td><td class="when">{{created}}</td><td class="when">{{lastContact}}</td>
         <td class="state-{{state}}">{{state}}</td>
         <td class="actions">{{#actions}}<a href="/mobileservices/me/confirm?id={{registrationID}}&amp;action={{action}}" class="action-{{action}}">{{label}}</a> {{/actions}}</td>
       </tr>

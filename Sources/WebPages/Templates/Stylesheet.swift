@@ -30,6 +30,7 @@ extension Templates {
     table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); }
     th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: break-word; }
     th { background: #eef1f5; font-weight: 600; white-space: nowrap; }
+    .when { white-space: nowrap; }
     .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .9em; }
     .actions a { margin-right: .5rem; }
     .state-active, .ok { color: var(--ok); }
