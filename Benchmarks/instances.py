@@ -18,7 +18,7 @@ for name in ["duration", "blocks", "sqlite-port"]:
     parser.add_argument(f"--{name}", type=int, required=True)
 args = parser.parse_args()
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Tests", "e2e"))
-from harness import free_port, wait_for  # noqa: E402
+from harness import free_port, kill_all, wait_for  # noqa: E402
 
 URL = os.environ["MIDTIER_TEST_POSTGRES"]
 TOKEN = "bench-admin-" + os.urandom(12).hex()
@@ -129,10 +129,4 @@ try:
     print(f"unblock on A to served by B, {args.blocks} unblocks: {quantiles(unblock_times)}")
     print(f"({calls} calls to B while waiting)")
 finally:
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    kill_all(processes)
