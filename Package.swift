@@ -46,7 +46,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Configuration files: reading and validating them into the core's values (file/key
-        // errors, secrets), and the strict JSON reader.
+        // errors, secrets).
         .target(
             name: "ConfigurationFiles",
             dependencies: ["MidtierCore"],

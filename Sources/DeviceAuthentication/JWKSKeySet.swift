@@ -53,7 +53,8 @@ struct JWKSProblem: Error, Sendable, CustomStringConvertible {
 ///
 /// Parsing is lenient per key and strict per document: an IdP's set may carry keys for
 /// encryption or for algorithms Midtier does not accept; those are skipped (and named in
-/// `skipped`), while a document that is not a JWKS, or that has no usable key, is a problem.
+/// `skipped`), while a document that is not a JWKS, that is not strict JSON (a member given
+/// twice makes a key ambiguous), or that has no usable key, is a problem.
 /// Private key members (`d`, …) are ignored: only the public part of a key is ever used.
 struct JWKSKeySet: Sendable {
     let keys: [JWKSKey]

@@ -88,7 +88,7 @@ package struct AssertionVerifier: Sendable {
         return Data(base64Encoded: compact).map(Array.init)
     }
 
-    private static func claims(of assertion: XMLElement, id: String) throws(SigningError) -> VerifiedAssertion {
+    static func claims(of assertion: XMLElement, id: String) throws(SigningError) -> VerifiedAssertion {
         let saml = SAMLNames.assertion
         let subject = try assertion.requiredChild(named: "Subject", in: saml)
         let nameID = try subject.requiredChild(named: "NameID", in: saml)
@@ -98,7 +98,7 @@ package struct AssertionVerifier: Sendable {
         where confirmation.attribute("Method") == SAMLNames.bearer {
             for data in confirmation.children(named: "SubjectConfirmationData", in: saml) {
                 if let recipient = data.attribute("Recipient") { recipients.append(recipient) }
-                if let limit = data.attribute("NotOnOrAfter") { subjectNotOnOrAfter = XMLTime.parse(limit) }
+                if let limit = try data.time("NotOnOrAfter") { subjectNotOnOrAfter = limit }
             }
         }
         let conditions = try assertion.onlyChild(named: "Conditions", in: saml)
@@ -115,14 +115,14 @@ package struct AssertionVerifier: Sendable {
         }
         return VerifiedAssertion(
             id: id,
-            issueInstant: assertion.attribute("IssueInstant").flatMap(XMLTime.parse),
+            issueInstant: try assertion.time("IssueInstant"),
             issuer: try assertion.requiredChild(named: "Issuer", in: saml).text.trimmingWhitespace(),
             nameID: nameID.text.trimmingWhitespace(),
             nameIDFormat: nameID.attribute("Format"),
             recipients: recipients,
             subjectNotOnOrAfter: subjectNotOnOrAfter,
-            notBefore: conditions?.attribute("NotBefore").flatMap(XMLTime.parse),
-            notOnOrAfter: conditions?.attribute("NotOnOrAfter").flatMap(XMLTime.parse),
+            notBefore: try conditions?.time("NotBefore"),
+            notOnOrAfter: try conditions?.time("NotOnOrAfter"),
             audiences: audiences,
             attributes: attributes
         )

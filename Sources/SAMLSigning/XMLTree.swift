@@ -1,4 +1,5 @@
 import CLibXML2
+import Foundation
 
 /// A parsed XML document owned by this object (freed in `deinit`).
 ///
@@ -119,6 +120,16 @@ struct XMLElement {
             throw SigningError(.invalidSignature, "the \(self.localName) element has no \(localName)")
         }
         return child
+    }
+
+    /// An `xs:dateTime` attribute: nil when absent; an error when present but not a time, so
+    /// that a malformed limit never silently skips the check it stands for.
+    func time(_ name: String) throws(SigningError) -> Date? {
+        guard let text = attribute(name) else { return nil }
+        guard let date = XMLTime.parse(text) else {
+            throw SigningError(.invalidSignature, "the \(localName) element's \(name) is not a date and time with a zone")
+        }
+        return date
     }
 
     /// An attribute without a namespace.

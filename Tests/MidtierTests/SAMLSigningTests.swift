@@ -127,6 +127,27 @@ import Testing
         #expect(throws: SigningError.self) { try good.check(claims, now: now.addingTimeInterval(-3600)) }
     }
 
+    /// A time limit that is present but not a time is refused, never read as "no limit" (the
+    /// check it stands for would be skipped).
+    @Test func malformedTimeLimitsAreRefusedNotSkipped() throws {
+        let saml = "urn:oasis:names:tc:SAML:2.0:assertion"
+        func assertion(subjectLimit: String = "2026-11-18T11:16:40Z", notBefore: String = "2026-11-18T11:06:40Z") -> String {
+            """
+            <saml2:Assertion xmlns:saml2="\(saml)" ID="_a" IssueInstant="2026-11-18T11:06:40Z" Version="2.0"><saml2:Issuer>k</saml2:Issuer>\
+            <saml2:Subject><saml2:NameID>100001</saml2:NameID><saml2:SubjectConfirmation Method="urn:oasis:names:tc:SAML:2.0:cm:bearer">\
+            <saml2:SubjectConfirmationData NotOnOrAfter="\(subjectLimit)" Recipient="r"/></saml2:SubjectConfirmation></saml2:Subject>\
+            <saml2:Conditions NotBefore="\(notBefore)" NotOnOrAfter="2026-11-18T11:16:40Z"/></saml2:Assertion>
+            """
+        }
+        func claims(_ xml: String) throws -> VerifiedAssertion {
+            let tree = try XMLTree(parsing: Array(xml.utf8))
+            return try withExtendedLifetime(tree) { try AssertionVerifier.claims(of: tree.root, id: "_a") }
+        }
+        #expect(try claims(assertion()).subjectNotOnOrAfter != nil)
+        #expect(throws: SigningError.self, "a SubjectConfirmationData NotOnOrAfter that is not a time") { try claims(assertion(subjectLimit: "soon")) }
+        #expect(throws: SigningError.self, "a Conditions NotBefore that is not a time") { try claims(assertion(notBefore: "2026-11-18")) }
+    }
+
     @Test func xmlTimeRoundTrips() {
         let date = Date(timeIntervalSince1970: 1_795_000_000)
         #expect(XMLTime.format(date) == "2026-11-18T11:06:40Z")
