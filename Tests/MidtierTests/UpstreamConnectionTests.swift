@@ -222,7 +222,12 @@ final class ScriptedBackEnd: @unchecked Sendable {
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
         try server.run()
-        defer { server.terminate() }
+        defer {
+            // SIGKILL: the child inherits the test process's signal mask, which blocks SIGTERM,
+            // so terminate() left one orphaned s_server behind per run.
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
         for _ in 0..<100 {
             let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
