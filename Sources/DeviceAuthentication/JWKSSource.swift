@@ -10,7 +10,8 @@ package enum JWKSLogLevel: Sendable {
     case info, warning, error
 }
 
-/// Where an app's verification keys come from, and when they are read again (docs/configuration.md, "JWT authentication").
+/// Where an app's verification keys come from, and when they are read again
+/// (docs/configuration.md, "JWT authentication").
 ///
 /// - A file is read once, when the runtime is built (configuration load or reload). A file that
 ///   does not load is logged then, and every token of the app is refused until it is fixed.

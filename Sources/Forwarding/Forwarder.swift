@@ -5,7 +5,8 @@ import MidtierCore
 import NIOCore
 import NIOHTTP1
 
-/// Why a call was not forwarded, or how the back end failed. Each maps to one status (docs/device-api.md, "Refusals").
+/// Why a call was not forwarded, or how the back end failed. Each maps to one status
+/// (docs/device-api.md, "Refusals").
 package enum ForwardingError: Error, Sendable, Equatable {
     /// 400: the request must not be forwarded (path tricks, framing problems).
     case badRequest(String)

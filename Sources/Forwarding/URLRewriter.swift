@@ -2,8 +2,9 @@ import Foundation
 import NIOCore
 
 /// Rewrites the back end's absolute URLs to the device-facing URL under `/{destination}/`
-/// (docs/forwarding.md, "Answers: URL rewriting"), so that paging (`__next`), navigation (`__deferred`), entity URIs
-/// (`__metadata.uri`), `xml:base`, Atom `link href` and `Location` keep going through Midtier.
+/// (docs/forwarding.md, "Answers: URL rewriting"), so that paging (`__next`), navigation
+/// (`__deferred`), entity URIs (`__metadata.uri`), `xml:base`, Atom `link href` and `Location`
+/// keep going through Midtier.
 ///
 /// The rule is one prefix replacement, applied wherever the back end's base URL appears in a
 /// header or a textual body: `<destination URL>/…` → `<publicURL>/<destination>/…`, in plain

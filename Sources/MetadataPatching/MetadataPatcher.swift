@@ -21,9 +21,10 @@ package struct UnfittingScale: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Sets facets on properties of an OData `$metadata` (EDMX) document with libxml2 (docs/configuration.md),
-/// e.g. `Precision`/`Scale` on SuccessFactors' `Edm.Decimal` amounts, which ship without
-/// them and which strict clients (pyodata) then refuse or round.
+/// Sets facets on properties of an OData `$metadata` (EDMX) document with libxml2
+/// (docs/forwarding.md, "`$metadata` patches"), e.g. `Precision`/`Scale` on SuccessFactors'
+/// `Edm.Decimal` amounts, which ship without them and which strict clients (pyodata) then
+/// refuse or round.
 ///
 /// Entity types are matched by their `Name` in any `Schema`, whatever the EDM namespace
 /// version. The document is parsed as untrusted input: no network, no DTD, no entities.

@@ -2,10 +2,10 @@ import CoreMetrics
 import Prometheus
 import Synchronization
 
-/// Midtier's metrics (docs/admin.md, "Metrics"), in Prometheus' text format at `GET /metrics` on the admin
-/// listener. Labels are destination names and status codes only — never a user, a path or
-/// anything a device can vary freely, so a client cannot grow the label set or learn who
-/// called.
+/// Midtier's metrics (docs/admin.md, "Metrics"), in Prometheus' text format at `GET /metrics` on
+/// the admin listener. Labels are destination names and status codes only — never a user, a
+/// path or anything a device can vary freely, so a client cannot grow the label set or learn
+/// who called.
 package struct MidtierMetrics: Sendable {
     package let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory

@@ -12,8 +12,9 @@ import MidtierStore
 import Registrations
 import TokenExchange
 
-/// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md): the request path of
-/// Midtier, top to bottom. Each step either refuses with the status docs/device-api.md names or passes on.
+/// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
+/// the request path of Midtier, top to bottom (docs/architecture.md). Each step either refuses
+/// with the status docs/device-api.md names or passes on.
 struct ProxyHandler: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService

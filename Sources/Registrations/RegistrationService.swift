@@ -31,8 +31,8 @@ package struct DeviceDetails: Sendable, Equatable {
     }
 }
 
-/// Whether a proxied call on a registration may go ahead (docs/device-api.md, "Refusals"), in the order the checks
-/// are made.
+/// Whether a proxied call on a registration may go ahead (docs/device-api.md, "Refusals"), in
+/// the order the checks are made.
 package enum Admission: Sendable, Equatable {
     case admitted(Registration)
     /// No such registration, or not this user's: to the caller it does not exist.

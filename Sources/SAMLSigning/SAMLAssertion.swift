@@ -11,7 +11,8 @@ package enum SAMLNames {
     package static let bearer = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
 }
 
-/// The content of one SAML 2.0 bearer assertion for the OAuth2 SAML bearer grant (docs/forwarding.md, `OAuth2SAMLBearerAssertion`).
+/// The content of one SAML 2.0 bearer assertion for the OAuth2 SAML bearer grant
+/// (docs/forwarding.md, `OAuth2SAMLBearerAssertion`).
 package struct SAMLAssertion: Sendable, Equatable {
     /// `ID`: fresh per assertion, starts with `_`.
     package var id: String

@@ -2,7 +2,8 @@ import Dispatch
 import MidtierCore
 import Synchronization
 
-/// The in-memory cache of back-end access tokens (docs/identity.md, "Back-end tokens"). Never written to disk or logs.
+/// The in-memory cache of back-end access tokens (docs/identity.md, "Back-end tokens"). Never
+/// written to disk or logs.
 ///
 /// - A token is used until `expires_in` minus a safety margin, and refreshed in the background
 ///   once it enters its last quarter of life, so callers rarely wait.
