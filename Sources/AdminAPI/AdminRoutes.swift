@@ -101,8 +101,8 @@ package struct AdminRoutes: Sendable {
         guard Set(body.keys).isSubset(of: ["type", "reason"]) else {
             throw .badRequest("unknown member \(body.keys.sorted().first { !["type", "reason"].contains($0) } ?? "")")
         }
-        let block = try await administration.block(user, kind: kind, reason: reasonText, by: actor)
-        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(block)])
+        let outcome = try await administration.block(user, kind: kind, reason: reasonText, by: actor)
+        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(outcome.block), "seen": outcome.seen])
     }
 
     private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {

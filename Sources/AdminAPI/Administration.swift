@@ -18,6 +18,10 @@ package struct Administration: Sendable {
     package let destinations: @Sendable () -> [DestinationConfiguration]
     /// Whether a user is configured (`users.json`).
     package let knownUser: @Sendable (UserIdentity) -> Bool
+    /// The ids of `users.json` in force.
+    package let localUserIDs: @Sendable () -> [String]
+    /// The JWT issuers of the apps in force: the realms besides `users.json` (docs/identity.md).
+    package let realms: @Sendable () -> [String]
     package let reload: @Sendable (Actor) async -> ReloadOutcome
     let logger: Logger
 
@@ -25,12 +29,15 @@ package struct Administration: Sendable {
     package static let maximumReasonBytes = 1000
 
     package init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
-                knownUser: @escaping @Sendable (UserIdentity) -> Bool, reload: @escaping @Sendable (Actor) async -> ReloadOutcome,
+                knownUser: @escaping @Sendable (UserIdentity) -> Bool, localUserIDs: @escaping @Sendable () -> [String],
+                realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (Actor) async -> ReloadOutcome,
                 logger: Logger) {
         self.registrations = registrations
         self.tokens = tokens
         self.destinations = destinations
         self.knownUser = knownUser
+        self.localUserIDs = localUserIDs
+        self.realms = realms
         self.reload = reload
         self.logger = logger
     }
@@ -57,11 +64,29 @@ package struct Administration: Sendable {
         return UserRecord(user: user, known: known, block: block, registrations: owned)
     }
 
+    /// What a block did.
+    package struct BlockOutcome: Sendable {
+        package var block: UserBlock
+        /// Whether Midtier holds a registration of the user (in any state). `false` for a user
+        /// who has not onboarded a device yet, such as an IdP user blocked before their first
+        /// sign-in: the block waits for them, if the id is spelled as their sign-in will be.
+        package var seen: Bool
+    }
+
     /// Blocks `user` and drops their cached tokens. The reason is at most
-    /// `maximumReasonBytes` bytes.
-    package func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> UserBlock {
+    /// `maximumReasonBytes` bytes. `404` for a user nobody can sign in as (docs/admin.md): a
+    /// `users.json` id that is not there, or a realm no app names, unless Midtier already holds
+    /// a block or a registration of that user.
+    package func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> BlockOutcome {
         guard reason.utf8.count <= Self.maximumReasonBytes else {
             throw .badRequest("reason must be a string of at most \(Self.maximumReasonBytes) bytes")
+        }
+        let owned = try await store { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user))
+        }
+        if owned.isEmpty, let unknown = unknownUserProblem(user),
+           try await store({ () async throws(StoreError) in try await registrations.store.block(of: user) }) == nil {
+            throw .notFound(unknown)
         }
         let block = UserBlock(user: user, kind: kind, reason: reason, since: registrations.now(), by: actor.name)
         let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user.description,
@@ -69,7 +94,39 @@ package struct Administration: Sendable {
         try await store { () async throws(StoreError) in try await registrations.store.setBlock(block, audit: audit) }
         let dropped = tokens.remove(user: user)
         logger.notice("user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
-        return block
+        return BlockOutcome(block: block, seen: !owned.isEmpty)
+    }
+
+    /// Why nobody can sign in as `user` with the configuration in force, or nil when someone
+    /// can: a `users.json` id must be there byte for byte; an IdP user's realm must be the
+    /// issuer of an app (their id cannot be checked before they sign in).
+    private func unknownUserProblem(_ user: UserIdentity) -> String? {
+        if user.isLocal {
+            guard !knownUser(user) else { return nil }
+            var problem = "user \(Self.quoted(user.id)) is not in users.json (ids are compared by their exact bytes)"
+            // Swift's == is canonical equivalence: exactly the near miss to point out.
+            if let twin = localUserIDs().first(where: { $0 == user.id }) {
+                problem += "; users.json has \(Self.quoted(twin)), a canonically equivalent spelling with other bytes: "
+                    + "\(Self.codePoints(twin)) there, \(Self.codePoints(user.id)) here"
+            }
+            return problem
+        }
+        let configured = realms()
+        guard !configured.contains(where: { UserIdentity.sameBytes($0, user.realm) }) else { return nil }
+        let named = configured.sorted().prefix(10).map(Self.quoted).joined(separator: ", ")
+        return "realm \(Self.quoted(user.realm)) is not the issuer of any app in force (realms are compared by their exact bytes)"
+            + (configured.isEmpty ? "; no app signs in with an identity provider" : "; the realms are \(named)")
+    }
+
+    private static func quoted(_ text: String) -> String { "\"\(text)\"" }
+
+    /// `Jose\u{301}` as `Jose<U+0301>`: printable ASCII as is, every other code point by number.
+    static func codePoints(_ text: String) -> String {
+        text.unicodeScalars.map { scalar in
+            guard !(0x20..<0x7F).contains(scalar.value) else { return String(scalar) }
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            return "<U+\(String(repeating: "0", count: max(0, 4 - hex.count)))\(hex)>"
+        }.joined()
     }
 
     /// Lifts `user`'s block; `404` when there is none.

@@ -32,6 +32,7 @@ from base64 import b64encode
 from pathlib import Path
 
 import yaml
+from harness import idp_key
 from jsonschema import Draft202012Validator, FormatChecker
 from openapi_spec_validator import validate as validate_openapi
 from referencing import Registry, Resource
@@ -42,6 +43,8 @@ DOCUMENT = REPO / "docs" / "admin-api.yaml"
 DOC_URI = "urn:midtier:admin-api"
 TIMEOUT = 10  # seconds, for every HTTP call
 METHODS = ("get", "put", "post", "delete", "patch")
+ISSUER = "https://idp.contract.test/realms/corp"  # the realm of the contract test's JWT app
+JOSE = "Jos\u00e9"  # in users.json as NFC; "Jose\u0301" (NFD) is canonically equivalent, other bytes
 
 # What SPEC §7 and the router (Sources/AdminAPI/AdminRoutes.swift) serve; the document must
 # list exactly these (plus the health endpoints the admin listener also serves).
@@ -346,6 +349,15 @@ def run(binary, work, processes, results):
     write_server([hash1])
     sf = config / "destinations" / "sf.json"
     sf.write_text(sf.read_text().replace("localhost:8081", f"127.0.0.1:{sandbox}"))
+    # A users.json user with a non-ASCII id, and an app whose users come from an identity provider.
+    users = json.loads((config / "users.json").read_text())
+    users["users"].append({"id": JOSE, "passwordHash": hash1, "attributes": {"sfUserId": "100004"}})
+    (config / "users.json").write_text(json.dumps(users, ensure_ascii=False))
+    _, jwks = idp_key(str(work))
+    (work / "jwks.json").write_text(json.dumps(jwks))
+    (config / "apps" / "corp.json").write_text(json.dumps({
+        "authentication": {"type": "jwt", "issuer": ISSUER, "audience": "midtier", "jwks": {"file": str(work / "jwks.json")}, "userClaim": "sub"},
+        "destinations": ["sf"]}))
     check("check-config accepts the contract test's configuration",
           subprocess.run([binary, "check-config", "--config", str(config)], cwd=REPO, capture_output=True, timeout=60).returncode == 0)
 
@@ -465,12 +477,39 @@ def run(binary, work, processes, results):
     call("(not blocked)", "DELETE", block, 404)
     call("(malformed percent-encoding)", "DELETE", "/admin/v1/users/%zz/block", 400)
 
+    # ---- Who can be blocked (docs/admin.md): a users.json id byte for byte; an IdP user also
+    # before their first sign-in, in a realm an app names.
+    check("alice's block answer says she has been seen (she owns registrations)", blocked.get("seen") is True, str(blocked))
+    nfd, nfc = urllib.parse.quote("Jose\u0301"), urllib.parse.quote(JOSE)
+    refused = call("(José in NFD; users.json has NFC)", "PUT", f"/admin/v1/users/{nfd}/block", 404, body={"type": "all", "reason": "left"})
+    message = ((refused.json or {}).get("error") or {}).get("message", {}).get("value", "")
+    check("the 404 names the id, says ids compare by bytes and points at the canonically equivalent users.json id",
+          "Jose\u0301" in message and "exact bytes" in message and "Jos<U+00E9>" in message and "Jose<U+0301>" in message, message)
+    jose = call("(José in NFC, after the NFD block)", "GET", f"/admin/v1/users/{nfc}", 200).json or {}
+    check("the NFD block changed nothing: José is not blocked", jose.get("known") is True and jose.get("block") is None, str(jose))
+    call("(José in NFD, not blocked)", "GET", f"/admin/v1/users/{nfd}", 404)
+    jose = call("(José in NFC: in users.json, no device yet)", "PUT", f"/admin/v1/users/{nfc}/block", 200, body={"type": "all"}).json or {}
+    check("José is blocked, not seen yet (no registration)", jose.get("userId") == JOSE and jose.get("seen") is False, str(jose))
+    call("(José in NFC)", "DELETE", f"/admin/v1/users/{nfc}/block", 204)
     ghost = "/admin/v1/users/ghost%20user"
-    call("(a user not in users.json)", "PUT", ghost + "/block", 200, body={"type": "all", "reason": "left the company"})
-    user = call("(blocked, not in users.json)", "GET", ghost, 200).json or {}
-    check("a blocked stranger is found, known: false", user.get("known") is False and user.get("userId") == "ghost user", str(user))
-    call("(the stranger)", "DELETE", ghost + "/block", 204)
-    call("(the stranger, unblocked again)", "GET", ghost, 404)
+    refused = call("(an id users.json does not have)", "PUT", ghost + "/block", 404, body={"type": "all", "reason": "left the company"})
+    message = ((refused.json or {}).get("error") or {}).get("message", {}).get("value", "")
+    check("the 404 names the id and users.json", '"ghost user"' in message and "users.json" in message, message)
+    call("(not blocked by the refused call)", "GET", ghost, 404)
+    realm = "?realm=" + urllib.parse.quote(ISSUER, safe="")
+    leaver = "/admin/v1/users/leaver"
+    early = call("(an IdP user who never signed in)", "PUT", leaver + "/block" + realm, 200, body={"type": "all", "reason": "left the company"}).json or {}
+    check("the IdP user's block is stored and the answer says they have not been seen",
+          early.get("seen") is False and early.get("realm") == ISSUER and (early.get("block") or {}).get("type") == "all", str(early))
+    user = call("(blocked before the first sign-in)", "GET", leaver + realm, 200).json or {}
+    check("the blocked IdP user is found, known: false", user.get("known") is False and user.get("realm") == ISSUER, str(user))
+    call("(blocked again: replaces the block)", "PUT", leaver + "/block" + realm, 200, body={"type": "traffic"})
+    call("(the IdP user)", "DELETE", leaver + "/block" + realm, 204)
+    call("(the IdP user, unblocked again)", "GET", leaver + realm, 404)
+    other = "?realm=" + urllib.parse.quote(ISSUER + "/", safe="")
+    refused = call("(a realm no app names: the issuer with a trailing slash)", "PUT", leaver + "/block" + other, 404, body={"type": "all"})
+    message = ((refused.json or {}).get("error") or {}).get("message", {}).get("value", "")
+    check("the 404 names the realm and the realms in force", f'"{ISSUER}/"' in message and f'"{ISSUER}"' in message, message)
 
     # ---- Registrations.
     everything = call("(all)", "GET", "/admin/v1/registrations", 200).json or {}
@@ -563,7 +602,7 @@ def run(binary, work, processes, results):
         "Name": "open", "URL": f"http://127.0.0.1:{sandbox}/open", "Authentication": "NoAuthentication"}))
     write_server([hash1, hash2])
     reloaded = call("(good configuration, two more destinations, a second admin token)", "POST", "/admin/v1/config/reload", 200).json or {}
-    check("the reload counts what is now in force", reloaded == {"status": "reloaded", "apps": 1, "destinations": 3, "users": 3}, str(reloaded))
+    check("the reload counts what is now in force", reloaded == {"status": "reloaded", "apps": 2, "destinations": 3, "users": 4}, str(reloaded))
     listed = call("(after the reload)", "GET", "/admin/v1/destinations", 200)
     by_name = {d.get("name"): d for d in (listed.json or {}).get("destinations", [])}
     check("the new destinations are listed, sorted, each with its own members",
@@ -593,7 +632,8 @@ def run(binary, work, processes, results):
     expectations = [
         ("user:alice", "registration.create", device_a, None),
         ("admin#1", "user.block", "alice", "traffic: phone reported stolen"),
-        ("admin#1", "user.block", "ghost user", "all: left the company"),
+        ("admin#1", "user.block", f"leaver@{ISSUER}", "all: left the company"),
+        ("admin#1", "user.block", JOSE, "all: "),
         ("admin#1", "user.unblock", "alice", None),
         ("admin#1", "registration.lock", device_a, None),
         ("admin#1", "registration.unlock", device_a, None),

@@ -59,6 +59,9 @@ def metric(port, name):
     return total
 
 
+CRASH_USERS = 1000  # users.json users the kill -9 check may block
+
+
 def until(condition, seconds=5.0, step=0.005):
     """Seconds until `condition()` held (polled every `step`), or None past `seconds`."""
     started = time.monotonic()
@@ -147,6 +150,10 @@ try:
             demo = json.load(open(os.path.join(config, "apps", "demo.json")))
             demo["destinations"] = ["sf", "gw"]
             json.dump(demo, open(os.path.join(config, "apps", "demo.json"), "w"))
+            # The kill -9 check blocks crash0, crash1, …: only users.json users can be blocked (docs/admin.md).
+            users = json.load(open(os.path.join(config, "users.json")))
+            users["users"] += [{"id": f"crash{n}", "passwordHash": hash_} for n in range(CRASH_USERS)]
+            json.dump(users, open(os.path.join(config, "users.json"), "w"))
             instances.append({"name": name, "port": mport, "admin": aport, "config": config, "log": os.path.join(folder, "midtier.log")})
 
         def start(instance):
@@ -351,7 +358,7 @@ try:
 
         def writer():
             n = 0
-            while not stop.is_set():
+            while not stop.is_set() and n < CRASH_USERS:
                 status = call(A["admin"], "PUT", f"/admin/v1/users/crash{n}/block", ADMIN, b'{"type":"all","reason":"crash test"}', timeout=5)[0]
                 if status == 200:
                     acknowledged.append(f"crash{n}")
