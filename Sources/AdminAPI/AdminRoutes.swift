@@ -28,21 +28,44 @@ package struct AdminRoutes: Sendable {
     typealias Handler = @Sendable (Request, MidtierRequestContext, Actor) async throws(Refusal) -> Response
 
     package func add(to router: Router<MidtierRequestContext>) {
-        route(router, .get, "/admin/v1/users/{userId}", getUser)
-        route(router, .put, "/admin/v1/users/{userId}/block", putBlock)
-        route(router, .delete, "/admin/v1/users/{userId}/block", deleteBlock)
-        route(router, .get, "/admin/v1/registrations", listRegistrations)
-        route(router, .get, "/admin/v1/registrations/{id}", getRegistration)
+        var routes: [(method: HTTPRequest.Method, path: String, handler: Handler)] = [
+            (.get, "/admin/v1/users/{userId}", getUser),
+            (.put, "/admin/v1/users/{userId}/block", putBlock),
+            (.delete, "/admin/v1/users/{userId}/block", deleteBlock),
+            (.get, "/admin/v1/registrations", listRegistrations),
+            (.get, "/admin/v1/registrations/{id}", getRegistration),
+            (.delete, "/admin/v1/registrations/{id}", deleteRegistration),
+            (.get, "/admin/v1/destinations", listDestinations),
+            (.post, "/admin/v1/config/reload", reloadConfiguration),
+            (.delete, "/admin/v1/tokens/{userId}", purgeTokens),
+            (.get, "/admin/v1/audit", listAudit),
+        ]
         for action in RegistrationAction.allCases {
-            route(router, .post, "/admin/v1/registrations/{id}/\(action.rawValue)") { request, context, actor throws(Refusal) in
+            routes.append((.post, "/admin/v1/registrations/{id}/\(action.rawValue)", { request, context, actor throws(Refusal) in
                 try await self.apply(action, request, context, actor)
+            }))
+        }
+        var served: [String: [HTTPRequest.Method]] = [:]
+        for (method, path, handler) in routes {
+            route(router, method, path, handler)
+            served[path, default: []].append(method)
+        }
+        // The health checks and metrics this listener also serves (MidtierServer) are read-only.
+        for path in ["/healthz", "/readyz", "/metrics"] { served[path] = [.get] }
+        for (path, methods) in served { Self.refuseOtherMethods(router, path, serving: methods) }
+    }
+
+    /// The methods a path does not serve answer `405` with `Allow` naming those it does (RFC
+    /// 9110), before the token is looked at: the methods are no secret (docs/admin-api.yaml).
+    private static func refuseOtherMethods(_ router: Router<MidtierRequestContext>, _ path: String, serving methods: [HTTPRequest.Method]) {
+        // Hummingbird answers HEAD with a GET route's head.
+        let allowed = methods + (methods.contains(.get) ? [.head] : [])
+        let allow = allowed.map(\.rawValue).sorted().joined(separator: ", ")
+        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options, .trace] where !allowed.contains(method) {
+            router.on(RouterPath(path), method: method) { request, _ throws(Refusal) -> Response in
+                throw Refusal.methodNotAllowed("\(request.method.rawValue) is not a method of \(path), which answers \(allow)", allow: allow)
             }
         }
-        route(router, .delete, "/admin/v1/registrations/{id}", deleteRegistration)
-        route(router, .get, "/admin/v1/destinations", listDestinations)
-        route(router, .post, "/admin/v1/config/reload", reloadConfiguration)
-        route(router, .delete, "/admin/v1/tokens/{userId}", purgeTokens)
-        route(router, .get, "/admin/v1/audit", listAudit)
     }
 
     /// Registers `handler` behind the admin-token check.

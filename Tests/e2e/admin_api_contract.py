@@ -419,12 +419,21 @@ def run(binary, work, processes, results):
     call("with the scheme written 'bearer' (case-insensitive, RFC 7235)", "GET", "/admin/v1/destinations", 200, token=None,
          headers={"Authorization": f"bearer {token1}"})
 
-    # ---- Nothing undocumented: other methods on the documented paths are not routes (no 401).
+    # ---- Nothing undocumented: other methods on the documented paths answer 405 with Allow
+    # naming the documented ones (RFC 9110), before the token is looked at (no 401), with the
+    # error body.
     for template in doc.raw["paths"]:
-        others = [m.upper() for m in METHODS if (m.upper(), template) not in doc.operations]
-        statuses = {m: request(admin, m, fill(template)).status for m in others}
-        check(f"{fill(template)}: undocumented methods are not served ({', '.join(others)})",
-              all(s == 404 for s in statuses.values()), f"answers: {statuses}")
+        documented_methods = sorted(m for m, t in doc.operations if t == template)
+        allowed = set(documented_methods) | ({"HEAD"} if "GET" in documented_methods else set())
+        others = [m for m in ("GET", "HEAD", "PUT", "POST", "DELETE", "PATCH", "OPTIONS", "TRACE") if m not in allowed]
+        answers = {m: request(admin, m, fill(template)) for m in others}
+        wrong = {m: (a.status, a.headers.get("allow"), (a.json or {}).get("error", {}).get("code") if m != "HEAD" else "-")
+                 for m, a in answers.items()
+                 if a.status != 405 or {v.strip() for v in a.headers.get("allow", "").split(",")} != allowed
+                 or (m != "HEAD" and (doc.schema_errors({"$ref": "#/components/schemas/Error"}, a.json)
+                                      or a.json["error"]["code"] != "METHOD_NOT_ALLOWED"))}
+        check(f"{fill(template)}: undocumented methods answer 405, Allow: {', '.join(sorted(allowed))} ({', '.join(others)})",
+              not wrong, f"answers: {wrong}")
     unknown = request(admin, "GET", "/admin/v1/nothing-here", {"Authorization": f"Bearer {token1}"})
     check("an unknown admin path answers 404 with the documented error body (code NOT_FOUND)",
           unknown.status == 404 and unknown.headers.get("content-type", "").startswith("application/json")
