@@ -52,20 +52,7 @@ package struct AdminRoutes: Sendable {
         }
         // The health checks and metrics this listener also serves (MidtierServer) are read-only.
         for path in ["/healthz", "/readyz", "/metrics"] { served[path] = [.get] }
-        for (path, methods) in served { Self.refuseOtherMethods(router, path, serving: methods) }
-    }
-
-    /// The methods a path does not serve answer `405` with `Allow` naming those it does (RFC
-    /// 9110), before the token is looked at: the methods are no secret (docs/admin-api.yaml).
-    private static func refuseOtherMethods(_ router: Router<MidtierRequestContext>, _ path: String, serving methods: [HTTPRequest.Method]) {
-        // Hummingbird answers HEAD with a GET route's head.
-        let allowed = methods + (methods.contains(.get) ? [.head] : [])
-        let allow = allowed.map(\.rawValue).sorted().joined(separator: ", ")
-        for method in [HTTPRequest.Method.get, .head, .post, .put, .delete, .patch, .options, .trace] where !allowed.contains(method) {
-            router.on(RouterPath(path), method: method) { request, _ throws(Refusal) -> Response in
-                throw Refusal.methodNotAllowed("\(request.method.rawValue) is not a method of \(path), which answers \(allow)", allow: allow)
-            }
-        }
+        router.add(middleware: AdminMethodCheck(served: served))
     }
 
     /// Registers `handler` behind the admin-token check.
