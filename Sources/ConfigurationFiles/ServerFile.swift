@@ -81,6 +81,12 @@ extension ConfigurationLoader {
             }
         }
 
+        // Slow and idle clients (docs/operations.md, "Slow and idle clients").
+        if let seconds = reader.integer("requestHeadTimeoutSeconds", in: 1...3600) { settings.connectionLimits.requestHeadSeconds = seconds }
+        if let seconds = reader.integer("idleTimeoutSeconds", in: 1...86400) { settings.connectionLimits.idleSeconds = seconds }
+        if let seconds = reader.integer("requestBodyTimeoutSeconds", in: 1...3600) { settings.connectionLimits.requestBodySeconds = seconds }
+        if let count = reader.integer("maxConnectionsPerAddress", in: 1...1_000_000) { settings.connectionLimits.maxConnectionsPerAddress = count }
+
         reader.reportUnknownKeys()
         return settings
     }

@@ -125,6 +125,9 @@ package struct ServerSettings: Sendable {
     /// `trustedProxies`: the load balancers or reverse proxies whose `X-Forwarded-For` names
     /// the client (throttling, audit, the back end's `X-Forwarded-For`). Default none.
     package var trustedProxies: [AddressRange]
+    /// `requestHeadTimeoutSeconds`, `idleTimeoutSeconds`, `requestBodyTimeoutSeconds`,
+    /// `maxConnectionsPerAddress`: slow and idle clients, on both listeners.
+    package var connectionLimits: ConnectionLimits
 
     package init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -137,7 +140,8 @@ package struct ServerSettings: Sendable {
         credentialCacheSeconds: Int = 300,
         maxRegistrationsPerUser: Int = 20,
         backendSessionKeys: [BackendSessionKey] = [],
-        trustedProxies: [AddressRange] = []
+        trustedProxies: [AddressRange] = [],
+        connectionLimits: ConnectionLimits = ConnectionLimits()
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -150,6 +154,7 @@ package struct ServerSettings: Sendable {
         self.maxRegistrationsPerUser = maxRegistrationsPerUser
         self.backendSessionKeys = backendSessionKeys
         self.trustedProxies = trustedProxies
+        self.connectionLimits = connectionLimits
     }
 }
 

@@ -155,6 +155,12 @@ package final class MidtierServer: Sendable {
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(
             responder: responder,
+            // Slow and idle clients (docs/operations.md): behind trusted proxies every client
+            // comes through them, so their connections are not counted per address.
+            server: .guardedHTTP1(settings: {
+                let server = runtime.current.configuration.server
+                return .init(limits: server.connectionLimits, uncounted: server.trustedProxies)
+            }, logger: logger),
             configuration: .init(address: address ?? .hostname(settings.listen.host, port: settings.listen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger
@@ -211,6 +217,7 @@ package final class MidtierServer: Sendable {
             // balancer, and believing X-Forwarded-For from a local proxy would let any local
             // process pick its address for the admin-token throttle and the audit trail.
             responder: router.buildResponder(),
+            server: .guardedHTTP1(settings: { .init(limits: runtime.current.configuration.server.connectionLimits) }, logger: logger),
             configuration: .init(address: address ?? .hostname(settings.adminListen.host, port: settings.adminListen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger
