@@ -40,3 +40,7 @@ for pair in "pyodata:pyodata==1.12.1" "requests:requests" "yaml:PyYAML" "jsonsch
             "selenium:selenium"; do
   python3 -c "import ${pair%%:*}" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "${pair#*:}"
 done
+# schemathesis fuzzes the admin API (Tests/e2e/admin_fuzz.py); pinned, because its run is the
+# same every time only with the same version.
+python3 -c 'import sys, schemathesis; sys.exit(schemathesis.__version__ != "4.32.5")' 2>/dev/null \
+  || python3 -m pip install --quiet --disable-pip-version-check "schemathesis==4.32.5"

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""The admin API fuzzed with schemathesis against docs/admin-api.yaml, on the real binary.
+
+Usage: Tests/e2e/admin_fuzz.py PATH-TO-MIDTIER [--max-examples N]
+
+Starts the SuccessFactors sandbox and `midtier serve` on a copy of config/ (free ports, a fresh
+SQLite store, an admin token whose bcrypt hash comes from `midtier hash-secret`, an identity
+provider's app so that a realm other than users.json exists), onboards a few devices so that
+the registration operations have something to find, then runs `schemathesis run` on the
+document with the admin token: generated valid and invalid path and query parameters, bodies
+and headers (examples, coverage and fuzzing phases), and call sequences along the document's
+`links` (stateful phase: registrations list → get, lock, unlock, wipe, delete; block → user →
+unblock). Every check schemathesis has runs: no 5xx other than a documented 503, no status,
+Content-Type, header or body outside the document, invalid requests refused, valid ones
+accepted, no answer without the token, deleted things gone.
+
+The run is bounded (a fixed number of examples per operation, no example database, a fixed
+seed, deterministic generation), so it is the same run every time and takes a minute or two
+on two cores. Prints schemathesis's report and `admin-fuzz: N passed, M failed`; exits 1 on
+any failure, schemathesis's own included. Requires schemathesis 4.32.5 (scripts/install-deps.sh).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import urllib.request
+from base64 import b64encode
+
+from harness import Checks, basic, demo_config, free_port, idp_key, kill_all, start_sandbox_and_midtier, wait_for
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DOCUMENT = os.path.join(REPO, "docs", "admin-api.yaml")
+SCHEMATHESIS = "4.32.5"
+ADMIN_TOKEN = "fuzz-admin-token-" + b64encode(os.urandom(18)).decode().replace("/", "_").replace("+", "-")
+ISSUER = "https://idp.fuzz.test/realms/corp"
+JOSE = "Jos\u00e9"  # NFC; a generated NFD spelling is another user
+
+
+def main():
+    arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    arguments.add_argument("binary")
+    arguments.add_argument("--max-examples", type=int, default=100, help="test cases per operation (default 100)")
+    options = arguments.parse_args()
+    binary = os.path.abspath(options.binary)
+    check = Checks("admin-fuzz")
+
+    try:
+        import schemathesis
+        version = schemathesis.__version__
+    except ImportError:
+        version = None
+    if not version == SCHEMATHESIS:
+        check(f"schemathesis {SCHEMATHESIS} is installed (scripts/install-deps.sh)", False, f"(found {version})")
+        check.finish()
+
+    work = tempfile.mkdtemp(prefix="midtier-admin-fuzz-")
+    processes = []
+    try:
+        run(binary, work, processes, check, options)
+    except Exception as error:  # a crash of the test is a failure, never a pass
+        check("the fuzz test ran to the end", False, f"({type(error).__name__}: {error})")
+    finally:
+        kill_all(processes)
+        if check.failed:
+            log = os.path.join(work, "midtier.log")
+            if os.path.exists(log):
+                print("# last lines of midtier.log:", *("#   " + line for line in open(log, errors="replace").read().splitlines()[-20:]), sep="\n")
+        shutil.rmtree(work, ignore_errors=True)
+    check.finish()
+
+
+def run(binary, work, processes, check, options):
+    mport, aport, sport = free_port(), free_port(), free_port()
+    token_hash = subprocess.run([binary, "hash-secret", "--cost", "10"], input=ADMIN_TOKEN + "\n", capture_output=True, text=True,
+                                timeout=60, check=True).stdout.strip()
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[token_hash])
+    sf = os.path.join(config, "destinations", "sf.json")
+    text = open(sf).read()
+    open(sf, "w").write(text.replace("localhost:8081", f"127.0.0.1:{sport}"))
+    _, jwks = idp_key(work)
+    json.dump(jwks, open(os.path.join(work, "jwks.json"), "w"))
+    json.dump({"authentication": {"type": "jwt", "issuer": ISSUER, "audience": "midtier", "jwks": {"file": os.path.join(work, "jwks.json")},
+                                  "userClaim": "sub"}, "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
+    checked = subprocess.run([binary, "check-config", "--config", config], cwd=REPO, capture_output=True, text=True, timeout=60)
+    check("check-config accepts the fuzz test's configuration", checked.returncode == 0, checked.stdout[-500:] + checked.stderr[-500:])
+
+    start_sandbox_and_midtier(binary, REPO, work, config, sport, processes)
+    up = wait_for(f"http://127.0.0.1:{mport}/healthz") and wait_for(f"http://127.0.0.1:{aport}/healthz")
+    check("midtier starts (listen and adminListen answer)", up)
+    if not up:
+        return
+
+    # Devices to find, lock, wipe and delete: the registrations list feeds the stateful links.
+    registrations = []
+    for user, password in [("alice", "alice-demo-password"), ("bob", "bob-demo-password"), ("carol", "carol-demo-password")] * 4:
+        request = urllib.request.Request(f"http://127.0.0.1:{mport}/odata/applications/v1/demo/Connections", method="POST",
+                                         data=json.dumps({"DeviceType": "iOS", "DeviceModel": "iPhone15,2"}).encode(),
+                                         headers={"Authorization": basic(user, password), "Content-Type": "application/json"})
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+            if answer.status == 201:
+                registrations.append(answer.headers["X-SMP-APPCID"])
+    check("twelve devices onboard (201)", len(registrations) == 12)
+
+    # Half of the generated users, apps and registration ids are real ones, so that the
+    # operations reach existing things, not only 404s; the other half stays generated. Two
+    # thirds of the registrations are left out of this, for the stateful phase's lists to
+    # find after the earlier phases deleted the named ones.
+    settings = os.path.join(work, "schemathesis.toml")
+    with open(settings, "w") as toml:
+        toml.write(f"""
+[dictionaries.users]
+values = {json.dumps(["alice", "bob", "carol", JOSE, "leaver"], ensure_ascii=False)}
+[dictionaries.realms]
+values = {json.dumps(["", ISSUER])}
+[dictionaries.apps]
+values = ["demo", "corp"]
+[dictionaries.registrations]
+values = {json.dumps(registrations[:4])}
+
+[parameters]
+"path.userId" = {{ dictionary = "users", probability = 0.5 }}
+"query.user" = {{ dictionary = "users", probability = 0.5 }}
+"query.realm" = {{ dictionary = "realms", probability = 0.5 }}
+"query.app" = {{ dictionary = "apps", probability = 0.5 }}
+"path.id" = {{ dictionary = "registrations", probability = 0.5 }}
+""")
+
+    command = [
+        sys.executable, "-m", "schemathesis.cli", "--config-file", settings, "run", DOCUMENT,
+        "--url", f"http://127.0.0.1:{aport}",
+        "--header", f"Authorization: Bearer {ADMIN_TOKEN}",
+        "--checks", "all",
+        "--phases", "examples,coverage,fuzzing,stateful",
+        "--max-examples", str(options.max_examples),
+        "--generation-deterministic",
+        "--request-timeout", "20",
+        "--workers", "1",
+        "--no-color",
+    ]
+    # No proxy from the environment: loopback only.
+    environment = {key: value for key, value in os.environ.items() if not key.lower().endswith("_proxy")}
+    fuzz = subprocess.run(command, cwd=work, env=environment, timeout=900)
+    check("schemathesis finds no server error and no answer outside docs/admin-api.yaml", fuzz.returncode == 0,
+          f"(schemathesis exited {fuzz.returncode}; its report is above)")
+    # The server is still there afterwards, and did not log a crash.
+    check("midtier still answers after the fuzzing", wait_for(f"http://127.0.0.1:{aport}/healthz", 10))
+
+
+if __name__ == "__main__":
+    main()
