@@ -52,6 +52,7 @@ package struct AdminRoutes: Sendable {
         }
         // The health checks and metrics this listener also serves (MidtierServer) are read-only.
         for path in ["/healthz", "/readyz", "/metrics"] { served[path] = [.get] }
+        // After the routes, so that it sees only what none of them took: 405 for a served path.
         router.add(middleware: AdminMethodCheck(served: served))
     }
 
