@@ -293,8 +293,10 @@ package struct ConsoleRoutes: Sendable {
         guard let kind = form["type"].flatMap(UserBlock.Kind.init(rawValue:)) else {
             throw Refusal.badRequest("type must be one of traffic, registration, all")
         }
-        _ = try await administration.block(user, kind: kind, reason: form["reason"] ?? "", by: admin.actor)
-        sessions.leaveNotice("\(user) is blocked (\(kind.rawValue)).", for: admin.cookie)
+        let outcome = try await administration.block(user, kind: kind, reason: form["reason"] ?? "", by: admin.actor)
+        // An identity provider's user may be blocked before their first sign-in (docs/admin.md).
+        let unseen = user.isLocal || outcome.seen ? "" : " Midtier holds no registration of them yet: check that the id is spelled as their sign-in carries it."
+        sessions.leaveNotice("\(user) is blocked (\(kind.rawValue)).\(unseen)", for: admin.cookie)
         return Pages.redirect(to: Self.userPage(user))
     }
 
