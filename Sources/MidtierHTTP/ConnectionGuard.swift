@@ -56,6 +56,9 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
 
     package func channelActive(context: ChannelHandlerContext) {
         start(context)
+        // A connection refused over the cap is closed already: the handlers after this one
+        // never see it open.
+        guard !closed else { return }
         context.fireChannelActive()
     }
 
