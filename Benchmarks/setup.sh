@@ -97,7 +97,8 @@ work, mport, aport, sport, up = sys.argv[1:]
 c = f"{work}/config"
 s = json.load(open(f"{c}/midtier.json"))
 s.update({"listen": f"127.0.0.1:{mport}", "adminListen": f"127.0.0.1:{aport}", "publicURL": f"http://127.0.0.1:{mport}",
-          "store": f"sqlite:{work}/midtier.sqlite", "logLevel": "warning"})
+          "store": f"sqlite:{work}/midtier.sqlite", "logLevel": "warning",
+          "maxConnectionsPerAddress": 1000})  # the cold bursts open 250 connections from 127.0.0.1
 json.dump(s, open(f"{c}/midtier.json", "w"))
 d = json.load(open(f"{c}/destinations/sf.json"))
 d["URL"] = f"http://127.0.0.1:{sport}"; d["tokenServiceURL"] = f"http://127.0.0.1:{sport}/oauth/token"
