@@ -1,24 +1,35 @@
 import Hummingbird
 import MidtierHTTP
 
-/// Refuses admin API and console requests addressed to a host name other than `localhost` and
-/// `adminURL`'s host (`421`); IP addresses are always taken. A page of another site whose name
-/// was re-pointed at the admin listener (DNS rebinding) is same-origin to the browser, so
-/// neither CORS nor `SameSite` would stop its scripts; its requests carry its own name in `Host`
-/// (docs/operations.md, "Admin listener, reload, metrics"). Health and metrics are not checked:
-/// probes and scrapers may use any name and change nothing.
+/// Refuses every request on the admin listener addressed to a host name other than
+/// `localhost` and `adminURL`'s host (`421`); IP addresses are always taken. A page of another
+/// site whose name was re-pointed at the admin listener (DNS rebinding) is same-origin to the
+/// browser, so neither CORS nor `SameSite` would stop its scripts; its requests carry its own
+/// name in `Host` (docs/operations.md, "Admin listener, reload, metrics").
+///
+/// Only health and metrics at exactly their paths answer any name: probes and scrapers may use
+/// any, and these change nothing. Every other path is checked as it arrives, so no spelling the
+/// router reads as an admin or console path (`//admin/…`, `/admin//…`) gets past.
 package struct AdminHostCheck<Context: RequestContext>: RouterMiddleware {
     /// `adminURL`'s host, as configured now.
     let adminHost: @Sendable () -> String?
 
+    /// Whether `path` (as it arrived) is one that answers any host name.
+    static func answersAnyHost(_ path: String) -> Bool {
+        switch path {
+        case "/healthz", "/readyz", "/metrics": true
+        default: false
+        }
+    }
+
     package init(adminHost: @escaping @Sendable () -> String?) { self.adminHost = adminHost }
 
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
-        if path.hasPrefix("/admin/") || path == "/console" || path.hasPrefix("/console/"),
-           let authority = request.head.authority, let host = Self.host(of: authority), !Self.isAllowed(host, adminHost: adminHost()) {
-            throw Refusal(.misdirectedRequest, code: "MISDIRECTED_REQUEST",
-                          "this admin listener answers to its IP addresses, localhost and adminURL's host, not to \(host); set adminURL to reach it by that name")
+        if let authority = request.head.authority, !Self.answersAnyHost(request.uri.path) {
+            guard let host = Self.host(of: authority), Self.isAllowed(host, adminHost: adminHost()) else {
+                throw Refusal(.misdirectedRequest, code: "MISDIRECTED_REQUEST",
+                              "this admin listener answers to its IP addresses, localhost and adminURL's host, not to \(Self.host(of: authority) ?? "that Host"); set adminURL to reach it by that name")
+            }
         }
         return try await next(request, context)
     }
