@@ -179,12 +179,15 @@ package struct AdminRoutes: Sendable {
         let query = request.uri.queryParameters
         var since: Int64 = 0
         if let text = query["since"].map(String.init), !text.isEmpty {
-            if let milliseconds = Int64(text) {
+            // Milliseconds as the document's pattern has them: an optional minus, 1 to 18 digits.
+            let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
+            if (1...18).contains(digits.count), digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+               let milliseconds = Int64(text) {
                 since = milliseconds
-            } else if let date = try? Date(text, strategy: .iso8601) {
-                since = Int64(date.timeIntervalSince1970 * 1000)
+            } else if let milliseconds = RFC3339Time.milliseconds(text) {
+                since = milliseconds
             } else {
-                throw .badRequest("since must be an ISO 8601 time or milliseconds since 1970")
+                throw .badRequest("since must be an RFC 3339 date-time (2025-03-01T08:15:00Z) or milliseconds since 1970 (at most 18 digits)")
             }
         }
         var after: Int64 = 0

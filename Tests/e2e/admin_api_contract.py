@@ -682,7 +682,29 @@ def run(binary, work, processes, results):
     tail = (call("with since = the last entry's at", "GET", "/admin/v1/audit?since=" + urllib.parse.quote(last_at), 200).json or {}).get("entries", [])
     check("since is inclusive: the last entry comes again", tail and tail[-1].get("sequence") == sequences[-1])
     call("with since as a time with an offset", "GET", "/admin/v1/audit?since=" + urllib.parse.quote("2000-01-01T02:00:00+02:00"), 200)
+    # The same instant at a -09:30 and a +18:45 offset, and a second later.
+    from datetime import datetime, timedelta, timezone
+    last = datetime.fromisoformat(last_at.replace("Z", "+00:00"))
+    for offset in (timedelta(hours=-9, minutes=-30), timedelta(hours=18, minutes=45)):
+        local = last.astimezone(timezone(offset))
+        same = (call("with since = the last entry's at, at another offset", "GET", "/admin/v1/audit?since="
+                     + urllib.parse.quote(local.isoformat(timespec="milliseconds")), 200).json or {}).get("entries", [])
+        later = (call("with since a second after the last entry's at, at another offset", "GET", "/admin/v1/audit?since="
+                      + urllib.parse.quote((local + timedelta(seconds=1)).isoformat(timespec="milliseconds")), 200).json or {}).get("entries", [])
+        check(f"since at offset {local.isoformat()[-6:]} is the same instant: the last entry comes, a second later it does not",
+              same and same[-1].get("sequence") == sequences[-1] and not any(e.get("sequence") == sequences[-1] for e in later),
+              f"{[e.get('sequence') for e in same][-3:]} / {[e.get('sequence') for e in later][-3:]}")
     call("with since as a date only", "GET", "/admin/v1/audit?since=2020-01-01", 400)
+    # The document's date-time as JSON Schema checks it (RFC 3339): any offset up to ±23:59, t
+    # and z in lower case; no 30 February, no year 0, no leap second; no sign on milliseconds
+    # (found by schemathesis).
+    for since in ["2000-01-01T00:00:00+18:45", "2000-01-01T00:00:00-23:59", "2000-01-01t00:00:00z", "0839-05-15T19:53:17.123456+01:00",
+                  "2000-02-29T00:00:00Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "-5", "0"]:
+        call(f"with since={since}", "GET", "/admin/v1/audit?since=" + urllib.parse.quote(since), 200)
+    for since in ["2020-02-30T00:00:00Z", "2100-02-29T00:00:00Z", "0000-01-01T00:00:00Z", "2000-01-01T24:00:00Z",
+                  "2000-01-01T00:00:00+24:00", "2016-12-31T23:59:60Z", "2000-01-01T00:00:00.Z",
+                  "2000-01-01T00:00:00", "2000-01-01 00:00:00Z", "+5", "1234567890123456789", " 5"]:
+        call(f"with since={since}", "GET", "/admin/v1/audit?since=" + urllib.parse.quote(since), 400)
     call("with since=yesterday", "GET", "/admin/v1/audit?since=yesterday", 400)
     paged, after = [], 0
     for _ in range(len(trail) + 1):
