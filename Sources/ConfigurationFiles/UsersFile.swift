@@ -16,7 +16,7 @@ extension ConfigurationLoader {
             guard let entry = ObjectReader.make(element, path: path, problems: reader.problems) else { continue }
             let id = entry.string("id", required: true)
             if let id {
-                if id.contains(":") || containsControlCharacters(id) {
+                if id.contains(":") || StoredText.hasControlCharacters(id) {
                     entry.problem("id", "must not contain ':' or control characters (HTTP Basic cannot carry them)")
                 } else if !seenIds.insert(id).inserted {
                     entry.problem("id", "duplicate user id \"\(id)\"")

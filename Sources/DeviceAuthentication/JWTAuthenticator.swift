@@ -24,6 +24,9 @@ package enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringC
     case wrongIssuer(expected: String)
     case wrongAudience(expected: String)
     case missingUserClaim(String)
+    /// The `userClaim` has control characters, which no stored user id may have
+    /// (docs/identity.md, "Stored text"): the claim's name.
+    case userClaimHasControlCharacters(String)
     case keysUnavailable
 
     package var description: String {
@@ -41,6 +44,7 @@ package enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringC
         case .wrongIssuer(let expected): "the token's issuer is not \(expected)"
         case .wrongAudience(let expected): "the token's audience is not \(expected)"
         case .missingUserClaim(let claim): "the token has no \(claim) claim naming the user"
+        case .userClaimHasControlCharacters(let claim): "the token's \(claim) claim contains control characters, which a user id cannot have"
         case .keysUnavailable: "the identity provider's keys are not available to Midtier; try again later"
         }
     }
@@ -59,9 +63,10 @@ package enum JWTAuthenticationFailure: Error, Sendable, Equatable, CustomStringC
 /// algorithms are refused before any key is touched), its `iss` is the configured issuer, its
 /// `aud` is or contains the configured audience, `exp` is present and not past and `nbf` (if
 /// present) not ahead, each with `clockSkewSeconds` of tolerance, and it has the `userClaim` as
-/// a string. The user's attributes are the token's string claims, so a destination's
-/// `userIdSource` can name one (`sfUserId`). Header members that point at other keys (`jku`,
-/// `x5u`, `jwk`, `x5c`) are ignored: only the configured JWKS is trusted.
+/// a string without control characters (docs/identity.md, "Stored text"). The user's
+/// attributes are the token's string claims, so a destination's `userIdSource` can name one
+/// (`sfUserId`). Header members that point at other keys (`jku`, `x5u`, `jwk`, `x5c`) are
+/// ignored: only the configured JWKS is trusted.
 ///
 /// Verified tokens are remembered for at most `cacheSeconds` and never past their `exp`,
 /// keyed by an HMAC of the token under a per-process key, so the hot path does not verify a
@@ -237,6 +242,7 @@ package final class JWTAuthenticator: Sendable {
         guard let userID = claims.string(settings.userClaim), !userID.isEmpty else {
             return .failure(.missingUserClaim(settings.userClaim))
         }
+        guard !StoredText.hasControlCharacters(userID) else { return .failure(.userClaimHasControlCharacters(settings.userClaim)) }
         var attributes: [String: String] = [:]
         for (name, value) in claims {
             if case .string(let text) = value { attributes[name] = text }

@@ -48,12 +48,14 @@ struct RegistrationRoutes: Sendable {
                 throw Refusal.userBlocked(block.kind)
             }
             switch try await registrations.register(app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
-                                                    device: device, source: context.clientIP ?? "") {
+                                                    device: device, source: context.clientIP ?? "", policy: app.blockWipingPolicy) {
             case .registered(let made):
                 registration = made
             case .limitReached(let limit):
                 throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
                               "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+            case .deviceHeld(let held):
+                throw Self.held(held, "this device cannot onboard again")
             }
         } catch let refusal as Refusal {
             throw refusal
@@ -103,10 +105,17 @@ struct RegistrationRoutes: Sendable {
                 guard let existing = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 var body = request
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
-                guard try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "", { $0 = device }) != nil else {
+                switch try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
+                                                            policy: app.blockWipingPolicy, { $0 = device }) {
+                case .updated:
+                    return Response(status: .noContent)
+                case .notFound:
                     throw notFound
+                case .deviceHeld(let held) where UserIdentity.sameBytes(held.id, id):
+                    throw Self.held(held, "its device fields cannot change")
+                case .deviceHeld(let held):
+                    throw Self.held(held, "no other registration can take its DeviceId")
                 }
-                return Response(status: .noContent)
             }
         } catch let refusal as Refusal {
             throw refusal
@@ -130,6 +139,18 @@ struct RegistrationRoutes: Sendable {
             return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base), status: .ok)
         }
         return ClientConfigurationRoutes.json(["d": ["results": entities]])
+    }
+
+    /// The refusal while the user's registration `held` of a device is locked or wiped
+    /// (docs/identity.md, "The same device"): the proxy's answer for that state, and what the
+    /// device cannot do until an admin acts.
+    static func held(_ held: Registration, _ consequence: String) -> Refusal {
+        switch held.state {
+        case .wiped:
+            .forbidden("registration \(held.id) of this device is wiped: \(consequence) unless an admin deletes it", messageCode: "TRAFFIC_REG_WIPED")
+        case .locked, .active:
+            .forbidden("registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
+        }
     }
 
     /// `; Secure` when devices reach Midtier over https.
@@ -168,7 +189,7 @@ struct RegistrationRoutes: Sendable {
             case nil, .null?:
                 continue
             case .string(let text)?:
-                guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+                try checkStoredText(text, name)
                 device[keyPath: keyPath] = text
             default:
                 throw .badRequest("\(name) must be a string")
@@ -183,13 +204,20 @@ struct RegistrationRoutes: Sendable {
             case .string(let text)? where isBoolean && ["true", "false"].contains(text.lowercased()):
                 device.details[name] = text.lowercased()
             case .string(let text)? where !isBoolean:
-                guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+                try checkStoredText(text, name)
                 device.details[name] = text
             default:
                 throw .badRequest(isBoolean ? "\(name) must be true or false" : "\(name) must be a string")
             }
         }
         return device
+    }
+
+    /// A device's text field as the store keeps it: at most 4096 bytes, no control characters
+    /// (docs/identity.md, "Stored text").
+    private static func checkStoredText(_ text: String, _ name: String) throws(Refusal) {
+        guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+        guard !StoredText.hasControlCharacters(text) else { throw .badRequest("\(name) contains control characters") }
     }
 
     /// The Connection entity's other writable fields SAP's registration `$metadata` has, and

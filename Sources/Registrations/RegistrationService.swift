@@ -83,6 +83,19 @@ package enum Onboarding: Sendable, Equatable {
     case registered(Registration)
     /// The user already has `limit` registrations (`maxRegistrationsPerUser`).
     case limitReached(limit: Int)
+    /// The user's registration of this device is locked or wiped (docs/identity.md, "The same
+    /// device"): the device cannot onboard again until an admin unlocks or deletes it.
+    case deviceHeld(Registration)
+}
+
+/// The result of a device's change to its registration's fields.
+package enum DeviceUpdate: Sendable, Equatable {
+    case updated(Registration)
+    /// No such registration, or not the user's, or not of this app.
+    case notFound
+    /// The registration is locked or wiped, or the `DeviceId` it would take is that of the
+    /// user's locked or wiped registration (the one given) of another device.
+    case deviceHeld(Registration)
 }
 
 /// Onboarding, the ownership rules (a registration belongs to one user of one app; for anyone
@@ -125,9 +138,14 @@ package struct RegistrationService: Sendable {
         }
     }
 
-    /// Creates a registration owned by `user`. A client-supplied id is kept when acceptable and
-    /// free — never used before, by anyone —; otherwise a new UUID is given.
-    package func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String) async throws(StoreError) -> Onboarding {
+    /// Creates a registration owned by `user`, unless the user's registration of the same
+    /// device is locked or wiped (`heldRegistration`). A client-supplied id is kept when
+    /// acceptable and free — never used before, by anyone —; otherwise a new UUID is given.
+    package func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String,
+                          policy: BlockWipingPolicy = BlockWipingPolicy()) async throws(StoreError) -> Onboarding {
+        if let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
+            return .deviceHeld(held)
+        }
         let created = now()
         var registration = Registration(
             id: "", appId: app, user: user,
@@ -165,12 +183,19 @@ package struct RegistrationService: Sendable {
         return registration
     }
 
-    /// Updates the device fields of an owned registration; nil when it is not the user's.
-    package func updateDevice(id: String, user: UserIdentity, app: String, source: String,
-                             _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> Registration? {
-        guard var registration = try await owned(id: id, user: user, app: app) else { return nil }
+    /// Updates the device fields of an owned registration. A locked or wiped registration keeps
+    /// its fields, and a registration cannot take the `DeviceId` of the user's locked or wiped
+    /// registration of another device: either would let the device leave its lock behind.
+    package func updateDevice(id: String, user: UserIdentity, app: String, source: String, policy: BlockWipingPolicy = BlockWipingPolicy(),
+                             _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> DeviceUpdate {
+        guard var registration = try await owned(id: id, user: user, app: app) else { return .notFound }
+        guard registration.state == .active else { return .deviceHeld(registration) }
         var device = DeviceDetails(of: registration)
         change(&device)
+        if !UserIdentity.sameBytes(device.deviceId, registration.deviceId),
+           let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
+            return .deviceHeld(held)
+        }
         registration.deviceType = device.deviceType
         registration.deviceModel = device.deviceModel
         registration.deviceId = device.deviceId
@@ -179,8 +204,38 @@ package struct RegistrationService: Sendable {
         registration.androidGcmRegistrationId = device.androidGcmRegistrationId
         registration.details = device.details
         let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
-        guard try await store.updateDevice(registration, audit: audit) else { return nil }
-        return registration
+        guard try await store.updateDevice(registration, audit: audit) else { return .notFound }
+        return .updated(registration)
+    }
+
+    /// The user's registration of the device `deviceId` in `app` that holds it — locked or
+    /// wiped, a wiped one first — or nil (docs/identity.md, "The same device": app, `DeviceId`
+    /// and user, each by exact bytes). An active registration of the device that the app's
+    /// offline policy would lock or wipe is locked or wiped now, as the device's next call
+    /// would do. A registration without a `DeviceId` names no device: nil.
+    ///
+    /// Read from the durable store, so a lock made through another instance holds at once.
+    package func heldRegistration(app: String, user: UserIdentity, deviceId: String,
+                                 policy: BlockWipingPolicy) async throws(StoreError) -> Registration? {
+        guard !deviceId.utf8.isEmpty else { return nil }
+        let sameDevice = try await store.registrations(matching: RegistrationFilter(user: user, app: app))
+            .filter { UserIdentity.sameBytes($0.deviceId, deviceId) && $0.user == user }
+        if let held = sameDevice.first(where: { $0.state == .wiped }) ?? sameDevice.first(where: { $0.state == .locked }) {
+            return held
+        }
+        let now = now()
+        for registration in sameDevice {
+            guard let (action, detail) = Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) else { continue }
+            switch try await apply(action, to: registration.id, by: .system, detail: detail) {
+            case .changed(let changed): return changed
+            case .refused(let current) where current != .active:
+                var held = registration
+                held.state = current
+                return held
+            case .refused, .notFound: continue
+            }
+        }
+        return nil
     }
 
     /// Deletes an owned registration for its device: `.notFound` when it is not the user's,

@@ -13,7 +13,14 @@ whose JWTs this script signs with `openssl`, and a token service on a closed por
 3. Registrations per user are limited (the documented default, 20): 403 REGISTRATION_LIMIT.
 4. A token service that cannot be reached is a 502 in plain words, with nothing of Midtier's
    HTTP client in it; the detail is in the log.
-5. A `$metadata` patch setting `Scale` alone loads and serves; whether the Scale fits is
+5. A lock or wipe holds for the device (docs/identity.md, "The same device"): alice locks her
+   lost phone through self-service; onboarding with its DeviceId again is 403
+   TRAFFIC_REG_LOCKED (as the proxy refuses it), so is the SDK's X-SMP-DEVICEID and a PUT or
+   PATCH moving a DeviceId onto it or off it; a new phone onboards; after an admin unlock the
+   phone onboards again. A wiped tablet: 403 TRAFFIC_REG_WIPED until an admin deletes it.
+6. Stored text has no control characters: a DeviceModel with \\u0000 (or a DeviceId with DEL)
+   is 400 naming the field; a JWT whose sub has a NUL is 401 naming the claim.
+7. A `$metadata` patch setting `Scale` alone loads and serves; whether the Scale fits is
    judged on the patched document: `check-config --metadata` reports one without a fitting
    Precision, and at run time it is a warning in the log.
 
@@ -239,9 +246,79 @@ try:
     logged = open(log_path, "rb").read().decode(errors="replace")
     check("the detail is in the log", "token exchange failed" in logged, "")
 
+    # --- 5. A lock or wipe holds for the device: it cannot onboard again for its user. ---
+    def onboard(auth, fields):
+        status, headers, body = call(mport, "POST", connections, {"Authorization": auth, "Content-Type": "application/json"},
+                                     json.dumps(fields).encode())
+        return status, headers, body
+
+    def refusal(status, headers, body):
+        """(status, x-message-code, the OData error's code) of an answer."""
+        try:
+            code = json.loads(body).get("error", {}).get("code")
+        except ValueError:
+            code = None
+        return status, header(headers, "x-message-code"), code
+
+    status, headers, body = onboard(ALICE, {"DeviceType": "iPhone", "DeviceId": "alice-lost-phone"})
+    lost = header(headers, "X-SMP-APPCID")
+    check("alice onboards her phone", status == 201 and lost, f"({status} {body[:200]!r})")
+    status, _, body = call(mport, "POST", f"/mobileservices/me/registrations/{lost}/lock", {"Authorization": ALICE})
+    check("alice locks her lost phone through self-service", status == 200, f"({status} {body[:200]!r})")
+    proxied = refusal(*call(mport, "GET", "/sf/odata/v2/EmployeePayrollRunResults?$format=json&$top=1", {"Authorization": ALICE, "X-SMP-APPCID": lost}))
+    check("its calls are refused: 403 TRAFFIC_REG_LOCKED", proxied == (403, "TRAFFIC_REG_LOCKED", "TRAFFIC_REG_LOCKED"), f"({proxied})")
+    status, headers, body = onboard(ALICE, {"DeviceId": "alice-lost-phone"})
+    escaped = header(headers, "X-SMP-APPCID")
+    payroll = payroll_users(ALICE, escaped)[:2] if escaped else None
+    check("onboarding the locked phone again is refused as the proxy refuses it: 403 TRAFFIC_REG_LOCKED",
+          refusal(status, headers, body) == proxied and not escaped, f"({status} {body[:200]!r}; the new id reads payroll: {payroll})")
+    status, headers, body = call(mport, "GET", "/sf/odata/v2/EmployeePayrollRunResults?$format=json&$top=1",
+                                 {"Authorization": ALICE, "X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-lost-phone"})
+    check("the SDK's X-SMP-DEVICEID finds the locked registration: 403 TRAFFIC_REG_LOCKED",
+          refusal(status, headers, body) == proxied, f"({status} {body[:200]!r})")
+    status, headers, body = onboard(ALICE, {"DeviceType": "iPhone", "DeviceId": "alice-new-phone"})
+    new_phone = header(headers, "X-SMP-APPCID")
+    check("a new phone (another DeviceId) onboards: 201", status == 201 and new_phone, f"({status} {body[:200]!r})")
+    status, users, _ = payroll_users(ALICE, new_phone)
+    check("... and reads alice's payroll", status == 200 and users == ["100001"], f"({status} {users})")
+    for method in ("PUT", "PATCH"):
+        status, headers, body = call(mport, method, f"{connections}('{new_phone}')", {"Authorization": ALICE, "Content-Type": "application/json"},
+                                     b'{"DeviceId":"alice-lost-phone"}')
+        check(f"{method} cannot give the new registration the locked phone's DeviceId: 403 TRAFFIC_REG_LOCKED",
+              refusal(status, headers, body) == proxied, f"({status} {body[:200]!r})")
+    status, headers, body = call(mport, "PUT", f"{connections}('{lost}')", {"Authorization": ALICE, "Content-Type": "application/json"},
+                                 b'{"DeviceId":"alice-elsewhere"}')
+    check("the locked registration cannot change its DeviceId: 403 TRAFFIC_REG_LOCKED", refusal(status, headers, body) == proxied,
+          f"({status} {body[:200]!r})")
+    status, _, body = call(aport, "POST", f"/admin/v1/registrations/{lost}/unlock", ADMIN)
+    check("an admin unlocks the phone", status == 200, f"({status} {body[:200]!r})")
+    status, headers, body = onboard(ALICE, {"DeviceId": "alice-lost-phone"})
+    check("after the unlock the phone onboards again: 201", status == 201, f"({status} {body[:200]!r})")
+
+    status, headers, body = onboard(ALICE, {"DeviceType": "iPad", "DeviceId": "alice-wiped-tablet"})
+    wiped = header(headers, "X-SMP-APPCID")
+    status, _, body = call(mport, "POST", f"/mobileservices/me/registrations/{wiped}/wipe", {"Authorization": ALICE})
+    check("alice wipes her tablet through self-service", status == 200, f"({status} {body[:200]!r})")
+    result = refusal(*onboard(ALICE, {"DeviceId": "alice-wiped-tablet"}))
+    check("onboarding the wiped tablet again is refused: 403 TRAFFIC_REG_WIPED", result == (403, "TRAFFIC_REG_WIPED", "TRAFFIC_REG_WIPED"), f"({result})")
+    status, _, body = call(aport, "DELETE", f"/admin/v1/registrations/{wiped}", ADMIN)
+    check("an admin deletes the wiped registration", status == 204, f"({status} {body[:200]!r})")
+    status, _, body = onboard(ALICE, {"DeviceId": "alice-wiped-tablet"})
+    check("after the delete the tablet onboards again: 201", status == 201, f"({status} {body[:200]!r})")
+
+    # --- 6. Control characters never reach the store: 400 naming the field, 401 naming the claim. ---
+    status, headers, body = onboard(ALICE, {"DeviceType": "iPhone", "DeviceModel": "iPhone\u0000 15"})
+    message = json.loads(body).get("error", {}).get("message", {}).get("value", "") if body.startswith(b"{") else ""
+    check("a DeviceModel with \\u0000 is refused: 400 naming DeviceModel", status == 400 and "DeviceModel" in message, f"({status} {body[:200]!r})")
+    status, headers, body = onboard(ALICE, {"DeviceId": "phone\u007f", "CustomCustom2": "ok"})
+    check("a DeviceId with DEL is refused: 400 naming DeviceId", status == 400 and b"DeviceId" in body, f"({status} {body[:200]!r})")
+    nul_sub = "Bearer " + jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "ali\u0000ce", "sfUserId": "100003", "iat": now, "exp": now + 3600})
+    status, headers, body = call(mport, "POST", "/odata/applications/v1/corp/Connections", {"Authorization": nul_sub}, b"{}")
+    check("a JWT whose sub has a NUL is refused: 401 naming sub", status == 401 and b"sub claim" in body, f"({status} {body[:200]!r})")
+
     check("midtier is still running", midtier.poll() is None)
 
-    # --- 5. A Scale set alone is judged on the patched document. ---
+    # --- 7. A Scale set alone is judged on the patched document. ---
     scale_config = os.path.join(work, "scale-config")
     shutil.copytree(config, scale_config)
     scale_port, scale_admin = free_port(), free_port()
