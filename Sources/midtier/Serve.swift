@@ -19,6 +19,7 @@ struct Serve: AsyncParsableCommand {
         let level = Logger.Level(rawValue: configuration.server.logLevel) ?? .info
         LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
         let logger = Logger(label: "midtier")
+        for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { logger.warning("\(warning)") }
 
         let server: MidtierServer
         do {
@@ -91,6 +92,7 @@ struct CheckConfig: AsyncParsableCommand {
         }
         for problem in problems { print(problem) }
         guard problems.isEmpty else { throw ExitCode.failure }
+        for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { print(warning) }
         print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
     }
 }

@@ -111,6 +111,27 @@ check "check-config names file and key (unknown key)" grep -q "midtier.json: col
 check "check-config names the missing destination" grep -q "apps/demo.json: destinations\[0\]: " "$work/bad.out"
 "$bin" serve --config "$work/bad" >/dev/null 2>&1; code=$?
 check "serve refuses to start on a bad configuration" test "$code" -ne 0
+
+# PostgreSQL without backendSessionKeys: CSRF sessions stay per instance. A warning naming the
+# key and the docs section, from check-config (which still accepts it) and from serve.
+cp -r "$work/config" "$work/pg"
+python3 - "$work/pg/midtier.json" "$(free_port)" <<'PY'
+import json, sys
+settings = json.load(open(sys.argv[1]))
+settings["store"] = "postgres://midtier@127.0.0.1:%s/midtier?sslmode=disable" % sys.argv[2]
+settings.pop("backendSessionKeys", None)
+json.dump(settings, open(sys.argv[1], "w"))
+PY
+"$bin" check-config --config "$work/pg" >"$work/pg.out" 2>&1; code=$?
+check "check-config accepts PostgreSQL without backendSessionKeys" test "$code" -eq 0
+check "check-config warns: midtier.json: backendSessionKeys, with the docs section" \
+  grep -q "pg/midtier.json: backendSessionKeys: warning: .*docs/configuration.md#backendsessionkeys" "$work/pg.out"
+"$bin" serve --config "$work/pg" >"$work/pg-serve.log" 2>&1 & pgserve=$!; pids+=($pgserve)
+for _ in $(seq 1 100); do grep -q backendSessionKeys "$work/pg-serve.log" && break; kill -0 "$pgserve" 2>/dev/null || break; sleep 0.1; done
+kill "$pgserve" 2>/dev/null
+check "serve logs the warning, naming the key and the docs section" \
+  grep -q '"level":"warning".*backendSessionKeys.*docs/configuration.md#backendsessionkeys' "$work/pg-serve.log"
+check "check-config gives the shipped configuration no warning" bash -c "! '$bin' check-config --config '$work/config' | grep -q warning"
 check "admin API matches docs/admin-api.yaml (Tests/e2e/admin_api_contract.py)" python3 "$repo/Tests/e2e/admin_api_contract.py" "$bin"
 
 # SIGTERM: stop accepting, finish, exit 0.

@@ -1,0 +1,31 @@
+import MidtierCore
+
+/// Something in a configuration that loads but probably does not do what its owner wants:
+/// printed by `midtier check-config` and logged by `midtier serve`, never a reason to refuse
+/// (docs/configuration.md).
+package struct ConfigWarning: Sendable, Equatable, CustomStringConvertible {
+    package var file: String
+    package var key: String
+    package var message: String
+
+    /// `file: key: warning: what`, as `check-config` prints it.
+    package var description: String { "\(file): \(key): warning: \(message)" }
+}
+
+extension ConfigurationLoader {
+    /// The warnings for a configuration this loader loaded.
+    package func warnings(for configuration: MidtierConfiguration) -> [ConfigWarning] {
+        var warnings: [ConfigWarning] = []
+        // A PostgreSQL store is there to be shared by several instances; without keys the
+        // back end's sessions (SAP Gateway's CSRF session among them) stay in each instance.
+        if case .postgres = configuration.server.store, configuration.server.backendSessionKeys.isEmpty {
+            warnings.append(ConfigWarning(
+                file: joinPath(directory, "midtier.json"), key: "backendSessionKeys",
+                message: "not set while the store is PostgreSQL: back-end sessions (SAP Gateway's CSRF session among them) "
+                    + "stay in each instance's memory, so behind a load balancer without sticky sessions a CSRF token "
+                    + "fetched through one instance is refused (403) on a write through another; set backendSessionKeys "
+                    + "on every instance (docs/configuration.md#backendsessionkeys). One instance alone is not affected"))
+        }
+        return warnings
+    }
+}
