@@ -63,6 +63,30 @@ extension ConfigurationLoader {
         return (complete ? app : nil, usesBasic)
     }
 
+    /// Apps of one issuer share one realm of users (docs/identity.md): if they named users by
+    /// different claims, the `alice` of one claim would be the `alice` of the other. Each app
+    /// whose `userClaim` differs from an earlier app's (by id) of the same issuer is a problem
+    /// naming both. Issuers and claims compare by bytes, as realms and ids do.
+    func userClaimConflicts(_ apps: [String: AppConfiguration]) -> [ConfigProblem] {
+        var first: [ExactString: (app: String, claim: String)] = [:]
+        var problems: [ConfigProblem] = []
+        for id in apps.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            guard case .jwt(let jwt)? = apps[id]?.authentication else { continue }
+            guard let earlier = first[ExactString(jwt.issuer)] else {
+                first[ExactString(jwt.issuer)] = (id, jwt.userClaim)
+                continue
+            }
+            if !UserIdentity.sameBytes(earlier.claim, jwt.userClaim) {
+                problems.append(ConfigProblem(
+                    file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.userClaim",
+                    message: "app \"\(id)\" names users by \"\(jwt.userClaim)\" but app \"\(earlier.app)\" of the same issuer "
+                        + "\"\(jwt.issuer)\" names them by \"\(earlier.claim)\"; apps of one issuer share one realm of users "
+                        + "(docs/identity.md), so give both the same userClaim"))
+            }
+        }
+        return problems
+    }
+
     /// A client policy group: each known key read as its type says (booleans also as `"true"`
     /// or `"false"`, numbers also as strings, as pasted settings carry them) and given to
     /// clients as JSON booleans, numbers and string lists; an unknown key is an error.

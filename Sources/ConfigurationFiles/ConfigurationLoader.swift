@@ -82,6 +82,7 @@ package struct ConfigurationLoader: Sendable {
             }
             problems += file.problems
         }
+        problems += userClaimConflicts(apps)
 
         // users.json
         let usersFile = FileProblems(file: joinPath(directory, "users.json"))

@@ -271,6 +271,14 @@ let brokenCases: [Broken] = [
     Broken("jwks with neither file nor url", file: jwtApp, key: "authentication.jwks", message: #"must be {"file": path} or {"url": URL}"#) {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{}}"#)
     },
+    // Two apps of one issuer share a realm (docs/identity.md): naming users by different
+    // claims would make `alice` by preferred_username the `alice` by sub.
+    Broken("two jwt apps of one issuer with different userClaim", file: "apps/com.example.jwt2.json", key: "authentication.userClaim",
+           message: #"app "com.example.jwt2" names users by "preferred_username" but app "com.example.jwt" of the same issuer "https://idp.example" names them by "sub""#) {
+        $0.files["apps/com.example.jwt2.json"] = [
+            ("authentication", "{\"type\":\"jwt\",\"issuer\":\"https://idp.example\",\"audience\":\"other\",\"userClaim\":\"preferred_username\",\"jwks\":{\"file\":\"\($0.root)/jwks.json\"}}"),
+        ]
+    },
     Broken("blockWipeEnabled not a boolean", file: payroll, key: "blockWipingPolicy.blockWipeEnabled", message: "true or false") {
         $0.set(payroll, "blockWipingPolicy", #"{"blockWipeEnabled":"yes"}"#)
     },

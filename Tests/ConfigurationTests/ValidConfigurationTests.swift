@@ -236,6 +236,20 @@ import Testing
         #expect(configuration.users.isEmpty)
     }
 
+    /// Apps of one issuer that name users by the same claim (`sub` by default or written out)
+    /// share a realm; another issuer may use another claim.
+    @Test func jwtAppsOfOneIssuerWithTheSameUserClaimLoad() throws {
+        let fixture = Fixture()
+        fixture.files["apps/com.example.jwt2.json"] = [
+            ("authentication", #"{"type":"jwt","issuer":"https://idp.example","audience":"other","userClaim":"sub","jwks":{"url":"https://idp.example/jwks"}}"#),
+        ]
+        fixture.files["apps/com.example.jwt3.json"] = [
+            ("authentication", #"{"type":"jwt","issuer":"https://idp.example/other","audience":"midtier","userClaim":"email","jwks":{"url":"https://idp.example/jwks"}}"#),
+        ]
+        let configuration = try fixture.load()
+        #expect(configuration.apps.count == 4)
+    }
+
     /// A Scale alone may fit the Precision the back end's document carries: whether it does is
     /// judged on the patched document (`check-config --metadata`), not at load.
     @Test func metadataPatchSettingScaleAloneLoads() throws {
