@@ -58,8 +58,9 @@ package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConv
 /// keyed by an HMAC of user and password under a key that exists only in this process's
 /// memory: the password itself is never kept. Concurrent first requests with the same
 /// credential share one bcrypt verification. bcrypt runs on NIO's blocking thread pool, never
-/// on an event loop, behind a bounded queue (`VerificationLimiter`) and the failed sign-in
-/// throttle (`SignInThrottle`); neither touches a credential that is already remembered.
+/// on an event loop, behind a bounded queue with a budget of checks per second for all
+/// clients together (`VerificationLimiter`) and the failed sign-in throttle (`SignInThrottle`);
+/// neither touches a credential that is already remembered.
 /// Failures are not remembered.
 package final class BasicAuthenticator: Sendable {
     private struct CachedCredential {
@@ -164,7 +165,8 @@ package final class BasicAuthenticator: Sendable {
             let hash = account?.passwordHash
             let decoyCost = self.decoyCost
             let throttle = self.throttle
-            let attempt = await limiter.run { () async -> VerificationLimiter.Attempt in
+            // Charged at the highest configured cost, known name or not (the answer must not tell).
+            let attempt = await limiter.run(cost: decoyCost) { () async -> VerificationLimiter.Attempt in
                 // Checked again once admitted: a sign-in that waited while its address or
                 // name closed costs no bcrypt.
                 if let seconds = throttle.retryAfter(address: client, user: user) { return .throttled(seconds) }
