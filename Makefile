@@ -10,7 +10,8 @@ run: deps certs build
 
 ## Run every test: unit and in-process socket tests (swift test; the store tests on SQLite and
 ## on a throwaway PostgreSQL), then end-to-end tests of the real binary (curl, xmlsec1; SIGKILL
-## durability, restarts, reload; pyodata; the hostile-input corpus; isolation and identity;
+## durability, restarts, reload; pyodata; the hostile-input corpus; slow and idle clients;
+## isolation and identity;
 ## the admin API fuzzed with schemathesis against docs/admin-api.yaml;
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
 ## two instances on one PostgreSQL; PostgreSQL over TLS).
@@ -22,6 +23,7 @@ test: deps certs
 	python3 Tests/e2e/lifecycle.py $(BIN)
 	python3 Tests/e2e/pyodata_client.py $(BIN)
 	python3 Tests/e2e/hostile.py $(BIN)
+	python3 Tests/e2e/slow_clients.py $(BIN)
 	python3 Tests/e2e/admin_fuzz.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN) --instances 2
