@@ -185,10 +185,13 @@ package struct RegistrationService: Sendable {
 
     /// Updates the device fields of an owned registration. A locked or wiped registration keeps
     /// its fields, and a registration cannot take the `DeviceId` of the user's locked or wiped
-    /// registration of another device: either would let the device leave its lock behind.
+    /// registration of another device: either would let the device leave its lock behind. The
+    /// state is judged on the durable store's registration, so a lock made through another
+    /// instance holds at once.
     package func updateDevice(id: String, user: UserIdentity, app: String, source: String, policy: BlockWipingPolicy = BlockWipingPolicy(),
                              _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> DeviceUpdate {
-        guard var registration = try await owned(id: id, user: user, app: app) else { return .notFound }
+        guard var registration = try await store.currentRegistration(id: id), registration.user == user,
+              UserIdentity.sameBytes(registration.appId, app) else { return .notFound }
         guard registration.state == .active else { return .deviceHeld(registration) }
         var device = DeviceDetails(of: registration)
         change(&device)

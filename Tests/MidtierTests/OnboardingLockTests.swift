@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MidtierCore
+import Registrations
 import NIOHTTP1
 import Testing
 
@@ -94,6 +95,27 @@ import Testing
             #expect(deleted.status == 204, "\(deleted.status) \(deleted.text)")
             let afterDelete = try await Self.onboard(env, alice, body: #"{"DeviceId":"wiped-phone-3"}"#)
             #expect(afterDelete.status == 201, "\(afterDelete.text)")
+        }
+    }
+
+    /// A lock made through one instance holds at once on another that still has the
+    /// registration in memory as active: the device cannot move off its `DeviceId` there, and
+    /// cannot onboard again there.
+    @Test(arguments: StoreKind.allCases) func aLockThroughAnotherInstanceHoldsAtOnce(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let one = RegistrationService(store: try await test.open()), other = RegistrationService(store: try await test.open())
+            let alice = UserIdentity.local("alice")
+            guard case .registered(let phone) = try await one.register(app: "demo", user: alice, requestedID: nil,
+                                                                      device: DeviceDetails(deviceId: "phone-1"), source: "") else {
+                Issue.record("no registration"); return
+            }
+            #expect(try await other.owned(id: phone.id, user: alice, app: "demo")?.state == .active, "the other instance has it in memory")
+            guard case .changed = try await one.apply(.lock, to: phone.id, by: .user(alice, source: "")) else { Issue.record("no lock"); return }
+            let moved = try await other.updateDevice(id: phone.id, user: alice, app: "demo", source: "") { $0.deviceId = "phone-2" }
+            #expect(moved == .deviceHeld(try #require(try await one.store.currentRegistration(id: phone.id))))
+            let again = try await other.register(app: "demo", user: alice, requestedID: nil, device: DeviceDetails(deviceId: "phone-1"), source: "")
+            guard case .deviceHeld(let held) = again else { Issue.record("onboarded again: \(again)"); return }
+            #expect(held.id == phone.id && held.state == .locked)
         }
     }
 
