@@ -47,6 +47,7 @@ extension ConfigurationLoader {
         )
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
+        let deviceCookies = forwardDeviceCookies(reader)
         let patches = metadataPatches(reader)
         var trusted: [UInt8]?
         if reader.contains("trustedCertificates") {
@@ -84,7 +85,7 @@ extension ConfigurationLoader {
         return DestinationConfiguration(
             name: name, url: url, authentication: authentication, userIdSource: userIdSource,
             timeoutMilliseconds: timeout, extraHeaders: headers, extraQueries: queries, metadataPatches: patches,
-            trustedCertificatesPEM: trusted
+            trustedCertificatesPEM: trusted, forwardDeviceCookies: deviceCookies
         )
     }
 
@@ -115,15 +116,20 @@ extension ConfigurationLoader {
         return headers
     }
 
-    /// `URL.queries.<name>`: query parameters added to every forwarded request.
+    /// `URL.queries.<name>`: query parameters added to every forwarded request, replacing the
+    /// device's of the same name (compared ignoring letter case, so two keys differing only in
+    /// case are a duplicate).
     private func extraQueries(_ reader: ObjectReader) -> [(name: String, value: String)] {
         let prefix = "URL.queries."
         var queries: [(name: String, value: String)] = []
+        var seen = Set<String>()
         for key in reader.keys where key.hasPrefix(prefix) {
             let name = String(key.dropFirst(prefix.count))
             guard let value = reader.string(key, allowEmpty: true, dynamic: true) else { continue }
             if name.isEmpty || containsControlCharacters(name) {
                 reader.problem(key, "must end in a query parameter name")
+            } else if !seen.insert(name.lowercased()).inserted {
+                reader.problem(key, "the query parameter \(name) is given twice (names are compared ignoring letter case)")
             } else if containsControlCharacters(value) {
                 reader.problem(key, "must not contain line breaks or other control characters")
             } else {
@@ -131,6 +137,28 @@ extension ConfigurationLoader {
             }
         }
         return queries
+    }
+
+    /// `forwardDeviceCookies`: the names of the device's own cookies the back end is sent
+    /// (none by default). Cookie names (HTTP tokens), each once, none that
+    /// `DestinationConfiguration.neverForwardedCookie` names.
+    private func forwardDeviceCookies(_ reader: ObjectReader) -> [String] {
+        guard let elements = reader.array("forwardDeviceCookies") else { return [] }
+        var names: [String] = []
+        for (path, value) in elements {
+            guard case .string(let name) = value, isHTTPToken(name) else {
+                reader.problems.add(path, "must be a cookie name (letters, digits and !#$%&'*+-.^_`|~)")
+                continue
+            }
+            if let rule = DestinationConfiguration.neverForwardedCookie(name) {
+                reader.problems.add(path, "the cookie \(name) is never forwarded from devices (\(rule))")
+            } else if names.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
+                reader.problems.add(path, "the cookie \(name) is listed twice")
+            } else {
+                names.append(name)
+            }
+        }
+        return names
     }
 
     /// `metadataPatches`: `[{"entityType":..,"property":..,"set":{facet: value}}]`. Facet

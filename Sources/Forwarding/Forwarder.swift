@@ -42,15 +42,14 @@ package struct ForwardingContext: Sendable {
 /// Sends a device's call on to a destination and streams the answer back (docs/forwarding.md).
 ///
 /// Headers are rebuilt by `HeaderPolicy`: hop-by-hop, identity and Midtier's own headers and
-/// cookies never reach the back end; `Set-Cookie` never reaches the device. Bodies stream both
+/// the device's cookies (but those its destination lists) never reach the back end;
+/// `Set-Cookie` never reaches the device. Bodies stream both
 /// ways without being collected (small answers are read whole). Redirects are passed to the
 /// device, never followed here. Calls go over `UpstreamConnectionPool`'s keep-alive
 /// connections, on the event loop of the device's request.
 package struct Forwarder: Sendable {
     package let upstreams: UpstreamConnectionPool
     package let maxRequestBodyBytes: Int
-    /// Cookie names Midtier itself sets on devices (removed from forwarded `Cookie` headers).
-    package static let ownCookies: Set<String> = ["x-smp-appcid"]
 
     package init(upstreams: UpstreamConnectionPool, maxRequestBodyBytes: Int) {
         self.upstreams = upstreams
@@ -158,14 +157,10 @@ package struct Forwarder: Sendable {
             }
         }
         // HTTP/1.1 allows one Cookie header: the back end's session cookies that Midtier keeps,
-        // then the device's own cookies less Midtier's and less any of the same name.
+        // then those of the device's own cookies the destination lists (none by default).
         var cookies: [String] = []
-        var jarNames: Set<String> = []
-        if let kept = context.backendCookies {
-            cookies.append(kept)
-            jarNames = Set(kept.split(separator: ";").map { $0.prefix { $0 != "=" }.trimmingCharacters(in: " ").lowercased() })
-        }
-        cookies += request.headers[values: .cookie].compactMap { HeaderPolicy.cookieHeader($0, removing: Self.ownCookies.union(jarNames)) }
+        if let kept = context.backendCookies { cookies.append(kept) }
+        cookies += HeaderPolicy.deviceCookies(of: request, listed: destination.configuration.forwardDeviceCookies, kept: context.backendCookies)
         if !cookies.isEmpty { headers.add(name: "Cookie", value: cookies.joined(separator: "; ")) }
         // Bodies come back uncompressed so that their URLs can be rewritten.
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
@@ -211,8 +206,11 @@ package struct UpstreamResponse: Sendable {
 
     /// The answer for the device, its body streamed from the back end (small ones read whole);
     /// with a `rewriter`, `Location`/`Content-Location` and textual bodies have the back end's
-    /// URLs rewritten. A streamed body the back end does not finish in time is cut off (the
-    /// answer has begun: the device sees the connection close before the end of the body).
+    /// URLs rewritten; the credential Midtier added is redacted from every body, read whole or
+    /// streamed (one pass does both). A streamed body that is rewritten goes out chunked; one
+    /// that is only redacted keeps its `Content-Length` (`CredentialRedaction.keepingLength`).
+    /// A streamed body the back end does not finish in time is cut off (the answer has begun:
+    /// the device sees the connection close before the end of the body).
     package func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
         let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         var headers = headers
@@ -223,24 +221,24 @@ package struct UpstreamResponse: Sendable {
                 if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
             }
         }
+        // The credential first: a URL never holds it whole.
+        let replacements = rewrite.map { redaction.replacements + $0.replacements } ?? redaction.replacements
         switch body {
         case .whole(var buffer):
-            if let redacted = redaction.redact(buffer.readableBytesView) {
-                buffer = ByteBuffer(bytes: redacted)
-                headers[.contentLength] = String(redacted.count)
-            }
-            if let rewrite {
+            if !replacements.isEmpty {
                 var carry: ByteBuffer?
-                let rewritten = rewrite.rewrite(buffer, carry: &carry, final: true)
-                if rewritten.readableBytes != buffer.readableBytes { headers[.contentLength] = String(rewritten.readableBytes) }
-                buffer = rewritten
+                let replaced = replacements.replace(buffer, carry: &carry, final: true)
+                if replaced.readableBytes != buffer.readableBytes { headers[.contentLength] = String(replaced.readableBytes) }
+                buffer = replaced
             }
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         case .stream(let body):
-            guard let rewrite else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
-            // The length changes with the rewriting: the body goes out chunked.
+            guard !replacements.isEmpty else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
+            if rewrite == nil, headers[.contentLength] != nil {
+                return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: redaction.keepingLength.replacing(body)))
+            }
             headers[.contentLength] = nil
-            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: rewrite.rewriting(body)))
+            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: replacements.replacing(body)))
         }
     }
 

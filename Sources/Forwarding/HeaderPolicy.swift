@@ -1,3 +1,6 @@
+import Hummingbird
+import MidtierCore
+
 /// Which headers cross Midtier, in each direction (docs/forwarding.md, "Requests").
 package enum HeaderPolicy {
     /// Hop-by-hop headers (RFC 9110 §7.6.1), never forwarded in either direction.
@@ -73,14 +76,20 @@ package enum HeaderPolicy {
         return tokens
     }
 
-    /// A `Cookie` header value without the named cookies; nil when nothing is left.
-    package static func cookieHeader(_ value: String, removing names: Set<String>) -> String? {
-        let kept = value.split(separator: ";").map { $0.trimmingCharacters(in: " \t") }.filter { pair in
-            guard !pair.isEmpty else { return false }
-            let name = pair.prefix { $0 != "=" }.trimmingCharacters(in: " \t").lowercased()
-            return !names.contains(name)
+    /// The device's own cookies a back end is sent (`name=value` each): only those named in
+    /// `listed` (the destination's `forwardDeviceCookies`, exact names), never a SAP logon
+    /// ticket or session (`DestinationConfiguration.neverForwardedCookie`), and never one of
+    /// the name of a cookie Midtier keeps for the back end (`kept`, a `Cookie` value; names in
+    /// any letter case): the back end's session is Midtier's, not the device's.
+    static func deviceCookies(of request: Request, listed: [String], kept: String?) -> [String] {
+        guard !listed.isEmpty else { return [] }
+        let keptNames = (kept ?? "").split(separator: ";").map { $0.prefix { $0 != "=" }.trimmingCharacters(in: " ").lowercased() }
+        let device = Cookies(from: request.headers[values: .cookie])
+        return listed.compactMap { name in
+            guard DestinationConfiguration.neverForwardedCookie(name) == nil, !keptNames.contains(name.lowercased()),
+                  let cookie = device[name] else { return nil }
+            return name + "=" + cookie.value
         }
-        return kept.isEmpty ? nil : kept.joined(separator: "; ")
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import MidtierCore
 import NIOHTTP1
 import NIOSSL
@@ -77,6 +78,8 @@ package struct UpstreamDestination: Sendable {
     let basePath: String
     /// `URL.queries.*`, encoded, joined with `&`; nil when there are none.
     let fixedQuery: String?
+    /// The names of `URL.queries.*`, in lower and upper case, for `replacesParameter`.
+    let fixedQueryNames: [(lower: String, upper: String)]
     /// `URL.headers.*`.
     let fixedHeaders: [(name: String, value: String)]
     /// The back end's absolute URLs → Midtier's, in answers.
@@ -107,6 +110,7 @@ package struct UpstreamDestination: Sendable {
             $0.name.percentEncoded(keeping: "$'(),:@") + "=" + $0.value.percentEncoded(keeping: "$'(),:@")
         }
         fixedQuery = queries.isEmpty ? nil : queries.joined(separator: "&")
+        fixedQueryNames = destination.extraQueries.map { ($0.name.lowercased(), $0.name.uppercased()) }
         fixedHeaders = destination.extraHeaders
         rewriter = URLRewriter(backendBase: destination.url, deviceBase: publicURL + "/" + destination.name)
     }
@@ -114,11 +118,16 @@ package struct UpstreamDestination: Sendable {
     package var name: String { configuration.name }
 
     /// The request target at the back end for `remainder` (already checked by
-    /// `ProxyPath.problem(in:)`) and the device's raw query, plus `URL.queries.*`.
+    /// `ProxyPath.problem(in:)`) and the device's raw query, plus `URL.queries.*`, which
+    /// replace the device's parameters of the same name (docs/forwarding.md, "Requests").
     package func target(remainder: Substring, query: String?) -> String {
         var target = basePath + remainder
         if target.isEmpty { target = "/" }
-        let deviceQuery = query.flatMap { $0.isEmpty ? nil : $0 }
+        var deviceQuery = query.flatMap { $0.isEmpty ? nil : $0 }
+        if let device = deviceQuery, !fixedQueryNames.isEmpty {
+            let kept = device.split(separator: "&", omittingEmptySubsequences: false).filter { !replacesParameter($0) }
+            deviceQuery = kept.isEmpty ? nil : kept.joined(separator: "&")
+        }
         switch (deviceQuery, fixedQuery) {
         case (nil, nil): break
         case (let device?, nil): target += "?" + device
@@ -126,6 +135,18 @@ package struct UpstreamDestination: Sendable {
         case (let device?, let fixed?): target += "?" + device + "&" + fixed
         }
         return target
+    }
+
+    /// Whether a device's query parameter (`name=value`, as sent) is one a `URL.queries.*`
+    /// replaces: its name, percent-decoded (`+` as a space, as forms are read), equals a fixed
+    /// one's in any letter case — every spelling a back end might read as that name (SAP's ICF
+    /// reads form field names without regard to case). A name that does not decode is kept.
+    func replacesParameter(_ parameter: Substring) -> Bool {
+        let raw = parameter.prefix { $0 != "=" }
+        let name = raw.contains("%") || raw.contains("+") ? String(raw).replacingOccurrences(of: "+", with: " ").removingPercentEncoding : String(raw)
+        guard let name else { return false }
+        let lower = name.lowercased(), upper = name.uppercased()
+        return fixedQueryNames.contains { $0.lower.utf8.elementsEqual(lower.utf8) || $0.upper.utf8.elementsEqual(upper.utf8) }
     }
 
     /// The path part of `target(…)`, as the back end's cookies are scoped.

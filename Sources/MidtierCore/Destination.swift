@@ -88,6 +88,9 @@ package struct DestinationConfiguration: Sendable {
     package var extraQueries: [(name: String, value: String)]
     /// `metadataPatches` (docs/forwarding.md, "`$metadata` patches").
     package var metadataPatches: [MetadataPatch]
+    /// `forwardDeviceCookies`: the names of the device's own cookies this back end is sent
+    /// (exact bytes); none by default (docs/forwarding.md, "Answers: cookies and CSRF").
+    package var forwardDeviceCookies: [String]
     /// `trustedCertificates`: PEM file contents; for an https `URL`, the back end's certificate
     /// must chain to one of these instead of the system's roots (a company CA).
     package var trustedCertificatesPEM: [UInt8]?
@@ -101,7 +104,8 @@ package struct DestinationConfiguration: Sendable {
         extraHeaders: [(name: String, value: String)] = [],
         extraQueries: [(name: String, value: String)] = [],
         metadataPatches: [MetadataPatch] = [],
-        trustedCertificatesPEM: [UInt8]? = nil
+        trustedCertificatesPEM: [UInt8]? = nil,
+        forwardDeviceCookies: [String] = []
     ) {
         self.trustedCertificatesPEM = trustedCertificatesPEM
         self.name = name
@@ -112,6 +116,22 @@ package struct DestinationConfiguration: Sendable {
         self.extraHeaders = extraHeaders
         self.extraQueries = extraQueries
         self.metadataPatches = metadataPatches
+        self.forwardDeviceCookies = forwardDeviceCookies
+    }
+}
+
+extension DestinationConfiguration {
+    /// Why a device's cookie of this name never reaches a back end, listed in
+    /// `forwardDeviceCookies` or not; nil for any other name. Letter case is ignored (a back end
+    /// may): SAP logon tickets and sessions would let a device act as whoever they belong to,
+    /// and `X-SMP-APPCID` is Midtier's own.
+    package static func neverForwardedCookie(_ name: String) -> String? {
+        let lower = name.lowercased()
+        if lower == "mysapsso2" { return "MYSAPSSO2 is a SAP logon ticket" }
+        if lower.hasPrefix("sap_sessionid") { return "SAP_SESSIONID_* is a SAP session" }
+        if lower == "sap-usercontext" { return "sap-usercontext names a SAP user context" }
+        if lower == "x-smp-appcid" { return "X-SMP-APPCID is Midtier's own" }
+        return nil
     }
 }
 

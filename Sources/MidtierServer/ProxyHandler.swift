@@ -286,20 +286,12 @@ struct ProxyHandler: Sendable {
         return only.id
     }
 
-    /// `X-SMP-APPCID` from the header, else from the cookie.
+    /// `X-SMP-APPCID` from the header, else from the cookie of that name Midtier set at
+    /// onboarding.
     static func registrationID(of request: Request) -> String? {
         let headers = request.headers[values: Self.registrationHeader]
         guard headers.allSatisfy({ $0.utf8.elementsEqual(headers[0].utf8) }) else { return nil }
         if let header = headers.first, !header.isEmpty { return header }
-        for cookieHeader in request.headers[values: .cookie] {
-            for pair in cookieHeader.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "x-smp-appcid" {
-                    let value = parts[1].trimmingCharacters(in: .whitespaces)
-                    if !value.isEmpty { return value }
-                }
-            }
-        }
-        return nil
+        return request.cookies["X-SMP-APPCID"].flatMap { $0.value.isEmpty ? nil : $0.value }
     }
 }

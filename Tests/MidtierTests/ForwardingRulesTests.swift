@@ -1,3 +1,7 @@
+import HTTPTypes
+import Hummingbird
+import MidtierCore
+import NIOCore
 import Testing
 @testable import Forwarding
 
@@ -70,9 +74,41 @@ import Testing
         #expect(HeaderPolicy.forwardsResponseHeader("Content-Type", connectionTokens: []))
     }
 
-    @Test func midtiersOwnCookieIsRemoved() {
-        #expect(HeaderPolicy.cookieHeader("X-SMP-APPCID=abc; theme=dark", removing: ["x-smp-appcid"]) == "theme=dark")
-        #expect(HeaderPolicy.cookieHeader("x-smp-appcid=abc", removing: ["x-smp-appcid"]) == nil)
-        #expect(HeaderPolicy.cookieHeader("a=1;b=2", removing: ["x-smp-appcid"]) == "a=1; b=2")
+    /// The device's own cookies reach the back end only when its destination lists them, by
+    /// exact name; never a SAP logon ticket or session, Midtier's own cookie, or one of the
+    /// name of a cookie Midtier keeps for the back end.
+    @Test func onlyListedDeviceCookiesAndNeverASAPTicket() {
+        var head = HTTPRequest(method: .get, scheme: "http", authority: "m.example", path: "/gw/x")
+        head.headerFields.append(HTTPField(name: .cookie, value: "MYSAPSSO2=ticket; other=y; allowed=z"))
+        head.headerFields.append(HTTPField(name: .cookie, value: "SAP_SESSIONID_ABC_100=s; sap-usercontext=sap-client=100; JSESSIONID=forged; X-SMP-APPCID=id"))
+        let device = Request(head: head, body: .init(buffer: ByteBuffer()))
+        #expect(HeaderPolicy.deviceCookies(of: device, listed: [], kept: nil) == [])
+        #expect(HeaderPolicy.deviceCookies(of: device, listed: ["allowed", "other"], kept: nil) == ["allowed=z", "other=y"])
+        #expect(HeaderPolicy.deviceCookies(of: device, listed: ["allowed", "MYSAPSSO2", "mysapsso2", "SAP_SESSIONID_ABC_100", "sap-usercontext",
+                                                                  "X-SMP-APPCID", "JSESSIONID"], kept: "jsessionid=kept; ROUTE=r") == ["allowed=z"])
+        #expect(HeaderPolicy.deviceCookies(of: device, listed: ["Allowed", "missing"], kept: nil) == [], "names are exact")
+    }
+}
+
+/// `URL.queries.*` replace the device's parameters of the same name, however spelt.
+@Suite struct FixedQueryTests {
+    let destination = UpstreamDestination(DestinationConfiguration(
+        name: "gw", url: "http://gw.example/sap/opu/odata/sap", authentication: .noAuthentication,
+        extraQueries: [("sap-client", "100"), ("$format", "json")]), publicURL: "https://m.example")
+
+    @Test func theFixedValueIsTheOnlyOne() {
+        let cases: [(String?, String)] = [
+            (nil, "sap-client=100&$format=json"),
+            ("", "sap-client=100&$format=json"),
+            ("sap-client=200", "sap-client=100&$format=json"),
+            ("$top=1&sap-client=200&$skip=2&sap-client=300", "$top=1&$skip=2&sap-client=100&$format=json"),
+            ("sap%2Dclient=200&SAP-CLIENT=300&Sap-Client&sap-client=", "sap-client=100&$format=json"),
+            ("%24format=xml&%24FORMAT=atom&$top=1", "$top=1&sap-client=100&$format=json"),
+            ("sap-clientx=1&xsap-client=2&sap+client=3&sap%20client=4&sap-client%ZZ=5", "sap-clientx=1&xsap-client=2&sap+client=3&sap%20client=4&sap-client%ZZ=5&sap-client=100&$format=json"),
+            ("a=sap-client&b=1", "a=sap-client&b=1&sap-client=100&$format=json"),
+        ]
+        for (query, expected) in cases {
+            #expect(destination.target(remainder: "/SRV/Items", query: query) == "/sap/opu/odata/sap/SRV/Items?" + expected, "\(query ?? "nil")")
+        }
     }
 }

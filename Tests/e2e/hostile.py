@@ -41,17 +41,57 @@ class Backend(http.server.BaseHTTPRequestHandler):
                 if size == 0:
                     break
         seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+        if "/echo-auth/" in self.path:
+            return self.echo_authorization(self.path.rsplit("/", 1)[-1])
         if self.path.endswith("/$metadata"):
             body, content_type = METADATA["body"], "application/xml"
         else:
             body, content_type = b'{"d":{"ok":true}}', "application/json"
         self.send_response(200)
+        if self.path.split("?")[0].endswith("/session"):
+            self.send_header("Set-Cookie", "JSESSIONID=kept-by-midtier; Path=/")
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
+    def echo_authorization(self, kind):
+        """Answers with the Authorization it was sent inside the body, as a debug endpoint
+        does: chunked, or 1 MB with a Content-Length, in pieces sent apart so that the
+        credential straddles what Midtier reads at a time."""
+        pieces = echo_pieces(kind, (self.headers.get("Authorization") or "").encode())
+        chunked = kind == "chunked"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain" if chunked else "application/json")
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(sum(len(piece) for piece in pieces)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for piece in pieces:
+            self.wfile.flush()
+            time.sleep(0.02)  # apart, so that Midtier most likely reads them apart
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece)
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_MERGE = do_PROPFIND = handle_any
+
+
+def echo_pieces(kind, auth):
+    """The body the credential echo sends for `auth`, in its pieces: each copy of the
+    credential is cut in two by the end of a piece; the 1 MB one has copies at the start,
+    across 64 KiB and at the very end."""
+    half = len(auth) // 2
+    if kind == "chunked":
+        return [b'{"seen":"' + auth[:half], auth[half:] + b'","again":"' + auth[:3], auth[3:] + b'"}']
+    pieces = [b""]
+    for filler in (0, 65530, 400000, 534000):
+        pieces[-1] += b"x" * filler + auth[:half]
+        pieces.append(auth[half:])
+    return pieces
 
     def log_message(self, *args):
         pass
@@ -136,8 +176,15 @@ try:
     json.dump({"Name": "be", "URL": f"http://127.0.0.1:{backend_port}/base", "Authentication": "NoAuthentication", "timeout": 2000,
                "metadataPatches": [{"entityType": "E", "property": "amount", "set": {"Precision": "15", "Scale": "2"}}]},
               open(os.path.join(config, "destinations", "be.json"), "w"))
+    TECH_PASSWORD = "tech-" + os.urandom(8).hex()
+    json.dump({"Name": "fixed", "URL": f"http://127.0.0.1:{backend_port}/base", "Authentication": "NoAuthentication", "timeout": 2000,
+               "URL.queries.sap-client": "100", "forwardDeviceCookies": ["allowed"]},
+              open(os.path.join(config, "destinations", "fixed.json"), "w"))
+    json.dump({"Name": "tech", "URL": f"http://127.0.0.1:{backend_port}/base", "Authentication": "BasicAuthentication", "timeout": 5000,
+               "User": "MOBILE_TECH", "Password": TECH_PASSWORD},
+              open(os.path.join(config, "destinations", "tech.json"), "w"))
     app = json.load(open(os.path.join(config, "apps", "demo.json")))
-    app["destinations"] = ["sf", "be"]
+    app["destinations"] = ["sf", "be", "fixed", "tech"]
     json.dump(app, open(os.path.join(config, "apps", "demo.json"), "w"))
     # A user whose id has a canonically equivalent spelling (K and KELVIN SIGN), and an admin.
     def hash_secret(secret):
@@ -297,6 +344,29 @@ try:
         status, _, _ = call(mport, "GET", "/be/x", {"Authorization": bad_auth, "X-SMP-APPCID": appcid})
         check(f"auth: malformed Authorization {bad_auth[:20]!r}", status == 401, f"(got {status})")
 
+    # --- 3b. What only Midtier decides at the back end. A destination's fixed query parameters
+    #         replace the device's of the same name, in any spelling a back end may read as it
+    #         (percent-encoded, another letter case); the device's own cookies stay with the
+    #         device unless the destination lists them (forwardDeviceCookies), the back end's own
+    #         session (kept by Midtier) still goes. ---
+    for query, expected in [("sap-client=200&x=1", "x=1&sap-client=100"), ("x=1&sap-client=200&sap-client=300", "x=1&sap-client=100"),
+                            ("sap%2Dclient=200", "sap-client=100"), ("sap%2dclient=200&%24top=1", "%24top=1&sap-client=100"),
+                            ("SAP-CLIENT=200", "sap-client=100"), ("Sap-Client=200", "sap-client=100"), ("sap-client", "sap-client=100"),
+                            ("sap+client=1&sap-clientx=2", "sap+client=1&sap-clientx=2&sap-client=100"), ("", "sap-client=100")]:
+        before = len(seen)
+        status, _ = raw(mport, request(f"GET /fixed/q{'?' + query if query else ''} HTTP/1.1"))
+        arrived = [entry[1] for entry in seen[before:]]
+        check(f"query: ?{query} reaches the back end as ?{expected}", status == 200 and arrived == [f"/base/q?{expected}"], f"({status} {arrived})")
+    status, _ = raw(mport, request("GET /fixed/session HTTP/1.1"))
+    check("cookies: the back end starts a session (kept by Midtier)", status == 200, f"({status})")
+    device_cookies = "Cookie: MYSAPSSO2=ticket; other=y; allowed=z; SAP_SESSIONID_ABC_100=s; sap-usercontext=sap-client=100; JSESSIONID=forged\r\n"
+    for destination, expected in [("fixed", "JSESSIONID=kept-by-midtier; allowed=z"), ("be", None)]:
+        before = len(seen)
+        status, _ = raw(mport, request(f"GET /{destination}/c HTTP/1.1", device_cookies))
+        arrived = [entry[2].get("cookie") for entry in seen[before:]]
+        check(f"cookies: the device's SAP ticket and other cookies stay with the device at {destination}; the back end gets {expected}",
+              status == 200 and arrived == [expected], f"({status} {arrived})")
+
     # --- 4. Bad bodies to the registration API: 400 with the field named, never 500. ---
     bodies = [b"{", b"[]", b"null", b"42", b'"x"', b'{"DeviceType": 7}', b'{"DeviceType": ["a"]}', b'{"DeviceType": {}}',
               b'{"DeviceModel": true}', b'{"d": 5}', b'{"ApnsDeviceToken": ' + b"1" * 400 + b"}", b'{"DeviceType": "' + b"a" * 5000 + b'"}',
@@ -420,6 +490,39 @@ try:
     status, _, answer = call(aport, "GET", "/admin/v1/users/carol", ADMIN)
     check("chunked: no block was made from a broken admin body", status == 200 and json.loads(answer).get("block") is None, f"({status} {answer[:200]!r})")
 
+    # The credential Midtier adds never comes back to the device, in an answer streamed in
+    # chunks or one of 1 MB, the credential cut across what Midtier reads at a time.
+    tech_secrets = [TECH_PASSWORD.encode(), b"MOBILE_TECH:" + TECH_PASSWORD.encode(), basic("MOBILE_TECH", TECH_PASSWORD)[6:].encode()]
+    for kind in ["chunked", "large"]:
+        status, _, answer = call(mport, "GET", f"/tech/echo-auth/{kind}", {"Authorization": alice, "X-SMP-APPCID": appcid}, timeout=30)
+        sent = seen[-1][2].get("authorization") if seen else None
+        leaked = [secret for secret in tech_secrets if secret in answer]
+        check(f"redaction: a {kind} echo of the technical user's credentials shows the device only [redacted]",
+              status == 200 and sent == basic("MOBILE_TECH", TECH_PASSWORD) and not leaked
+              and answer == b"".join(echo_pieces(kind, b"Basic [redacted]")), f"({status} {len(answer)} bytes, {len(leaked)} secrets leaked)")
+
+    # --- Admin listener: a name other than its own in Host (a DNS-rebinding page) is refused
+    #     before the token is looked at, on every path in every spelling the router reads as
+    #     the same (421); only health and metrics at their exact paths answer any name. ---
+    def admin_raw(method, path, host, body=b""):
+        extra = f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n" if body else ""
+        return raw(aport, f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: {ADMIN['Authorization']}\r\n{extra}\r\n".encode() + body)
+    foreign = f"rebind.attacker.example:{aport}"
+    status, _ = admin_raw("GET", "//admin/v1/users/alice", f"127.0.0.1:{aport}")
+    check("admin host: the router serves //admin/v1/… (so the check must cover it)", status == 200, f"({status})")
+    for path in ["/admin/v1/users/alice", "//admin/v1/users/alice", "///admin/v1/users/alice", "/admin//v1/users/alice",
+                 "//admin/v1/registrations", "//console/", "//console", "/console/", "//console/users?id=alice", "//metrics",
+                 "/metrics/", "//healthz", "/nothing"]:
+        status, answer = admin_raw("GET", path, foreign)
+        check(f"admin host: {path} addressed to another name is 421", status == 421, f"({status} {answer[:120]!r})")
+    status, _ = admin_raw("PUT", "//admin/v1/users/carol/block", foreign, b'{"type":"all","reason":"rebound"}')
+    check("admin host: a block through //admin/… addressed to another name is 421", status == 421, f"({status})")
+    status, _, answer = call(aport, "GET", "/admin/v1/users/carol", ADMIN)
+    check("admin host: ... and carol is not blocked", status == 200 and json.loads(answer).get("block") is None, f"({status} {answer[:200]!r})")
+    for path in ["/healthz", "/readyz", "/metrics"]:
+        status, _ = admin_raw("GET", path, "scraper.internal")
+        check(f"admin host: {path} answers any name (probes, scrapers)", status == 200, f"({status})")
+
     # --- 7. Bad configuration files: check-config names file and key, exits 1, never crashes. ---
     bad_configs = {
         "midtier.json": ["", "{", "[]", '{"listen": 8080}', '{"listen": "x:99999"}', '{"store": "mysql://x"}', '{"logLevel": "loud"}',
@@ -427,6 +530,10 @@ try:
         "users.json": ['{"users": "x"}', '{"users": [{"id": ""}]}', '{"users": [{"id": "a", "passwordHash": 5}]}'],
         "apps/demo.json": ['{"authentication": {"type": "kerberos"}, "destinations": []}', '{"authentication": {"type": "jwt"}}',
                            '{"authentication": {"type": "basic"}, "destinations": "sf"}'],
+        "destinations/fixed.json": [json.dumps({"Name": "fixed", "URL": "http://x", "Authentication": "NoAuthentication", "forwardDeviceCookies": listed})
+                                    for listed in [["MYSAPSSO2"], ["allowed", "SAP_SESSIONID_ABC_100"], ["sap-usercontext"], ["mysapsso2"],
+                                                   ["sap_sessionid_x"], ["X-SMP-APPCID"], ["a b"], [""], [5], ["allowed", "allowed"], "allowed"]]
+                                   + ['{"Name": "fixed", "URL": "http://x", "Authentication": "NoAuthentication", "URL.queries.sap-client": "1", "URL.queries.SAP-CLIENT": "2"}'],
         "destinations/sf.json": ['{"Name": "sf", "URL": "http://x", "Authentication": "Magic"}', '{"Name": "sf", "URL": "http://x", "Authentication": "OAuth2SAMLBearerAssertion", "tokenServiceURL": "http://x", "clientKey": "k", "companyId": "c", "signingKey": "/etc/passwd", "signingCertificate": "/etc/hostname"}',
                                  '{"Name": "sf", "URL": "http://x", "Authentication": "BasicAuthentication", "User": "u", "Password": {"env": "MIDTIER_NO_SUCH_VAR"}}'],
     }
@@ -477,7 +584,7 @@ try:
     check("the server is still running", midtier.poll() is None)
     log.flush()
     text = open(os.path.join(work, "midtier.log"), "rb").read()
-    check("no secret reached the log", all(secret not in text for secret in [b"alice-demo-password", b"bob-demo-password", b"kim-demo-password", ADMIN_TOKEN.encode()]))
+    check("no secret reached the log", all(secret not in text for secret in [b"alice-demo-password", b"bob-demo-password", b"kim-demo-password", ADMIN_TOKEN.encode(), TECH_PASSWORD.encode()]))
 finally:
     kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
