@@ -238,6 +238,8 @@ package final class MidtierServer: Sendable {
                 case .registration(let id):
                     cache.forget(registration: id)
                     sessions.ended(registration: id)
+                case .created(let id):
+                    cache.forget(missOf: id)
                 case .device(let id):
                     cache.forget(registration: id)
                 case .block(let user):

@@ -10,25 +10,37 @@ import Synchronization
 /// counter), so a stale row cannot overwrite a newer change. Bounded: past `capacity`
 /// entries, a map is emptied and refills from the store on demand.
 ///
-/// Instances sharing a store (PostgreSQL) learn of each other's writes through the store's
-/// change feed, which calls `forget`.
+/// Ids the store has no registration for are remembered too (at most `unknownCapacity`, then
+/// emptied like the maps), so that an unknown id costs what a known one does: the time of an
+/// answer does not tell whether a registration id exists (docs/identity.md, "Registration
+/// ids"). A registration created here replaces its id's miss at once.
+///
+/// Instances sharing a store (PostgreSQL) learn of each other's writes — creations included —
+/// through the store's change feed, which calls `forget`.
 package final class CachedStateStore: StateStore {
     private struct State {
         // Keyed by exact bytes, as the store compares them (docs/identity.md).
         var registrations: [ExactString: Registration] = [:]
         /// `.some(nil)`: the user is known not to be blocked.
         var blocks: [UserIdentity: UserBlock?] = [:]
+        /// Ids the store had no registration for (when read).
+        var unknown: Set<ExactString> = []
         var generation: UInt64 = 0
     }
 
     package let base: any StateStore
     private let state = Mutex(State())
     private let capacity: Int
+    private let unknownCapacity: Int
 
-    package init(base: any StateStore, capacity: Int = 500_000) {
+    package init(base: any StateStore, capacity: Int = 500_000, unknownCapacity: Int = 100_000) {
         self.base = base
         self.capacity = capacity
+        self.unknownCapacity = unknownCapacity
     }
+
+    /// How many unknown ids memory keeps now.
+    package var unknownCount: Int { state.withLock { $0.unknown.count } }
 
     /// Runs a committed write's effect on memory, and moves the generation on.
     private func afterWrite(_ change: (inout State) -> Void) {
@@ -38,11 +50,20 @@ package final class CachedStateStore: StateStore {
         }
     }
 
-    private func remember(registration: Registration, ifGeneration generation: UInt64) {
+    /// Keeps what the store answered for `id` — a registration, or none — unless a write
+    /// happened since the read started.
+    private func remember(_ registration: Registration?, id: String, ifGeneration generation: UInt64) {
         state.withLock { state in
             guard state.generation == generation else { return }
-            if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
-            state.registrations[ExactString(registration.id)] = registration
+            let key = ExactString(id)
+            if let registration {
+                if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
+                state.registrations[key] = registration
+                state.unknown.remove(key)
+            } else {
+                if state.unknown.count >= unknownCapacity { state.unknown.removeAll(keepingCapacity: true) }
+                state.unknown.insert(key)
+            }
         }
     }
 
@@ -57,17 +78,19 @@ package final class CachedStateStore: StateStore {
     // MARK: Reads
 
     package func registration(id: String) async throws(StoreError) -> Registration? {
-        let (cached, generation) = state.withLock { ($0.registrations[ExactString(id)], $0.generation) }
+        let key = ExactString(id)
+        let (cached, unknown, generation) = state.withLock { ($0.registrations[key], $0.unknown.contains(key), $0.generation) }
         if let cached { return cached }
+        if unknown { return nil }
         let loaded = try await base.registration(id: id)
-        if let loaded { remember(registration: loaded, ifGeneration: generation) }
+        remember(loaded, id: id, ifGeneration: generation)
         return loaded
     }
 
     package func currentRegistration(id: String) async throws(StoreError) -> Registration? {
         let generation = state.withLock { $0.generation }
         let loaded = try await base.currentRegistration(id: id)
-        if let loaded { remember(registration: loaded, ifGeneration: generation) }
+        remember(loaded, id: id, ifGeneration: generation)
         return loaded
     }
 
@@ -102,7 +125,12 @@ package final class CachedStateStore: StateStore {
 
     package func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         let outcome = try await base.insert(registration, maximumPerUser: maximumPerUser, audit: audit)
-        if outcome == .inserted { afterWrite { $0.registrations[ExactString(registration.id)] = registration } }
+        if outcome == .inserted {
+            afterWrite { memory in
+                memory.registrations[ExactString(registration.id)] = registration
+                memory.unknown.remove(ExactString(registration.id))
+            }
+        }
         return outcome
     }
 
@@ -172,11 +200,40 @@ package final class CachedStateStore: StateStore {
         try await base.saveBackendSession(session, now: now)
     }
 
+    // Page sessions: read through on every page request, so that a sign-out on any instance
+    // ends the session everywhere at once (docs/console.md, "Sessions").
+
+    package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
+        try await base.startPageSession(session, bounds: bounds, now: now)
+    }
+
+    package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
+        try await base.usePageSession(key: key, site: site, now: now, takingNotice: takingNotice)
+    }
+
+    package func endPageSession(key: String, site: String) async throws(StoreError) {
+        try await base.endPageSession(key: key, site: site)
+    }
+
+    package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
+        try await base.leavePageNotice(notice, key: key, site: site)
+    }
+
     // MARK: Changes made elsewhere (another instance on the same store)
 
-    /// Forgets what memory holds of a registration, so the next read goes to the store.
+    /// Forgets what memory holds of a registration — or that there was none —, so the next
+    /// read goes to the store.
     package func forget(registration id: String) {
-        afterWrite { $0.registrations[ExactString(id)] = nil }
+        afterWrite { memory in
+            memory.registrations[ExactString(id)] = nil
+            memory.unknown.remove(ExactString(id))
+        }
+    }
+
+    /// Forgets that there was no registration `id` (one was created since), keeping what
+    /// memory holds of one.
+    package func forget(missOf id: String) {
+        afterWrite { $0.unknown.remove(ExactString(id)) }
     }
 
     /// Forgets what memory holds of a user's block.
@@ -188,6 +245,7 @@ package final class CachedStateStore: StateStore {
     package func forgetAll() {
         afterWrite { memory in
             memory.registrations.removeAll()
+            memory.unknown.removeAll()
             memory.blocks.removeAll()
         }
     }

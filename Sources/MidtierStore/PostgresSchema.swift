@@ -80,6 +80,27 @@ enum PostgresSchema {
             "CREATE INDEX midtier_audit_target ON midtier_audit (target, sequence)",
             "CREATE INDEX midtier_audit_actor ON midtier_audit (actor, sequence)",
         ]),
+        (5, "page sessions", [
+            // The console's and the self-service page's sessions, by the SHA-256 of their
+            // cookie (docs/console.md, "Sessions").
+            """
+            CREATE TABLE midtier_page_session (
+                key TEXT COLLATE "C" PRIMARY KEY,
+                site TEXT COLLATE "C" NOT NULL,
+                subject_realm TEXT COLLATE "C" NOT NULL,
+                subject_id TEXT COLLATE "C" NOT NULL,
+                credential_stamp TEXT COLLATE "C" NOT NULL,
+                csrf_token TEXT COLLATE "C" NOT NULL,
+                started_at BIGINT NOT NULL,
+                ends_at BIGINT NOT NULL,
+                last_seen BIGINT NOT NULL,
+                idle_ms BIGINT NOT NULL,
+                notice TEXT
+            )
+            """,
+            "CREATE INDEX midtier_page_session_subject ON midtier_page_session (site, subject_realm, subject_id, last_seen)",
+            "CREATE INDEX midtier_page_session_last_seen ON midtier_page_session (site, last_seen)",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -22,6 +22,8 @@ package final class PostgresStore: StateStore {
     /// Text compared by bytes, as identities must be (docs/identity.md).
     static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
     static let writeLock: Int64 = 0x4D69_6474_6965_7202
+    /// Page-session writes: they announce nothing, so they need not wait for other writes.
+    static let pageSessionLock: Int64 = 0x4D69_6474_6965_7203
     /// The channel other instances listen on.
     package static let changeChannel = "midtier_changes"
 
@@ -122,15 +124,16 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    /// One write transaction, holding the write lock (commit-ordered sequences).
-    func write<T: Sendable>(within limit: Duration? = nil,
+    /// One write transaction, holding `lock` (by default the write lock: commit-ordered
+    /// sequences).
+    func write<T: Sendable>(within limit: Duration? = nil, lock: Int64 = PostgresStore.writeLock,
                             _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
             return try await withDeadline(limit ?? operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(Self.writeLock))", logger: logger)
+                    try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
                     return try await body(connection, logger)
                 }
             }
@@ -213,6 +216,9 @@ package final class PostgresStore: StateStore {
             for try await _ in inserted { added = true }
             guard added else { return .idTaken }
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            // Others may have remembered the id as unknown (a device that called before it
+            // onboarded); they forget that (docs/identity.md, "Registration ids").
+            try await Self.announce(.created(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
             return .inserted
         }
     }
@@ -402,6 +408,78 @@ package final class PostgresStore: StateStore {
             try await Self.announce(.session(registration: session.registration, destination: session.destination),
                                     at: now, on: connection, logger: logger)
             return .saved
+        }
+    }
+
+    // MARK: Page sessions (every instance reads them from here: nothing to announce)
+
+    typealias PageSessionRow = (String, String, String, String, String, String, Int64, Int64, Int64, Int64, String?)
+    static let pageSessionColumns = "key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at, last_seen, idle_ms, notice"
+
+    package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
+        try await write(lock: Self.pageSessionLock) { connection, logger in
+            try await connection.query("""
+                DELETE FROM midtier_page_session WHERE ends_at <= \(now) OR (last_seen < \(now) AND \(now) - last_seen >= idle_ms)
+                """, logger: logger)
+            try await connection.query("""
+                DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
+                    AND subject_realm = \(session.subject.realm) AND subject_id = \(session.subject.id)
+                    ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.perSubject - 1))))
+                """, logger: logger)
+            try await connection.query("""
+                DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
+                    ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.capacity - 1))))
+                """, logger: logger)
+            try await connection.query("""
+                INSERT INTO midtier_page_session (\(unescaped: Self.pageSessionColumns))
+                VALUES (\(session.key), \(session.site), \(session.subject.realm), \(session.subject.id), \(session.credentialStamp),
+                        \(session.csrfToken), \(session.startedAt), \(session.endsAt), \(session.lastSeen), \(session.idleMilliseconds),
+                        \(session.notice))
+                ON CONFLICT (key) DO NOTHING
+                """, logger: logger)
+        }
+    }
+
+    package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
+        try await write(lock: Self.pageSessionLock) { connection, logger in
+            let rows = try await connection.query("""
+                SELECT \(unescaped: Self.pageSessionColumns) FROM midtier_page_session WHERE key = \(key) AND site = \(site) FOR UPDATE
+                """, logger: logger)
+            var found: StoredPageSession?
+            for try await row in rows.decode(PageSessionRow.self) {
+                found = StoredPageSession(key: row.0, site: row.1, subject: UserIdentity(realm: row.2, id: row.3), credentialStamp: row.4,
+                                          csrfToken: row.5, startedAt: row.6, endsAt: row.7, lastSeen: row.8, idleMilliseconds: row.9,
+                                          notice: row.10)
+            }
+            guard var session = found else { return nil }
+            guard !session.isOver(at: now) else {
+                try await connection.query("DELETE FROM midtier_page_session WHERE key = \(key)", logger: logger)
+                return nil
+            }
+            session.lastSeen = max(session.lastSeen, now)
+            if takingNotice {
+                try await connection.query("""
+                    UPDATE midtier_page_session SET last_seen = \(session.lastSeen), notice = NULL WHERE key = \(key)
+                    """, logger: logger)
+            } else {
+                try await connection.query("UPDATE midtier_page_session SET last_seen = \(session.lastSeen) WHERE key = \(key)", logger: logger)
+                session.notice = nil
+            }
+            return session
+        }
+    }
+
+    package func endPageSession(key: String, site: String) async throws(StoreError) {
+        try await write(lock: Self.pageSessionLock) { connection, logger in
+            try await connection.query("DELETE FROM midtier_page_session WHERE key = \(key) AND site = \(site)", logger: logger)
+        }
+    }
+
+    package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
+        try await write(lock: Self.pageSessionLock) { connection, logger in
+            try await connection.query("""
+                UPDATE midtier_page_session SET notice = \(notice) WHERE key = \(key) AND site = \(site)
+                """, logger: logger)
         }
     }
 

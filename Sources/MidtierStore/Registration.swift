@@ -109,6 +109,20 @@ package protocol StateStore: Sendable {
     /// before has an earlier stamp. Expired sessions of any registration are dropped on the way.
     func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave
 
+    // MARK: Page sessions (the web console's and the self-service page's; docs/console.md)
+
+    /// Keeps `session`. First drops every session over at `now`, then the person's least
+    /// recently used ones of the same site past `bounds.perSubject - 1`, then the site's least
+    /// recently used ones past `bounds.capacity - 1`.
+    func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError)
+    /// The session of `site` keyed `key` unless it is over at `now` (then it is deleted), marked
+    /// as used at `now`. With `takingNotice`, its notice is returned and removed.
+    func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession?
+    /// Deletes the session (sign-out, or a change of what it was opened with).
+    func endPageSession(key: String, site: String) async throws(StoreError)
+    /// Sets the session's one-time notice.
+    func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError)
+
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)

@@ -117,6 +117,27 @@ package final class SQLiteStore: StateStore {
                 CREATE INDEX audit_actor ON audit(actor, sequence);
                 """)
         }
+        migrator.registerMigration("v7: page sessions") { db in
+            // The console's and the self-service page's sessions, by the SHA-256 of their cookie
+            // (docs/console.md, "Sessions").
+            try db.execute(sql: """
+                CREATE TABLE page_session (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    site TEXT NOT NULL,
+                    subject_realm TEXT NOT NULL,
+                    subject_id TEXT NOT NULL,
+                    credential_stamp TEXT NOT NULL,
+                    csrf_token TEXT NOT NULL,
+                    started_at INTEGER NOT NULL,
+                    ends_at INTEGER NOT NULL,
+                    last_seen INTEGER NOT NULL,
+                    idle_ms INTEGER NOT NULL,
+                    notice TEXT
+                );
+                CREATE INDEX page_session_subject ON page_session(site, subject_realm, subject_id, last_seen);
+                CREATE INDEX page_session_last_seen ON page_session(site, last_seen);
+                """)
+        }
         return migrator
     }
 
@@ -322,6 +343,59 @@ package final class SQLiteStore: StateStore {
                     stamp = excluded.stamp WHERE backend_session.stamp < excluded.stamp
                 """, arguments: [session.registration, session.destination, Data(session.sealed), session.expiresAt, session.stamp])
             return db.changesCount == 1 ? .saved : .stale
+        }
+    }
+
+    // MARK: Page sessions
+
+    private static func pageSession(_ row: Row) -> StoredPageSession {
+        StoredPageSession(key: row["key"], site: row["site"], subject: UserIdentity(realm: row["subject_realm"], id: row["subject_id"]),
+                          credentialStamp: row["credential_stamp"], csrfToken: row["csrf_token"], startedAt: row["started_at"],
+                          endsAt: row["ends_at"], lastSeen: row["last_seen"], idleMilliseconds: row["idle_ms"], notice: row["notice"])
+    }
+
+    package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM page_session WHERE ends_at <= ? OR (last_seen < ? AND ? - last_seen >= idle_ms)",
+                           arguments: [now, now, now])
+            try db.execute(sql: """
+                DELETE FROM page_session WHERE key IN (SELECT key FROM page_session WHERE site = ? AND subject_realm = ? AND subject_id = ?
+                    ORDER BY last_seen DESC, key LIMIT -1 OFFSET ?)
+                """, arguments: [session.site, session.subject.realm, session.subject.id, max(0, bounds.perSubject - 1)])
+            try db.execute(sql: """
+                DELETE FROM page_session WHERE key IN (SELECT key FROM page_session WHERE site = ? ORDER BY last_seen DESC, key LIMIT -1 OFFSET ?)
+                """, arguments: [session.site, max(0, bounds.capacity - 1)])
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO page_session (key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at,
+                    last_seen, idle_ms, notice) VALUES (?,?,?,?,?,?,?,?,?,?,?)
+                """, arguments: [session.key, session.site, session.subject.realm, session.subject.id, session.credentialStamp,
+                                 session.csrfToken, session.startedAt, session.endsAt, session.lastSeen, session.idleMilliseconds, session.notice])
+        }
+    }
+
+    package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
+        try await write { db in
+            guard var session = try Row.fetchOne(db, sql: "SELECT * FROM page_session WHERE key = ? AND site = ?", arguments: [key, site])
+                .map(Self.pageSession) else { return nil }
+            guard !session.isOver(at: now) else {
+                try db.execute(sql: "DELETE FROM page_session WHERE key = ?", arguments: [key])
+                return nil
+            }
+            session.lastSeen = max(session.lastSeen, now)
+            try db.execute(sql: "UPDATE page_session SET last_seen = ?, notice = CASE WHEN ? THEN NULL ELSE notice END WHERE key = ?",
+                           arguments: [session.lastSeen, takingNotice, key])
+            if !takingNotice { session.notice = nil }
+            return session
+        }
+    }
+
+    package func endPageSession(key: String, site: String) async throws(StoreError) {
+        try await write { db in try db.execute(sql: "DELETE FROM page_session WHERE key = ? AND site = ?", arguments: [key, site]) }
+    }
+
+    package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: "UPDATE page_session SET notice = ? WHERE key = ? AND site = ?", arguments: [notice, key, site])
         }
     }
 

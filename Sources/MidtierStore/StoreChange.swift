@@ -6,6 +6,8 @@ import MidtierCore
 package enum StoreChange: Sendable, Equatable {
     /// A registration's state changed, or it was deleted: its back-end sessions end.
     case registration(id: String)
+    /// A registration was created: memory forgets that its id was unknown.
+    case created(id: String)
     /// A registration's device fields changed.
     case device(id: String)
     case block(user: UserIdentity)
@@ -17,6 +19,7 @@ package enum StoreChange: Sendable, Equatable {
     var columns: (String, String, String) {
         switch self {
         case .registration(let id): ("registration", id, "")
+        case .created(let id): ("created", id, "")
         case .device(let id): ("device", id, "")
         case .block(let user): ("block", user.realm, user.id)
         case .tokens(let user): ("tokens", user.realm, user.id)
@@ -27,6 +30,7 @@ package enum StoreChange: Sendable, Equatable {
     init?(kind: String, first: String, second: String) {
         switch kind {
         case "registration": self = .registration(id: first)
+        case "created": self = .created(id: first)
         case "device": self = .device(id: first)
         case "block": self = .block(user: UserIdentity(realm: first, id: second))
         case "tokens": self = .tokens(user: UserIdentity(realm: first, id: second))
