@@ -143,12 +143,33 @@ try:
                                   "jwks": {"url": f"{IdP.issuer}/certs"}, "userClaim": "sub",
                                   "oauth2": {"authorizationEndpoint": f"{IdP.issuer}/auth", "tokenEndpoint": f"{IdP.issuer}/token",
                                              "clients": [{"clientID": CLIENT_ID, "redirectURL": REDIRECT}]}},
-               "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
+               "destinations": ["sf"],
+               # A client policy of its own, read back through the Storage service below.
+               "passwordPolicy": {"passwordPolicyEnabled": True, "passwordPolicyMinLength": 12, "passwordPolicyLockTimeout": 60},
+               "featureVectorPolicies": {"featureVectorPolicyAllEnabled": False, "restrictedPolicies": ["Alchemer"]}},
+              open(os.path.join(config, "apps", "corp.json"), "w"))
 
     midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base = f"http://127.0.0.1:{mport}"
     ready = wait_for(f"{base}/healthz") and wait_for(f"http://127.0.0.1:{sport}/sandbox/stats")
     check("midtier, the sandbox and the IdP start", ready and midtier.poll() is None, open(log_path, "rb").read()[-2000:].decode(errors="replace"))
+
+    def storage(app, key_path="", headers=None, method="GET", service_app=None, mdk=False):
+        """(status, parsed JSON or None, body) of the Storage service's `global` level, in the
+        form SAPcpmsSettings / Android `Settings` call (`/mobileservices/application/{appId}/Storage/v1/
+        runtime/application/{appId}/global/...`, help.sap.com Mobile Services "Samples for Storage
+        Service") or, with `mdk`, the form MDK clients call (`/mobileservices/Storage/v1/runtime/...`)."""
+        prefix = f"/mobileservices/Storage/v1/runtime/application/{app}/global" if mdk else \
+            f"/mobileservices/application/{service_app or app}/Storage/v1/runtime/application/{app}/global"
+        status, _, body = call(base + prefix + ("/" + key_path if key_path else ""), method, headers,
+                               b"{}" if method in ("PUT", "POST") else None)
+        return status, (json.loads(body) if status == 200 else None), body
+
+    def odata_error(body):
+        try:
+            return json.loads(body)["error"]["message"]["value"]
+        except (ValueError, KeyError, TypeError):
+            return None
 
     def payroll(headers):
         status, answer_headers, body = call(f"{base}/sf/odata/v2/EmployeePayrollRunResults?$format=json&$top=5", headers=headers)
@@ -188,6 +209,51 @@ try:
     status, _, body = call(f"{base}/mobileservices/settingsExchange/v1/corp", headers=sdk)
     settings = json.loads(body).get("mobileservices", {}).get("settingsExchange", {}) if status == 200 else {}
     check("the settings exchange answers the client policy", status == 200 and "blockWipingPolicy" in settings, f"({status} {body[:300]!r})")
+    # Settings through the Storage service, as SAPcpmsSettings (iOS) and `Settings` (Android) read them.
+    exchanged = settings
+    # help.sap.com, SAPFoundation `SAPcpmsSettings`: the Store API answers {"mobileservices":{"settingsExchange":{...}}};
+    # Mobile Services "Accessing Storage Service": GET .../Storage/v1/runtime/application/<appId>/global/<configurationName>/<propName>/...
+    status, value, body = storage("corp", "mobileservices/settingsExchange", sdk)
+    check("Storage: global/mobileservices/settingsExchange is the settings exchange's document", status == 200 and value == exchanged,
+          f"({status} {body[:300]!r})")
+    # Android SDK sample "Get Application-Level Settings": load(APPLICATION, KeyPath.MOBILESERVICES) then
+    # settingsData.getJSONObject("settingsExchange"): a key path answers the value under it.
+    status, value, body = storage("corp", "mobileservices", sdk)
+    check("Storage: global/mobileservices answers the object under that key", status == 200 and value == {"settingsExchange": exchanged},
+          f"({status} {body[:300]!r})")
+    # help.sap.com "Samples for Storage Service": GET of a deeper key path answers the bare value there.
+    status, value, body = storage("corp", "mobileservices/settingsExchange/passwordPolicy", sdk)
+    check("Storage: a deeper key path (passwordPolicy) answers its value, values as strings", status == 200
+          and value == exchanged.get("passwordPolicy") and value.get("passwordPolicyMinLength") == "12"
+          and value.get("passwordPolicyEnabled") == "true" and all(isinstance(v, str) for v in value.values()), f"({status} {body[:300]!r})")
+    # MDK's client code: GET /mobileservices/Storage/v1/runtime/application/${appId}/global/mobileservices/settingsExchange/
+    # featureVectorPolicies, 200 + JSON whose `restrictedPolicies` it reads.
+    status, value, body = storage("corp", "mobileservices/settingsExchange/featureVectorPolicies", sdk, mdk=True)
+    check("Storage (MDK path): featureVectorPolicies, with its restrictedPolicies", status == 200
+          and value == exchanged.get("featureVectorPolicies") and value.get("featureVectorPolicyAllEnabled") == "false"
+          and value.get("restrictedPolicies") == ["Alchemer"], f"({status} {body[:300]!r})")
+    # Android multi-user sample (SAP samples): "If the key is not found and the request returns a 404 error".
+    status, _, body = storage("corp", "mobileservices/settingsExchange/noSuchPolicy", sdk)
+    check("Storage: an unknown key path is 404 with an OData error naming it", status == 404
+          and "noSuchPolicy" in (odata_error(body) or ""), f"({status} {body[:300]!r})")
+    status, _, body = storage("corp", "mobileservices/settingsExchange/passwordPolicy/passwordPolicyMinLength/deeper", sdk, mdk=True)
+    check("Storage (MDK path): a key path below a value is 404", status == 404, f"({status} {body[:200]!r})")
+    # SAPcpmsSettings' payload: "mobileservices": {"__metadata": {"writeRoles": ["Administrator"]}, ...}; "Samples for Storage
+    # Service": "Only users with the Administrator role can modify these settings using Runtime API" — read-only for devices.
+    status, _, body = storage("corp", "mobileservices/settingsExchange/passwordPolicy", sdk, method="PUT")
+    check("Storage: a device cannot PUT the global settings (403)", status == 403 and odata_error(body), f"({status} {body[:300]!r})")
+    status, _, body = storage("corp", "mobileservices", sdk, method="DELETE", mdk=True)
+    check("Storage (MDK path): nor DELETE them (403)", status == 403, f"({status} {body[:300]!r})")
+    status, value, _ = storage("corp", "mobileservices/settingsExchange", sdk)
+    check("Storage: the global settings are unchanged after those", status == 200 and value == exchanged, f"({status})")
+    # Mobile Services "Accessing Storage Service": the application URL pattern is "authenticated by application's security configuration".
+    status, _, body = storage("corp", "mobileservices/settingsExchange", {"X-SMP-APPID": "corp"})
+    check("Storage: without a token, 401 (as the settings exchange)", status == 401, f"({status} {body[:200]!r})")
+    status, _, body = storage("demo", "mobileservices/settingsExchange", sdk, service_app="corp")
+    check("Storage: another app's id under corp's service path is refused (403)", status == 403, f"({status} {body[:200]!r})")
+    status, _, body = storage("nosuchapp", "mobileservices/settingsExchange", sdk, mdk=True)
+    check("Storage (MDK path): an unknown app id is 404", status == 404, f"({status} {body[:200]!r})")
+
     status, users, _, body = payroll(sdk)
     check("alice reads her own payroll with only the SDK's headers (no X-SMP-APPCID)", status == 200 and users == ["100001"],
           f"({status} {users} {body[:300]!r})")
@@ -261,6 +327,30 @@ try:
           and settings.get("usagePolicy", {}).get("dataCollectionEnabled") == "false"
           and settings.get("featureVectorPolicies", {}).get("featureVectorPolicyAllEnabled") == "true"
           and settings.get("blockWipingPolicy", {}).get("wipeDisconnectedPeriod") == 90, f"({status} {settings})")
+    # Settings through the Storage service for the basic app (sources as for the JWT app above).
+    status, value, body = storage("demo", "mobileservices/settingsExchange", tablet)
+    check("Storage (basic app): global/mobileservices/settingsExchange is the settings exchange's document", status == 200
+          and value == settings, f"({status} {body[:300]!r})")
+    status, value, body = storage("demo", "mobileservices/settingsExchange/passwordPolicy", tablet)
+    check("Storage (basic app): passwordPolicy with the demo values as strings", status == 200 and value.get("passwordPolicyMinLength") == "8"
+          and value.get("passwordPolicyEnabled") == "true" and all(isinstance(v, str) for v in value.values()), f"({status} {body[:300]!r})")
+    # Not confirmed in SAP's pages: what a key path ending at a single value answers; Midtier answers the JSON value ("8").
+    status, _, body = storage("demo", "mobileservices/settingsExchange/passwordPolicy/passwordPolicyMinLength", tablet)
+    check("Storage (basic app): a key path to one setting answers that value", status == 200 and json.loads(body) == "8", f"({status} {body[:200]!r})")
+    status, value, body = storage("demo", "mobileservices/settingsExchange/featureVectorPolicies", tablet, mdk=True)
+    check("Storage (basic app, MDK path): featureVectorPolicies", status == 200 and value.get("featureVectorPolicyAllEnabled") == "true"
+          and value.get("restrictedPolicies") == [], f"({status} {body[:300]!r})")
+    status, _, body = storage("demo", "mobileservices/settingsExchange/noSuchPolicy", tablet, mdk=True)
+    check("Storage (basic app, MDK path): an unknown key path is 404", status == 404 and odata_error(body), f"({status} {body[:200]!r})")
+    status, _, body = storage("demo", "mobileservices/settingsExchange/passwordPolicy", tablet, method="POST")
+    check("Storage (basic app): POST on the global level is refused (403)", status == 403, f"({status} {body[:200]!r})")
+    status, _, body = storage("corp", "mobileservices/settingsExchange", tablet, service_app="demo")
+    check("Storage (basic app): corp's storage through demo's service path is refused (403)", status == 403, f"({status} {body[:200]!r})")
+    status, _, body = storage("corp", "mobileservices/settingsExchange", tablet, mdk=True)
+    check("Storage: the basic user's password is no credential for the JWT app's storage (401)", status == 401, f"({status} {body[:200]!r})")
+    status, _, body = storage("demo", "mobileservices/settingsExchange", {"Authorization": basic("alice", "wrong-password"), "X-SMP-APPID": "demo"})
+    check("Storage (basic app): a wrong password is 401", status == 401, f"({status} {body[:200]!r})")
+
     status, users, _, body = payroll(tablet)
     check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
     status, users, headers, _ = payroll({"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"})
