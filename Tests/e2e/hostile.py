@@ -575,8 +575,10 @@ try:
     status, _, _ = call(mport, "GET", "/be/x", {"Authorization": alice, "X-SMP-APPCID": appcid})
     check("throttle: alice is still served while the address is closed", status == 200, f"({status})")
     # Admin tokens are throttled per address too.
+    # (Guessed quickly, they may first meet the bcrypt budget of all clients together: 503.)
     statuses = [call(aport, "GET", "/admin/v1/destinations", {"Authorization": "Bearer wrong-" + str(n)})[0] for n in range(30)]
-    check("throttle: repeated wrong admin tokens turn into 429", statuses[0] == 401 and statuses[-1] == 429, f"({statuses})")
+    check("throttle: repeated wrong admin tokens are turned away (429, or 503 past the bcrypt budget)",
+          statuses[0] == 401 and statuses[-1] in (429, 503) and set(statuses) <= {401, 429, 503}, f"({statuses})")
     status, _, _ = call(aport, "GET", "/admin/v1/destinations", ADMIN)
     check("throttle: the verified admin token still works", status == 200, f"({status})")
 
