@@ -37,7 +37,8 @@ struct SelfServiceRoutes: Sendable {
                 let user = try await runtime.current.authenticateInAnyRealm(request, client: context.clientIP)
                 let id = context.parameters.get("id")?.removingPercentEncoding ?? ""
                 let notFound = Refusal.notFound("registration \(id) does not exist")
-                guard let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
+                guard RegistrationService.isAcceptableID(id),
+                      let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
                       registration.user == user.identity else { throw notFound }
                 let result = try await store { () async throws(StoreError) in
                     try await registrations.apply(action, to: id, by: .user(user.identity, source: context.clientIP ?? ""))

@@ -176,9 +176,11 @@ package struct RegistrationService: Sendable {
         }
     }
 
-    /// The registration if it exists, belongs to `user` and to `app`; nil otherwise.
+    /// The registration if it exists, belongs to `user` and to `app`; nil otherwise. An id no
+    /// registration can have (`isAcceptableID`: a NUL, say, which PostgreSQL cannot even be
+    /// asked about) is nil without asking the store.
     package func owned(id: String, user: UserIdentity, app: String) async throws(StoreError) -> Registration? {
-        guard let registration = try await store.registration(id: id),
+        guard Self.isAcceptableID(id), let registration = try await store.registration(id: id),
               registration.user == user, registration.appId == app else { return nil }
         return registration
     }
@@ -190,7 +192,7 @@ package struct RegistrationService: Sendable {
     /// instance holds at once.
     package func updateDevice(id: String, user: UserIdentity, app: String, source: String, policy: BlockWipingPolicy = BlockWipingPolicy(),
                              _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> DeviceUpdate {
-        guard var registration = try await store.currentRegistration(id: id), registration.user == user,
+        guard Self.isAcceptableID(id), var registration = try await store.currentRegistration(id: id), registration.user == user,
               UserIdentity.sameBytes(registration.appId, app) else { return .notFound }
         guard registration.state == .active else { return .deviceHeld(registration) }
         var device = DeviceDetails(of: registration)

@@ -52,6 +52,22 @@ import Testing
         }
     }
 
+    /// A registration id with a control character (or any other character no id has) names
+    /// no registration: 404, on PostgreSQL too, without asking the store.
+    @Test(arguments: StoreKind.allCases) func anIdWithAControlCharacterIsUnknown(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            for method in [HTTPMethod.GET, .PUT, .PATCH, .DELETE] {
+                let reply = try await env.call(method, "\(Self.connections)('a%00b')", headers: alice, body: method == .GET || method == .DELETE ? nil : "{}")
+                #expect(reply.status == 404, "\(method): \(reply.status) \(reply.text)")
+            }
+            for action in ["lock", "wipe"] {
+                let reply = try await env.call(.POST, "/mobileservices/me/registrations/a%00b/\(action)", headers: alice)
+                #expect(reply.status == 404, "\(action): \(reply.status) \(reply.text)")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aJWTWhoseUserClaimHasAControlCharacterIsRefused(_ kind: StoreKind) async throws {
         try await JWTAuthenticationTests.withKeys { directory, rsa, _ in
             try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
