@@ -10,6 +10,10 @@ import NIOHTTP1
 ///                                    └──▶ streaming (large body)  ──end──▶ idle (pool) or closed
 ///  any ──error, close, timeout, device gone──▶ closed
 /// ```
+///
+/// The handler holds its pool weakly: the pool may go first (released, or shut down while this
+/// connection carries a call or is still closing). A connection whose pool is gone finishes its
+/// call and closes; it never reaches the pool.
 final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = HTTPClientRequestPart
@@ -32,7 +36,7 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
     static let wholeBodyLimit = 64 * 1024
 
     let origin: UpstreamOrigin
-    private unowned let pool: UpstreamLoopPool
+    private weak var pool: UpstreamLoopPool?
     private var state = State.idle
     private var context: ChannelHandlerContext?
     /// When the connection last went back to the pool.
@@ -58,16 +62,13 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     /// Sends `exchange`'s request head (and its end, when it has no body).
     func start(_ exchange: UpstreamExchange) {
-        guard case .idle = state, let context else {
-            pool.retry(exchange)
-            return
-        }
+        guard case .idle = state, let context else { return sendElsewhere(exchange) }
         state = .awaitingHead(exchange)
         calls += 1
         requestSent = false
         answerBegan = false
         readingPaused = false
-        exchange.onTimeout = { [unowned self] in self.fail(exchange, .timedOut) }
+        exchange.connection = self
         context.write(wrapOutboundOut(.head(exchange.head)), promise: nil)
         if !exchange.hasBody {
             context.write(wrapOutboundOut(.end(nil)), promise: nil)
@@ -146,7 +147,7 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func callEnded(_ exchange: UpstreamExchange, keepAlive: Bool) {
         exchange.finish(failing: .broken("the call has ended"))
-        guard keepAlive, requestSent, let context else { return close() }
+        guard keepAlive, requestSent, let context, let pool else { return close() }
         state = .idle
         readingPaused = false
         if readPending {
@@ -190,7 +191,7 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
     func channelInactive(context: ChannelHandlerContext) {
         failCurrent(.broken("the back end closed the connection"))
         state = .closed
-        pool.forget(self)
+        pool?.forget(self)
         context.fireChannelInactive()
     }
 
@@ -216,8 +217,8 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
             close()
             if case .broken = failure, !answerBegan, calls > 1, !exchange.hasBody, !exchange.retried {
                 exchange.retried = true
-                exchange.onTimeout = { exchange.finish(failing: .timedOut) }
-                pool.retry(exchange)
+                exchange.connection = nil
+                sendElsewhere(exchange)
             } else {
                 exchange.finish(failing: failure)
             }
@@ -233,6 +234,12 @@ final class UpstreamChannelHandler: ChannelDuplexHandler, RemovableChannelHandle
         default:
             break
         }
+    }
+
+    /// Hands `exchange` back to the pool for a new connection; fails it when the pool is gone.
+    private func sendElsewhere(_ exchange: UpstreamExchange) {
+        guard let pool else { return exchange.finish(failing: .shutDown) }
+        pool.retry(exchange)
     }
 
     /// Closes the connection (an idle one, or one whose call failed).

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Midtier's keep-alive connections to back ends: one pool per event loop, so that a call runs
 /// on the loop that read the device's request, from the device's socket to the back end's
@@ -12,20 +13,30 @@ import NIOSSL
 /// are kept, each for at most `idleTimeout`; there is no limit on connections in use. TLS
 /// (https destinations) checks the back end's certificate against the system's roots and the
 /// destination's host name. docs/operations.md ("Connections to back ends").
+///
+/// Lifetimes: after `shutdown()` the pool takes no more calls (they fail at once). Calls already
+/// under way finish; their connections then close. A pool released without a shutdown closes
+/// its idle connections as it goes. A connection or timer that outlives its pool never reaches
+/// it (connections hold their pool weakly, the sweeper too). Shut the pool down before its
+/// event loop group.
 package final class UpstreamConnectionPool: Sendable {
     private let pools: [ObjectIdentifier: UpstreamLoopPool]
     private let group: MultiThreadedEventLoopGroup
+    private let isShutDown = Atomic(false)
 
     package static let maximumIdlePerOrigin = 64
     package static let idleTimeout = TimeAmount.seconds(60)
     static let connectTimeout = TimeAmount.seconds(10)
+    /// How often idle connections are checked for `idleTimeout`.
+    static let sweepInterval = TimeAmount.seconds(10)
 
-    package init(group: MultiThreadedEventLoopGroup = .singleton) {
+    /// `sweepInterval` is shorter in tests, so that the sweeper runs while pools come and go.
+    package init(group: MultiThreadedEventLoopGroup = .singleton, sweepInterval: TimeAmount = sweepInterval) {
         self.group = group
         let tls = TLSContextHolder()
         var pools: [ObjectIdentifier: UpstreamLoopPool] = [:]
         for loop in group.makeIterator() {
-            pools[ObjectIdentifier(loop)] = UpstreamLoopPool(loop: loop, tls: tls)
+            pools[ObjectIdentifier(loop)] = UpstreamLoopPool(loop: loop, tls: tls, sweepInterval: sweepInterval)
         }
         self.pools = pools
     }
@@ -43,6 +54,9 @@ package final class UpstreamConnectionPool: Sendable {
         -> (connected: EventLoopFuture<any Channel>, answer: EventLoopFuture<UpstreamAnswer>) {
         let pool = currentPool
         let loop = pool.loop
+        guard !isShutDown.load(ordering: .acquiring) else {
+            return (loop.makeFailedFuture(UpstreamFailure.shutDown), loop.makeFailedFuture(UpstreamFailure.shutDown))
+        }
         if loop.inEventLoop {
             let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
             pool.start(exchange)
@@ -59,8 +73,10 @@ package final class UpstreamConnectionPool: Sendable {
         return (connected.futureResult, answer.futureResult)
     }
 
-    /// Closes the idle connections and keeps none from now on.
+    /// Closes the idle connections and keeps none from now on; calls started from now on fail.
+    /// Calls under way finish, then their connections close. A second call does nothing.
     package func shutdown() async {
+        guard isShutDown.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         for pool in pools.values {
             try? await pool.loop.submit { pool.shutdown() }.get()
         }
@@ -83,21 +99,37 @@ final class TLSContextHolder: Sendable {
 
 /// The idle connections of one event loop, by back end. Confined to `loop`: every method
 /// runs there (`UpstreamConnectionPool` hops to it), hence `@unchecked Sendable`.
+///
+/// Its connections hold it weakly, and so does the sweeper: it may go first. A connection
+/// being made holds it until the connection is made or has failed (at most `connectTimeout`).
 final class UpstreamLoopPool: @unchecked Sendable {
     let loop: any EventLoop
     private let tls: TLSContextHolder
+    private let sweepInterval: TimeAmount
     private var idle: [UpstreamOrigin: [UpstreamChannelHandler]] = [:]
+    /// Runs while there are idle connections.
     private var sweeper: RepeatedTask?
     private var isShutDown = false
 
-    init(loop: any EventLoop, tls: TLSContextHolder) {
+    init(loop: any EventLoop, tls: TLSContextHolder, sweepInterval: TimeAmount) {
         self.loop = loop
         self.tls = tls
+        self.sweepInterval = sweepInterval
+    }
+
+    /// A pool released without `shutdown()` closes its idle connections (on their loop; none
+    /// are left once the loop's group has shut down, which closed them).
+    deinit {
+        nonisolated(unsafe) let connections = idle.values.flatMap { $0 }
+        guard !connections.isEmpty else { return }
+        loop.execute {
+            for handler in connections { handler.close() }
+        }
     }
 
     func start(_ exchange: UpstreamExchange) {
         loop.preconditionInEventLoop()
-        exchange.onTimeout = { exchange.finish(failing: .timedOut) }
+        guard !isShutDown else { return exchange.finish(failing: .shutDown) }
         exchange.startClock()
         if var connections = idle[exchange.origin], let handler = connections.popLast() {
             idle[exchange.origin] = connections
@@ -110,6 +142,7 @@ final class UpstreamLoopPool: @unchecked Sendable {
     /// Sends `exchange` again on a new connection (its pooled one had gone stale).
     func retry(_ exchange: UpstreamExchange) {
         guard !exchange.isFinished else { return }
+        guard !isShutDown else { return exchange.finish(failing: .shutDown) }
         connect(exchange)
     }
 
@@ -164,7 +197,8 @@ final class UpstreamLoopPool: @unchecked Sendable {
         connections.append(handler)
         idle[handler.origin] = connections
         if sweeper == nil {
-            sweeper = loop.scheduleRepeatedTask(initialDelay: .seconds(10), delay: .seconds(10)) { [unowned self] _ in
+            sweeper = loop.scheduleRepeatedTask(initialDelay: sweepInterval, delay: sweepInterval) { [weak self] task in
+                guard let self else { return task.cancel() }
                 self.closeExpired()
             }
         }
@@ -174,15 +208,19 @@ final class UpstreamLoopPool: @unchecked Sendable {
     func forget(_ handler: UpstreamChannelHandler) {
         guard var connections = idle[handler.origin], let index = connections.firstIndex(where: { $0 === handler }) else { return }
         connections.remove(at: index)
-        idle[handler.origin] = connections
+        idle[handler.origin] = connections.isEmpty ? nil : connections
     }
 
     private func closeExpired() {
         let limit = NIODeadline.now() - UpstreamConnectionPool.idleTimeout
         for (origin, connections) in idle {
             let (expired, kept) = (connections.filter { $0.idleSince < limit }, connections.filter { $0.idleSince >= limit })
-            idle[origin] = kept
+            idle[origin] = kept.isEmpty ? nil : kept
             for handler in expired { handler.close() }
+        }
+        if idle.isEmpty {
+            sweeper?.cancel()
+            sweeper = nil
         }
     }
 

@@ -7,6 +7,9 @@ enum UpstreamFailure: Error, Sendable {
     case timedOut
     /// No connection could be made, or it broke before the answer was complete.
     case broken(String)
+
+    /// A call started (or to be sent again) after the pool was shut down or released.
+    static let shutDown = UpstreamFailure.broken("Midtier's connections to back ends are shut down")
 }
 
 /// A back end's answer: the head, and the body read whole (small ones, announced by
@@ -28,6 +31,10 @@ package struct UpstreamAnswer: Sendable {
 /// head; for a body read whole, the whole answer. For a streamed body only the time spent
 /// waiting for the back end counts: while the device's side holds the stream back (the
 /// device reads slowly), the clock stops (`pauseClock()` / `resumeClock()`).
+///
+/// Lifetimes: the timer holds the call until it fires or the call finishes (which cancels it);
+/// the call holds its connection weakly, so a timer that fires after the connection is gone
+/// still ends the call, and never reaches a connection that no longer exists.
 final class UpstreamExchange {
     let head: HTTPRequestHead
     let origin: UpstreamOrigin
@@ -40,8 +47,9 @@ final class UpstreamExchange {
     let loop: any EventLoop
     private var deadline: NIODeadline
     private var timer: Scheduled<Void>?
-    /// What the timer does when it fires (the connection, once there is one, fails the call).
-    var onTimeout: (() -> Void)?
+    /// The connection carrying the call, once there is one: told first when the timer fires
+    /// (it closes, a half-sent request or half-read answer being of no further use).
+    weak var connection: UpstreamChannelHandler?
     /// Whether a connection taken from the pool already failed this call once (it is then
     /// sent again, once, on a fresh connection).
     var retried = false
@@ -57,12 +65,14 @@ final class UpstreamExchange {
         connected = loop.makePromise()
     }
 
-    /// Starts the clock; `onTimeout` runs when it runs out.
+    /// Starts the clock; when it runs out, the call fails with `.timedOut` (and its connection,
+    /// if it still has one, closes).
     func startClock() {
         loop.preconditionInEventLoop()
         timer = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
             timer = nil
-            onTimeout?()
+            connection?.fail(self, .timedOut)
+            finish(failing: .timedOut)
         }
     }
 
@@ -108,7 +118,7 @@ final class UpstreamExchange {
         isFinished = true
         timer?.cancel()
         timer = nil
-        onTimeout = nil
+        connection = nil
         if !isConnected {
             isConnected = true
             connected.fail(error)

@@ -9,23 +9,44 @@ import MidtierCore
 
 /// A back end on a real socket that answers keep-alive requests one after another, as a script
 /// says per connection and per request on it; it counts connections and keeps what it was sent.
+/// `stop()` closes its listener and every connection it holds (a back end going away).
 final class ScriptedBackEnd: @unchecked Sendable {
     enum Action: Sendable {
         case respond(String)
         /// Close the connection without answering (a back end dropping an idle connection
         /// just as a request arrives).
         case closeWithoutAnswer
+        /// Send these bytes (a head and part of a body, say), then nothing more: the connection
+        /// stays open until the other side closes it or the back end stops.
+        case sendThenStall(String)
+
+        /// A back end that takes the request and never answers.
+        static let neverAnswer = Action.sendThenStall("")
+    }
+
+    private struct State {
+        var connections = 0
+        var closed = 0
+        var requests: [String] = []
+        /// The connections' sockets while they are open; shut down by `stop()`. A socket is
+        /// closed under the lock, so that `stop()` never shuts down a number the system has
+        /// given to another socket since.
+        var open: Set<Int32> = []
+        var stopped = false
+        var listenerClosed = false
     }
 
     let port: Int
     private let listener: Int32
     private let script: @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action
-    private let counts = Mutex((connections: 0, closed: 0, requests: [String]()))
+    private let state = Mutex(State())
 
-    var accepted: Int { counts.withLock { $0.connections } }
+    var accepted: Int { state.withLock { $0.connections } }
     /// Connections that ended (Midtier closed them, or the script did).
-    var closed: Int { counts.withLock { $0.closed } }
-    var requests: [String] { counts.withLock { $0.requests } }
+    var closed: Int { state.withLock { $0.closed } }
+    /// Connections still open.
+    var open: Int { state.withLock { $0.open.count } }
+    var requests: [String] { state.withLock { $0.requests } }
 
     init(script: @escaping @Sendable (_ connection: Int, _ request: Int, _ head: String) -> Action) {
         self.script = script
@@ -33,25 +54,59 @@ final class ScriptedBackEnd: @unchecked Sendable {
         Thread { [self] in acceptLoop() }.start()
     }
 
-    deinit { Glibc.close(listener) }
+    /// Closes the listener (new connections are refused) and every open connection.
+    func stop() {
+        state.withLock {
+            guard !$0.stopped else { return }
+            $0.stopped = true
+            if !$0.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for connection in $0.open { shutdown(connection, Int32(SHUT_RDWR)) }
+        }
+    }
 
     private func acceptLoop() {
+        defer { state.withLock { $0.listenerClosed = true; Glibc.close(listener) } }
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
-            let number = counts.withLock { $0.connections += 1; return $0.connections }
+            if connection < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                return
+            }
+            let number: Int? = state.withLock {
+                guard !$0.stopped else { return nil }
+                $0.connections += 1
+                $0.open.insert(connection)
+                return $0.connections
+            }
+            guard let number else {
+                Glibc.close(connection)
+                return
+            }
             Thread { [self] in serve(connection, number) }.start()
         }
     }
 
     private func serve(_ connection: Int32, _ number: Int) {
         defer {
-            Glibc.close(connection)
-            counts.withLock { $0.closed += 1 }
+            state.withLock {
+                $0.open.remove(connection)
+                $0.closed += 1
+                Glibc.close(connection)
+            }
         }
         var pending: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         var index = 0
+        func send(_ text: String) -> Bool {
+            let bytes = Array(text.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if count <= 0 { return false }
+                sent += count
+            }
+            return true
+        }
         while true {
             // One request: the head, then a body of Content-Length bytes, if any.
             var headEnd: Int?
@@ -75,19 +130,18 @@ final class ScriptedBackEnd: @unchecked Sendable {
             let request = head + String(decoding: pending[headEnd!..<headEnd! + length], as: UTF8.self)
             pending.removeFirst(headEnd! + length)
             index += 1
-            counts.withLock { $0.requests.append(request) }
+            state.withLock { $0.requests.append(request) }
             switch script(number, index, head) {
             case .closeWithoutAnswer:
                 return
             case .respond(let text):
-                let bytes = Array(text.utf8)
-                var sent = 0
-                while sent < bytes.count {
-                    let count = bytes[sent...].withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                    if count <= 0 { return }
-                    sent += count
-                }
+                guard send(text) else { return }
                 if text.lowercased().contains("connection: close") { return }
+            case .sendThenStall(let text):
+                guard send(text) else { return }
+                // Read and drop whatever comes until the other side closes (or `stop()`).
+                while recv(connection, &buffer, buffer.count, 0) > 0 {}
+                return
             }
         }
     }
@@ -99,20 +153,33 @@ final class ScriptedBackEnd: @unchecked Sendable {
 
 /// Midtier's own keep-alive connections to back ends (`UpstreamConnectionPool`), against a
 /// back end on a real socket. Each test has a pool on a group of one event loop, so that its
-/// calls share one pool (there is one per loop).
+/// calls share one pool (there is one per loop). Deadlines are generous (a minute) wherever the
+/// deadline is not what a test checks: a loaded machine is slow, and a call that outlived a
+/// short one failed a test that checks framing.
 @Suite struct UpstreamConnectionTests {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let pool: UpstreamConnectionPool
+    static let generous = TimeAmount.seconds(60)
 
     init() { pool = UpstreamConnectionPool(group: group) }
 
-    func stop() async throws {
+    /// Runs `body`, then stops the back ends, the pool and its loop, also when `body` failed
+    /// (a test that stopped early left its loop running with connections open).
+    func running(_ backEnds: ScriptedBackEnd..., body: () async throws -> Void) async throws {
+        defer { for backEnd in backEnds { backEnd.stop() } }
+        do {
+            try await body()
+        } catch {
+            await pool.shutdown()
+            try? await group.shutdownGracefully()
+            throw error
+        }
         await pool.shutdown()
         try await group.shutdownGracefully()
     }
 
     func call(_ backEnd: ScriptedBackEnd, _ method: HTTPMethod = .GET, path: String = "/x", body: String? = nil,
-              timeout: TimeAmount = .seconds(5), scheme: String = "http") async throws -> (status: Int, body: String) {
+              timeout: TimeAmount = generous, scheme: String = "http") async throws -> (status: Int, body: String) {
         var headers = HTTPHeaders([("Host", "127.0.0.1")])
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
@@ -136,26 +203,28 @@ final class ScriptedBackEnd: @unchecked Sendable {
 
     @Test func sequentialCallsShareOneConnection() async throws {
         let backEnd = ScriptedBackEnd { _, request, _ in .respond(ScriptedBackEnd.ok("answer \(request)")) }
-        for number in 1...10 {
-            let answer = try await call(backEnd)
-            #expect(answer.status == 200 && answer.body == "answer \(number)")
+        try await running(backEnd) { () async throws in
+            for number in 1...10 {
+                let answer = try await call(backEnd)
+                #expect(answer.status == 200 && answer.body == "answer \(number)")
+            }
+            #expect(backEnd.accepted == 1, "ten calls one after another over \(backEnd.accepted) connections")
         }
-        #expect(backEnd.accepted == 1, "ten calls one after another over \(backEnd.accepted) connections")
-        try await stop()
     }
 
     @Test func aCallOnAConnectionTheBackEndDroppedIsSentAgainOnceWithoutABody() async throws {
         // Each connection answers its first request and drops the second without an answer.
         let backEnd = ScriptedBackEnd { _, request, _ in request == 1 ? .respond(ScriptedBackEnd.ok("fresh")) : .closeWithoutAnswer }
-        #expect(try await call(backEnd).body == "fresh")
-        // The pooled connection fails this one; it goes again, once, on a new connection.
-        let retried = try await call(backEnd)
-        #expect(retried.status == 200 && retried.body == "fresh")
-        #expect(backEnd.accepted == 2)
-        // A call with a body is not sent twice: it fails (Midtier answers 502).
-        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, .POST, body: "{\"a\":1}") }
-        #expect(backEnd.requests.filter { $0.hasPrefix("POST") }.count == 1, "the body went once")
-        try await stop()
+        try await running(backEnd) { () async throws in
+            #expect(try await call(backEnd).body == "fresh")
+            // The pooled connection fails this one; it goes again, once, on a new connection.
+            let retried = try await call(backEnd)
+            #expect(retried.status == 200 && retried.body == "fresh")
+            #expect(backEnd.accepted == 2)
+            // A call with a body is not sent twice: it fails (Midtier answers 502).
+            await #expect(throws: UpstreamFailure.self) { try await call(backEnd, .POST, body: "{\"a\":1}") }
+            #expect(backEnd.requests.filter { $0.hasPrefix("POST") }.count == 1, "the body went once")
+        }
     }
 
     @Test func answersOfEveryFramingArriveWhole() async throws {
@@ -168,13 +237,14 @@ final class ScriptedBackEnd: @unchecked Sendable {
             if head.contains("/long") { return .respond(ScriptedBackEnd.ok(large)) }
             return .respond(ScriptedBackEnd.ok("small"))
         }
-        #expect(try await call(backEnd, .HEAD) == (200, ""))
-        #expect(try await call(backEnd, path: "/chunked").body == large)
-        #expect(try await call(backEnd, path: "/long").body == large)
-        #expect(try await call(backEnd, path: "/to-close").body == large)
-        #expect(try await call(backEnd, .POST, body: "{}").body == "small")
-        #expect(backEnd.requests.last?.hasSuffix("\r\n\r\n{}") == true, "the body reached the back end")
-        try await stop()
+        try await running(backEnd) { () async throws in
+            #expect(try await call(backEnd, .HEAD) == (200, ""))
+            #expect(try await call(backEnd, path: "/chunked").body == large)
+            #expect(try await call(backEnd, path: "/long").body == large)
+            #expect(try await call(backEnd, path: "/to-close").body == large)
+            #expect(try await call(backEnd, .POST, body: "{}").body == "small")
+            #expect(backEnd.requests.last?.hasSuffix("\r\n\r\n{}") == true, "the body reached the back end")
+        }
     }
 
     @Test func aStreamedAnswerTheDeviceLeavesClosesItsConnection() async throws {
@@ -182,29 +252,30 @@ final class ScriptedBackEnd: @unchecked Sendable {
         let backEnd = ScriptedBackEnd { _, _, head in
             head.contains("/large") ? .respond(ScriptedBackEnd.ok(large)) : .respond(ScriptedBackEnd.ok("next"))
         }
-        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/large", headers: ["Host": "127.0.0.1"])
-        let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
-        let answer = try await pool.start(head, to: origin, hasBody: false, deadline: .now() + .seconds(5)).answer.get()
-        guard case .stream(let body) = answer.body else { Issue.record("a 1 MiB answer is streamed"); return }
-        var iterator = body.makeAsyncIterator()
-        #expect(try await iterator.next() != nil)
-        _ = consume iterator  // the device went away after the first part
-        // The half-read connection is closed, not left open or used again.
-        for _ in 0..<100 where backEnd.closed == 0 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(backEnd.closed == 1, "the connection of the abandoned answer is closed")
-        #expect(try await call(backEnd).body == "next")
-        #expect(backEnd.accepted == 2)
-        try await stop()
+        try await running(backEnd) { () async throws in
+            let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/large", headers: ["Host": "127.0.0.1"])
+            let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
+            let answer = try await pool.start(head, to: origin, hasBody: false, deadline: .now() + Self.generous).answer.get()
+            guard case .stream(let body) = answer.body else { Issue.record("a 1 MiB answer is streamed"); return }
+            var iterator = body.makeAsyncIterator()
+            #expect(try await iterator.next() != nil)
+            _ = consume iterator  // the device went away after the first part
+            // The half-read connection is closed, not left open or used again.
+            #expect(await UpstreamPoolLifetimeTests.eventually { backEnd.closed == 1 }, "the connection of the abandoned answer is closed")
+            #expect(try await call(backEnd).body == "next")
+            #expect(backEnd.accepted == 2)
+        }
     }
 
     @Test func anHTTPSDestinationNeverTalksInClear() async throws {
         let backEnd = ScriptedBackEnd { _, _, _ in .respond(ScriptedBackEnd.ok("in clear")) }
-        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(500), scheme: "https") }
-        #expect(backEnd.accepted == 1)
-        #expect(backEnd.requests.isEmpty, "an HTTP request reached a server that does not speak TLS")
-        try await stop()
+        try await running(backEnd) { () async throws in
+            // The back end never answers a TLS hello: the call ends at its deadline.
+            await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(500), scheme: "https") }
+            #expect(await UpstreamPoolLifetimeTests.eventually { backEnd.accepted == 1 })
+            #expect(backEnd.requests.isEmpty, "an HTTP request reached a server that does not speak TLS")
+        }
     }
-
     /// An https back end with a company CA: trusted through the destination's
     /// `trustedCertificates`, refused with the system's roots. The server is `openssl s_server`.
     @Test func anHTTPSBackEndIsTrustedThroughItsDestinationsCertificates() async throws {
@@ -243,24 +314,30 @@ final class ScriptedBackEnd: @unchecked Sendable {
         let trusting = UpstreamDestination(DestinationConfiguration(name: "gateway", url: "https://127.0.0.1:\(port)", authentication: .noAuthentication,
                                                                     trustedCertificatesPEM: pem), publicURL: "http://m.test")
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "127.0.0.1"])
-        let answer = try await pool.start(head, to: try #require(trusting.origin), hasBody: false, deadline: .now() + .seconds(5)).answer.get()
-        #expect(answer.head.status == .ok)
-        let systemRoots = try #require(UpstreamOrigin(url: "https://127.0.0.1:\(port)"))
-        await #expect(throws: UpstreamFailure.self) {
-            try await pool.start(head, to: systemRoots, hasBody: false, deadline: .now() + .seconds(5)).answer.get()
+        try await running { () async throws in
+            let answer = try await pool.start(head, to: try #require(trusting.origin), hasBody: false, deadline: .now() + Self.generous).answer.get()
+            #expect(answer.head.status == .ok)
+            let systemRoots = try #require(UpstreamOrigin(url: "https://127.0.0.1:\(port)"))
+            await #expect(throws: UpstreamFailure.self) {
+                try await pool.start(head, to: systemRoots, hasBody: false, deadline: .now() + Self.generous).answer.get()
+            }
         }
-        try await stop()
     }
 
     @Test func aBackEndThatAnswersTooLateTimesOutAndItsConnectionIsNotReused() async throws {
+        // The first connection answers only once the call has timed out (the test opens the
+        // gate then): late for certain, however slow the machine.
+        let gate = DispatchSemaphore(value: 0)
         let backEnd = ScriptedBackEnd { connection, _, _ in
-            if connection == 1 { Thread.sleep(forTimeInterval: 1) ; return .respond(ScriptedBackEnd.ok("late")) }
+            if connection == 1 { gate.wait(); return .respond(ScriptedBackEnd.ok("late")) }
             return .respond(ScriptedBackEnd.ok("on time"))
         }
-        await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(200)) }
-        // The next call does not inherit the late answer: its own connection, its own answer.
-        #expect(try await call(backEnd).body == "on time")
-        #expect(backEnd.accepted == 2)
-        try await stop()
+        try await running(backEnd) { () async throws in
+            await #expect(throws: UpstreamFailure.self) { try await call(backEnd, timeout: .milliseconds(200)) }
+            gate.signal()
+            // The next call does not inherit the late answer: its own connection, its own answer.
+            #expect(try await call(backEnd).body == "on time")
+            #expect(backEnd.accepted == 2)
+        }
     }
 }
