@@ -214,7 +214,8 @@ final class CredentialEchoBackEnd: @unchecked Sendable {
         Thread { [weak self] in
             while true {
                 let connection = accept(listener, nil, nil)
-                guard connection >= 0, let self else { return }
+                guard connection >= 0 else { return }
+                guard let self else { Glibc.close(connection); return }
                 Thread { self.serve(connection) }.start()
             }
         }.start()
