@@ -15,7 +15,7 @@ import MidtierHTTP
 struct StorageRoutes: Sendable {
     let runtime: RuntimeHolder
 
-    static let prefixes = ["/mobileservices/application/{serviceAppId}/Storage/v1/runtime/application/{appId}/global",
+    static let prefixes = ["/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}/global",
                            "/mobileservices/Storage/v1/runtime/application/{appId}/global"]
 
     func add(to router: Router<MidtierRequestContext>) {
@@ -40,15 +40,16 @@ struct StorageRoutes: Sendable {
     }
 
     /// The app the path names, its caller signed in with the app's method. The MDK form names
-    /// the app once; the other names it twice, and both must be the same app.
+    /// the app once; the other names it twice (the app that signs the caller in, then the app
+    /// whose storage is read), and both must be the same app.
     private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> AppConfiguration {
         let runtime = runtime.current
         let app = try ClientConfigurationRoutes.app(context, runtime)
-        let serviceID = context.parameters.get("serviceAppId") ?? app.id
-        guard let serviceApp = runtime.configuration.apps[serviceID] else { throw .notFound("unknown application \(serviceID)") }
-        _ = try await runtime.authenticate(request, app: serviceApp, client: context.clientIP)
-        guard UserIdentity.sameBytes(serviceApp.id, app.id) else {
-            throw .forbidden("the storage of application \(app.id) cannot be reached through application \(serviceApp.id)")
+        let storageID = context.parameters.get("storageAppId") ?? app.id
+        guard runtime.configuration.apps[storageID] != nil else { throw .notFound("unknown application \(storageID)") }
+        _ = try await runtime.authenticate(request, app: app, client: context.clientIP)
+        guard UserIdentity.sameBytes(storageID, app.id) else {
+            throw .forbidden("the storage of application \(storageID) cannot be reached through application \(app.id)")
         }
         return app
     }

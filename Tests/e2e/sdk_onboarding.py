@@ -342,6 +342,12 @@ try:
           and value.get("restrictedPolicies") == [], f"({status} {body[:300]!r})")
     status, _, body = storage("demo", "mobileservices/settingsExchange/noSuchPolicy", tablet, mdk=True)
     check("Storage (basic app, MDK path): an unknown key path is 404", status == 404 and odata_error(body), f"({status} {body[:200]!r})")
+    status, _, body = storage("demo", "mobileservices/settings%ZZExchange", tablet)
+    check("Storage (basic app): a key path that is not percent-encoded correctly is 400, naming the segment", status == 400
+          and "settings%ZZExchange" in (odata_error(body) or ""), f"({status} {body[:200]!r})")
+    status, value, body = storage("demo", "mobile%73ervices/settingsExchange/passwordPolicy", tablet)
+    check("Storage (basic app): key path segments are percent-decoded", status == 200 and value.get("passwordPolicyMinLength") == "8",
+          f"({status} {body[:200]!r})")
     status, _, body = storage("demo", "mobileservices/settingsExchange/passwordPolicy", tablet, method="POST")
     check("Storage (basic app): POST on the global level is refused (403)", status == 403, f"({status} {body[:200]!r})")
     status, _, body = storage("corp", "mobileservices/settingsExchange", tablet, service_app="demo")
