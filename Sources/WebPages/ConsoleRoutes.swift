@@ -43,9 +43,9 @@ package struct ConsoleFacts: Sendable {
 /// pages over the same `Administration` operations as the admin API, so a change made here is
 /// the same change, with the same audit entry (`admin#<n>`), as one made with `curl`.
 ///
-/// An admin signs in with an admin token once and gets a server-side session (`PageSessions`);
-/// every form that changes something carries the session's CSRF token. Reading pages need a
-/// session too.
+/// An admin signs in with an admin token once and gets a server-side session (`PageSessions`,
+/// kept in the store: any instance serves it); every form that changes something carries the
+/// session's CSRF token. Reading pages need a session too.
 package struct ConsoleRoutes: Sendable {
     let administration: Administration
     let authenticator: AdminAuthenticator
@@ -61,13 +61,14 @@ package struct ConsoleRoutes: Sendable {
     static let registrationRows = 500
     static let auditPage = 50
 
+    /// - Parameter sessions: the console's sessions; by default in the administration's store.
     package init(administration: Administration, authenticator: AdminAuthenticator, facts: ConsoleFacts,
-                 sessions: PageSessions<String> = PageSessions(), logger: Logger) {
+                 sessions: PageSessions<String>? = nil, logger: Logger) {
         self.administration = administration
         self.authenticator = authenticator
         self.facts = facts
         self.pages = Pages(site: "Midtier console", stylesheet: "/console/style.css")
-        self.sessions = sessions
+        self.sessions = sessions ?? PageSessions(store: administration.registrations.store, site: "console")
         self.logger = logger
     }
 
@@ -82,11 +83,13 @@ package struct ConsoleRoutes: Sendable {
 
     package func add(to router: Router<MidtierRequestContext>) {
         router.get("/console/style.css") { _, _ in Pages.stylesheet() }
-        router.get("/console/sign-in") { request, _ in signInPage(request) }
+        router.get("/console/sign-in") { request, _ in await signInPage(request) }
         router.post("/console/sign-in") { request, context in await signIn(request, context) }
         router.post("/console/sign-out") { request, context in
             await change(request, context) { _, _ throws(Refusal) in
-                sessions.end(request.cookies[Self.sessionCookie]?.value)
+                try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                    try await sessions.end(request.cookies[Self.sessionCookie]?.value)
+                }
                 var response = Pages.redirect(to: "/console/sign-in")
                 response.setCookie(Pages.cookie(Self.sessionCookie, "", path: Self.cookiePath, secure: facts.secure(), maxAge: 0))
                 return response
@@ -114,22 +117,26 @@ package struct ConsoleRoutes: Sendable {
     // MARK: Sessions and forms
 
     /// The admin whose session the request's cookie names, if it is live and the admin tokens
-    /// have not changed since the sign-in.
-    private func signedIn(_ request: Request, _ context: MidtierRequestContext) -> SignedIn? {
+    /// have not changed since the sign-in; `503` when the store, which keeps the sessions, fails.
+    private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> SignedIn? {
         let cookie = request.cookies[Self.sessionCookie]?.value
-        guard let session = sessions.session(cookie), let cookie else { return nil }
-        guard session.isStamped(authenticator.credentialStamp) else {
-            sessions.end(cookie)
-            return nil
+        return try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> SignedIn? in
+            guard let session = try await sessions.session(cookie, takingNotice: true), let cookie else { return nil }
+            guard session.isStamped(authenticator.credentialStamp) else {
+                try await sessions.end(cookie)
+                return nil
+            }
+            return SignedIn(admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: session.notice,
+                            actor: Actor(name: session.subject, source: context.clientIP ?? ""))
         }
-        return SignedIn(admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: sessions.takeNotice(for: cookie),
-                        actor: Actor(name: session.subject, source: context.clientIP ?? ""))
     }
 
     /// A page for a signed-in admin; others go to the sign-in page.
     private func show(_ request: Request, _ context: MidtierRequestContext,
                       _ page: (Request, SignedIn) async throws(Refusal) -> Response) async -> Response {
-        guard let admin = signedIn(request, context) else { return Pages.redirect(to: "/console/sign-in") }
+        let signedIn: SignedIn?
+        do throws(Refusal) { signedIn = try await self.signedIn(request, context) } catch { return problem(error, admin: nil, back: "/console/") }
+        guard let admin = signedIn else { return Pages.redirect(to: "/console/sign-in") }
         do throws(Refusal) {
             return try await page(request, admin)
         } catch {
@@ -137,11 +144,23 @@ package struct ConsoleRoutes: Sendable {
         }
     }
 
+    /// Leaves a one-time message for the admin's next page. A store that fails then loses the
+    /// message only: the change it tells of was made.
+    private func note(_ notice: String, for admin: SignedIn) async {
+        do {
+            try await sessions.leaveNotice(notice, for: admin.cookie)
+        } catch {
+            logger.warning("console notice not kept", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// A form that changes something: only from a signed-in admin's own page (its session's
     /// CSRF token), then back to a page with what happened.
     private func change(_ request: Request, _ context: MidtierRequestContext,
                         _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
-        guard let admin = signedIn(request, context) else { return Pages.redirect(to: "/console/sign-in") }
+        let signedIn: SignedIn?
+        do throws(Refusal) { signedIn = try await self.signedIn(request, context) } catch { return problem(error, admin: nil, back: "/console/") }
+        guard let admin = signedIn else { return Pages.redirect(to: "/console/sign-in") }
         do throws(Refusal) {
             let form: FormBody
             do throws(Refusal) {
@@ -181,8 +200,9 @@ package struct ConsoleRoutes: Sendable {
     /// The sign-in form. Its token (kept in a cookie too) shows that a post comes from this
     /// form, before there is a session to hold one.
     private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok,
-                            retryAfter: Int? = nil) -> Response {
-        if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, sessions.session(cookie) != nil {
+                            retryAfter: Int? = nil) async -> Response {
+        // Signed in already: the overview (which says so when the store fails).
+        if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, (try? await sessions.session(cookie)) != nil {
             return Pages.redirect(to: "/console/")
         }
         let token = RandomToken.make()
@@ -199,26 +219,33 @@ package struct ConsoleRoutes: Sendable {
         do throws(Refusal) {
             form = try await FormBody.posted(request, expectedToken: request.cookies[Self.signInCookie]?.value)
         } catch where error.code == "CSRF" {
-            return signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
+            return await signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
         } catch {
-            return signInPage(request, problem: error.message, status: error.status)
+            return await signInPage(request, problem: error.message, status: error.status)
         }
         let token = (form["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         switch await authenticator.authenticate(token: token, client: context.clientIP) {
         case .success(let admin):
-            let cookie = sessions.start(admin, credentialStamp: authenticator.credentialStamp)
+            let cookie: String
+            do throws(Refusal) {
+                cookie = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                    try await sessions.start(admin, credentialStamp: authenticator.credentialStamp)
+                }
+            } catch {
+                return await signInPage(request, problem: "The store, which keeps sessions, is not available; try again.", status: error.status)
+            }
             logger.notice("console sign-in", metadata: ["by": "\(admin)", "source": "\(context.clientIP ?? "")"])
             var response = Pages.redirect(to: "/console/")
             response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: facts.secure(), maxAge: nil))
             response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: facts.secure(), maxAge: 0))
             return response
         case .failure(.invalid):
-            return signInPage(request, problem: "That is not a valid admin token.", status: .unauthorized)
+            return await signInPage(request, problem: "That is not a valid admin token.", status: .unauthorized)
         case .failure(.throttled(let seconds)):
-            return signInPage(request, problem: "Too many failed sign-ins from here; try again in \(seconds) s.",
+            return await signInPage(request, problem: "Too many failed sign-ins from here; try again in \(seconds) s.",
                               status: .tooManyRequests, retryAfter: seconds)
         case .failure(.busy(let seconds)):
-            return signInPage(request, problem: "Too many sign-ins are being checked; try again in \(seconds) s.",
+            return await signInPage(request, problem: "Too many sign-ins are being checked; try again in \(seconds) s.",
                               status: .serviceUnavailable, retryAfter: seconds)
         }
     }
@@ -296,14 +323,14 @@ package struct ConsoleRoutes: Sendable {
         let outcome = try await administration.block(user, kind: kind, reason: form["reason"] ?? "", by: admin.actor)
         // An identity provider's user may be blocked before their first sign-in (docs/admin.md).
         let unseen = user.isLocal || outcome.seen ? "" : " Midtier holds no registration of them yet: check that the id is spelled as their sign-in carries it."
-        sessions.leaveNotice("\(user) is blocked (\(kind.rawValue)).\(unseen)", for: admin.cookie)
+        await note("\(user) is blocked (\(kind.rawValue)).\(unseen)", for: admin)
         return Pages.redirect(to: Self.userPage(user))
     }
 
     private func unblock(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
         let user = try Self.carriedUser(form)
         try await administration.unblock(user, by: admin.actor)
-        sessions.leaveNotice("\(user) is no longer blocked.", for: admin.cookie)
+        await note("\(user) is no longer blocked.", for: admin)
         return Pages.redirect(to: Self.userPage(user))
     }
 
@@ -368,7 +395,7 @@ package struct ConsoleRoutes: Sendable {
         case .wipe: _ = try await administration.apply(.wipe, to: id, by: admin.actor)
         case .delete: try await administration.delete(id: id, by: admin.actor)
         }
-        sessions.leaveNotice("Registration \(id) of \(registration.user) is \(action.done).", for: admin.cookie)
+        await note("Registration \(id) of \(registration.user) is \(action.done).", for: admin)
         return Pages.redirect(to: Self.registrationsPage(of: registration.user))
     }
 

@@ -1,142 +1,121 @@
 import Crypto
-import Dispatch
-import Synchronization
+import Foundation
+import MidtierCore
+import MidtierStore
+
+/// Who a page session belongs to, as the store keeps it (a realm and an id).
+package protocol PageSessionSubject: Hashable, Sendable {
+    var storedIdentity: UserIdentity { get }
+    init(storedIdentity: UserIdentity)
+}
+
+/// A console session's admin (`admin#N`), stored in the realm "".
+extension String: PageSessionSubject {
+    package var storedIdentity: UserIdentity { UserIdentity(realm: "", id: self) }
+    package init(storedIdentity: UserIdentity) { self = storedIdentity.id }
+}
+
+extension UserIdentity: PageSessionSubject {
+    package var storedIdentity: UserIdentity { self }
+    package init(storedIdentity: UserIdentity) { self = storedIdentity }
+}
 
 /// Server-side sessions of the pages for people (the admin console and the self-service page),
-/// in this process's memory: a restart ends them all, and so does a change of what the person
-/// signed in with (docs/console.md, "Sessions").
+/// kept in the store, so that every instance sharing it knows them: behind a load balancer
+/// without affinity a person stays signed in, and a sign-out on one instance ends the session
+/// on all of them at once (docs/console.md, "Sessions"). Every page request reads the store;
+/// page traffic is light.
 ///
 /// The browser holds a random 256-bit session id in an `HttpOnly`, `SameSite=Strict` cookie;
-/// memory holds only its SHA-256, so a memory dump does not hand out live sessions. Each session
-/// has its own CSRF token (the synchronizer token every state-changing form carries), ends after
-/// `idleSeconds` without a request or `lifetimeSeconds` after sign-in, whichever comes first, and
-/// at sign-out.
-package final class PageSessions<Subject: Hashable & Sendable>: Sendable {
+/// the store holds only its SHA-256, so a copy of the database does not hand out live sessions.
+/// Each session has its own CSRF token (the synchronizer token every state-changing form
+/// carries), ends after `idleSeconds` without a request or `lifetimeSeconds` after sign-in,
+/// whichever comes first, at sign-out, and when what it was opened with changes.
+package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     /// One signed-in person.
     package struct Session: Sendable {
         package let subject: Subject
-        /// The SHA-256 of what the person signed in with, as it was then (the admin token
+        /// The SHA-256 (hex) of what the person signed in with, as it was then (the admin token
         /// list, a password hash, an issuer): the session ends when it changes.
-        let credentialStamp: [UInt8]
+        let credentialStamp: String
         /// The synchronizer token of this session's forms.
         package let csrfToken: String
-        let startedAt: UInt64
-        /// When it ends whatever happens (`lifetimeSeconds` after sign-in, or earlier when the
-        /// credential it was opened with expires sooner).
-        let endsAt: UInt64
-        var lastSeen: UInt64
-        /// A one-time message for the next page (after a change: "alice is blocked").
-        var notice: String?
+        /// A one-time message for this page (after a change: "alice is blocked"), when taken.
+        package let notice: String?
 
         /// Whether the session was started with credentials stamped `stamp`.
         package func isStamped(_ stamp: String) -> Bool {
-            credentialStamp == Array(SHA256.hash(data: Array(stamp.utf8)))
+            RandomToken.same(credentialStamp, PageSessions.digest(stamp))
         }
     }
 
-    private let sessions = Mutex<[SessionKey: Session]>([:])
-    private let idleNanoseconds: UInt64
-    private let lifetimeNanoseconds: UInt64
-    private let capacity: Int
-    private let perSubject: Int
-    private let now: @Sendable () -> UInt64
+    private let store: any StateStore
+    /// Which pages the sessions belong to (`console`, `me`).
+    private let site: String
+    private let idleMilliseconds: Int64
+    private let lifetimeMilliseconds: Int64
+    private let bounds: PageSessionBounds
+    /// Milliseconds since 1970: sessions are shared by instances, so their clocks must agree.
+    private let now: @Sendable () -> Int64
 
     package let idleSeconds: Int
 
+    /// - Parameter capacity: the most sessions the store keeps for `site`; at it, a sign-in
+    ///   ends the least recently used one.
     /// - Parameter perSubject: the most sessions one person may hold; signing in once more ends
     ///   their least recently used one (so that one person signing in over and over cannot push
     ///   everybody else out of a full table).
-    package init(idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600, capacity: Int = 10_000, perSubject: Int = 5,
-                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(store: any StateStore, site: String, idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600,
+                 capacity: Int = 10_000, perSubject: Int = 5,
+                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        self.store = store
+        self.site = site
         self.idleSeconds = idleSeconds
-        self.idleNanoseconds = UInt64(idleSeconds) * 1_000_000_000
-        self.lifetimeNanoseconds = UInt64(lifetimeSeconds) * 1_000_000_000
-        self.capacity = capacity
-        self.perSubject = perSubject
+        self.idleMilliseconds = Int64(idleSeconds) * 1000
+        self.lifetimeMilliseconds = Int64(lifetimeSeconds) * 1000
+        self.bounds = PageSessionBounds(capacity: capacity, perSubject: perSubject)
         self.now = now
     }
 
+    /// The SHA-256 of `text`, as 64 lower-case hex digits.
+    static func digest(_ text: String) -> String { RandomToken.hex(SHA256.hash(data: Array(text.utf8))) }
+
     /// Starts a session; returns the cookie value that names it. `validSeconds`: how long the
     /// credential it is opened with stays valid, when less than the lifetime (a token's `exp`).
-    package func start(_ subject: Subject, credentialStamp: String, validSeconds: Double? = nil) -> String {
+    package func start(_ subject: Subject, credentialStamp: String, validSeconds: Double? = nil) async throws(StoreError) -> String {
         let id = RandomToken.make()
-        let stamp = Array(SHA256.hash(data: Array(credentialStamp.utf8)))
-        let csrfToken = RandomToken.make()
-        sessions.withLock { sessions in
-            // The clock is read under the lock: a time read before it could be older than a
-            // `lastSeen` another request set meanwhile.
-            let now = self.now()
-            var lifetime = lifetimeNanoseconds
-            if let validSeconds { lifetime = min(lifetime, UInt64(max(0, min(validSeconds, Double(Int32.max))) * 1_000_000_000)) }
-            let session = Session(subject: subject, credentialStamp: stamp, csrfToken: csrfToken, startedAt: now,
-                                  endsAt: now &+ lifetime, lastSeen: now)
-            let own = sessions.filter { $0.value.subject == subject }
-            if own.count >= perSubject, let oldest = own.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
-                sessions[oldest.key] = nil
-            }
-            if sessions.count >= capacity {
-                sessions = sessions.filter { !isOver($0.value, at: now) }
-                if sessions.count >= capacity, let oldest = sessions.min(by: { $0.value.lastSeen < $1.value.lastSeen }) {
-                    sessions[oldest.key] = nil
-                }
-            }
-            sessions[SessionKey(id)] = session
-        }
+        let now = self.now()
+        var lifetime = lifetimeMilliseconds
+        if let validSeconds { lifetime = min(lifetime, Int64(max(0, min(validSeconds, Double(Int32.max))) * 1000)) }
+        let session = StoredPageSession(key: Self.digest(id), site: site, subject: subject.storedIdentity,
+                                        credentialStamp: Self.digest(credentialStamp), csrfToken: RandomToken.make(),
+                                        startedAt: now, endsAt: now + lifetime, lastSeen: now, idleMilliseconds: idleMilliseconds)
+        try await store.startPageSession(session, bounds: bounds, now: now)
         return id
     }
 
-    /// The live session a cookie value names, if any; using it keeps it alive.
-    package func session(_ cookie: String?) -> Session? {
+    /// The live session a cookie value names, if any; using it keeps it alive. With
+    /// `takingNotice`, the session's one-time notice comes with it (and is gone then).
+    package func session(_ cookie: String?, takingNotice: Bool = false) async throws(StoreError) -> Session? {
         guard let cookie, RandomToken.isWellFormed(cookie) else { return nil }
-        let key = SessionKey(cookie)
-        return sessions.withLock { sessions in
-            let now = self.now()
-            guard var session = sessions[key] else { return nil }
-            guard !isOver(session, at: now) else {
-                sessions[key] = nil
-                return nil
-            }
-            session.lastSeen = now
-            sessions[key] = session
-            return session
+        guard let stored = try await store.usePageSession(key: Self.digest(cookie), site: site, now: now(), takingNotice: takingNotice) else {
+            return nil
         }
+        return Session(subject: Subject(storedIdentity: stored.subject), credentialStamp: stored.credentialStamp,
+                       csrfToken: stored.csrfToken, notice: stored.notice)
     }
 
-    /// Ends the session a cookie value names.
-    package func end(_ cookie: String?) {
+    /// Ends the session a cookie value names, on every instance.
+    package func end(_ cookie: String?) async throws(StoreError) {
         guard let cookie, RandomToken.isWellFormed(cookie) else { return }
-        _ = sessions.withLock { $0.removeValue(forKey: SessionKey(cookie)) }
+        try await store.endPageSession(key: Self.digest(cookie), site: site)
     }
 
     /// Leaves a one-time message for the session's next page.
-    package func leaveNotice(_ notice: String, for cookie: String?) {
+    package func leaveNotice(_ notice: String, for cookie: String?) async throws(StoreError) {
         guard let cookie, RandomToken.isWellFormed(cookie) else { return }
-        sessions.withLock { $0[SessionKey(cookie)]?.notice = notice }
+        try await store.leavePageNotice(notice, key: Self.digest(cookie), site: site)
     }
-
-    /// The session's one-time message, which is gone once taken.
-    package func takeNotice(for cookie: String?) -> String? {
-        guard let cookie, RandomToken.isWellFormed(cookie) else { return nil }
-        return sessions.withLock { sessions in
-            let key = SessionKey(cookie)
-            defer { sessions[key]?.notice = nil }
-            return sessions[key]?.notice
-        }
-    }
-
-    package var count: Int { sessions.withLock { $0.count } }
-
-    private func isOver(_ session: Session, at now: UInt64) -> Bool {
-        // Saturating: a clock that stood still or went back means no time has passed.
-        let idle = now > session.lastSeen ? now - session.lastSeen : 0
-        return idle >= idleNanoseconds || now >= session.endsAt
-    }
-}
-
-/// A session as memory keys it: the SHA-256 of its cookie value.
-private struct SessionKey: Hashable {
-    let digest: [UInt8]
-    init(_ cookie: String) { digest = Array(SHA256.hash(data: Array(cookie.utf8))) }
 }
 
 /// Random tokens for session ids and CSRF tokens: 32 bytes from the system's generator
@@ -144,13 +123,17 @@ private struct SessionKey: Hashable {
 package enum RandomToken {
     package static func make() -> String {
         var generator = SystemRandomNumberGenerator()
-        let hex = Array("0123456789abcdef".utf8)
+        return hex((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+    }
+
+    /// `bytes` as lower-case hex digits.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
-        for _ in 0..<32 {
-            let byte = UInt8.random(in: .min ... .max, using: &generator)
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
     }

@@ -54,13 +54,14 @@ package struct SelfServicePageRoutes: Sendable {
     static let cookiePath = "/mobileservices/me/"
     static let home = "/mobileservices/me/"
 
+    /// - Parameter sessions: the page's sessions; by default in the registrations' store.
     package init(registrations: RegistrationService, signIn: any PageSignIn, secure: @escaping @Sendable () -> Bool,
-                 sessions: PageSessions<UserIdentity> = PageSessions(), logger: Logger) {
+                 sessions: PageSessions<UserIdentity>? = nil, logger: Logger) {
         self.registrations = registrations
         self.signIn = signIn
         self.secure = secure
         self.pages = Pages(site: "My devices", stylesheet: "/mobileservices/me/style.css")
-        self.sessions = sessions
+        self.sessions = sessions ?? PageSessions(store: registrations.store, site: "me")
         self.logger = logger
     }
 
@@ -76,20 +77,26 @@ package struct SelfServicePageRoutes: Sendable {
         router.get("/mobileservices/me/") { request, context in
             // The router takes `/mobileservices/me` for `…/me/`; the session cookie's path does not.
             guard request.uri.path.hasSuffix("/") else { return Pages.redirect(to: Self.home) }
-            guard let user = signedIn(request) else { return signInPage(request) }
+            let user: SignedIn?
+            do throws(Refusal) { user = try await signedIn(request) } catch { return problem(error, user: nil) }
+            guard let user else { return signInPage(request) }
             return await respond(user) { () throws(Refusal) in try await devices(user) }
         }
         router.post("/mobileservices/me/sign-in") { request, context in await signIn(request, context) }
         router.post("/mobileservices/me/sign-out") { request, _ in
             await change(request) { _, _ throws(Refusal) in
-                sessions.end(request.cookies[Self.sessionCookie]?.value)
+                try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                    try await sessions.end(request.cookies[Self.sessionCookie]?.value)
+                }
                 var response = Pages.redirect(to: Self.home)
                 response.setCookie(Pages.cookie(Self.sessionCookie, "", path: Self.cookiePath, secure: secure(), maxAge: 0))
                 return response
             }
         }
         router.get("/mobileservices/me/confirm") { request, _ in
-            guard let user = signedIn(request) else { return Pages.redirect(to: Self.home) }
+            let user: SignedIn?
+            do throws(Refusal) { user = try await signedIn(request) } catch { return problem(error, user: nil) }
+            guard let user else { return Pages.redirect(to: Self.home) }
             return await respond(user) { () throws(Refusal) in try await confirm(request, user) }
         }
         for action in [RegistrationAction.lock, .wipe] {
@@ -101,14 +108,18 @@ package struct SelfServicePageRoutes: Sendable {
 
     // MARK: Sessions and forms
 
-    private func signedIn(_ request: Request) -> SignedIn? {
+    /// The user whose session the request's cookie names, if it is live and their credentials
+    /// have not changed since the sign-in; `503` when the store, which keeps the sessions, fails.
+    private func signedIn(_ request: Request) async throws(Refusal) -> SignedIn? {
         let cookie = request.cookies[Self.sessionCookie]?.value
-        guard let session = sessions.session(cookie), let cookie else { return nil }
-        guard let stamp = signIn.stamp(of: session.subject), session.isStamped(stamp) else {
-            sessions.end(cookie)
-            return nil
+        return try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> SignedIn? in
+            guard let session = try await sessions.session(cookie, takingNotice: true), let cookie else { return nil }
+            guard let stamp = signIn.stamp(of: session.subject), session.isStamped(stamp) else {
+                try await sessions.end(cookie)
+                return nil
+            }
+            return SignedIn(user: session.subject, cookie: cookie, csrf: session.csrfToken, notice: session.notice)
         }
-        return SignedIn(user: session.subject, cookie: cookie, csrf: session.csrfToken, notice: sessions.takeNotice(for: cookie))
     }
 
     private func respond(_ user: SignedIn, _ page: () async throws(Refusal) -> Response) async -> Response {
@@ -120,7 +131,9 @@ package struct SelfServicePageRoutes: Sendable {
     }
 
     private func change(_ request: Request, _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
-        guard let user = signedIn(request) else { return Pages.redirect(to: Self.home) }
+        let signedIn: SignedIn?
+        do throws(Refusal) { signedIn = try await self.signedIn(request) } catch { return problem(error, user: nil) }
+        guard let user = signedIn else { return Pages.redirect(to: Self.home) }
         return await respond(user) { () throws(Refusal) in
             let form: FormBody
             do throws(Refusal) {
@@ -177,8 +190,10 @@ package struct SelfServicePageRoutes: Sendable {
                 signedIn = try await signIn.signIn(user: try form.required("user"), password: form["password"] ?? "", client: context.clientIP)
             }
             // A session opened with a token ends when the token does.
-            let cookie = sessions.start(signedIn.user, credentialStamp: signedIn.stamp,
-                                        validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
+            let cookie = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await sessions.start(signedIn.user, credentialStamp: signedIn.stamp,
+                                         validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
+            }
             logger.info("self-service page sign-in", metadata: ["user": "\(signedIn.user)"])
             var response = Pages.redirect(to: Self.home)
             response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: secure(), maxAge: nil))
@@ -234,8 +249,14 @@ package struct SelfServicePageRoutes: Sendable {
         switch result {
         case .changed:
             logger.notice("registration \(action.rawValue) by its user (page)", metadata: ["registration": "\(registration.id)", "user": "\(user.user)"])
-            sessions.leaveNotice("\(registration.deviceModel.isEmpty ? "The device" : registration.deviceModel) is \(action == .lock ? "locked" : "wiped").",
-                                 for: user.cookie)
+            do {
+                try await sessions.leaveNotice(
+                    "\(registration.deviceModel.isEmpty ? "The device" : registration.deviceModel) is \(action == .lock ? "locked" : "wiped").",
+                    for: user.cookie)
+            } catch {
+                // The change was made; only its message is lost.
+                logger.warning("self-service notice not kept", metadata: ["error": "\(error)"])
+            }
             return Pages.redirect(to: Self.home)
         case .notFound:
             throw .notFound("that device is not one of yours")

@@ -20,12 +20,19 @@ real sandbox as SuccessFactors:
 6. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
    registration keeps being served from memory; PostgreSQL starts again: ready and writing
    again without a restart, and a block made afterwards is enforced across instances.
-7. A dump of the database holds no password, admin token or back-end cookie.
+7. A dump of the database holds no password, admin token, back-end cookie or page session id.
+8. A device that called A with its own registration id before onboarding (A remembers the id
+   as unknown) onboards with that id on B and is then served by A (the creation reaches A's
+   memory through the change feed).
+9. Page sessions live in the store: the console signed in on A (its own admin port) works on
+   B, cookie and CSRF token alike, and a notice left on A shows on B; the self-service page
+   too; while PostgreSQL is down the pages answer 503; the sessions survive A's restart; a
+   sign-out on B ends the session on A.
 
 Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exits 1 on failure.
 """
-import base64, http.client, json, os, shutil, ssl, subprocess, sys, tempfile, threading, time
-import urllib.error, urllib.request
+import base64, hashlib, http.client, json, os, re, shutil, ssl, subprocess, sys, tempfile, threading, time
+import urllib.error, urllib.parse, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
 from postgres import ThrowawayPostgres
@@ -47,6 +54,58 @@ def call(port, method, path, headers=None, body=None, timeout=10):
         return error.code, dict(error.headers), error.read()
     except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
         return 0, {}, str(error).encode()
+
+
+def page(port, method, path, cookies=None, form=None, timeout=20):
+    """A page call that does not follow redirects: (status, headers as a list, body text)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {}
+    if cookies:
+        headers["Cookie"] = "; ".join(f"{name}={value}" for name, value in cookies.items())
+    body = None
+    if form is not None:
+        body = "&".join(f"{name}={urllib.parse.quote(value, safe='')}" for name, value in form.items()).encode()
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+    try:
+        connection.request(method, path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read().decode(errors="replace")
+    except (OSError, http.client.HTTPException) as error:
+        return 0, [], str(error)
+    finally:
+        connection.close()
+
+
+def set_cookie(headers, name):
+    """The value a `Set-Cookie` of `headers` gives cookie `name`, or None."""
+    for key, value in headers:
+        if key.lower() == "set-cookie" and value.startswith(name + "="):
+            return value.split(";", 1)[0].split("=", 1)[1]
+    return None
+
+
+def location(headers):
+    return next((value for key, value in headers if key.lower() == "location"), None)
+
+
+def csrf_of(body):
+    """The first CSRF token (hidden `csrf` field) of a page."""
+    found = re.search(r'name="csrf" value="([0-9a-f]{64})"', body)
+    return found.group(1) if found else None
+
+
+def page_sign_in(port, path, fields):
+    """Signs in on the pages at `path` (`/console/` or `/mobileservices/me/`) of `port`; returns
+    the session cookie's value or None."""
+    sign_in_path = "/console/sign-in" if path == "/console/" else path
+    cookie_name = "midtier_console" if path == "/console/" else "midtier_me"
+    status, headers, body = page(port, "GET", sign_in_path)
+    token = csrf_of(body)
+    if status != 200 or not token:
+        return None
+    status, headers, _ = page(port, "POST", ("/console/sign-in" if path == "/console/" else path + "sign-in"),
+                              {cookie_name + "_sign_in": token}, dict(fields, csrf=token))
+    return set_cookie(headers, cookie_name) if status == 303 else None
 
 
 def metric(port, name):
@@ -193,6 +252,19 @@ try:
         answers = [call(instance["admin"], "GET", f"/admin/v1/registrations/{cid}", ADMIN) for instance in instances]
         same = [json.loads(body) for status, _, body in answers if status == 200]
         check("the admin API of both instances answers the same", len(same) == 2 and same[0] == same[1], f"({answers})")
+
+        # --- 8. A device's own id, unknown to A, onboarded on B, served by A. ---
+        own = "own-" + os.urandom(16).hex()
+        early = {"Authorization": ALICE, "X-SMP-APPCID": own}
+        before = [call(A["port"], "GET", payroll, early)[0] for _ in range(3)]
+        check("a call with a registration id nobody has is refused by A (and A remembers the id as unknown)",
+              before and all(status in (401, 403) for status in before), f"({before})")
+        status, headers, body = call(B["port"], "POST", "/odata/applications/v1/demo/Connections", early, b"{}")
+        check("the device onboards on B with that id", status == 201 and header(headers, "X-SMP-APPCID") == own,
+              f"({status} {header(headers, 'X-SMP-APPCID')} {body[:200]!r})")
+        took = until(lambda: call(A["port"], "GET", payroll, early)[0] == 200, seconds=10, step=0.02)
+        check("... and A serves it (the creation made A forget the miss)", took is not None, f"(took {took})")
+        print(f"unknown id created on B, served by A after {took if took is None else round(took, 3)} s")
 
         # --- 2. CSRF fetch on one instance, the write on the other. ---
         items = "/gw/Items"
@@ -353,6 +425,41 @@ try:
         print("enforcement across instances (seconds): " + ", ".join(f"{what} {took:.3f}" if took is not None else f"{what} never"
                                                                    for what, took in figures))
 
+        # --- 9. Page sessions, opened on A, used on B. ---
+        console = page_sign_in(A["admin"], "/console/", {"token": ADMIN_TOKEN})
+        check("an admin signs in to the console on A (its own admin port)", console is not None)
+        console = {"midtier_console": console or ""}
+        status, _, on_a = page(A["admin"], "GET", "/console/", console)
+        status_b, headers_b, on_b = page(B["admin"], "GET", "/console/", console)
+        check("the console session opened on A works on B", status == 200 and status_b == 200 and 'id="sign-out"' in on_b,
+              f"({status} {status_b} {location(headers_b)})")
+        csrf = csrf_of(on_a)
+        check("... with the same CSRF token", csrf and csrf_of(on_b) == csrf, f"({csrf} {csrf_of(on_b)})")
+        status, headers, _ = page(B["admin"], "POST", "/console/users/block", console,
+                                  {"id": "carol", "realm": "", "type": "registration", "reason": "across instances", "csrf": csrf or ""})
+        _, _, body = call(A["admin"], "GET", "/admin/v1/users/carol", ADMIN)
+        check("a block posted on B with the token of A's page is made", status == 303 and b'"registration"' in body,
+              f"({status} {location(headers)} {body[:200]!r})")
+        status, headers, _ = page(A["admin"], "POST", "/console/users/unblock", console, {"id": "carol", "realm": "", "csrf": csrf or ""})
+        status_b, _, body = page(B["admin"], "GET", "/console/users?id=carol", console)
+        check("an unblock posted on A: its notice shows on B's next page", status == 303 and status_b == 200 and "no longer blocked" in body,
+              f"({status} {status_b} {re.findall(r'<p class=.notice.*?</p>', body)})")
+        status, headers, _ = page(B["admin"], "POST", "/console/users/block", console,
+                                  {"id": "carol", "realm": "", "type": "all", "csrf": "0" * 64})
+        check("... and a forged token is still refused on B (403)", status == 403, f"({status})")
+        me = page_sign_in(A["port"], "/mobileservices/me/", {"user": "alice", "password": "alice-demo-password"})
+        check("alice signs in to the self-service page on A", me is not None)
+        me = {"midtier_me": me or ""}
+        status, _, body = page(B["port"], "GET", "/mobileservices/me/", me)
+        check("the self-service session opened on A works on B", status == 200 and 'id="who"' in body, f"({status})")
+        try:
+            keys = pg.sql("SELECT key FROM midtier_page_session", database=pg.database).split()
+        except subprocess.CalledProcessError as error:
+            keys = [error.stderr.strip()]
+        digests = [hashlib.sha256(value.encode()).hexdigest() for value in [console["midtier_console"], me["midtier_me"]]]
+        check("the store holds each page session by the SHA-256 of its cookie, never the cookie itself",
+              all(digest in keys for digest in digests) and not set(keys) & {console["midtier_console"], me["midtier_me"]}, f"({keys})")
+
         # --- 5. kill -9 during a stream of admin writes loses nothing acknowledged. ---
         acknowledged, stop = [], threading.Event()
 
@@ -389,6 +496,11 @@ try:
         check("a write answers 503 with an OData error body", status == 503 and odata, f"({status} {body[:200]!r})")
         status, _, body = call(B["port"], "GET", payroll, live, timeout=20)
         check("a known registration keeps being served from memory", status == 200, f"({status} {body[:200]!r})")
+        status, headers, body = page(B["admin"], "GET", "/console/", console)
+        check("a console page answers a 503 page (the store keeps the sessions)",
+              status == 503 and "text/html" in dict((k.lower(), v) for k, v in headers).get("content-type", ""), f"({status} {body[:200]!r})")
+        status, _, body = page(B["port"], "GET", "/mobileservices/me/", me)
+        check("... and so does the self-service page", status == 503 and "<html" in body.lower(), f"({status} {body[:200]!r})")
         pg.start()
         took = until(lambda: call(B["admin"], "GET", "/readyz")[0] == 200 and call(A["admin"], "GET", "/readyz")[0] == 200, seconds=30, step=0.1)
         check("PostgreSQL back: both instances ready again without a restart", took is not None, f"(took {took})")
@@ -397,11 +509,29 @@ try:
         took = until(lambda: refused("TRAFFIC_BLOCKED")(call(A["port"], "GET", payroll, live)), seconds=10)
         check("a block made on B after the outage is enforced by A (the change feed reconnected)", took is not None, f"(took {took})")
 
+        # --- 9, continued: sessions survived A's restart (section 5); a sign-out on B ends them on A. ---
+        status, _, body = page(A["admin"], "GET", "/console/", console)
+        check("the console session survived A's restart", status == 200 and 'id="sign-out"' in body, f"({status})")
+        status, _, body = page(A["port"], "GET", "/mobileservices/me/", me)
+        check("the self-service session survived A's restart", status == 200 and 'id="who"' in body, f"({status})")
+        status, _, body = page(B["admin"], "GET", "/console/", console)
+        status, headers, _ = page(B["admin"], "POST", "/console/sign-out", console, {"csrf": csrf_of(body) or ""})
+        check("sign-out of the console on B", status == 303 and set_cookie(headers, "midtier_console") == "", f"({status})")
+        status, headers, _ = page(A["admin"], "GET", "/console/", console)
+        check("... and the cookie no longer works on A", status == 303 and location(headers) == "/console/sign-in",
+              f"({status} {location(headers)})")
+        status, _, body = page(B["port"], "GET", "/mobileservices/me/", me)
+        status, headers, _ = page(B["port"], "POST", "/mobileservices/me/sign-out", me, {"csrf": csrf_of(body) or ""})
+        status_a, _, body = page(A["port"], "GET", "/mobileservices/me/", me)
+        check("sign-out of the self-service page on B ends it on A", status == 303 and status_a == 200 and 'id="who"' not in body,
+              f"({status} {status_a})")
+
         # --- 7. Nothing secret in the database. ---
         dump = subprocess.run(["runuser", "-u", "postgres", "--", "pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database]
                               if os.geteuid() == 0 else ["pg_dump", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", pg.database],
                               capture_output=True, text=True)
         secrets = ["alice-demo-password", ADMIN_TOKEN, "Bearer ", "Basic ", "SAP_SESSIONID"] + Gateway.issued
+        secrets += [console["midtier_console"], me["midtier_me"]]
         check("a dump of the database holds no password, token, credential or back-end cookie",
               dump.returncode == 0 and "midtier_registration" in dump.stdout and not [s for s in secrets if s in dump.stdout],
               f"({dump.returncode} {[s for s in secrets if s in dump.stdout]} {dump.stderr[-300:]})")
