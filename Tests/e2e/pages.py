@@ -155,10 +155,11 @@ try:
     now = int(time.time())
     corp_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "alice", "exp": now + 600, "iat": now})
     corp_alice = register(base, None, None, "Galaxy S24", device_type="Android", app="corp", authorization=f"Bearer {corp_token}")
-    # An IdP may name a user with any string, a carriage return included.
-    dora_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "dora\r", "exp": now + 600, "iat": now})
+    # An IdP may name a user with any printable string, a trailing no-break space included
+    # (control characters are refused: docs/identity.md, "Stored text").
+    dora_token = jwt(key, {"iss": ISSUER, "aud": "midtier", "sub": "dora\u00a0", "exp": now + 600, "iat": now})
     corp_dora = register(base, None, None, "Pixel 7", device_type="Android", app="corp", authorization=f"Bearer {dora_token}")
-    check("devices onboard (alice twice, bob, carol, alice and 'dora\\r' of the IdP)",
+    check("devices onboard (alice twice, bob, carol, alice and 'dora\\u00a0' of the IdP)",
           all([alice_phone, alice_hostile, bob_phone, carol_phone, corp_alice, corp_dora]))
     check("alice and bob read payroll before anything changes", payroll(base, "alice", "alice-demo-password", alice_phone)[0] == 200
           and payroll(base, "bob", "bob-demo-password", bob_phone)[0] == 200)
@@ -227,20 +228,20 @@ try:
     check("unblocking alice", "Not blocked" in (text_of(driver, "block-state") or ""))
     check("alice is served again", payroll(base, "alice", "alice-demo-password", alice_phone)[0] == 200)
 
-    # A user id with a carriage return is blocked exactly as it is (an HTML form would send CR LF).
-    driver.get(f"{admin}/console/users?" + urllib.parse.urlencode({"id": "dora\r", "realm": ISSUER}))
+    # A user id with a trailing no-break space is blocked exactly as it is (trimming would eat it).
+    driver.get(f"{admin}/console/users?" + urllib.parse.urlencode({"id": "dora\u00a0", "realm": ISSUER}))
     wait_id(driver, "block")
     driver.find_element(By.ID, "block").click()
     wait_id(driver, "unblock")
-    status, _, body = call(f"{admin}/admin/v1/users/dora%0D?" + urllib.parse.urlencode({"realm": ISSUER}),
+    status, _, body = call(f"{admin}/admin/v1/users/dora%C2%A0?" + urllib.parse.urlencode({"realm": ISSUER}),
                            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
-    check("the console blocks the IdP's 'dora\\r' herself, byte for byte", status == 200 and (json.loads(body).get("block") or {}).get("type") == "all",
+    check("the console blocks the IdP's 'dora\\u00a0' herself, byte for byte", status == 200 and (json.loads(body).get("block") or {}).get("type") == "all",
           f"({status} {body[:200]!r})")
     status, _, _ = call(f"{base}/sf/odata/v2/User?$format=json", headers={"Authorization": f"Bearer {dora_token}", "X-SMP-APPCID": corp_dora})
     check("… and the device API refuses her", status == 403, f"({status})")
     driver.find_element(By.ID, "unblock").click()
     wait_id(driver, "block")
-    status, _, body = call(f"{admin}/admin/v1/users/dora%0D?" + urllib.parse.urlencode({"realm": ISSUER}),
+    status, _, body = call(f"{admin}/admin/v1/users/dora%C2%A0?" + urllib.parse.urlencode({"realm": ISSUER}),
                            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     check("… and unblocks her", status == 200 and json.loads(body).get("block") is None, f"({status} {body[:200]!r})")
 
@@ -294,7 +295,7 @@ try:
     entries = json.loads(body).get("entries", []) if status == 200 else []
     check("the admin API's audit has the same entries (user.block, user.unblock of alice and dora, registration.wipe by admin#1)",
           [(e["action"], e["target"]) for e in entries if e["actor"] == "admin#1"]
-          == [("user.block", "alice"), ("user.unblock", "alice"), ("user.block", f"dora\r@{ISSUER}"), ("user.unblock", f"dora\r@{ISSUER}"),
+          == [("user.block", "alice"), ("user.unblock", "alice"), ("user.block", f"dora\u00a0@{ISSUER}"), ("user.unblock", f"dora\u00a0@{ISSUER}"),
               ("registration.wipe", bob_phone)], f"({entries})")
     driver.get(f"{admin}/console/destinations")
     destinations_text = driver.find_element(By.TAG_NAME, "table").text
