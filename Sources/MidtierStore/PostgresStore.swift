@@ -22,7 +22,8 @@ package final class PostgresStore: StateStore {
     /// Text compared by bytes, as identities must be (docs/identity.md).
     static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
     static let writeLock: Int64 = 0x4D69_6474_6965_7202
-    /// Page-session writes: they announce nothing, so they need not wait for other writes.
+    /// Page-session sign-ins (their bounds count rows): they announce nothing, so they need
+    /// not wait for other writes. Using and ending a session locks its row only.
     static let pageSessionLock: Int64 = 0x4D69_6474_6965_7203
     /// The channel other instances listen on.
     package static let changeChannel = "midtier_changes"
@@ -125,15 +126,15 @@ package final class PostgresStore: StateStore {
     }
 
     /// One write transaction, holding `lock` (by default the write lock: commit-ordered
-    /// sequences).
-    func write<T: Sendable>(within limit: Duration? = nil, lock: Int64 = PostgresStore.writeLock,
+    /// sequences; nil: none).
+    func write<T: Sendable>(within limit: Duration? = nil, lock: Int64? = PostgresStore.writeLock,
                             _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
             return try await withDeadline(limit ?? operationTimeout) {
                 try await client.withTransaction(logger: logger) { connection in
-                    try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger)
+                    if let lock { try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger) }
                     return try await body(connection, logger)
                 }
             }
@@ -441,7 +442,7 @@ package final class PostgresStore: StateStore {
     }
 
     package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
-        try await write(lock: Self.pageSessionLock) { connection, logger in
+        try await write(lock: nil) { connection, logger in
             let rows = try await connection.query("""
                 SELECT \(unescaped: Self.pageSessionColumns) FROM midtier_page_session WHERE key = \(key) AND site = \(site) FOR UPDATE
                 """, logger: logger)
@@ -470,13 +471,13 @@ package final class PostgresStore: StateStore {
     }
 
     package func endPageSession(key: String, site: String) async throws(StoreError) {
-        try await write(lock: Self.pageSessionLock) { connection, logger in
+        try await write(lock: nil) { connection, logger in
             try await connection.query("DELETE FROM midtier_page_session WHERE key = \(key) AND site = \(site)", logger: logger)
         }
     }
 
     package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
-        try await write(lock: Self.pageSessionLock) { connection, logger in
+        try await write(lock: nil) { connection, logger in
             try await connection.query("""
                 UPDATE midtier_page_session SET notice = \(notice) WHERE key = \(key) AND site = \(site)
                 """, logger: logger)
