@@ -437,7 +437,7 @@ try:
         check("... with the same CSRF token", csrf and csrf_of(on_b) == csrf, f"({csrf} {csrf_of(on_b)})")
         status, headers, _ = page(B["admin"], "POST", "/console/users/block", console,
                                   {"id": "carol", "realm": "", "type": "registration", "reason": "across instances", "csrf": csrf or ""})
-        _, _, body = call(A["admin"], "GET", "/admin/v1/users/carol", ADMIN)
+        _, _, body = call(B["admin"], "GET", "/admin/v1/users/carol", ADMIN)  # A learns of it within a second (section 4)
         check("a block posted on B with the token of A's page is made", status == 303 and b'"registration"' in body,
               f"({status} {location(headers)} {body[:200]!r})")
         status, headers, _ = page(A["admin"], "POST", "/console/users/unblock", console, {"id": "carol", "realm": "", "csrf": csrf or ""})
