@@ -206,6 +206,16 @@ package final class PostgresStore: StateStore {
                 for try await (value) in rows.decode(Int64.self) { count = value }
                 if count >= Int64(maximumPerUser) { return .limitReached(limit: maximumPerUser) }
             }
+            if !r.deviceId.isEmpty {
+                // Byte equality: the database's default collation is deterministic.
+                let held = try await connection.query("""
+                    SELECT id FROM midtier_registration
+                    WHERE app_id = \(r.appId) AND user_realm = \(r.user.realm) AND user_id = \(r.user.id) AND device_id = \(r.deviceId)
+                      AND state <> 'active'
+                    ORDER BY state = 'wiped' DESC, created_at LIMIT 1
+                    """, logger: logger)
+                for try await (id) in held.decode(String.self) { return InsertOutcome.deviceHeld(id: id) }
+            }
             let inserted = try await connection.query("""
                 INSERT INTO midtier_registration (\(unescaped: Self.columns))
                 VALUES (\(r.id), \(r.appId), \(r.user.realm), \(r.user.id), \(r.deviceType), \(r.deviceModel), \(r.deviceId), \(r.formFactor),

@@ -30,6 +30,10 @@ package enum InsertOutcome: Sendable, Equatable {
     case idTaken
     /// The user already has `limit` registrations.
     case limitReached(limit: Int)
+    /// The user's registration `id` of the same device (app, `DeviceId`, user) is locked or
+    /// wiped: the device cannot onboard again (docs/identity.md, "The same device"). Judged in
+    /// the insert's own transaction, so a lock committed just before is always seen.
+    case deviceHeld(id: String)
 }
 
 /// A registration's successful contact at `at` (ms since 1970), for the offline policy.

@@ -199,6 +199,12 @@ package final class SQLiteStore: StateStore {
                                              arguments: [r.user.realm, r.user.id]) ?? 0
                 if count >= maximumPerUser { return .limitReached(limit: maximumPerUser) }
             }
+            if !r.deviceId.isEmpty, let held = try String.fetchOne(db, sql: """
+                SELECT id FROM registration WHERE app_id = ? AND user_realm = ? AND user_id = ? AND device_id = ? AND state <> 'active'
+                ORDER BY state = 'wiped' DESC, created_at LIMIT 1
+                """, arguments: [r.appId, r.user.realm, r.user.id, r.deviceId]) {
+                return .deviceHeld(id: held)
+            }
             try db.execute(sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                            arguments: [r.id, r.appId, r.user.realm, r.user.id, r.deviceType, r.deviceModel, r.deviceId, r.formFactor,
                                        r.apnsDeviceToken, r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue,

@@ -163,6 +163,7 @@ package struct RegistrationService: Sendable {
             switch try await store.insert(registration, maximumPerUser: maximum, audit: audit()) {
             case .inserted: return .registered(registration)
             case .limitReached(let limit): return .limitReached(limit: limit)
+            case .deviceHeld(let id): return try await held(id, of: registration)
             case .idTaken: break
             }
         }
@@ -171,9 +172,21 @@ package struct RegistrationService: Sendable {
             switch try await store.insert(registration, maximumPerUser: maximum, audit: audit()) {
             case .inserted: return .registered(registration)
             case .limitReached(let limit): return .limitReached(limit: limit)
+            case .deviceHeld(let id): return try await held(id, of: registration)
             case .idTaken: continue
             }
         }
+    }
+
+    /// The user's registration `id` that the store found holding the device as `onboarding`
+    /// was inserted (a lock or wipe that committed after `heldRegistration` looked).
+    private func held(_ id: String, of onboarding: Registration) async throws(StoreError) -> Onboarding {
+        if let current = try await store.currentRegistration(id: id) { return .deviceHeld(current) }
+        // Deleted since: the insert saw it held, so say so with what it held.
+        var held = onboarding
+        held.id = id
+        held.state = .locked
+        return .deviceHeld(held)
     }
 
     /// The registration if it exists, belongs to `user` and to `app`; nil otherwise. An id no

@@ -16,6 +16,38 @@ import Testing
         AuditEntry(at: at, actor: "admin#1", action: action, target: "t")
     }
 
+    /// The insert itself refuses a device the user's locked or wiped registration holds (same
+    /// app, `DeviceId` and user, by bytes), in its own transaction: a lock that commits between
+    /// the onboarding's check and its insert cannot be escaped (docs/identity.md, "The same device").
+    @Test(arguments: StoreKind.allCases) func anInsertRefusesADeviceHeldByALockOrWipe(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open(cached: true)
+            func device(_ id: String, _ deviceId: String, user: UserIdentity = .local("alice"), app: String = "demo") -> Registration {
+                Registration(id: id, appId: app, user: user, deviceType: "iOS", deviceId: deviceId, createdAt: 1_000)
+            }
+            #expect(try await store.insert(device("phone", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.insert(device("again", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted,
+                    "an active registration of the device does not hold it")
+            _ = try await store.transition(id: "phone", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock"))
+            #expect(try await store.insert(device("escape", "dev-1"), maximumPerUser: nil, audit: nil) == .deviceHeld(id: "phone"))
+            #expect(try await store.registration(id: "escape") == nil)
+            // Another device, another user, another app, a DeviceId only canonically equal, or none: not held.
+            #expect(try await store.insert(device("new-phone", "dev-2"), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.insert(device("bob", "dev-1", user: .local("bob")), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.insert(device("other-app", "dev-1", app: "other"), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.insert(device("nfc", "caf\u{E9}"), maximumPerUser: nil, audit: nil) == .inserted)
+            _ = try await store.transition(id: "nfc", to: .wiped, allowedFrom: [.active], audit: Self.audit("registration.wipe"))
+            #expect(try await store.insert(device("nfd", "cafe\u{301}"), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.insert(device("nfc-again", "caf\u{E9}"), maximumPerUser: nil, audit: nil) == .deviceHeld(id: "nfc"))
+            #expect(try await store.insert(device("no-device-1", ""), maximumPerUser: nil, audit: nil) == .inserted)
+            _ = try await store.transition(id: "no-device-1", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock"))
+            #expect(try await store.insert(device("no-device-2", ""), maximumPerUser: nil, audit: nil) == .inserted)
+            // Unlocked by an admin: the device onboards again.
+            _ = try await store.transition(id: "phone", to: .active, allowedFrom: [.locked], audit: Self.audit("registration.unlock"))
+            #expect(try await store.insert(device("back", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func registrationsRoundTrip(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
