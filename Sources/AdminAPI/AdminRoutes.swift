@@ -82,11 +82,20 @@ package struct AdminRoutes: Sendable {
         return value
     }
 
+    /// The query parameter `name`, if given; `400` naming it when it has a control character
+    /// (`Administration.checkText`).
+    private func query(_ request: Request, _ name: String) throws(Refusal) -> String? {
+        guard let value = request.uri.queryParameters[Substring(name)].map(String.init) else { return nil }
+        try Administration.checkText(value, named: name)
+        return value
+    }
+
     /// The user a path names: `{userId}` in the realm the `realm` query names — absent or
     /// empty for `users.json`, else a JWT issuer exactly as configured (docs/identity.md).
     private func user(_ request: Request, _ context: MidtierRequestContext) throws(Refusal) -> UserIdentity {
         let id = try parameter(context, "userId")
-        return UserIdentity(realm: request.uri.queryParameters["realm"].map(String.init) ?? UserIdentity.localRealm, id: id)
+        try Administration.checkText(id, named: "userId")
+        return UserIdentity(realm: try query(request, "realm") ?? UserIdentity.localRealm, id: id)
     }
 
     // MARK: Users and blocks
@@ -124,11 +133,11 @@ package struct AdminRoutes: Sendable {
     // MARK: Registrations
 
     private func listRegistrations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
-        let query = request.uri.queryParameters
         var filter = RegistrationFilter()
-        if let user = query["user"] { filter.user = UserIdentity(realm: query["realm"].map(String.init) ?? UserIdentity.localRealm, id: String(user)) }
-        if let app = query["app"] { filter.app = String(app) }
-        if let state = query["state"] {
+        let realm = try query(request, "realm")
+        if let user = try query(request, "user") { filter.user = UserIdentity(realm: realm ?? UserIdentity.localRealm, id: user) }
+        if let app = try query(request, "app") { filter.app = app }
+        if let state = request.uri.queryParameters["state"] {
             guard let parsed = Registration.State(rawValue: String(state)) else { throw .badRequest("state must be one of active, locked, wiped") }
             filter.state = parsed
         }

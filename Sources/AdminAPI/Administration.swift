@@ -147,6 +147,21 @@ package struct Administration: Sendable {
         return purged
     }
 
+    // MARK: Text an admin names things by
+
+    /// A user id, realm or filter as an admin typed it (`name` is the parameter or field): one
+    /// with a control character names nothing Midtier can hold (docs/identity.md, "Stored
+    /// text"), so it is a `400` naming `name` before the store is asked (PostgreSQL cannot even
+    /// be asked about a NUL). Registration ids are `registration(id:)`'s `404` instead.
+    package static func checkText(_ text: String, named name: String) throws(Refusal) {
+        guard !StoredText.hasControlCharacters(text) else { throw .badRequest("\(name) contains control characters") }
+    }
+
+    /// The `404` for `id`, shown by code point past printable ASCII (it may hold anything).
+    private static func noRegistration(_ id: String) -> Refusal {
+        .notFound("registration \(codePoints(id)) does not exist")
+    }
+
     // MARK: Registrations
 
     package func registrations(matching filter: RegistrationFilter) async throws(Refusal) -> [Registration] {
@@ -154,9 +169,12 @@ package struct Administration: Sendable {
     }
 
     /// The registration `id`; `404` when there is none.
+    /// An id no registration can have (`RegistrationService.isAcceptableID`: a NUL, say) is
+    /// `404` without asking the store, as on the device API.
     package func registration(id: String) async throws(Refusal) -> Registration {
-        guard let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
-            throw .notFound("registration \(id) does not exist")
+        guard RegistrationService.isAcceptableID(id),
+              let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
+            throw Self.noRegistration(id)
         }
         return found
     }
@@ -164,12 +182,13 @@ package struct Administration: Sendable {
     /// Locks, unlocks or wipes `id`; `404` when there is none, `409` for a wiped one that is
     /// to be locked or unlocked.
     package func apply(_ action: RegistrationAction, to id: String, by actor: Actor) async throws(Refusal) -> Registration {
+        guard RegistrationService.isAcceptableID(id) else { throw Self.noRegistration(id) }
         switch try await store({ () async throws(StoreError) in try await registrations.apply(action, to: id, by: actor) }) {
         case .changed(let registration):
             logger.notice("registration \(action.rawValue)", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
             return registration
         case .notFound:
-            throw .notFound("registration \(id) does not exist")
+            throw Self.noRegistration(id)
         case .refused(let current):
             throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue); a wiped registration cannot be \(action.rawValue)ed")
         }
@@ -178,11 +197,12 @@ package struct Administration: Sendable {
     /// Deletes `id` (whatever its state; the id is never handed out again); `404` when there is
     /// none.
     package func delete(id: String, by actor: Actor) async throws(Refusal) {
+        guard RegistrationService.isAcceptableID(id) else { throw Self.noRegistration(id) }
         switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
         case .deleted:
             logger.notice("registration deleted", metadata: ["registration": "\(id)", "by": "\(actor.name)"])
         case .notFound, .refused:
-            throw .notFound("registration \(id) does not exist")
+            throw Self.noRegistration(id)
         }
     }
 

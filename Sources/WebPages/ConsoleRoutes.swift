@@ -272,6 +272,7 @@ package struct ConsoleRoutes: Sendable {
         let query = try FormBody.query(request)
         let id = query["id"] ?? ""
         let realm = query["realm"] ?? UserIdentity.localRealm
+        try Self.checkUser(id, realm)
         var values = base(admin, nav: "users")
         values["query"] = ["id": id]
         values["realms"] = realmOptions(selected: realm)
@@ -312,7 +313,15 @@ package struct ConsoleRoutes: Sendable {
               let realm = (form["realm"] ?? "").removingPercentEncoding else {
             throw .badRequest("the form's user is not percent-encoded as the page sends it")
         }
+        try checkUser(id, realm)
         return UserIdentity(realm: realm, id: id)
+    }
+
+    /// A user id and realm an admin typed: `400` for a control character, which no user has
+    /// (docs/identity.md, "Stored text"), before the store is asked.
+    private static func checkUser(_ id: String, _ realm: String) throws(Refusal) {
+        try Administration.checkText(id, named: "the user id")
+        try Administration.checkText(realm, named: "the realm")
     }
 
     private func block(_ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
@@ -340,6 +349,8 @@ package struct ConsoleRoutes: Sendable {
         let realm = query["realm"] ?? UserIdentity.localRealm
         let app = query["app"] ?? ""
         let stateText = query["state"] ?? ""
+        try Self.checkUser(userID, realm)
+        try Administration.checkText(app, named: "the app")
         var filter = RegistrationFilter()
         if !userID.isEmpty { filter.user = UserIdentity(realm: realm, id: userID) }
         if !app.isEmpty { filter.app = app }
@@ -404,6 +415,8 @@ package struct ConsoleRoutes: Sendable {
         let userID = query["user"] ?? ""
         let realm = query["realm"] ?? UserIdentity.localRealm
         let registration = query["registration"] ?? ""
+        try Self.checkUser(userID, realm)
+        try Administration.checkText(registration, named: "the registration id")
         var before: Int64?
         if let text = query["before"], !text.isEmpty {
             guard let sequence = Int64(text), sequence > 0 else { throw .badRequest("before must be an audit sequence number") }
