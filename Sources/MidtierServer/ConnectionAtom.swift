@@ -4,21 +4,35 @@ import Hummingbird
 import SAMLSigning
 
 /// The registration API's original format: Connections as OData v2 Atom/XML, for clients that
-/// ask for it (`Accept: application/atom+xml` or `$format=atom`; docs/device-api.md). The
-/// properties are the JSON entity's, typed the way OData v2 writes them.
+/// ask for it or send it (docs/device-api.md, "Registration in Atom"), the service document and
+/// `$metadata`. The properties are the JSON entity's, typed the way OData v2 writes them.
+/// Reading an Atom body is `ODataAtomEntry`'s job.
 enum ConnectionAtom {
-    static let atomNamespace = "http://www.w3.org/2005/Atom"
-    static let metadataNamespace = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"
-    static let dataNamespace = "http://schemas.microsoft.com/ado/2007/08/dataservices"
+    static let atomNamespace = ODataAtomEntry.atomNamespace
+    static let metadataNamespace = ODataAtomEntry.metadataNamespace
+    static let dataNamespace = ODataAtomEntry.dataNamespace
 
-    /// Whether the request asks for Atom rather than JSON: `$format=atom|xml`, or (without
-    /// `$format`) an `Accept` that names Atom or XML and not JSON.
-    static func isWanted(_ request: Request) -> Bool {
+    /// Whether the request asks for Atom rather than JSON (JSON when it does not say).
+    static func isWanted(_ request: Request) -> Bool { preference(request) ?? false }
+
+    /// What the request asks for: Atom (true), JSON (false), or nothing (nil). `$format`
+    /// (`atom`/`xml` or `json`) decides first; then `Accept`: JSON when it names JSON, Atom when
+    /// it names Atom or XML and not JSON.
+    static func preference(_ request: Request) -> Bool? {
         if let format = request.uri.queryParameters["$format"] {
             return format == "atom" || format == "xml"
         }
         let accept = request.headers[values: .accept].joined(separator: ",").lowercased()
-        return (accept.contains("application/atom+xml") || accept.contains("application/xml")) && !accept.contains("application/json")
+        if accept.contains("application/json") { return false }
+        if accept.contains("application/atom+xml") || accept.contains("application/xml") { return true }
+        return nil
+    }
+
+    /// Whether the request's body is Atom/XML by its `Content-Type` (`application/atom+xml`,
+    /// `application/xml`, `text/xml`); any other body is read as JSON.
+    static func isBody(_ request: Request) -> Bool {
+        let type = (request.headers[.contentType] ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return ["application/atom+xml", "application/xml", "text/xml"].contains(type)
     }
 
     /// One Connection as an Atom `entry` document.
@@ -49,6 +63,41 @@ enum ConnectionAtom {
         return xml + "</m:properties></content></entry>"
     }
 
+    /// The OData v2 type the writer gives a property's value (nil: written as `m:null`).
+    static func edmType(_ value: Any) -> String? {
+        switch value {
+        case is Bool: "Edm.Boolean"
+        case is Int: "Edm.Int32"
+        case let text as String where text.hasPrefix("/Date(") && text.hasSuffix(")/"): "Edm.DateTime"
+        case is String: "Edm.String"
+        default: nil
+        }
+    }
+
+    /// The service document: one workspace with the `Connections` collection; `base` ends in `/`.
+    static func serviceDocument(base: String) -> String {
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<service xml:base=\"\(escaped(base))\" xmlns=\"http://www.w3.org/2007/app\" "
+            + "xmlns:atom=\"\(atomNamespace)\"><workspace><atom:title>Default</atom:title>"
+            + "<collection href=\"Connections\"><atom:title>Connections</atom:title></collection></workspace></service>"
+    }
+
+    /// `$metadata` of the Connections service: namespace `applications`, EntityType `Connection`
+    /// keyed by `ApplicationConnectionId`, with `properties`' names and the types `entry` writes
+    /// them with; EntitySet `Connections` in the container `Container`.
+    static func metadata(_ properties: [String: Any]) -> String {
+        var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<edmx:Edmx Version=\"1.0\" xmlns:edmx=\"http://schemas.microsoft.com/ado/2007/06/edmx\">"
+        xml += "<edmx:DataServices m:DataServiceVersion=\"2.0\" xmlns:m=\"\(metadataNamespace)\">"
+        xml += "<Schema Namespace=\"applications\" xmlns=\"http://schemas.microsoft.com/ado/2008/09/edm\">"
+        xml += "<EntityType Name=\"Connection\"><Key><PropertyRef Name=\"ApplicationConnectionId\"/></Key>"
+        for name in properties.keys.sorted() where name != "__metadata" {
+            let nullable = name == "ApplicationConnectionId" ? "false" : "true"
+            xml += "<Property Name=\"\(escaped(name))\" Type=\"\(edmType(properties[name]!) ?? "Edm.String")\" Nullable=\"\(nullable)\"/>"
+        }
+        xml += "</EntityType><EntityContainer Name=\"Container\" m:IsDefaultEntityContainer=\"true\">"
+        xml += "<EntitySet Name=\"Connections\" EntityType=\"applications.Connection\"/></EntityContainer>"
+        return xml + "</Schema></edmx:DataServices></edmx:Edmx>"
+    }
+
     private static func property(_ name: String, _ value: Any) -> String {
         switch value {
         case let flag as Bool:
@@ -76,9 +125,9 @@ enum ConnectionAtom {
     /// `2026-11-25T10:00:00` (OData v2's `Edm.DateTime`, UTC: ISO 8601 without the zone).
     private static func dateTime(_ date: Date) -> String { String(timestamp(date).dropLast()) }
 
-    static func response(_ xml: String, status: HTTPResponse.Status) -> Response {
+    static func response(_ xml: String, status: HTTPResponse.Status, contentType: String = "application/atom+xml;charset=utf-8") -> Response {
         var headers = HTTPFields()
-        headers[.contentType] = "application/atom+xml;charset=utf-8"
+        headers[.contentType] = contentType
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: xml)))
     }
 }

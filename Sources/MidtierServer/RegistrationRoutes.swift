@@ -7,29 +7,44 @@ import Logging
 import MidtierCore
 import MidtierStore
 import Registrations
+import SAMLSigning
 
 /// Device onboarding in SAP Mobile Services' wire format (docs/device-api.md, "Onboarding"):
-/// `/odata/applications/{v1|latest|v4}/{appId}/Connections` and `Connections('{id}')`.
-/// A registration that is not the caller's does not exist for them (404).
+/// `/odata/applications/{latest|v1|v2|…}/{appId}/Connections` and `Connections('{id}')`, in
+/// JSON or Atom, with the service's document and `$metadata`. A registration that is not the
+/// caller's does not exist for them (404).
 struct RegistrationRoutes: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
     let logger: Logger
 
-    static let versions: Set<String> = ["v1", "latest", "v4"]
+    /// SAP's service versions: `latest`, and "v1 onwards" (`v` and a number from 1, at most
+    /// four digits).
+    static func isVersion(_ version: String) -> Bool {
+        if version == "latest" { return true }
+        let digits = version.utf8.dropFirst()
+        return version.hasPrefix("v") && (1...4).contains(digits.count) && digits.allSatisfy { (0x30...0x39).contains($0) }
+            && digits.first != 0x30
+    }
+
+    /// OData v2's `MERGE` (a partial update, as `PATCH`).
+    static let merge = HTTPRequest.Method("MERGE")!
 
     func add(to router: Router<MidtierRequestContext>) {
         let path = "/odata/applications/:version/:appId/:entity"
         router.on(RouterPath(path), method: .post) { request, context in try await self.create(request, context) }
-        for method in [HTTPRequest.Method.get, .put, .patch, .delete] {
+        for method in [HTTPRequest.Method.get, .put, .patch, Self.merge, .delete] {
             router.on(RouterPath(path), method: method) { request, context in try await self.single(request, context) }
+        }
+        router.on(RouterPath("/odata/applications/:version/:appId"), method: .get) { request, context in
+            try await self.serviceDocument(request, context)
         }
     }
 
     /// The `{appId}` and `{entity}` of the path, after checking the version and the app.
     private func target(_ context: MidtierRequestContext) throws(Refusal) -> (version: String, app: AppConfiguration, entity: String) {
         let version = context.parameters.get("version") ?? ""
-        guard Self.versions.contains(version) else { throw .notFound("unknown API version \(version)") }
+        guard Self.isVersion(version) else { throw .notFound("unknown API version \(version); use latest, v1 or later") }
         let appID = context.parameters.get("appId") ?? ""
         guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         let entity = (context.parameters.get("entity") ?? "").removingPercentEncoding ?? ""
@@ -42,6 +57,8 @@ struct RegistrationRoutes: Sendable {
         let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         var body = request
         let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
+        // The answer's format: `$format`, then `Accept`, then the request body's (docs/device-api.md).
+        let atom = ConnectionAtom.preference(request) ?? ConnectionAtom.isBody(request)
         let registration: Registration
         do {
             if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
@@ -64,7 +81,7 @@ struct RegistrationRoutes: Sendable {
         }
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
-                                           status: .created, atom: ConnectionAtom.isWanted(request))
+                                           status: .created, atom: atom)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
         response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(cookieSecurity)"
         response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
@@ -74,6 +91,10 @@ struct RegistrationRoutes: Sendable {
     private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
         guard let id = Self.connectionID(entity) else {
+            if entity == "$metadata", request.method == .get {
+                _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+                return ConnectionAtom.response(ConnectionAtom.metadata(Self.entityTypes(app: app)), status: .ok, contentType: "application/xml;charset=utf-8")
+            }
             if entity == "Connections", request.method == .get { return try await collection(request, context, version: version, app: app) }
             if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
             throw .notFound("unknown entity \(entity)")
@@ -141,6 +162,27 @@ struct RegistrationRoutes: Sendable {
         return ClientConfigurationRoutes.json(["d": ["results": entities]])
     }
 
+    /// `GET /odata/applications/{version}/{appId}/`: the service document (Atom by default;
+    /// `{"d":{"EntitySets":["Connections"]}}` when `$format` or `Accept` asks for JSON).
+    private func serviceDocument(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let version = context.parameters.get("version") ?? ""
+        guard Self.isVersion(version) else { throw .notFound("unknown API version \(version); use latest, v1 or later") }
+        let appID = context.parameters.get("appId") ?? ""
+        guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
+        _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        if ConnectionAtom.preference(request) == false { return ClientConfigurationRoutes.json(["d": ["EntitySets": ["Connections"]]]) }
+        let base = "\(runtime.current.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
+        return ConnectionAtom.response(ConnectionAtom.serviceDocument(base: base), status: .ok,
+                                       contentType: "application/atomsvc+xml;charset=utf-8")
+    }
+
+    /// The Connection entity's properties and their values' kinds, for `$metadata`: those of
+    /// an entity as `entity(…)` writes it for this app, so the two never disagree.
+    static func entityTypes(app: AppConfiguration) -> [String: Any] {
+        let sample = Registration(id: "", appId: app.id, user: UserIdentity(realm: "", id: ""), createdAt: 0)
+        return entity(sample, app: app, version: "v1", publicURL: "")
+    }
+
     /// The refusal while the user's registration `held` of a device is locked or wiped
     /// (docs/identity.md, "The same device"): the proxy's answer for that state, and what the
     /// device cannot do until an admin acts.
@@ -165,21 +207,38 @@ struct RegistrationRoutes: Sendable {
         return key.replacingOccurrences(of: "''", with: "'")
     }
 
-    /// Reads the device fields from a JSON body (`{..}` or OData's `{"d":{..}}`). Fields that
-    /// are not given keep their `existing` values; unknown fields are ignored, as SAP does.
+    /// Reads the device fields from a JSON body (`{..}` or OData's `{"d":{..}}`) or, when the
+    /// `Content-Type` is Atom or XML, an Atom entry's `m:properties` (as strings; `m:null="true"`
+    /// as null). Both go through the same checks. Fields that are not given keep their
+    /// `existing` values; unknown fields are ignored, as SAP does.
     static func deviceDetails(from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails) async throws(Refusal) -> DeviceDetails {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "registration body")
-        var device = existing
-        guard buffer.readableBytes > 0 else { return device }
+        guard buffer.readableBytes > 0 else { return existing }
+        let bytes = Array(buffer.readableBytesView)
         var object: [String: JSONValue]
-        switch StrictJSON.object(Array(buffer.readableBytesView)) {
-        case .success(let parsed): object = parsed
-        case .failure(let error): throw .badRequest("the registration body is not a JSON object: \(error.message)")
+        if ConnectionAtom.isBody(request) {
+            switch ODataAtomEntry.properties(of: bytes) {
+            case .success(let properties):
+                object = Dictionary(properties.map { ($0.name, $0.value.map(JSONValue.string) ?? .null) }, uniquingKeysWith: { first, _ in first })
+            case .failure(let problem):
+                throw .badRequest("the registration body is not an Atom entry Midtier can read: \(problem.message)")
+            }
+        } else {
+            switch StrictJSON.object(bytes) {
+            case .success(let parsed): object = parsed
+            case .failure(let error): throw .badRequest("the registration body is not a JSON object: \(error.message)")
+            }
+            if let wrapped = object["d"] {
+                guard case .object(let inner) = wrapped else { throw .badRequest("d must be an object") }
+                object = inner
+            }
         }
-        if let wrapped = object["d"] {
-            guard case .object(let inner) = wrapped else { throw .badRequest("d must be an object") }
-            object = inner
-        }
+        return try deviceDetails(from: object, existing: existing)
+    }
+
+    /// The one reading of the device fields, whichever format they came in.
+    static func deviceDetails(from object: [String: JSONValue], existing: DeviceDetails) throws(Refusal) -> DeviceDetails {
+        var device = existing
         let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
             ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),
             ("ApnsDeviceToken", \.apnsDeviceToken), ("AndroidGcmRegistrationId", \.androidGcmRegistrationId),

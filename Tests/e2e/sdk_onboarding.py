@@ -127,6 +127,39 @@ def token_request(config, client, code, verifier):
 
 
 work = tempfile.mkdtemp(prefix="midtier-sdk-")
+# SAP's SDK Assistant names destinations with dots: the generated iOS apps call
+# `backendURL.appendingPathComponent("com.sap.edm.sampleservice.v2")` (SAP-samples apps, AppParameters.plist
+# "Destinations"); docs/forwarding.md, "Destination names".
+DOTTED = "com.sap.edm.sampleservice.v2"
+
+
+def add_dotted_destination(config):
+    """A copy of `sf` named as SAP's assistant names destinations, for the basic app `demo`."""
+    sf = json.load(open(os.path.join(config, "destinations", "sf.json")))
+    json.dump(dict(sf, Name=DOTTED), open(os.path.join(config, "destinations", DOTTED + ".json"), "w"))
+    demo_path = os.path.join(config, "apps", "demo.json")
+    demo = json.load(open(demo_path))
+    json.dump(dict(demo, destinations=demo["destinations"] + [DOTTED]), open(demo_path, "w"))
+
+
+def check_dotted_destination(base, headers):
+    status, _, body = call(f"{base}/{DOTTED}/odata/v2/EmployeePayrollRunResults?$format=json&$top=5", headers=headers)
+    rows = json.loads(body)["d"]["results"] if status == 200 else []
+    check(f"a call through /{DOTTED}/... reaches its back end", status == 200
+          and sorted({row.get("userId") for row in rows}) == ["100001"], f"({status} {body[:200]!r})")
+
+
+def check_log_settings_as_strings(settings, storage, headers):
+    """SAP's settings document carries logSettings values as strings, like the other policies
+    (SAPFoundation `SAPcpmsSettings` payload; SAP's Android multi-user sample:
+    "logSettings":{"logEntryExpiry":"7","logLevel":"NONE"})."""
+    check("the settings exchange sends logSettings values as strings", settings.get("logSettings")
+          == {"logEnabled": "false", "logLevel": "WARN"}, f"({settings.get('logSettings')})")
+    status, value, body = storage("demo", "mobileservices/settingsExchange/logSettings", headers)
+    check("Storage: logSettings values as strings", status == 200 and value == {"logEnabled": "false", "logLevel": "WARN"},
+          f"({status} {body[:200]!r})")
+
+
 try:
     idp_port, sport, mport, aport = free_port(), free_port(), free_port(), free_port()
     IdP.key, IdP.jwks = idp_key(work)
@@ -148,6 +181,7 @@ try:
                "passwordPolicy": {"passwordPolicyEnabled": True, "passwordPolicyMinLength": 12, "passwordPolicyLockTimeout": 60},
                "featureVectorPolicies": {"featureVectorPolicyAllEnabled": False, "restrictedPolicies": ["Alchemer"]}},
               open(os.path.join(config, "apps", "corp.json"), "w"))
+    add_dotted_destination(config)
 
     midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base = f"http://127.0.0.1:{mport}"
@@ -327,6 +361,7 @@ try:
           and settings.get("usagePolicy", {}).get("dataCollectionEnabled") == "false"
           and settings.get("featureVectorPolicies", {}).get("featureVectorPolicyAllEnabled") == "true"
           and settings.get("blockWipingPolicy", {}).get("wipeDisconnectedPeriod") == 90, f"({status} {settings})")
+    check_log_settings_as_strings(settings, storage, tablet)
     # Settings through the Storage service for the basic app (sources as for the JWT app above).
     status, value, body = storage("demo", "mobileservices/settingsExchange", tablet)
     check("Storage (basic app): global/mobileservices/settingsExchange is the settings exchange's document", status == 200
@@ -359,9 +394,150 @@ try:
 
     status, users, _, body = payroll(tablet)
     check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
+    check_dotted_destination(base, tablet)
     status, users, headers, _ = payroll({"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"})
     check("without credentials: 401 with the basic app's challenge", status == 401
           and (header(headers, "WWW-Authenticate") or "").startswith("Basic"), f"({status} {headers})")
+
+    # --- Registration in Atom (issue 23, item 3): SAP's documented request body is an Atom entry.
+    # Sources: help.sap.com Mobile Services "Managing App Registrations"
+    # (https://help.sap.com/doc/f53c64b93e5140918d676b927a3cd65b/Cloud/en-US/docs-en/guides/getting-started/api/registration.html)
+    # and SAP Mobile Platform 3.0 "Creating an Application Connection"
+    # (https://help.sap.com/saphelp_smp304svr/helpdata/en/7c/0a5d5e700610149130e033fdbfca9a/content.htm).
+    def atom_registration():
+        ATOM, M, D = "{http://www.w3.org/2005/Atom}", "{http://schemas.microsoft.com/ado/2007/08/dataservices/metadata}", \
+            "{http://schemas.microsoft.com/ado/2007/08/dataservices}"
+        EDMX, EDM, APP = "{http://schemas.microsoft.com/ado/2007/06/edmx}", "{http://schemas.microsoft.com/ado/2008/09/edm}", \
+            "{http://www.w3.org/2007/app}"
+        atom_type = {"Content-Type": "application/atom+xml; charset=UTF-8"}  # the header SMP 3.0's example sends
+
+        def entry_body(properties, doctype=""):
+            # SAP's request body example ("Managing App Registrations"), its invalid <updated> date included.
+            return (f"<?xml version='1.0' encoding='utf-8'?>{doctype}<entry xmlns=\"http://www.w3.org/2005/Atom\" "
+                    "xmlns:d=\"http://schemas.microsoft.com/ado/2007/08/dataservices\" "
+                    "xmlns:m=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\"><title type=\"text\"/>"
+                    "<updated>2014-061-15T02:23:29Z</updated><author><name/></author>"
+                    "<category term=\"applications.Connection\" scheme=\"http://schemas.microsoft.com/ado/2007/08/dataservices/scheme\"/>"
+                    f"<content type=\"application/xml\"><m:properties>{properties}</m:properties></content></entry>").encode()
+
+        def parsed(body):
+            try:
+                return ElementTree.fromstring(body)
+            except ElementTree.ParseError:
+                return None
+
+        def atom_props(entry):
+            props = entry.find(f"{ATOM}content/{M}properties") if entry is not None else None
+            return {} if props is None else {child.tag[len(D):]: child.text or "" for child in props}
+
+        def register(app, headers, body, version="v1", content_type=atom_type):
+            return call(f"{base}/odata/applications/{version}/{app}/Connections", "POST", dict(headers, **content_type), body)
+
+        iphone = dict(sdk, **{"X-SMP-DEVICEID": "alice-atom-iphone"})
+        tablet_atom = {"Authorization": basic("alice", "alice-demo-password"), "X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-atom-tablet"}
+        entities = {}
+        for app, headers, device in (("corp", iphone, "alice-atom-iphone"), ("demo", tablet_atom, "alice-atom-tablet")):
+            # SAP's example properties: d:DeviceType, d:DeviceModel m:null="true", d:ApnsDeviceToken m:null="false".
+            status, answer, body = register(app, headers, entry_body(
+                f"<d:DeviceType>iPhone</d:DeviceType><d:DeviceModel m:null=\"true\" /><d:DeviceId>{device}</d:DeviceId>"
+                "<d:ApnsDeviceToken m:null=\"false\">18AA48C0FFEE</d:ApnsDeviceToken><d:ApnsPushEnable>true</d:ApnsPushEnable>"
+                "<d:NotAConnectionProperty>ignored</d:NotAConnectionProperty>"))
+            entry = parsed(body)
+            props = atom_props(entry)
+            cid = header(answer, "X-SMP-APPCID") or ""
+            # "201 Created New application connection settings are included in the response body" (Managing App Registrations);
+            # SMP 3.0: "Content-Type: application/atom+xml", "Set-Cookie: X-SMP-APPCID=…", "Location: …/Connections('…')".
+            check(f"Atom registration ({app}): 201 with an Atom entry of the new connection", status == 201 and entry is not None
+                  and entry.tag == f"{ATOM}entry" and (header(answer, "Content-Type") or "").startswith("application/atom+xml")
+                  and props.get("DeviceType") == "iPhone" and props.get("ApnsDeviceToken") == "18AA48C0FFEE"
+                  and props.get("ApnsPushEnable") == "true" and props.get("DeviceId") == device and props.get("DeviceModel") == ""
+                  and props.get("ApplicationConnectionId") == cid, f"({status} {body[:400]!r})")
+            check(f"Atom registration ({app}): the X-SMP-APPCID cookie and the entry's Location", cid
+                  and f"X-SMP-APPCID={cid}" in (header(answer, "Set-Cookie") or "")
+                  and (header(answer, "Location") or "").endswith(f"/odata/applications/v1/{app}/Connections('{cid}')"), f"({answer})")
+            entities[app] = (headers, cid)
+
+        headers, cid = entities["corp"]
+        entity_url = f"{base}/odata/applications/v1/corp/Connections('{cid}')"
+        # "Once registered, an application can retrieve and update the application connection settings" (REST services overview).
+        status, answer, body = call(entity_url, headers=dict(headers, Accept="application/atom+xml"))
+        check("GET of the Atom-registered entry in Atom", status == 200 and atom_props(parsed(body)).get("DeviceType") == "iPhone",
+              f"({status} {body[:300]!r})")
+        status, _, body = call(entity_url + "?$format=json", headers=headers)
+        check("and in JSON", status == 200 and json.loads(body)["d"]["ApnsDeviceToken"] == "18AA48C0FFEE", f"({status} {body[:300]!r})")
+        status, _, body = call(entity_url, "PUT", dict(headers, **atom_type),
+                               entry_body("<d:DeviceModel>iPhone15,3</d:DeviceModel><d:DeviceId>alice-atom-iphone</d:DeviceId>"))
+        _, _, after = call(entity_url + "?$format=json", headers=headers)
+        check("PUT in Atom updates the connection (204)", status == 204 and json.loads(after)["d"]["DeviceModel"] == "iPhone15,3",
+              f"({status} {body[:300]!r} {after[:300]!r})")
+        status, _, body = call(entity_url, "MERGE", dict(headers, **atom_type), entry_body("<d:UserLocale>de_DE</d:UserLocale>"))
+        _, _, after = call(entity_url + "?$format=json", headers=headers)
+        check("MERGE in Atom updates only what it names (204)", status == 204 and json.loads(after)["d"]["UserLocale"] == "de_DE"
+              and json.loads(after)["d"]["DeviceModel"] == "iPhone15,3", f"({status} {body[:300]!r} {after[:300]!r})")
+
+        # "<service version> Mandatory v1 onwards" (Managing App Registrations); "{latest|v1} – version of the service document" (SMP 3.0).
+        status, answer, body = register("corp", dict(iphone, **{"X-SMP-DEVICEID": "alice-atom-latest"}),
+                                        entry_body("<d:DeviceId>alice-atom-latest</d:DeviceId>"), version="latest")
+        latest_cid = header(answer, "X-SMP-APPCID") or ""
+        check("Atom registration under `latest`", status == 201 and "/odata/applications/latest/corp/Connections(" in (header(answer, "Location") or ""),
+              f"({status} {body[:300]!r})")
+        status, _, body = call(f"{base}/odata/applications/v2/corp/Connections('{latest_cid}')?$format=json", headers=iphone)
+        check("the connection under `v2`", status == 200 and json.loads(body)["d"]["ApplicationConnectionId"] == latest_cid, f"({status} {body[:300]!r})")
+        status, _, body = call(f"{base}/odata/applications/v0/corp/Connections", headers=iphone)
+        check("`v0` is no service version (404)", status == 404, f"({status} {body[:200]!r})")
+
+        # The service document and $metadata of the Connections service: namespace `applications`, EntityType Connection,
+        # EntitySet Connections (SAP's $metadata of the applications service; SMP 3.0 `xml:base=…/odata/applications/latest/{appId}/`).
+        status, answer, body = call(f"{base}/odata/applications/v1/corp/", headers=iphone)
+        service = parsed(body)
+        hrefs = [c.get("href") for c in service.iter(f"{APP}collection")] if service is not None else []
+        check("the service document, Atom by default, names the Connections collection", status == 200 and service is not None
+              and service.tag == f"{APP}service" and hrefs == ["Connections"], f"({status} {body[:300]!r})")
+        status, _, body = call(f"{base}/odata/applications/v1/corp/?$format=json", headers=iphone)
+        check("and in JSON with $format=json", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections"]}}, f"({status} {body[:300]!r})")
+        status, _, body = call(f"{base}/odata/applications/v1/corp", headers=dict(iphone, Accept="application/json"))
+        check("and in JSON by Accept", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections"]}}, f"({status} {body[:300]!r})")
+        status, answer, body = call(f"{base}/odata/applications/v1/corp/$metadata", headers=iphone)
+        metadata = parsed(body)
+        schema = metadata.find(f"{EDMX}DataServices/{EDM}Schema") if metadata is not None else None
+        connection = schema.find(f"{EDM}EntityType[@Name='Connection']") if schema is not None else None
+        names = {p.get("Name"): p.get("Type") for p in connection.findall(f"{EDM}Property")} if connection is not None else {}
+        key = [k.get("Name") for k in connection.findall(f"{EDM}Key/{EDM}PropertyRef")] if connection is not None else []
+        sets = {s.get("Name"): s.get("EntityType") for s in schema.iter(f"{EDM}EntitySet")} if schema is not None else {}
+        check("$metadata: namespace applications, EntityType Connection keyed by ApplicationConnectionId", status == 200
+              and schema is not None and schema.get("Namespace") == "applications" and key == ["ApplicationConnectionId"],
+              f"({status} {body[:300]!r})")
+        check("$metadata: the entity set Connections and the properties Midtier stores, typed", sets == {"Connections": "applications.Connection"}
+              and names.get("DeviceType") == "Edm.String" and names.get("ApnsDeviceToken") == "Edm.String"
+              and names.get("ApnsPushEnable") == "Edm.Boolean" and names.get("CreatedAt") == "Edm.DateTime"
+              and names.get("BlockDisconnectedPeriod") == "Edm.Int32", f"({sets} {names})")
+
+        # Bad Atom is 400 naming what is wrong; an entity attack expands nothing and registers nothing.
+        _, _, before = call(f"{base}/odata/applications/v1/corp/Connections?$format=json", headers=iphone)
+        status, _, body = register("corp", iphone, b"<entry xmlns='http://www.w3.org/2005/Atom'><content>")
+        check("malformed Atom is 400 saying it is not well-formed", status == 400 and "well-formed" in (odata_error(body) or ""),
+              f"({status} {body[:300]!r})")
+        status, _, body = register("corp", iphone, b"<entry xmlns='http://www.w3.org/2005/Atom'><content type='application/xml'/></entry>")
+        check("an entry without m:properties is 400 naming m:properties", status == 400 and "m:properties" in (odata_error(body) or ""),
+              f"({status} {body[:300]!r})")
+        status, _, body = register("corp", iphone, entry_body("<d:DeviceType>" + "x" * 5000 + "</d:DeviceType>"))
+        check("an Atom field gets the JSON body's checks (too long: 400)", status == 400 and "DeviceType" in (odata_error(body) or ""),
+              f"({status} {body[:300]!r})")
+        status, _, body = register("corp", iphone, entry_body("<d:ApnsPushEnable>perhaps</d:ApnsPushEnable>"))
+        check("a boolean that is neither true nor false is 400", status == 400 and "ApnsPushEnable" in (odata_error(body) or ""),
+              f"({status} {body[:300]!r})")
+        xxe = entry_body("<d:DeviceModel>&xxe;</d:DeviceModel>", "<!DOCTYPE entry [<!ENTITY xxe SYSTEM \"file:///etc/passwd\">]>")
+        status, _, body = register("corp", iphone, xxe)
+        check("an XXE Atom body is 400 and nothing of the file comes back", status == 400 and b"root:" not in body, f"({status} {body[:300]!r})")
+        laughs = "<!DOCTYPE entry [<!ENTITY a \"aaaaaaaaaa\">" + "".join(
+            f"<!ENTITY {chr(98 + i)} \"{('&' + chr(97 + i) + ';') * 10}\">" for i in range(8)) + "]>"
+        status, _, body = register("corp", iphone, entry_body("<d:DeviceModel>&i;</d:DeviceModel>", laughs))
+        check("a billion-laughs Atom body is 400 with nothing expanded", status == 400 and b"aaaaaaaaaa" not in body, f"({status} {body[:300]!r})")
+        _, _, after = call(f"{base}/odata/applications/v1/corp/Connections?$format=json", headers=iphone)
+        check("none of the refused bodies registered anything", len(json.loads(after)["d"]["results"]) == len(json.loads(before)["d"]["results"]),
+              f"({before[:200]!r} {after[:200]!r})")
+
+    atom_registration()
 finally:
     kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
