@@ -112,7 +112,7 @@ struct ProxyHandler: Sendable {
         case .unknown: throw .forbidden("the registration id is not known")
         case .blocked(let kind): throw Refusal.userBlocked(kind)
         case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
-        case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
+        case .wiped: throw .forbidden("the registration is wiped; this device cannot onboard again until an admin deletes the wiped registration", messageCode: "TRAFFIC_REG_WIPED")
         }
         // The SDK names its app on every call; it must be the registration's.
         if let named = request.headers[Self.appHeader], !UserIdentity.sameBytes(named, found.registration.appId) {
