@@ -125,7 +125,8 @@ package final class BasicAuthenticator: Sendable {
     /// throttle and the queue in front of bcrypt, verified credentials remembered.
     package func authenticate(user: String, password: String, client: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
-        guard !Self.hasControlCharacters(user), !Self.hasControlCharacters(password) else {
+        // The one check of stored text (docs/identity.md, "Stored text"): C0, DEL and C1.
+        guard !StoredText.hasControlCharacters(user), !StoredText.hasControlCharacters(password) else {
             return .failure(.malformedCredentials("the user name or password contains control characters"))
         }
         let digest = credentialDigest(user: user, password: password)
@@ -219,13 +220,6 @@ package final class BasicAuthenticator: Sendable {
         let user = String(decoded[..<colon])
         guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
         return .success((user, String(decoded[decoded.index(after: colon)...])))
-    }
-
-    /// Whether `text` has a control character (NUL, tab, DEL, …), which a sign-in refuses.
-    static func hasControlCharacters(_ text: String) -> Bool {
-        // Printable ASCII needs no look-up in the Unicode tables.
-        if text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) { return false }
-        return text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     private func credentialDigest(user: String, password: String) -> CredentialDigest {
