@@ -144,7 +144,7 @@ package final class MidtierServer: Sendable {
         HealthRoutes(store: registrations.store).add(to: router)
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
-        StorageRoutes(runtime: runtime).add(to: router)
+        StorageRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let runtime = self.runtime
         SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),

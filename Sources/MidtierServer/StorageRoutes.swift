@@ -1,28 +1,47 @@
+import DeviceAuthentication
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import MidtierCore
 import MidtierHTTP
+import MidtierStore
+import Registrations
 
-/// SAP Mobile Services' Storage service, `global` level: the app's client policy where the SAP
-/// SDKs read it (docs/device-api.md, "Storage service"):
-/// - `…/mobileservices/application/{appId}/Storage/v1/runtime/application/{appId}/global/{keyPath}`
+/// SAP Mobile Services' Storage service (docs/device-api.md, "Storage service"), under
+/// - `…/mobileservices/application/{appId}/Storage/v1/runtime/application/{appId}/…`
 ///   (SAPcpmsSettings on iOS, `Settings` on Android);
-/// - `…/mobileservices/Storage/v1/runtime/application/{appId}/global/{keyPath}` (MDK).
-/// A GET answers the value at the key path (`mobileservices/settingsExchange/passwordPolicy`),
-/// from the same document as the settings exchange; the level is read-only for devices.
-/// Signed in and throttled exactly as `GET /mobileservices/settingsExchange/v1/{appId}`.
+/// - `…/mobileservices/Storage/v1/runtime/application/{appId}/…` (MDK).
+///
+/// `global/{keyPath}`: the app's client policy, from the same document as the settings
+/// exchange; a GET answers the value at the key path (`mobileservices/settingsExchange/passwordPolicy`);
+/// read-only for devices.
+///
+/// `currentuser/{name}/{keyPath}` and `device/{registrationId}/{name}/{keyPath}`: JSON documents
+/// of the signed-in user, and of one of the user's registrations (docs/device-api.md, "User and
+/// device storage"). GET answers the value at the key path, PUT sets it, DELETE removes it.
+///
+/// Signed in and throttled exactly as `GET /mobileservices/settingsExchange/v1/{appId}`; the
+/// user and device levels also refuse a blocked user and a locked or wiped registration as the
+/// proxy does.
 struct StorageRoutes: Sendable {
     let runtime: RuntimeHolder
+    let registrations: RegistrationService
+    let logger: Logger
 
-    static let prefixes = ["/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}/global",
-                           "/mobileservices/Storage/v1/runtime/application/{appId}/global"]
+    /// The most bytes of one document (its JSON text as stored), and of all a user's documents.
+    static let documentLimit = 64 * 1024
+    static let userLimit = 1024 * 1024
+
+    static let roots = ["/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}",
+                        "/mobileservices/Storage/v1/runtime/application/{appId}"]
+    static let prefixes = roots.map { $0 + "/global" }
 
     func add(to router: Router<MidtierRequestContext>) {
         for prefix in Self.prefixes {
             for path in [prefix, prefix + "/**"] {
                 router.get(RouterPath(path)) { request, context throws(Refusal) -> Response in
-                    let app = try await self.signedIn(request, context)
+                    let (app, _) = try await self.signedIn(request, context)
                     let keyPath = try Self.keyPath(context)
                     guard let value = Self.value(at: keyPath, in: ClientConfigurationRoutes.settings(app)) else {
                         throw .notFound("no setting at global/\(keyPath.joined(separator: "/")) in application \(app.id)")
@@ -31,30 +50,215 @@ struct StorageRoutes: Sendable {
                 }
                 for method in [HTTPRequest.Method.put, .post, .patch, .delete] {
                     router.on(RouterPath(path), method: method) { request, context throws(Refusal) -> Response in
-                        let app = try await self.signedIn(request, context)
+                        let (app, _) = try await self.signedIn(request, context)
                         throw .forbidden("the global settings of application \(app.id) are read-only for devices; an administrator sets them in the app's configuration")
+                    }
+                }
+            }
+        }
+        for root in Self.roots {
+            for level in [root + "/currentuser", root + "/device/{deviceId}"] {
+                for path in [level, level + "/**"] {
+                    for method in [HTTPRequest.Method.get, .put, .delete, .post, .patch] {
+                        router.on(RouterPath(path), method: method) { request, context throws(Refusal) -> Response in
+                            try await self.personal(request, context)
+                        }
                     }
                 }
             }
         }
     }
 
+    // MARK: currentuser and device
+
+    /// A GET, PUT or DELETE on the user or device level.
+    private func personal(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let (app, user) = try await signedIn(request, context)
+        let registration = try await admitted(request, context, app: app, user: user.identity)
+        let keyPath = try Self.keyPath(context)
+        let level = registration.isEmpty ? "currentuser" : "device/\(registration)"
+        let store = registrations.store
+        guard let name = keyPath.first else {
+            guard request.method == .get else {
+                throw .badRequest("\(request.method) needs a document name after \(level) (…/\(level)/{name}[/{key}…])")
+            }
+            let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await store.storageDocuments(app: app.id, user: user.identity, registration: registration)
+            }
+            return ClientConfigurationRoutes.json(documents.mapValues { Self.document($0).foundationValue })
+        }
+        let key = StorageKey(app: app.id, user: user.identity, registration: registration, name: name)
+        let inside = Array(keyPath.dropFirst())
+        let place = "\(level)/\(keyPath.joined(separator: "/"))"
+        switch request.method {
+        case .get:
+            let text = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.storageDocument(key) }
+            guard let text, let value = Self.storedValue(at: inside, in: Self.document(text)) else { throw .notFound("nothing is stored at \(place)") }
+            return ClientConfigurationRoutes.json(value.foundationValue)
+        case .put:
+            var body = request
+            let bytes = try await body.collectBody(upTo: Self.documentLimit, describedAs: "storage document")
+            let value: JSONValue
+            switch StrictJSON.object(Array(buffer: bytes)) {
+            case .success(let object): value = .object(object)
+            case .failure(let error): throw .badRequest("the body is not a JSON object: \(error)")
+            }
+            return try await write(key, place: place) { current throws(Refusal) in
+                try Self.setting(value, at: inside[...], in: current.map(Self.document) ?? .object([:]), place: place)
+            }
+        case .delete:
+            return try await write(key, place: place) { current throws(Refusal) in
+                guard let current else { throw .notFound("nothing is stored at \(place)") }
+                guard !inside.isEmpty else { return nil }
+                return try Self.removing(inside[...], from: Self.document(current), place: place)
+            }
+        default:
+            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage; use GET, PUT or DELETE",
+                                    allow: "GET, PUT, DELETE")
+        }
+    }
+
+    /// Writes the document `change` makes of the stored one (nil: delete it), in the store's
+    /// transaction; 200 with SAP's `code` and `message`.
+    private func write(_ key: StorageKey, place: String,
+                       _ change: @escaping @Sendable (String?) throws(Refusal) -> JSONValue?) async throws(Refusal) -> Response {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let store = registrations.store
+        let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.writeStorage(key, userLimit: Self.userLimit, now: now) { current -> StorageEdit<Refusal> in
+                do throws(Refusal) {
+                    guard let document = try change(current) else { return .remove }
+                    let text = Self.text(document)
+                    guard text.utf8.count <= Self.documentLimit else {
+                        return .refuse(Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE",
+                                               "the document \(key.name) would be larger than \(Self.documentLimit) bytes"))
+                    }
+                    return .set(text)
+                } catch {
+                    return .refuse(error)
+                }
+            }
+        }
+        switch result {
+        case .written: return ClientConfigurationRoutes.json(["code": 200, "message": "stored at \(place)"])
+        case .removed: return ClientConfigurationRoutes.json(["code": 200, "message": "deleted \(place)"])
+        case .refused(let refusal): throw refusal
+        case .overUserLimit(let limit):
+            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the user's stored documents together would be larger than \(limit) bytes")
+        case .registrationInactive:
+            throw .forbidden("the registration \(key.registration) is no longer active")
+        }
+    }
+
+    /// The registration whose storage the call reaches: for `device/{id}`, `{id}` — a
+    /// registration id (`X-SMP-APPCID`) of the caller in this app, admitted as the proxy admits
+    /// it; for `currentuser`, "" — the user, not blocked, and the caller's registration admitted
+    /// too when the call names one.
+    private func admitted(_ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
+                          user: UserIdentity) async throws(Refusal) -> String {
+        let named = ProxyHandler.registrationID(of: request)
+        let id: String
+        if let raw = context.parameters.get("deviceId") {
+            guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
+            if let named, !UserIdentity.sameBytes(named, decoded) {
+                throw .forbidden("the device storage of registration \(decoded) cannot be reached with registration \(named) (X-SMP-APPCID)")
+            }
+            id = decoded
+        } else if let named {
+            id = named
+        } else {
+            let block = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.block(of: user) }
+            if let block, block.kind.blocksTraffic { throw Refusal.userBlocked(block.kind) }
+            return ""
+        }
+        let admission: Admission
+        do {
+            admission = try await self.admission(of: id, app: app, user: user)
+        } catch {
+            throw Refusal.storeFailed(error, logger)
+        }
+        switch admission {
+        case .admitted: break
+        case .unknown: throw .forbidden("the registration id is not known")
+        case .blocked(let kind): throw Refusal.userBlocked(kind)
+        case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
+        case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
+        }
+        return context.parameters.get("deviceId") == nil ? "" : id
+    }
+
+    /// Whether `user` may reach registration `id` of `app`, as the proxy decides it.
+    private func admission(of id: String, app: AppConfiguration, user: UserIdentity) async throws(StoreError) -> Admission {
+        guard RegistrationService.isAcceptableID(id), let found = try await registrations.store.registrationAndBlock(id: id),
+              UserIdentity.sameBytes(found.registration.appId, app.id) else { return .unknown }
+        return try await registrations.admit(found, user: user, policy: app.blockWipingPolicy)
+    }
+
+    /// A stored document (an object; nothing readable counts as empty).
+    static func document(_ text: String) -> JSONValue {
+        guard case .success(let object) = StrictJSON.object(Array(text.utf8)) else { return .object([:]) }
+        return .object(object)
+    }
+
+    /// A document as stored: compact JSON, keys sorted.
+    static func text(_ document: JSONValue) -> String {
+        let data = (try? JSONSerialization.data(withJSONObject: document.foundationValue, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The key of `object` that is `key` by its bytes.
+    private static func member(_ key: String, of object: [String: JSONValue]) -> String? {
+        object.keys.first { UserIdentity.sameBytes($0, key) }
+    }
+
+    /// `document` with `value` at `path`, objects made on the way.
+    static func setting(_ value: JSONValue, at path: ArraySlice<String>, in document: JSONValue, place: String) throws(Refusal) -> JSONValue {
+        guard let key = path.first else { return value }
+        guard case .object(var object) = document else {
+            throw Refusal(.conflict, code: "CONFLICT", "a value on the way to \(place) is not an object, so it cannot hold \(key)")
+        }
+        let existing = member(key, of: object)
+        object[existing ?? key] = try setting(value, at: path.dropFirst(), in: existing.flatMap { object[$0] } ?? .object([:]), place: place)
+        return .object(object)
+    }
+
+    /// `document` without the value at `path` (not empty).
+    static func removing(_ path: ArraySlice<String>, from document: JSONValue, place: String) throws(Refusal) -> JSONValue {
+        guard let key = path.first, case .object(var object) = document, let existing = member(key, of: object), let inner = object[existing] else {
+            throw .notFound("nothing is stored at \(place)")
+        }
+        object[existing] = path.count == 1 ? nil : try removing(path.dropFirst(), from: inner, place: place)
+        return .object(object)
+    }
+
+    /// The value at `keyPath` in `document`, nil when a key is missing or a step is not an object.
+    static func storedValue(at keyPath: [String], in document: JSONValue) -> JSONValue? {
+        var current = document
+        for key in keyPath {
+            guard case .object(let object) = current, let found = member(key, of: object), let next = object[found] else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    // MARK: Signing in
+
     /// The app the path names, its caller signed in with the app's method. The MDK form names
     /// the app once; the other names it twice (the app that signs the caller in, then the app
     /// whose storage is read), and both must be the same app.
-    private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> AppConfiguration {
+    private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
         let runtime = runtime.current
         let app = try ClientConfigurationRoutes.app(context, runtime)
         let storageID = context.parameters.get("storageAppId") ?? app.id
         guard runtime.configuration.apps[storageID] != nil else { throw .notFound("unknown application \(storageID)") }
-        _ = try await runtime.authenticate(request, app: app, client: context.clientIP)
+        let user = try await runtime.authenticate(request, app: app, client: context.clientIP)
         guard UserIdentity.sameBytes(storageID, app.id) else {
             throw .forbidden("the storage of application \(storageID) cannot be reached through application \(app.id)")
         }
-        return app
+        return (app, user)
     }
 
-    /// The key path after `global`, each segment percent-decoded.
+    /// The key path after the level, each segment percent-decoded.
     static func keyPath(_ context: MidtierRequestContext) throws(Refusal) -> [String] {
         var keys: [String] = []
         for segment in context.parameters.getCatchAll() {

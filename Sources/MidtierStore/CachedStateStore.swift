@@ -219,6 +219,25 @@ package final class CachedStateStore: StateStore {
         try await base.leavePageNotice(notice, key: key, site: site)
     }
 
+    // User and device storage: read through, shared by every instance (docs/device-api.md).
+
+    package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
+        try await base.storageDocument(key)
+    }
+
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+        try await base.storageDocuments(app: app, user: user, registration: registration)
+    }
+
+    package func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
+                                               _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+        try await base.writeStorage(key, userLimit: userLimit, now: now, edit)
+    }
+
+    package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
+        try await base.storageEntries(of: user)
+    }
+
     // MARK: Changes made elsewhere (another instance on the same store)
 
     /// Forgets what memory holds of a registration — or that there was none —, so the next

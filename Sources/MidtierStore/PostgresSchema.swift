@@ -101,6 +101,24 @@ enum PostgresSchema {
             "CREATE INDEX midtier_page_session_subject ON midtier_page_session (site, subject_realm, subject_id, last_seen)",
             "CREATE INDEX midtier_page_session_last_seen ON midtier_page_session (site, last_seen)",
         ]),
+        (6, "user and device storage", [
+            // The Storage service's currentuser and device levels (docs/device-api.md, "User
+            // and device storage"): registration_id '' is the user level.
+            """
+            CREATE TABLE midtier_user_storage (
+                app_id TEXT COLLATE "C" NOT NULL,
+                user_realm TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL,
+                registration_id TEXT COLLATE "C" NOT NULL,
+                name TEXT COLLATE "C" NOT NULL,
+                document TEXT NOT NULL,
+                size BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                PRIMARY KEY (user_realm, user_id, app_id, registration_id, name)
+            )
+            """,
+            "CREATE INDEX midtier_user_storage_registration ON midtier_user_storage (registration_id) WHERE registration_id <> ''",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -291,6 +291,9 @@ package final class PostgresStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
+            if state == .wiped {
+                try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
+            }
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
             registration.state = state
@@ -307,6 +310,7 @@ package final class PostgresStore: StateStore {
             let at = audit?.at ?? Self.now()
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
+            try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
             try await connection.query("""
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
                 """, logger: logger)
@@ -491,6 +495,102 @@ package final class PostgresStore: StateStore {
             try await connection.query("""
                 UPDATE midtier_page_session SET notice = \(notice) WHERE key = \(key) AND site = \(site)
                 """, logger: logger)
+        }
+    }
+
+    // MARK: User and device storage (every instance reads it from here: nothing to announce)
+
+    /// The lock class of storage writes, taken per user (with a hash of the user) so that the
+    /// per-user size limit sees every write of the user before it.
+    static let storageLock: Int32 = 0x4D74_5304
+
+    package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
+        try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
+                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                """, logger: logger)
+            for try await (document) in rows.decode(String.self) { return document }
+            return nil
+        }
+    }
+
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+        try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
+                    AND app_id = \(app) AND registration_id = \(registration)
+                """, logger: logger)
+            var documents: [String: String] = [:]
+            for try await (name, document) in rows.decode((String, String).self) { documents[name] = document }
+            return documents
+        }
+    }
+
+    package func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
+                                               _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+        try await write(lock: nil) { connection, logger in
+            // The user's writes one after the other; the realm's length keeps realm and id apart.
+            let user = "\(key.user.realm.utf8.count):\(key.user.realm)\(key.user.id)"
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.storageLock), hashtext(\(user)))", logger: logger)
+            if !key.registration.isEmpty {
+                // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
+                // write, and deletes what it wrote; a write after it finds no active registration.
+                let rows = try await connection.query("""
+                    SELECT 1 FROM midtier_registration WHERE id = \(key.registration) AND app_id = \(key.app)
+                        AND user_realm = \(key.user.realm) AND user_id = \(key.user.id) AND state = 'active' FOR SHARE
+                    """, logger: logger)
+                var active = false
+                for try await _ in rows { active = true }
+                guard active else { return StorageWrite<Reason>.registrationInactive }
+            }
+            let found = try await connection.query("""
+                SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
+                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name) FOR UPDATE
+                """, logger: logger)
+            var current: String?
+            for try await (document) in found.decode(String.self) { current = document }
+            switch edit(current) {
+            case .refuse(let reason):
+                return .refused(reason)
+            case .remove:
+                try await connection.query("""
+                    DELETE FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
+                        AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                    """, logger: logger)
+                return .removed
+            case .set(let text):
+                let sums = try await connection.query("""
+                    SELECT COALESCE(SUM(size), 0)::int8 FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
+                        AND NOT (app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name))
+                    """, logger: logger)
+                var others: Int64 = 0
+                for try await (sum) in sums.decode(Int64.self) { others = sum }
+                let size = Int64(text.storageSize)
+                guard others + size <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
+                try await connection.query("""
+                    INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
+                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(key.registration), \(key.name), \(text), \(size), \(now))
+                    ON CONFLICT (user_realm, user_id, app_id, registration_id, name)
+                    DO UPDATE SET document = excluded.document, size = excluded.size, updated_at = excluded.updated_at
+                    """, logger: logger)
+                return .written
+            }
+        }
+    }
+
+    package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
+        try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT app_id, registration_id, name, size, updated_at FROM midtier_user_storage
+                WHERE user_realm = \(user.realm) AND user_id = \(user.id) ORDER BY app_id, registration_id, name
+                """, logger: logger)
+            var entries: [StorageEntry] = []
+            for try await (app, registration, name, size, updatedAt) in rows.decode((String, String, String, Int64, Int64).self) {
+                entries.append(StorageEntry(key: StorageKey(app: app, user: user, registration: registration, name: name),
+                                            size: Int(size), updatedAt: updatedAt))
+            }
+            return entries
         }
     }
 

@@ -127,6 +127,21 @@ package protocol StateStore: Sendable {
     /// Sets the session's one-time notice.
     func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError)
 
+    // MARK: User and device storage (the Storage service; docs/device-api.md)
+
+    /// The document at `key`, as stored.
+    func storageDocument(_ key: StorageKey) async throws(StoreError) -> String?
+    /// The documents of one level (`registration` "" for the user level), by name.
+    func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String]
+    /// Changes the document at `key` as `edit` decides from the one stored, in one transaction
+    /// that also checks that the user's documents stay within `userLimit` bytes together and,
+    /// for a `device` level key, that the registration is the user's active one of the app.
+    /// Wiping or deleting a registration deletes its documents in its own transaction.
+    func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
+                                        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason>
+    /// Every document of `user` (all apps and levels), without values, for admins.
+    func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry]
+
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)

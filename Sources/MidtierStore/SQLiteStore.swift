@@ -138,6 +138,24 @@ package final class SQLiteStore: StateStore {
                 CREATE INDEX page_session_last_seen ON page_session(site, last_seen);
                 """)
         }
+        migrator.registerMigration("v8: user and device storage") { db in
+            // The Storage service's currentuser and device levels (docs/device-api.md, "User and
+            // device storage"): registration_id '' is the user level.
+            try db.execute(sql: """
+                CREATE TABLE user_storage (
+                    app_id TEXT NOT NULL,
+                    user_realm TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    registration_id TEXT NOT NULL,
+                    name TEXT NOT NULL,
+                    document TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_realm, user_id, app_id, registration_id, name)
+                );
+                CREATE INDEX user_storage_registration ON user_storage(registration_id) WHERE registration_id <> '';
+                """)
+        }
         return migrator
     }
 
@@ -265,6 +283,7 @@ package final class SQLiteStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
             try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
+            if state == .wiped { try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id]) }
             try Self.append(audit, in: db)
             registration.state = state
             return .changed(registration)
@@ -278,6 +297,7 @@ package final class SQLiteStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
             try db.execute(sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
                            arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
             if let audit { try Self.append(audit, in: db) }
@@ -402,6 +422,75 @@ package final class SQLiteStore: StateStore {
     package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
         try await write { db in
             try db.execute(sql: "UPDATE page_session SET notice = ? WHERE key = ? AND site = ?", arguments: [notice, key, site])
+        }
+    }
+
+    // MARK: User and device storage
+
+    package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
+        try await read { db in
+            try String.fetchOne(db, sql: """
+                SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
+                """, arguments: [key.user.realm, key.user.id, key.app, key.registration, key.name])
+        }
+    }
+
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+        try await read { db in
+            var documents: [String: String] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT name, document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ?
+                """, arguments: [user.realm, user.id, app, registration]) {
+                documents[row["name"]] = row["document"]
+            }
+            return documents
+        }
+    }
+
+    package func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
+                                               _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+        try await write { db in
+            if !key.registration.isEmpty {
+                guard try Bool.fetchOne(db, sql: """
+                    SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
+                    """, arguments: [key.registration, key.app, key.user.realm, key.user.id]) != nil else { return .registrationInactive }
+            }
+            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.registration, key.name]
+            let current = try String.fetchOne(db, sql: """
+                SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
+                """, arguments: place)
+            switch edit(current) {
+            case .refuse(let reason):
+                return .refused(reason)
+            case .remove:
+                try db.execute(sql: """
+                    DELETE FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
+                    """, arguments: place)
+                return .removed
+            case .set(let text):
+                let others = try Int.fetchOne(db, sql: """
+                    SELECT COALESCE(SUM(size), 0) FROM user_storage WHERE user_realm = ? AND user_id = ?
+                        AND NOT (app_id = ? AND registration_id = ? AND name = ?)
+                    """, arguments: place) ?? 0
+                guard others + text.storageSize <= userLimit else { return .overUserLimit(limit: userLimit) }
+                try db.execute(sql: """
+                    INSERT OR REPLACE INTO user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
+                    VALUES (?,?,?,?,?,?,?,?)
+                    """, arguments: place + [text, text.storageSize, now])
+                return .written
+            }
+        }
+    }
+
+    package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT app_id, registration_id, name, size, updated_at FROM user_storage WHERE user_realm = ? AND user_id = ?
+                ORDER BY app_id, registration_id, name
+                """, arguments: [user.realm, user.id]).map { row in
+                StorageEntry(key: StorageKey(app: row["app_id"], user: user, registration: row["registration_id"], name: row["name"]),
+                             size: row["size"], updatedAt: row["updated_at"])
+            }
         }
     }
 

@@ -65,6 +65,15 @@ final class CountingStore: StateStore {
         try await base.usePageSession(key: key, site: site, now: now, takingNotice: takingNotice)
     }
     func endPageSession(key: String, site: String) async throws(StoreError) { try await base.endPageSession(key: key, site: site) }
+    func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? { try await base.storageDocument(key) }
+    func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+        try await base.storageDocuments(app: app, user: user, registration: registration)
+    }
+    func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
+                                        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+        try await base.writeStorage(key, userLimit: userLimit, now: now, edit)
+    }
+    func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] { try await base.storageEntries(of: user) }
     func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
         try await base.leavePageNotice(notice, key: key, site: site)
     }

@@ -1,0 +1,103 @@
+import Foundation
+import MidtierCore
+import MidtierStore
+import NIOHTTP1
+import Registrations
+import Testing
+
+/// The Storage service's `currentuser` and `device` levels (docs/device-api.md, "User and
+/// device storage"), through the HTTP routes, on SQLite and on PostgreSQL.
+@Suite struct UserStorageTests {
+    static let root = "/mobileservices/application/demo/Storage/v1/runtime/application/demo"
+    static let mdkRoot = "/mobileservices/Storage/v1/runtime/application/demo"
+
+    static func onboard(_ env: TestEnvironment, _ user: TestUser, device: String) async throws -> String {
+        let reply = try await OnboardingLockTests.onboard(env, user, body: #"{"DeviceType":"iOS","DeviceId":"\#(device)"}"#)
+        return try #require(reply.header("X-SMP-APPCID"), "\(reply.status) \(reply.text)")
+    }
+
+    @Test(arguments: StoreKind.allCases) func aUsersDocumentsAreTheirsAlone(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let bob = [("Authorization", TestUser.bob.basic)]
+            let put = try await env.call(.PUT, "\(Self.root)/currentuser/HomeScreen", headers: alice,
+                                         body: #"{"Menu":{"AutoHiding":false,"Style":"blue"},"ShortCuts":["Overview","Profile"]}"#)
+            #expect(put.status == 200, "\(put.text)")
+            let whole = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
+            #expect(whole.status == 200 && (whole.json["Menu"] as? [String: Any])?["Style"] as? String == "blue", "\(whole.text)")
+            // A key path answers the value there, on the MDK form too.
+            let deep = try await env.call(.GET, "\(Self.mdkRoot)/currentuser/HomeScreen/Menu", headers: alice)
+            #expect(deep.status == 200 && deep.json["Style"] as? String == "blue", "\(deep.text)")
+            // A PUT at a key path sets the value there, the rest stays.
+            let set = try await env.call(.PUT, "\(Self.root)/currentuser/HomeScreen/Menu", headers: alice, body: #"{"AutoHiding":true}"#)
+            #expect(set.status == 200, "\(set.text)")
+            let after = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
+            #expect((after.json["Menu"] as? [String: Any])?["AutoHiding"] as? Bool == true && after.json["ShortCuts"] != nil, "\(after.text)")
+            // Another user has nothing there, and cannot reach Alice's through her registration.
+            let other = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: bob)
+            #expect(other.status == 404, "\(other.status) \(other.text)")
+            let aliceDevice = try await Self.onboard(env, .alice, device: "phone-a")
+            let viaDevice = try await env.call(.GET, "\(Self.root)/device/\(aliceDevice)/HomeScreen", headers: bob)
+            #expect(viaDevice.status == 403, "\(viaDevice.status) \(viaDevice.text)")
+            let bobWrites = try await env.call(.PUT, "\(Self.root)/device/\(aliceDevice)/HomeScreen", headers: bob, body: "{}")
+            #expect(bobWrites.status == 403, "\(bobWrites.status) \(bobWrites.text)")
+            // Malformed JSON and bodies too large are refused, naming what is wrong.
+            let malformed = try await env.call(.PUT, "\(Self.root)/currentuser/HomeScreen", headers: alice, body: #"{"a":1,}"#)
+            #expect(malformed.status == 400, "\(malformed.status) \(malformed.text)")
+            let big = "{\"x\":\"" + String(repeating: "a", count: 70 * 1024) + "\"}"
+            let tooLarge = try await env.call(.PUT, "\(Self.root)/currentuser/Big", headers: alice, body: big)
+            #expect(tooLarge.status == 413, "\(tooLarge.status)")
+            // DELETE of a key, then of the document.
+            let removeKey = try await env.call(.DELETE, "\(Self.root)/currentuser/HomeScreen/ShortCuts", headers: alice)
+            #expect(removeKey.status == 200, "\(removeKey.text)")
+            let gone = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen/ShortCuts", headers: alice)
+            #expect(gone.status == 404)
+            let removeDocument = try await env.call(.DELETE, "\(Self.root)/currentuser/HomeScreen", headers: alice)
+            #expect(removeDocument.status == 200)
+            let none = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
+            #expect(none.status == 404)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func aUsersDocumentsTogetherStayWithinTheLimit(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic)]
+            let document = "{\"x\":\"" + String(repeating: "a", count: 60 * 1024) + "\"}"
+            var refused = false
+            for index in 0..<20 {
+                let reply = try await env.call(.PUT, "\(Self.root)/currentuser/doc\(index)", headers: alice, body: document)
+                if reply.status == 413 { refused = true; break }
+                #expect(reply.status == 200, "\(reply.status) \(reply.text)")
+            }
+            #expect(refused, "the 1 MiB per user is enforced")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func deviceStorageGoesWithAWipeOrADelete(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic)]
+            for ending in ["wipe", "delete"] {
+                let id = try await Self.onboard(env, .alice, device: "phone-\(ending)")
+                let put = try await env.call(.PUT, "\(Self.root)/device/\(id)/Prefs", headers: alice, body: #"{"theme":"dark"}"#)
+                #expect(put.status == 200, "\(put.text)")
+                let read = try await env.call(.GET, "\(Self.root)/device/\(id)/Prefs/theme", headers: alice)
+                #expect(read.status == 200 && read.text == #""dark""#, "\(read.text)")
+                // Another registration of the same user cannot name it in X-SMP-APPCID.
+                let mismatch = try await env.call(.GET, "\(Self.root)/device/\(id)/Prefs", headers: alice + [("X-SMP-APPCID", "other")])
+                #expect(mismatch.status == 403)
+                #expect(try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains { $0.key.registration == id })
+                if ending == "wipe" {
+                    let wiped = try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe")
+                    #expect(wiped.status == 200, "\(wiped.text)")
+                    let refused = try await env.call(.GET, "\(Self.root)/device/\(id)/Prefs", headers: alice)
+                    #expect(refused.status == 403 && refused.header("x-message-code") == "TRAFFIC_REG_WIPED", "\(refused.text)")
+                } else {
+                    let deleted = try await env.call(.DELETE, "\(OnboardingLockTests.connections)('\(id)')", headers: alice)
+                    #expect(deleted.status == 204, "\(deleted.text)")
+                }
+                let entries = try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice"))
+                #expect(!entries.contains { $0.key.registration == id }, "\(ending): \(entries)")
+            }
+        }
+    }
+}
