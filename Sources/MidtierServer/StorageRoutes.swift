@@ -150,20 +150,31 @@ struct StorageRoutes: Sendable {
         }
     }
 
-    /// The registration whose storage the call reaches: for `device/{id}`, `{id}` — a
-    /// registration id (`X-SMP-APPCID`) of the caller in this app, admitted as the proxy admits
-    /// it; for `currentuser`, "" — the user, not blocked, and the caller's registration admitted
-    /// too when the call names one.
+    /// The registration whose storage the call reaches: for `device/{id}`, the caller's own
+    /// registration in this app that `{id}` names — by its registration id (`X-SMP-APPCID`), or
+    /// by its `DeviceId` (the `X-SMP-DEVICEID` the SAP SDK sends, and SAPcpmsSettings' device id),
+    /// admitted as the proxy admits it; for `currentuser`, "" — the user, not blocked, and the
+    /// caller's registration admitted too when the call names one.
     private func admitted(_ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
                           user: UserIdentity) async throws(Refusal) -> String {
         let named = ProxyHandler.registrationID(of: request)
         let id: String
         if let raw = context.parameters.get("deviceId") {
             guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-            if let named, !UserIdentity.sameBytes(named, decoded) {
-                throw .forbidden("the device storage of registration \(decoded) cannot be reached with registration \(named) (X-SMP-APPCID)")
+            let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
             }
-            id = decoded
+            var matching = candidates.filter { UserIdentity.sameBytes($0.id, decoded) }
+            if matching.isEmpty { matching = candidates.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, decoded) } }
+            if let named { matching = matching.filter { UserIdentity.sameBytes($0.id, named) } }
+            guard let only = matching.first else {
+                if named != nil { throw .forbidden("the device \(decoded) is not the registration the call names (X-SMP-APPCID)") }
+                throw .forbidden("the registration id is not known")
+            }
+            guard matching.count == 1 else {
+                throw .forbidden("the user has more than one registration of device \(decoded) in this app; send X-SMP-APPCID")
+            }
+            id = only.id
         } else if let named {
             id = named
         } else {

@@ -59,6 +59,25 @@ import Testing
         }
     }
 
+    @Test(arguments: StoreKind.allCases) func aBlockedUserOrALockedRegistrationIsRefusedAsByTheProxy(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic)]
+            let id = try await Self.onboard(env, .alice, device: "phone-l")
+            let put = try await env.call(.PUT, "\(Self.root)/currentuser/Prefs", headers: alice, body: "{}")
+            #expect(put.status == 200)
+            let locked = try await env.admin(.POST, "/admin/v1/registrations/\(id)/lock")
+            #expect(locked.status == 200, "\(locked.text)")
+            for path in ["device/\(id)/Prefs", "currentuser/Prefs"] {
+                let reply = try await env.call(.GET, "\(Self.root)/\(path)", headers: alice + [("X-SMP-APPCID", id)])
+                #expect(reply.status == 403 && reply.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(path): \(reply.status) \(reply.text)")
+            }
+            let blocked = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"traffic","reason":"test"}"#)
+            #expect(blocked.status == 200 || blocked.status == 204, "\(blocked.status) \(blocked.text)")
+            let reply = try await env.call(.GET, "\(Self.root)/currentuser/Prefs", headers: alice)
+            #expect(reply.status == 403 && reply.header("x-message-code") == "TRAFFIC_BLOCKED", "\(reply.status) \(reply.text)")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aUsersDocumentsTogetherStayWithinTheLimit(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
@@ -85,6 +104,10 @@ import Testing
                 // Another registration of the same user cannot name it in X-SMP-APPCID.
                 let mismatch = try await env.call(.GET, "\(Self.root)/device/\(id)/Prefs", headers: alice + [("X-SMP-APPCID", "other")])
                 #expect(mismatch.status == 403)
+                // SAPcpmsSettings names the device by the SDK's device id (X-SMP-DEVICEID), which
+                // is the registration's DeviceId: the same document.
+                let byDeviceId = try await env.call(.GET, "\(Self.mdkRoot)/device/phone-\(ending)/Prefs", headers: alice)
+                #expect(byDeviceId.status == 200 && byDeviceId.json["theme"] as? String == "dark", "\(byDeviceId.text)")
                 #expect(try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains { $0.key.registration == id })
                 if ending == "wipe" {
                     let wiped = try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe")
