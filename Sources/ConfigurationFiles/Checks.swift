@@ -97,16 +97,14 @@ func isPlainName(_ text: String, extra: Set<Character>) -> Bool {
     !text.isEmpty && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || extra.contains($0)) }
 }
 
-/// First path segments Midtier serves itself; a destination with one of these names would
-/// shadow them. Compared without regard to letter case, to be safe behind case-folding proxies.
-let reservedDestinationNames: Set<String> = ["odata", "config", "mobileservices", "healthz", "readyz", "metrics", "admin"]
-
-/// A destination name: `[A-Za-z0-9_-]+`, not reserved.
+/// A destination name (docs/configuration.md, "Destination names"): one plain path segment of
+/// letters, digits, `.`, `_` and `-` (dots as in SAP's `com.sap.edm.sampleservice.v2`), not
+/// starting with `.` (so never `.` or `..`), and not a segment of Midtier's own routes.
 func checkDestinationName(_ name: String) -> ValueProblem? {
-    guard isPlainName(name, extra: ["_", "-"]) else {
-        return ValueProblem("must consist of letters, digits, '_' and '-' only")
+    guard isPlainName(name, extra: [".", "_", "-"]), !name.hasPrefix(".") else {
+        return ValueProblem("must consist of letters, digits, '.', '_' and '-' only, and not start with '.'")
     }
-    if reservedDestinationNames.contains(name.lowercased()) {
+    if ReservedPathSegments.isReserved(destinationName: name) {
         return ValueProblem("\"\(name)\" is reserved for Midtier's own routes; choose another name")
     }
     return nil

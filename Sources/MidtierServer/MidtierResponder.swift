@@ -11,14 +11,11 @@ struct MidtierResponder: HTTPResponder {
     let ownRoutes: RouterResponder<MidtierRequestContext>
     let proxy: ProxyHandler
 
-    /// First path segments that belong to Midtier; destinations may not use these names.
-    static let reservedSegments: Set<Substring> = ["odata", "config", "mobileservices", "healthz", "readyz", "metrics", "admin"]
-
     func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
         var context = context
         context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
         let first = request.uri.path.dropFirst().prefix { $0 != "/" }
-        guard Self.reservedSegments.contains(first) else {
+        guard ReservedPathSegments.isOwnRoute(first) else {
             return await proxy.handle(request, context: context)
         }
         return try await ownRoutes.respond(to: request, context: context)
