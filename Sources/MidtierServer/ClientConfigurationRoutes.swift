@@ -73,7 +73,7 @@ struct ClientConfigurationRoutes: Sendable {
             "blockWipingPolicy": ["blockWipeEnabled": policy.blockWipeEnabled,
                                   "blockDisconnectedPeriod": policy.blockDisconnectedPeriod,
                                   "wipeDisconnectedPeriod": policy.wipeDisconnectedPeriod],
-            "logSettings": app.logSettings.mapValues(\.foundationValue),
+            "logSettings": app.logSettings.mapValues(\.settingsExchangeValue),
             "usagePolicy": app.usagePolicy.mapValues(\.settingsExchangeValue),
             "featureVectorPolicies": app.featureVectorPolicies.mapValues(\.settingsExchangeValue),
         ]]]
