@@ -149,6 +149,70 @@ def check_dotted_destination(base, headers):
           and sorted({row.get("userId") for row in rows}) == ["100001"], f"({status} {body[:200]!r})")
 
 
+def user_and_device_storage(base, alice, bob, database):
+    """The Storage service's user and device levels (docs/device-api.md, "User and device
+    storage"), for the JWT app `corp`: `alice` and `bob` are the SDK's headers of two users.
+    Sources: help.sap.com Mobile Services "Accessing Storage Service — Runtime APIs" (runtime.html),
+    "Samples for Storage Service" (samples.html), SAPFoundation `SAPcpmsObserver`."""
+    import sqlite3
+    root = f"{base}/mobileservices/application/corp/Storage/v1/runtime/application/corp"
+    json_headers = lambda headers: dict(headers, **{"Content-Type": "application/json"})
+    home = {"Menu": {"AutoHiding": False, "Style": "blue"}, "ShortCuts": ["Overview", "Profile"]}
+    # runtime.html: user level ".../Storage/v1/runtime/application/<applicationId>/currentuser/<configurationName>/<propName>/..."
+    status, _, body = call(f"{root}/currentuser/HomeScreen", "PUT", json_headers(alice), json.dumps(home).encode())
+    check("Storage: alice PUTs a user document", status == 200, f"({status} {body[:200]!r})")
+    # samples.html: a GET answers the bare JSON value ({"Menu":{"AutoHiding":false,"Style":"blue"},"ShortCuts":[...]}).
+    status, _, body = call(f"{root}/currentuser/HomeScreen", headers=alice)
+    check("Storage: alice GETs her user document back as she stored it", status == 200 and json.loads(body) == home, f"({status} {body[:200]!r})")
+    # runtime.html: <propName>/<propNameLv2> key paths; a GET on a key path answers the value there.
+    status, _, body = call(f"{root}/currentuser/HomeScreen/Menu/Style", headers=alice)
+    check("Storage: a key path of the user document answers its value", status == 200 and json.loads(body) == "blue", f"({status} {body[:200]!r})")
+    # "User storage: persists user preferences" (admin.html): another user has none of alice's.
+    status, _, body = call(f"{root}/currentuser/HomeScreen", headers=bob)
+    check("Storage: bob does not see alice's user document (404)", status == 404, f"({status} {body[:200]!r})")
+    # Android multi-user sample: "If the key is not found and the request returns a 404 error".
+    status, _, body = call(f"{root}/currentuser/NoSuchThing", headers=alice)
+    check("Storage: an unknown user key is 404", status == 404, f"({status} {body[:200]!r})")
+    # Not in SAP's pages: Midtier reads bodies with its strict JSON reader (400 naming the fault).
+    status, _, body = call(f"{root}/currentuser/HomeScreen", "PUT", json_headers(alice), b'{"a":1,}')
+    check("Storage: a malformed JSON body is 400", status == 400, f"({status} {body[:200]!r})")
+    # Not in SAP's pages: Midtier's limit of 64 KiB a document (docs/device-api.md).
+    big = json.dumps({"x": "a" * (70 * 1024)}).encode()
+    status, _, body = call(f"{root}/currentuser/Big", "PUT", json_headers(alice), big)
+    check("Storage: a document over 64 KiB is 413", status == 413, f"({status} {body[:200]!r})")
+
+    # samples.html: device level ".../device/mydevice/HomeScreen"; SAPcpmsObserver sends the device id as X-SMP-DEVICEID.
+    phone = dict(alice, **{"X-SMP-DEVICEID": "alice-storage-phone"})
+    status, headers, _ = call(f"{base}/odata/applications/v1/corp/Connections", "POST", json_headers(phone),
+                              json.dumps({"DeviceType": "iOS", "DeviceId": "alice-storage-phone"}).encode())
+    cid = header(headers, "X-SMP-APPCID")
+    check("Storage: alice onboards a device for device storage", status == 201 and cid, f"({status})")
+    status, _, body = call(f"{root}/device/{cid}/HomeScreen", "PUT", json_headers(phone), b'{"Menu":{"AutoHiding":true}}')
+    check("Storage: alice PUTs a device document", status == 200, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/device/alice-storage-phone/HomeScreen/Menu", headers=phone)
+    check("Storage: the device document by the SDK's device id", status == 200 and json.loads(body) == {"AutoHiding": True},
+          f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/device/{cid}/HomeScreen", headers=bob)
+    check("Storage: bob cannot read alice's device document (403)", status == 403, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/device/{cid}/HomeScreen", "PUT", json_headers(bob), b"{}")
+    check("Storage: nor write it (403)", status == 403, f"({status} {body[:200]!r})")
+
+    def rows(registration):
+        with sqlite3.connect(database) as db:
+            return db.execute("SELECT COUNT(*) FROM user_storage WHERE registration_id = ?", (registration,)).fetchone()[0]
+
+    check("Storage: the device document is in the store", rows(cid) == 1, f"({rows(cid)})")
+    # admin.html: "Device storage: persists installation-specific or device-specific settings" — it goes with the installation.
+    status, _, body = call(f"{base}/mobileservices/me/registrations/{cid}/wipe", "POST", alice)
+    check("Storage: alice wipes that device through self-service", status == 200, f"({status} {body[:200]!r})")
+    status, answer_headers, body = call(f"{root}/device/{cid}/HomeScreen", headers=phone)
+    check("Storage: the wiped device's storage is refused as the proxy refuses it", status == 403
+          and header(answer_headers, "x-message-code") == "TRAFFIC_REG_WIPED", f"({status} {body[:200]!r})")
+    check("Storage: a wipe deleted the device's documents", rows(cid) == 0, f"({rows(cid)})")
+    status, _, body = call(f"{root}/currentuser/HomeScreen", headers=alice)
+    check("Storage: alice's user document outlives the device's wipe", status == 200 and json.loads(body) == home, f"({status})")
+
+
 def check_log_settings_as_strings(settings, storage, headers):
     """SAP's settings document carries logSettings values as strings, like the other policies
     (SAPFoundation `SAPcpmsSettings` payload; SAP's Android multi-user sample:
@@ -538,6 +602,7 @@ try:
               f"({before[:200]!r} {after[:200]!r})")
 
     atom_registration()
+    user_and_device_storage(base, sdk, bob, os.path.join(work, "midtier.sqlite"))
 finally:
     kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
