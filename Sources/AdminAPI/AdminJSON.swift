@@ -29,7 +29,7 @@ enum AdminJSON {
     /// A destination without secrets (`Administration.DestinationSummary`).
     static func destination(_ d: Administration.DestinationSummary) -> [String: Any] {
         var object: [String: Any] = ["name": d.name, "url": d.url, "timeout": d.timeoutMilliseconds, "headers": d.headers,
-                                     "queries": d.queries, "authentication": d.authentication]
+                                     "queries": d.queries, "forwardDeviceCookies": d.forwardDeviceCookies, "authentication": d.authentication]
         let optional: [(String, String?)] = [("userIdSource", d.userIdSource), ("user", d.user), ("tokenServiceURL", d.tokenServiceURL),
                                              ("clientKey", d.clientKey), ("companyId", d.companyId), ("audience", d.audience),
                                              ("nameIdFormat", d.nameIdFormat)]

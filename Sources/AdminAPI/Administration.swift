@@ -227,6 +227,9 @@ package struct Administration: Sendable {
         /// The names of the headers and query parameters it adds (not their values).
         package var headers: [String]
         package var queries: [String]
+        /// The names of the device's own cookies it is sent (`forwardDeviceCookies`; names
+        /// only, which are not secrets).
+        package var forwardDeviceCookies: [String]
     }
 
     /// The destinations in force, by name.
@@ -234,7 +237,8 @@ package struct Administration: Sendable {
         destinations().sorted { $0.name < $1.name }.map { destination in
             var summary = DestinationSummary(name: destination.name, url: destination.url, authentication: "NoAuthentication",
                                              userIdSource: destination.userIdSource, timeoutMilliseconds: destination.timeoutMilliseconds,
-                                             headers: destination.extraHeaders.map(\.name), queries: destination.extraQueries.map(\.name))
+                                             headers: destination.extraHeaders.map(\.name), queries: destination.extraQueries.map(\.name),
+                                             forwardDeviceCookies: destination.forwardDeviceCookies)
             switch destination.authentication {
             case .noAuthentication:
                 break

@@ -447,7 +447,8 @@ package struct ConsoleRoutes: Sendable {
         var values = base(admin, nav: "destinations")
         values["destinations"] = administration.destinationSummaries().map { destination -> [String: Any] in
             var row: [String: Any] = ["name": destination.name, "url": destination.url, "authentication": destination.authentication,
-                                      "timeout": destination.timeoutMilliseconds, "headers": destination.headers.joined(separator: ", ")]
+                                      "timeout": destination.timeoutMilliseconds, "headers": destination.headers.joined(separator: ", "),
+                                      "cookies": destination.forwardDeviceCookies.joined(separator: ", ")]
             if let user = destination.user { row["user"] = user }
             if let tokenService = destination.tokenServiceURL { row["tokenService"] = tokenService }
             return row

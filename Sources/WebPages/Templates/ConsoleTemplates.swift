@@ -233,9 +233,9 @@ extension Templates {
     <h1>Destinations</h1>
     <p class="hint">As configured, without passwords, keys or key files.</p>
     <table>
-      <thead><tr><th>Name</th><th>URL</th><th>Authentication</th><th>Token service</th><th>Timeout</th><th>Added headers</th></tr></thead>
+      <thead><tr><th>Name</th><th>URL</th><th>Authentication</th><th>Token service</th><th>Timeout</th><th>Added headers</th><th>Device cookies forwarded</th></tr></thead>
       <tbody>
-      {{#destinations}}<tr><td>{{name}}</td><td class="mono">{{url}}</td><td>{{authentication}}{{#user}} ({{user}}){{/user}}</td><td class="mono">{{tokenService}}</td><td>{{timeout}} ms</td><td>{{headers}}</td></tr>{{/destinations}}
+      {{#destinations}}<tr><td>{{name}}</td><td class="mono">{{url}}</td><td>{{authentication}}{{#user}} ({{user}}){{/user}}</td><td class="mono">{{tokenService}}</td><td>{{timeout}} ms</td><td>{{headers}}</td><td>{{cookies}}</td></tr>{{/destinations}}
       </tbody>
     </table>
     {{/content}}
