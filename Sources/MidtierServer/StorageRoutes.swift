@@ -74,6 +74,10 @@ struct StorageRoutes: Sendable {
     /// A GET, PUT or DELETE on the user or device level.
     private func personal(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (app, user) = try await signedIn(request, context)
+        guard [.get, .put, .delete].contains(request.method) else {
+            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage; use GET, PUT or DELETE",
+                                    allow: "GET, PUT, DELETE")
+        }
         let registration = try await admitted(request, context, app: app, user: user.identity)
         let keyPath = try Self.keyPath(context)
         let level = registration.isEmpty ? "currentuser" : "device/\(registration)"
@@ -113,8 +117,7 @@ struct StorageRoutes: Sendable {
                 return try Self.removing(inside[...], from: Self.document(current), place: place)
             }
         default:
-            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage; use GET, PUT or DELETE",
-                                    allow: "GET, PUT, DELETE")
+            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage", allow: "GET, PUT, DELETE")
         }
     }
 

@@ -56,6 +56,10 @@ import Testing
             #expect(removeDocument.status == 200)
             let none = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
             #expect(none.status == 404)
+            for path in ["currentuser", "currentuser/HomeScreen"] {
+                let post = try await env.call(.POST, "\(Self.root)/\(path)", headers: alice, body: "{}")
+                #expect(post.status == 405 && post.header("Allow") == "GET, PUT, DELETE", "\(path): \(post.status) \(post.text)")
+            }
         }
     }
 
