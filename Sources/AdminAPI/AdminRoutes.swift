@@ -4,6 +4,7 @@ import Hummingbird
 import Logging
 import MidtierCore
 import MidtierHTTP
+import MidtierStore
 import Registrations
 import TokenExchange
 
@@ -102,8 +103,19 @@ package struct AdminRoutes: Sendable {
 
     private func getUser(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
         let record = try await administration.user(try user(request, context))
+        // The user's Storage service documents, sizes only (docs/device-api.md, "User and device storage").
+        let storage: [StorageEntry]
+        do {
+            storage = try await administration.registrations.store.storageEntries(of: record.user)
+        } catch {
+            throw .storeUnavailable
+        }
         return AdminJSON.response(.ok, ["userId": record.user.id, "realm": record.user.realm, "known": record.known,
-                                        "block": AdminJSON.block(record.block), "registrations": record.registrations.map(AdminJSON.registration)])
+                                        "block": AdminJSON.block(record.block), "registrations": record.registrations.map(AdminJSON.registration),
+                                        "storage": storage.map { entry -> [String: Any] in
+                                            ["appId": entry.key.app, "registration": entry.key.registration.isEmpty ? NSNull() : entry.key.registration,
+                                             "name": entry.key.name, "size": entry.size, "updatedAt": AdminJSON.timestamp(entry.updatedAt)]
+                                        }])
     }
 
     private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {

@@ -112,6 +112,12 @@ import Testing
                 // is the registration's DeviceId: the same document.
                 let byDeviceId = try await env.call(.GET, "\(Self.mdkRoot)/device/phone-\(ending)/Prefs", headers: alice)
                 #expect(byDeviceId.status == 200 && byDeviceId.json["theme"] as? String == "dark", "\(byDeviceId.text)")
+                let listed = try await env.admin(.GET, "/admin/v1/users/alice")
+                let storage = listed.json["storage"] as? [[String: Any]] ?? []
+                #expect(storage.contains { $0["registration"] as? String == id && $0["name"] as? String == "Prefs"
+                            && $0["size"] as? Int == #"{"theme":"dark"}"#.utf8.count && $0["appId"] as? String == "demo" },
+                        "admins see the device's documents and sizes: \(listed.text)")
+                #expect(!listed.text.contains("dark"), "never their values")
                 #expect(try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains { $0.key.registration == id })
                 if ending == "wipe" {
                     let wiped = try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe")
