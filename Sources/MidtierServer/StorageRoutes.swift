@@ -91,6 +91,8 @@ struct StorageRoutes: Sendable {
             }
             return ClientConfigurationRoutes.json(documents.mapValues { Self.document($0).foundationValue })
         }
+        // The name is kept in the store: no control characters (docs/identity.md, "Stored text").
+        guard !StoredText.hasControlCharacters(name) else { throw .badRequest("the document name has a control character") }
         let key = StorageKey(app: app.id, user: user.identity, registration: registration, name: name)
         let inside = Array(keyPath.dropFirst())
         let place = "\(level)/\(keyPath.joined(separator: "/"))"

@@ -82,6 +82,17 @@ import Testing
         }
     }
 
+    /// A document name is stored text (docs/identity.md, "Stored text"): no control characters.
+    @Test(arguments: StoreKind.allCases) func aDocumentNameWithAControlCharacterIsRefusedNamingIt(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic)]
+            for method in [HTTPMethod.PUT, .GET, .DELETE] {
+                let reply = try await env.call(method, "\(Self.root)/currentuser/a%00b", headers: alice, body: method == .PUT ? "{}" : nil)
+                #expect(reply.status == 400 && reply.text.contains("name"), "\(method): \(reply.status) \(reply.text)")
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aUsersDocumentsTogetherStayWithinTheLimit(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
