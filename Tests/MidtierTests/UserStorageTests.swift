@@ -93,6 +93,25 @@ import Testing
         }
     }
 
+    /// Instances sharing a store share the documents, and the per-user limit counts what every
+    /// instance wrote.
+    @Test(arguments: StoreKind.allCases) func instancesOnOneStoreShareTheDocuments(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let first = try await test.open(), second = try await test.open()
+            let user = UserIdentity(realm: "https://idp.example", id: "alice")
+            let key = StorageKey(app: "demo", user: user, registration: "", name: "Prefs")
+            let written: StorageWrite<String> = try await first.writeStorage(key, userLimit: 100, now: 1) { _ in .set(#"{"a":1}"#) }
+            guard case .written = written else { Issue.record("\(written)"); return }
+            #expect(try await second.storageDocument(key) == #"{"a":1}"#)
+            // The same id in another realm is another user.
+            #expect(try await second.storageDocument(StorageKey(app: "demo", user: UserIdentity(realm: "", id: "alice"), registration: "", name: "Prefs")) == nil)
+            let tooMuch: StorageWrite<String> = try await second.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: "More"),
+                                                                              userLimit: 100, now: 2) { _ in .set(String(repeating: "x", count: 95)) }
+            guard case .overUserLimit(100) = tooMuch else { Issue.record("\(tooMuch)"); return }
+            #expect(try await first.storageEntries(of: user).map(\.size) == [7])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aUsersDocumentsTogetherStayWithinTheLimit(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
