@@ -107,13 +107,7 @@ struct ProxyHandler: Sendable {
         let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
         }
-        switch admission {
-        case .admitted: break
-        case .unknown: throw .forbidden("the registration id is not known")
-        case .blocked(let kind): throw Refusal.userBlocked(kind)
-        case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
-        case .wiped: throw .forbidden("the registration is wiped; this device cannot onboard again until an admin deletes the wiped registration", messageCode: "TRAFFIC_REG_WIPED")
-        }
+        try admission.refuseUnlessAdmitted()
         // The SDK names its app on every call; it must be the registration's.
         if let named = request.headers[Self.appHeader], !UserIdentity.sameBytes(named, found.registration.appId) {
             throw .forbidden("X-SMP-APPID names another app than the registration's")

@@ -193,13 +193,7 @@ struct StorageRoutes: Sendable {
         } catch {
             throw Refusal.storeFailed(error, logger)
         }
-        switch admission {
-        case .admitted: break
-        case .unknown: throw .forbidden("the registration id is not known")
-        case .blocked(let kind): throw Refusal.userBlocked(kind)
-        case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
-        case .wiped: throw .forbidden("the registration is wiped; onboard again", messageCode: "TRAFFIC_REG_WIPED")
-        }
+        try admission.refuseUnlessAdmitted()
         return context.parameters.get("deviceId") == nil ? "" : id
     }
 
