@@ -55,6 +55,7 @@ extension ConfigurationLoader {
         if let group = reader.object("featureVectorPolicies") {
             app.featureVectorPolicies = policyGroup(group, ClientPolicy.featureVectorPolicies)
         }
+        if let implicit = reader.bool("implicitRegistration") { app.implicitRegistration = implicit }
         if let value = reader.freeObject("logSettings") { app.logSettings = value }
         if let value = reader.freeObject("discovery") { app.discovery = value }
 

@@ -122,6 +122,10 @@ package struct AppConfiguration: Sendable {
     package var featureVectorPolicies: [String: JSONValue] = [:]
     /// Extra members merged into `GET /config/v1/{appId}`. Default `{}`.
     package var discovery: [String: JSONValue]
+    /// `implicitRegistration`: a signed-in call with `X-SMP-APPID` and `X-SMP-DEVICEID` but no
+    /// registration of that device onboards it, as a Connections POST would
+    /// (docs/device-api.md, "Implicit registration"). Default false.
+    package var implicitRegistration: Bool = false
 
     package init(
         id: String,

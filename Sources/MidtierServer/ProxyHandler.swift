@@ -273,11 +273,42 @@ struct ProxyHandler: Sendable {
             try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
         }
         let matching = candidates.filter { UserIdentity.sameBytes($0.deviceId, deviceID) }
-        guard let only = matching.first else { throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app") }
+        guard let only = matching.first else {
+            guard app.implicitRegistration else {
+                throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app")
+            }
+            return try await registerImplicitly(deviceID: deviceID, app: app, user: user, client: client)
+        }
         guard matching.count == 1 else {
             throw .forbidden("the user has more than one registration of this device in this app; send X-SMP-APPCID")
         }
         return only.id
+    }
+
+    /// The app's `implicitRegistration` (docs/device-api.md, "Implicit registration"): the
+    /// signed-in user's device onboards as through a Connections POST — the same field checks,
+    /// registration block, per-user limit, held-device rule and audit entry — with only the
+    /// `DeviceId` the call names (SAP SDK clients send no device type or model on data calls).
+    private func registerImplicitly(deviceID: String, app: AppConfiguration, user: AuthenticatedUser,
+                                    client: String?) async throws(Refusal) -> String {
+        let device = try RegistrationRoutes.deviceDetails(from: ["DeviceId": .string(deviceID)], existing: DeviceDetails())
+        let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Result<Onboarding, Refusal> in
+            if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
+                return .failure(Refusal.userBlocked(block.kind))
+            }
+            return .success(try await registrations.register(app: app.id, user: user.identity, requestedID: nil, device: device,
+                                                             source: client ?? "", policy: app.blockWipingPolicy, implicit: true))
+        }
+        switch try outcome.get() {
+        case .registered(let made):
+            logger.info("device registered implicitly", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(made.id)"])
+            return made.id
+        case .limitReached(let limit):
+            throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
+                          "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+        case .deviceHeld(let held):
+            throw RegistrationRoutes.held(held, "this device cannot onboard again")
+        }
     }
 
     /// `X-SMP-APPCID` from the header, else from the cookie of that name Midtier set at

@@ -141,8 +141,10 @@ package struct RegistrationService: Sendable {
     /// Creates a registration owned by `user`, unless the user's registration of the same
     /// device is locked or wiped (`heldRegistration`). A client-supplied id is kept when
     /// acceptable and free — never used before, by anyone —; otherwise a new UUID is given.
+    /// `implicit`: made by a proxied call, not a Connections POST (the app's
+    /// `implicitRegistration`, docs/device-api.md); the audit entry says so.
     package func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String,
-                          policy: BlockWipingPolicy = BlockWipingPolicy()) async throws(StoreError) -> Onboarding {
+                          policy: BlockWipingPolicy = BlockWipingPolicy(), implicit: Bool = false) async throws(StoreError) -> Onboarding {
         if let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
             return .deviceHeld(held)
         }
@@ -155,7 +157,7 @@ package struct RegistrationService: Sendable {
         )
         func audit() -> AuditEntry {
             AuditEntry(at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
-                       detail: "app \(app), \(device.deviceType) \(device.deviceModel)", source: source)
+                       detail: "app \(app), \(device.deviceType) \(device.deviceModel)\(implicit ? ", implicit (X-SMP-DEVICEID)" : "")", source: source)
         }
         let maximum = maximumPerUser()
         if let requestedID, Self.isAcceptableID(requestedID) {
