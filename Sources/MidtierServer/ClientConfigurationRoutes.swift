@@ -15,7 +15,7 @@ struct ClientConfigurationRoutes: Sendable {
         router.get("/config/v1/{appId}") { _, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let app = try Self.app(context, runtime)
-            return Self.json(Self.discovery(app, publicURL: runtime.configuration.server.publicURL))
+            return Self.json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
         }
         router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
             let runtime = runtime.current
@@ -29,41 +29,6 @@ struct ClientConfigurationRoutes: Sendable {
         let id = context.parameters.get("appId") ?? ""
         guard let app = runtime.configuration.apps[id] else { throw .notFound("unknown application \(id)") }
         return app
-    }
-
-    /// `{"auth":[{"type":"basic","config":{},"requireOtp":false}],"host":..,"port":..,"protocol":..,"appID":..}`
-    /// for a basic app; for a JWT app `"type":"oauth2"` with the IdP's endpoints in both the flat
-    /// keys older SDK clients read and the `oauth2.clients` list newer ones read
-    /// (docs/device-api.md, "Onboarding a SAP SDK app"); plus the app's `discovery` members.
-    static func discovery(_ app: AppConfiguration, publicURL: String) -> [String: Any] {
-        let url = URL(string: publicURL)
-        let scheme = url?.scheme ?? "http"
-        let auth: [String: Any]
-        switch app.authentication {
-        case .basic:
-            auth = ["type": "basic", "config": [String: Any](), "requireOtp": false]
-        case .jwt(let jwt):
-            var config: [String: Any] = ["oauth2.grantType": "authorization_code"]
-            if let oauth2 = jwt.oauth2 {
-                config["oauth2.authorizationEndpoint"] = oauth2.authorizationEndpoint
-                config["oauth2.tokenEndpoint"] = oauth2.tokenEndpoint
-                config["oauth2.endUserUI"] = oauth2.endUserUI
-                config["oauth2.clientID"] = oauth2.clients.first?.clientID
-                config["oauth2.clients"] = oauth2.clients.map {
-                    ["clientID": $0.clientID, "redirectURL": $0.redirectURL, "grantType": "authorization_code"]
-                }
-            }
-            auth = ["type": "oauth2", "config": config, "requireOtp": false]
-        }
-        var document: [String: Any] = [
-            "auth": [auth],
-            "host": url?.host ?? "localhost",
-            "port": url?.port ?? (scheme == "https" ? 443 : 80),
-            "protocol": scheme,
-            "appID": app.id,
-        ]
-        for (key, value) in app.discovery { document[key] = value.foundationValue }
-        return document
     }
 
     static func settings(_ app: AppConfiguration) -> [String: Any] {
@@ -98,18 +63,6 @@ extension JSONValue {
         case .bool(let value): value ? "true" : "false"
         case .number: "\(foundationValue)"
         case .null, .string, .array, .object: foundationValue
-        }
-    }
-
-    /// The value as `JSONSerialization` takes it.
-    var foundationValue: Any {
-        switch self {
-        case .null: NSNull()
-        case .bool(let value): value
-        case .number(let value): value.rounded() == value && abs(value) < 1e15 ? Int(value) as Any : value
-        case .string(let value): value
-        case .array(let values): values.map(\.foundationValue)
-        case .object(let values): values.mapValues(\.foundationValue)
         }
     }
 }

@@ -211,7 +211,11 @@ package final class MidtierServer: Sendable {
             storeKind: storeKind,
             storeReachable: { await store.ping() },
             exchanges: { metrics.exchangeTotals() },
-            secure: { runtime.current.configuration.server.adminURL?.hasPrefix("https:") ?? false })
+            secure: { runtime.current.configuration.server.adminURL?.hasPrefix("https:") ?? false },
+            onboarding: { id in
+                let configuration = runtime.current.configuration
+                return configuration.apps[id]?.discoveryDocument(publicURL: configuration.server.publicURL)
+            })
         ConsoleRoutes(administration: administration, authenticator: authenticator, facts: facts, logger: logger).add(to: router)
         return Application(
             // No trustedProxies here: the admin listener is not behind the devices' load

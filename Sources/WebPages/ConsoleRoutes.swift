@@ -22,12 +22,16 @@ package struct ConsoleFacts: Sendable {
     package var exchanges: @Sendable () -> [String: ExchangeTotals]
     /// Whether admins reach the console over https (`adminURL`): the cookies are `Secure` then.
     package var secure: @Sendable () -> Bool
+    /// An app's onboarding configuration (`AppConfiguration.discoveryDocument`), `nil` for an
+    /// app that is not configured: what the console offers as `ConfigurationProvider.plist`.
+    package var onboarding: @Sendable (String) -> [String: Any]?
 
     package init(realms: @escaping @Sendable () -> [String], apps: @escaping @Sendable () -> [String],
                  localUserIDs: @escaping @Sendable () -> [String],
                  configuration: @escaping @Sendable () -> (apps: Int, destinations: Int, users: Int), storeKind: String,
                  storeReachable: @escaping @Sendable () async -> Bool, exchanges: @escaping @Sendable () -> [String: ExchangeTotals],
-                 secure: @escaping @Sendable () -> Bool) {
+                 secure: @escaping @Sendable () -> Bool,
+                 onboarding: @escaping @Sendable (String) -> [String: Any]? = { _ in nil }) {
         self.realms = realms
         self.apps = apps
         self.localUserIDs = localUserIDs
@@ -36,6 +40,7 @@ package struct ConsoleFacts: Sendable {
         self.storeReachable = storeReachable
         self.exchanges = exchanges
         self.secure = secure
+        self.onboarding = onboarding
     }
 }
 
@@ -112,6 +117,13 @@ package struct ConsoleRoutes: Sendable {
         }
         router.get("/console/audit") { request, context in await show(request, context, audit) }
         router.get("/console/destinations") { request, context in await show(request, context, destinations) }
+        for format in OnboardingDownload.Format.allCases {
+            router.get("/console/apps/{appId}/\(format.filename)") { request, context in
+                await show(request, context) { _, _ throws(Refusal) in
+                    try OnboardingDownload.response(app: context.parameters.get("appId") ?? "", format, facts.onboarding)
+                }
+            }
+        }
     }
 
     // MARK: Sessions and forms
@@ -265,6 +277,9 @@ package struct ConsoleRoutes: Sendable {
         }
         values["exchanges"] = exchanges
         values["hasExchanges"] = !exchanges.isEmpty
+        values["onboardingApps"] = facts.apps().sorted().map { app -> [String: Any] in
+            ["app": app, "downloads": OnboardingDownload.Format.allCases.map { ["href": OnboardingDownload.path(app: app, $0), "label": $0.label] }]
+        }
         return pages.page("console-overview", values)
     }
 

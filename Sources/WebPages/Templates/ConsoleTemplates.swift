@@ -66,6 +66,14 @@ extension Templates {
     </table>
     {{/hasExchanges}}
     {{^exchanges}}<p class="hint">None yet.</p>{{/exchanges}}
+    <h2>Onboarding configuration</h2>
+    <p class="hint">What an SAP SDK app reads to onboard, for its developers: the <code>ConfigurationProvider.plist</code> of the app bundle, or the same as JSON. No secrets.</p>
+    <table>
+      <thead><tr><th>App</th><th>Download</th></tr></thead>
+      <tbody>
+      {{#onboardingApps}}<tr><td>{{app}}</td><td>{{#downloads}}<a href="{{href}}" download>{{label}}</a> {{/downloads}}</td></tr>{{/onboardingApps}}
+      </tbody>
+    </table>
     {{/content}}
     {{/layout}}
     """
