@@ -213,6 +213,38 @@ def user_and_device_storage(base, alice, bob, database):
     check("Storage: alice's user document outlives the device's wipe", status == 200 and json.loads(body) == home, f"({status})")
 
 
+def add_implicit_app(config):
+    """A basic app like `demo` whose devices may register implicitly (`implicitRegistration`, off by default:
+    docs/device-api.md, "Implicit registration"). SAP's own pages say "You must explicitly register an
+    application connection" (Mobile Services, Managing App Registrations): this is Midtier's option for
+    stock flows that call data with only X-SMP-APPID and X-SMP-DEVICEID."""
+    app = json.load(open(os.path.join(config, "apps", "demo.json")))
+    app["implicitRegistration"] = True
+    json.dump(app, open(os.path.join(config, "apps", "walkup.json"), "w"))
+
+
+def check_implicit_registration(base, payroll):
+    carol = {"Authorization": basic("carol", "carol-demo-password"), "X-SMP-APPID": "walkup", "X-SMP-DEVICEID": "carol-walkup-1"}
+
+    def registrations(app):
+        status, _, body = call(f"{base}/odata/applications/v1/{app}/Connections?$format=json",
+                               headers={"Authorization": carol["Authorization"]})
+        return [r["DeviceId"] for r in json.loads(body)["d"]["results"]] if status == 200 else None
+
+    status, users, _, body = payroll({"X-SMP-APPID": "walkup", "X-SMP-DEVICEID": "carol-walkup-1"})
+    check("implicit registration: without credentials 401, and nothing is registered", status == 401
+          and registrations("walkup") == [], f"({status} {registrations('walkup')})")
+    status, users, _, body = payroll(carol)
+    check("implicit registration: the first call with only the SDK's headers reads carol's own payroll", status == 200
+          and users == ["100003"], f"({status} {users} {body[:300]!r})")
+    status, users, _, body = payroll(carol)
+    check("implicit registration: the next call reuses that registration", status == 200 and users == ["100003"]
+          and registrations("walkup") == ["carol-walkup-1"], f"({status} {registrations('walkup')})")
+    status, users, _, body = payroll(dict(carol, **{"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "carol-demo-1"}))
+    check("an app without implicitRegistration still refuses an unregistered device (403)", status == 403 and users == []
+          and registrations("demo") == [], f"({status} {body[:200]!r})")
+
+
 def check_log_settings_as_strings(settings, storage, headers):
     """SAP's settings document carries logSettings values as strings, like the other policies
     (SAPFoundation `SAPcpmsSettings` payload; SAP's Android multi-user sample:
@@ -246,6 +278,7 @@ try:
                "featureVectorPolicies": {"featureVectorPolicyAllEnabled": False, "restrictedPolicies": ["Alchemer"]}},
               open(os.path.join(config, "apps", "corp.json"), "w"))
     add_dotted_destination(config)
+    add_implicit_app(config)
 
     midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base = f"http://127.0.0.1:{mport}"
@@ -602,6 +635,7 @@ try:
               f"({before[:200]!r} {after[:200]!r})")
 
     atom_registration()
+    check_implicit_registration(base, payroll)
     user_and_device_storage(base, sdk, bob, os.path.join(work, "midtier.sqlite"))
 finally:
     kill_all(processes)
