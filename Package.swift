@@ -35,6 +35,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
         // base64 and base64url, one encoder (already in the graph through jwt-kit).
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
+        // Client log uploads arrive zipped or as multipart/form-data (docs/device-api.md,
+        // "Client logs and usage"); ZIPFoundation inflates through the system zlib.
+        .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
+        .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -117,6 +121,17 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Client log and usage uploads: SAP's log line format read from plain, zipped or
+        // multipart bodies, usage reports checked as JSON.
+        .target(
+            name: "ClientUploads",
+            dependencies: [
+                "MidtierStore", "MidtierCore",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // $metadata facet patches (libxml2).
         .target(
             name: "MetadataPatching",
@@ -193,7 +208,7 @@ let package = Package(
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
-                "MidtierCore", "BackendSessions", "WebPages",
+                "MidtierCore", "BackendSessions", "WebPages", "ClientUploads",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -252,7 +267,7 @@ let package = Package(
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
-                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages",
+                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages", "ClientUploads",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

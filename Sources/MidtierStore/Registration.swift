@@ -142,6 +142,26 @@ package protocol StateStore: Sendable {
     /// Every document of `user` (all apps and levels), without values, for admins.
     func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry]
 
+    // MARK: Client logs and usage (docs/device-api.md, "Client logs and usage")
+
+    /// Keeps `upload` with its log `entries` (none for usage) in one transaction that checks
+    /// the registration is active, counts its uploads of the kind since `now - bounds.window`
+    /// against `bounds.uploadsPerWindow`, and drops its oldest uploads of the kind (with their
+    /// entries) until all kept fit in `bounds.bytesPerRegistration`. Wiping or deleting a
+    /// registration deletes its uploads in its own transaction.
+    func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+                          now: Int64) async throws(StoreError) -> ClientUploadSave
+    /// Log entries that `filter` selects, newest first (entry time, then upload, then sequence
+    /// descending), after `cursor` when given, at most `limit`.
+    func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                    limit: Int) async throws(StoreError) -> [ClientLogRecord]
+    /// Uploads of `kind` that `filter` selects (by `receivedAt`), newest first, after
+    /// `cursor` when given, at most `limit`.
+    func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                       limit: Int) async throws(StoreError) -> [ClientUpload]
+    /// Deletes every upload (with its entries) received before `cutoff` (ms); how many.
+    func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int
+
     // MARK: Audit
 
     func appendAudit(_ entry: AuditEntry) async throws(StoreError)
