@@ -40,22 +40,25 @@ enum ConnectionAtom {
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + entryElement(properties, root: true, now: now)
     }
 
-    /// Connections as an Atom `feed` document; `base` is the collection's URL.
-    static func feed(_ entities: [[String: Any]], base: String, now: Date = Date()) -> String {
+    /// A collection (`Connections` unless `set` says another) as an Atom `feed` document; `base`
+    /// is the collection's URL.
+    static func feed(_ entities: [[String: Any]], base: String, set: String = "Connections", now: Date = Date()) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         xml += "<feed xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">"
-        xml += "<id>\(escaped(base))</id><title type=\"text\">Connections</title><updated>\(timestamp(now))</updated>"
-        xml += "<link rel=\"self\" title=\"Connections\" href=\"\(escaped(base))\"/>"
+        xml += "<id>\(escaped(base))</id><title type=\"text\">\(set)</title><updated>\(timestamp(now))</updated>"
+        xml += "<link rel=\"self\" title=\"\(set)\" href=\"\(escaped(base))\"/>"
         for entity in entities { xml += entryElement(entity, root: false, now: now) }
         return xml + "</feed>"
     }
 
     private static func entryElement(_ properties: [String: Any], root: Bool, now: Date) -> String {
-        let uri = (properties["__metadata"] as? [String: Any])?["uri"] as? String ?? ""
+        let metadata = properties["__metadata"] as? [String: Any]
+        let uri = metadata?["uri"] as? String ?? ""
+        let type = metadata?["type"] as? String ?? "applications.Connection"
         var xml = root ? "<entry xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">" : "<entry>"
         xml += "<id>\(escaped(uri))</id><title type=\"text\"/><updated>\(timestamp(now))</updated><author><name/></author>"
-        xml += "<link rel=\"edit\" title=\"Connection\" href=\"\(escaped(uri))\"/>"
-        xml += "<category term=\"applications.Connection\" scheme=\"http://schemas.microsoft.com/ado/2007/08/dataservices/scheme\"/>"
+        xml += "<link rel=\"edit\" title=\"\(type.split(separator: ".").last ?? "")\" href=\"\(escaped(uri))\"/>"
+        xml += "<category term=\"\(type)\" scheme=\"http://schemas.microsoft.com/ado/2007/08/dataservices/scheme\"/>"
         xml += "<content type=\"application/xml\"><m:properties>"
         for name in properties.keys.sorted() where name != "__metadata" {
             xml += property(name, properties[name]!)
@@ -74,28 +77,41 @@ enum ConnectionAtom {
         }
     }
 
-    /// The service document: one workspace with the `Connections` collection; `base` ends in `/`.
+    /// The service's collections, as the service document and `$metadata` name them.
+    static let entitySets = ["Connections", "Endpoints"]
+
+    /// The service document: one workspace with the `Connections` and `Endpoints` collections;
+    /// `base` ends in `/`.
     static func serviceDocument(base: String) -> String {
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<service xml:base=\"\(escaped(base))\" xmlns=\"http://www.w3.org/2007/app\" "
+        var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<service xml:base=\"\(escaped(base))\" xmlns=\"http://www.w3.org/2007/app\" "
             + "xmlns:atom=\"\(atomNamespace)\"><workspace><atom:title>Default</atom:title>"
-            + "<collection href=\"Connections\"><atom:title>Connections</atom:title></collection></workspace></service>"
+        for set in entitySets { xml += "<collection href=\"\(set)\"><atom:title>\(set)</atom:title></collection>" }
+        return xml + "</workspace></service>"
     }
 
-    /// `$metadata` of the Connections service: namespace `applications`, EntityType `Connection`
-    /// keyed by `ApplicationConnectionId`, with `properties`' names and the types `entry` writes
-    /// them with; EntitySet `Connections` in the container `Container`.
-    static func metadata(_ properties: [String: Any]) -> String {
+    /// `$metadata` of the service: namespace `applications`, EntityType `Connection` keyed by
+    /// `ApplicationConnectionId` and `Endpoint` keyed by `EndpointName`, each with its sample's
+    /// property names and the types `entry` writes them with; EntitySets `Connections` and
+    /// `Endpoints` in the container `Container`.
+    static func metadata(connection: [String: Any], endpoint: [String: Any]) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<edmx:Edmx Version=\"1.0\" xmlns:edmx=\"http://schemas.microsoft.com/ado/2007/06/edmx\">"
         xml += "<edmx:DataServices m:DataServiceVersion=\"2.0\" xmlns:m=\"\(metadataNamespace)\">"
         xml += "<Schema Namespace=\"applications\" xmlns=\"http://schemas.microsoft.com/ado/2008/09/edm\">"
-        xml += "<EntityType Name=\"Connection\"><Key><PropertyRef Name=\"ApplicationConnectionId\"/></Key>"
-        for name in properties.keys.sorted() where name != "__metadata" {
-            let nullable = name == "ApplicationConnectionId" ? "false" : "true"
-            xml += "<Property Name=\"\(escaped(name))\" Type=\"\(edmType(properties[name]!) ?? "Edm.String")\" Nullable=\"\(nullable)\"/>"
-        }
-        xml += "</EntityType><EntityContainer Name=\"Container\" m:IsDefaultEntityContainer=\"true\">"
-        xml += "<EntitySet Name=\"Connections\" EntityType=\"applications.Connection\"/></EntityContainer>"
+        xml += entityType("Connection", key: "ApplicationConnectionId", connection)
+        xml += entityType("Endpoint", key: "EndpointName", endpoint)
+        xml += "<EntityContainer Name=\"Container\" m:IsDefaultEntityContainer=\"true\">"
+        xml += "<EntitySet Name=\"Connections\" EntityType=\"applications.Connection\"/>"
+        xml += "<EntitySet Name=\"Endpoints\" EntityType=\"applications.Endpoint\"/></EntityContainer>"
         return xml + "</Schema></edmx:DataServices></edmx:Edmx>"
+    }
+
+    private static func entityType(_ name: String, key: String, _ properties: [String: Any]) -> String {
+        var xml = "<EntityType Name=\"\(name)\"><Key><PropertyRef Name=\"\(key)\"/></Key>"
+        for (property, value) in properties.sorted(by: { $0.key < $1.key }) where property != "__metadata" {
+            let nullable = property == key ? "false" : "true"
+            xml += "<Property Name=\"\(escaped(property))\" Type=\"\(edmType(value) ?? "Edm.String")\" Nullable=\"\(nullable)\"/>"
+        }
+        return xml + "</EntityType>"
     }
 
     private static func property(_ name: String, _ value: Any) -> String {

@@ -53,6 +53,9 @@ struct RegistrationRoutes: Sendable {
 
     private func create(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
+        if entity == "Endpoints" || entity.hasPrefix("Endpoints(") {
+            throw .methodNotAllowed("POST is not supported on Endpoints; they are read-only", allow: "GET")
+        }
         guard entity == "Connections" else { throw .notFound("unknown entity set \(entity)") }
         let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         var body = request
@@ -90,10 +93,12 @@ struct RegistrationRoutes: Sendable {
 
     private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
+        if entity == "Endpoints" || entity.hasPrefix("Endpoints(") { return try await endpoints(request, context, version: version, app: app, entity: entity) }
         guard let id = Self.connectionID(entity) else {
             if entity == "$metadata", request.method == .get {
                 _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
-                return ConnectionAtom.response(ConnectionAtom.metadata(Self.entityTypes(app: app)), status: .ok, contentType: "application/xml;charset=utf-8")
+                let xml = ConnectionAtom.metadata(connection: Self.entityTypes(app: app), endpoint: EndpointsCollection.sample)
+                return ConnectionAtom.response(xml, status: .ok, contentType: "application/xml;charset=utf-8")
             }
             if entity == "Connections", request.method == .get { return try await collection(request, context, version: version, app: app) }
             if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
@@ -162,15 +167,39 @@ struct RegistrationRoutes: Sendable {
         return ClientConfigurationRoutes.json(["d": ["results": entities]])
     }
 
+    /// `GET …/Endpoints` and `GET …/Endpoints('{name}')`: the app's destinations, read-only
+    /// (`{"d":{"results":[…]}}` or `{"d":{…}}`, or Atom as for Connections).
+    private func endpoints(_ request: Request, _ context: MidtierRequestContext, version: String, app: AppConfiguration,
+                           entity: String) async throws(Refusal) -> Response {
+        guard request.method == .get else { throw .methodNotAllowed("\(request.method) is not supported on Endpoints; they are read-only", allow: "GET") }
+        _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let configuration = runtime.current.configuration
+        let atom = ConnectionAtom.isWanted(request)
+        if entity == "Endpoints" {
+            let entities = EndpointsCollection.entities(app: app, configuration: configuration, version: version)
+            if atom {
+                let base = "\(configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/Endpoints"
+                return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, set: "Endpoints"), status: .ok)
+            }
+            return ClientConfigurationRoutes.json(["d": ["results": entities]])
+        }
+        guard let name = EndpointsCollection.key(entity) else { throw .notFound("unknown entity \(entity)") }
+        guard let endpoint = EndpointsCollection.entity(named: name, app: app, configuration: configuration, version: version) else {
+            throw .notFound("application \(app.id) has no destination \(name)")
+        }
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint), status: .ok) }
+        return ClientConfigurationRoutes.json(["d": endpoint])
+    }
+
     /// `GET /odata/applications/{version}/{appId}/`: the service document (Atom by default;
-    /// `{"d":{"EntitySets":["Connections"]}}` when `$format` or `Accept` asks for JSON).
+    /// `{"d":{"EntitySets":["Connections","Endpoints"]}}` when `$format` or `Accept` asks for JSON).
     private func serviceDocument(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let version = context.parameters.get("version") ?? ""
         guard Self.isVersion(version) else { throw .notFound("unknown API version \(version); use latest, v1 or later") }
         let appID = context.parameters.get("appId") ?? ""
         guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
-        if ConnectionAtom.preference(request) == false { return ClientConfigurationRoutes.json(["d": ["EntitySets": ["Connections"]]]) }
+        if ConnectionAtom.preference(request) == false { return ClientConfigurationRoutes.json(["d": ["EntitySets": ConnectionAtom.entitySets]]) }
         let base = "\(runtime.current.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
         return ConnectionAtom.response(ConnectionAtom.serviceDocument(base: base), status: .ok,
                                        contentType: "application/atomsvc+xml;charset=utf-8")
