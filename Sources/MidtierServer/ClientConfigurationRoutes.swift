@@ -7,6 +7,8 @@ import MidtierHTTP
 /// What an app's clients are told about it (docs/device-api.md, "Discovery and settings"):
 /// - `GET /config/v1/{appId}` (no authentication): the discovery document the SAP SDKs read
 ///   to onboard — how to sign in, and where Midtier is;
+/// - `GET /config-api.svc/ApplicationConfigurations/getApplicationConfiguration(AppConfigID='…',EmailAddress='…')`
+///   (no authentication): the same document, where SAP's Discovery Service serves it;
 /// - `GET /mobileservices/settingsExchange/v1/{appId}` (authenticated): the client policy.
 struct ClientConfigurationRoutes: Sendable {
     let runtime: RuntimeHolder
@@ -15,6 +17,13 @@ struct ClientConfigurationRoutes: Sendable {
         router.get("/config/v1/{appId}") { _, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let app = try Self.app(context, runtime)
+            return Self.json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
+        }
+        router.get("/config-api.svc/ApplicationConfigurations/{call}") { _, context throws(Refusal) -> Response in
+            let runtime = runtime.current
+            let segment = context.parameters.get("call") ?? ""
+            let call = try DiscoveryServiceCall.parse(segment.removingPercentEncoding ?? segment)
+            guard let app = call.app(in: runtime.configuration.apps) else { throw .notFound("unknown application \(call.appConfigID)") }
             return Self.json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
         }
         router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
