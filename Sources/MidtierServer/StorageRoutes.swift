@@ -74,10 +74,6 @@ struct StorageRoutes: Sendable {
     /// A GET, PUT or DELETE on the user or device level.
     private func personal(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (app, user) = try await signedIn(request, context)
-        guard [.get, .put, .delete].contains(request.method) else {
-            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage; use GET, PUT or DELETE",
-                                    allow: "GET, PUT, DELETE")
-        }
         let registration = try await admitted(request, context, app: app, user: user.identity)
         let keyPath = try Self.keyPath(context)
         let level = registration.isEmpty ? "currentuser" : "device/\(registration)"
@@ -86,10 +82,7 @@ struct StorageRoutes: Sendable {
             guard request.method == .get else {
                 throw .badRequest("\(request.method) needs a document name after \(level) (…/\(level)/{name}[/{key}…])")
             }
-            let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await store.storageDocuments(app: app.id, user: user.identity, registration: registration)
-            }
-            return ClientConfigurationRoutes.json(documents.mapValues { Self.document($0).foundationValue })
+            return ClientConfigurationRoutes.json(try await levelDocuments(request, app: app, user: user.identity, registration: registration))
         }
         // The name is kept in the store: no control characters (docs/identity.md, "Stored text").
         guard !StoredText.hasControlCharacters(name) else { throw .badRequest("the document name has a control character") }
@@ -97,20 +90,34 @@ struct StorageRoutes: Sendable {
         let inside = Array(keyPath.dropFirst())
         let place = "\(level)/\(keyPath.joined(separator: "/"))"
         switch request.method {
+        case .get where Self.overwrite(request):
+            let merged = try await levelDocuments(request, app: app, user: user.identity, registration: registration)
+            guard let value = Self.value(at: keyPath, in: merged) else { throw .notFound("nothing is stored at \(place), nor above it") }
+            return ClientConfigurationRoutes.json(value)
         case .get:
             let text = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.storageDocument(key) }
             guard let text, let value = Self.storedValue(at: inside, in: Self.document(text)) else { throw .notFound("nothing is stored at \(place)") }
             return ClientConfigurationRoutes.json(value.foundationValue)
         case .put:
-            var body = request
-            let bytes = try await body.collectBody(upTo: Self.documentLimit, describedAs: "storage document")
-            let value: JSONValue
-            switch StrictJSON.object(Array(buffer: bytes)) {
-            case .success(let object): value = .object(object)
-            case .failure(let error): throw .badRequest("the body is not a JSON object: \(error)")
-            }
+            let value = try await Self.body(request)
             return try await write(key, place: place) { current throws(Refusal) in
                 try Self.setting(value, at: inside[...], in: current.map(Self.document) ?? .object([:]), place: place)
+            }
+        case .post:
+            let value = try await Self.body(request)
+            return try await write(key, place: place) { current throws(Refusal) in
+                let document = current.map(Self.document) ?? .object([:])
+                if current != nil, Self.storedValue(at: inside, in: document) != nil {
+                    throw Refusal(.conflict, code: "CONFLICT", "something is already stored at \(place); PUT replaces it, PATCH merges into it")
+                }
+                return try Self.setting(value, at: inside[...], in: document, place: place)
+            }
+        case .patch:
+            let patch = try await Self.body(request)
+            return try await write(key, place: place) { current throws(Refusal) in
+                let document = current.map(Self.document) ?? .object([:])
+                let merged = Self.mergePatch(Self.storedValue(at: inside, in: document) ?? .null, with: patch)
+                return try Self.setting(merged, at: inside[...], in: document, place: place)
             }
         case .delete:
             return try await write(key, place: place) { current throws(Refusal) in
@@ -119,7 +126,66 @@ struct StorageRoutes: Sendable {
                 return try Self.removing(inside[...], from: Self.document(current), place: place)
             }
         default:
-            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage", allow: "GET, PUT, DELETE")
+            throw .methodNotAllowed("\(request.method) is not supported on the user and device storage", allow: "GET, PUT, POST, PATCH, DELETE")
+        }
+    }
+
+    /// Whether a GET asks for the levels above merged in (`?overwrite=true`, SAP's runtime API).
+    static func overwrite(_ request: Request) -> Bool {
+        request.uri.queryParameters["overwrite"].map { $0.lowercased() == "true" } ?? false
+    }
+
+    /// The documents of a level by name. With `?overwrite=true`, the levels above are merged
+    /// in under it, as SAP's runtime API does: the app's `global` settings, then the user's
+    /// documents, then (for a device) the registration's; a lower level's value wins, objects
+    /// merge member by member.
+    private func levelDocuments(_ request: Request, app: AppConfiguration, user: UserIdentity,
+                                registration: String) async throws(Refusal) -> [String: Any] {
+        let store = registrations.store
+        let levels = Self.overwrite(request) ? (registration.isEmpty ? [""] : ["", registration]) : [registration]
+        var merged: Any = Self.overwrite(request) ? ClientConfigurationRoutes.settings(app) : [String: Any]()
+        for level in levels {
+            let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await store.storageDocuments(app: app.id, user: user, registration: level)
+            }
+            merged = Self.merging(documents.mapValues { Self.document($0).foundationValue }, over: merged)
+        }
+        return merged as? [String: Any] ?? [:]
+    }
+
+    /// `over` with `value` laid on it: objects member by member (keys by their bytes), anything
+    /// else replaced.
+    static func merging(_ value: Any, over base: Any) -> Any {
+        guard let object = value as? [String: Any], var result = base as? [String: Any] else { return value }
+        for (key, member) in object {
+            let existing = result.keys.first { UserIdentity.sameBytes($0, key) }
+            result[existing ?? key] = merging(member, over: existing.flatMap { result[$0] } ?? NSNull())
+        }
+        return result
+    }
+
+    /// RFC 7396 JSON merge patch: `patch`'s members set into `target`, `null` removing one.
+    static func mergePatch(_ target: JSONValue, with patch: JSONValue) -> JSONValue {
+        guard case .object(let members) = patch else { return patch }
+        guard case .object(var object) = target else { return mergePatch(.object([:]), with: patch) }
+        for (key, value) in members {
+            let existing = member(key, of: object)
+            if value == .null {
+                if let existing { object[existing] = nil }
+            } else {
+                object[existing ?? key] = mergePatch(existing.flatMap { object[$0] } ?? .null, with: value)
+            }
+        }
+        return .object(object)
+    }
+
+    /// A PUT, POST or PATCH body: one JSON object, at most `documentLimit` bytes.
+    private static func body(_ request: Request) async throws(Refusal) -> JSONValue {
+        var body = request
+        let bytes = try await body.collectBody(upTo: documentLimit, describedAs: "storage document")
+        switch StrictJSON.object(Array(buffer: bytes)) {
+        case .success(let object): return .object(object)
+        case .failure(let error): throw .badRequest("the body is not a JSON object: \(error)")
         }
     }
 

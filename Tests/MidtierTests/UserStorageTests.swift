@@ -56,10 +56,51 @@ import Testing
             #expect(removeDocument.status == 200)
             let none = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
             #expect(none.status == 404)
-            for path in ["currentuser", "currentuser/HomeScreen"] {
-                let post = try await env.call(.POST, "\(Self.root)/\(path)", headers: alice, body: "{}")
-                #expect(post.status == 405 && post.header("Allow") == "GET, PUT, DELETE", "\(path): \(post.status) \(post.text)")
-            }
+            let nameless = try await env.call(.POST, "\(Self.root)/currentuser", headers: alice, body: "{}")
+            #expect(nameless.status == 400 && nameless.text.contains("needs a document name"), "\(nameless.status) \(nameless.text)")
+        }
+    }
+
+    /// SAP's runtime API also has POST (create), PATCH (merge) and `?overwrite=true` on a GET
+    /// (the levels above merged in: the app's global settings, then the user's documents).
+    @Test(arguments: StoreKind.allCases) func postCreatesPatchMergesOverwriteMergesTheLevelsAbove(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let post = try await env.call(.POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"dark","font":{"size":12,"face":"serif"}}"#)
+            #expect(post.status == 200, "\(post.status) \(post.text)")
+            let again = try await env.call(.POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"light"}"#)
+            #expect(again.status == 409, "POST does not replace: \(again.status) \(again.text)")
+            let deeper = try await env.call(.POST, "\(Self.root)/currentuser/Prefs/colors", headers: alice, body: #"{"accent":"red"}"#)
+            #expect(deeper.status == 200, "a POST at a new key inside the document creates it: \(deeper.status) \(deeper.text)")
+            // PATCH: members set, null removes, objects merge, the rest stays (RFC 7396).
+            let patch = try await env.call(.PATCH, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":null,"font":{"size":14}}"#)
+            #expect(patch.status == 200, "\(patch.status) \(patch.text)")
+            let after = try await env.call(.GET, "\(Self.root)/currentuser/Prefs", headers: alice)
+            let font = after.json["font"] as? [String: Any]
+            #expect(after.json["theme"] == nil && font?["size"] as? Int == 14 && font?["face"] as? String == "serif"
+                && (after.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(after.text)")
+            let badPatch = try await env.call(.PATCH, "\(Self.root)/currentuser/Prefs", headers: alice, body: "[1]")
+            #expect(badPatch.status == 400, "\(badPatch.status) \(badPatch.text)")
+
+            // overwrite=true on the device level: global settings, then the user's, then the device's.
+            let device = try await Self.onboard(env, .alice, device: "phone-o")
+            let own = try await env.call(.PUT, "\(Self.root)/device/\(device)/Prefs", headers: alice, body: #"{"font":{"size":20}}"#)
+            #expect(own.status == 200, "\(own.text)")
+            let plain = try await env.call(.GET, "\(Self.root)/device/\(device)/Prefs", headers: alice)
+            #expect(plain.json["colors"] == nil && (plain.json["font"] as? [String: Any])?["size"] as? Int == 20, "only the device's own: \(plain.text)")
+            let merged = try await env.call(.GET, "\(Self.root)/device/\(device)/Prefs?overwrite=true", headers: alice)
+            let mergedFont = merged.json["font"] as? [String: Any]
+            #expect(merged.status == 200 && mergedFont?["size"] as? Int == 20 && mergedFont?["face"] as? String == "serif"
+                && (merged.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(merged.status) \(merged.text)")
+            let all = try await env.call(.GET, "\(Self.root)/device/\(device)?overwrite=true", headers: alice)
+            #expect(all.status == 200 && all.json["mobileservices"] != nil && all.json["Prefs"] != nil, "the global settings are merged in: \(all.text)")
+            let setting = try await env.call(.GET, "\(Self.root)/currentuser/mobileservices/settingsExchange/blockWipingPolicy?overwrite=true", headers: alice)
+            #expect(setting.status == 200 && setting.json["blockWipeEnabled"] != nil, "\(setting.status) \(setting.text)")
+            let withoutOverwrite = try await env.call(.GET, "\(Self.root)/currentuser/mobileservices", headers: alice)
+            #expect(withoutOverwrite.status == 404, "\(withoutOverwrite.status) \(withoutOverwrite.text)")
+            // Bob sees none of Alice's documents, overwrite or not.
+            let bob = try await env.call(.GET, "\(Self.root)/currentuser?overwrite=true", headers: [("Authorization", TestUser.bob.basic)])
+            #expect(bob.status == 200 && bob.json["Prefs"] == nil, "\(bob.text)")
         }
     }
 
