@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances soak clean
+.PHONY: run test deps certs build check-config bench bench-instances soak clean format
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -40,6 +40,10 @@ deps:
 ## Generate the demo signing key pair (never committed).
 certs:
 	@certs/make-demo-keys.sh
+
+## Format the Swift sources and tests in place with the toolchain's swift-format (.swift-format).
+format:
+	$(SWIFT) format format --configuration .swift-format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks/MidtierBench
 
 ## Benchmarks: Midtier's hot path against nginx proxy_pass, signing, bursts, memory (see docs/benchmarks.md).
 bench: deps certs

@@ -72,7 +72,6 @@ let package = Package(
                 "SAMLSigning", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
@@ -236,7 +235,7 @@ let package = Package(
             name: "midtier",
             dependencies: [
                 "MidtierServer", "ConfigurationFiles", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange", "MetadataPatching",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -56,9 +56,6 @@ package final class BackendSessions: Sendable {
         self.wallClock = wallClock
     }
 
-    /// Whether sessions are shared through the store.
-    package var persisted: Bool { sealer != nil }
-
     /// The cookies for a call of `registration` to `destination` at back-end path `path`.
     package func begin(registration: String, destination: String, path: String, modifying: Bool) async -> Call {
         let key = Key(registration: registration, destination: destination)
