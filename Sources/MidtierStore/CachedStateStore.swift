@@ -238,6 +238,27 @@ package final class CachedStateStore: StateStore {
         try await base.storageEntries(of: user)
     }
 
+    // Client logs and usage: written and read through, shared by every instance.
+
+    package func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+                                  now: Int64) async throws(StoreError) -> ClientUploadSave {
+        try await base.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
+    }
+
+    package func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                            limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+        try await base.clientLogs(matching: filter, after: cursor, limit: limit)
+    }
+
+    package func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                               limit: Int) async throws(StoreError) -> [ClientUpload] {
+        try await base.clientUploads(kind, matching: filter, after: cursor, limit: limit)
+    }
+
+    package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
+        try await base.purgeClientUploads(receivedBefore: cutoff)
+    }
+
     // MARK: Changes made elsewhere (another instance on the same store)
 
     /// Forgets what memory holds of a registration — or that there was none —, so the next

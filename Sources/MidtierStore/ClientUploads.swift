@@ -49,7 +49,8 @@ package enum ClientLogSeverity: String, Sendable, Equatable, CaseIterable, Compa
     case error = "ERROR"
     case fatal = "FATAL"
 
-    private var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
+    /// The severity's place in the order, from 0 (stored beside it, for "this one or higher").
+    var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
     package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rank < rhs.rank }
 }
 

@@ -119,6 +119,42 @@ enum PostgresSchema {
             """,
             "CREATE INDEX midtier_user_storage_registration ON midtier_user_storage (registration_id) WHERE registration_id <> ''",
         ]),
+        (7, "client uploads", [
+            // Client logs and usage reports (docs/device-api.md, "Client logs and usage"), each
+            // upload on behalf of one registration; a log's entries one by one.
+            """
+            CREATE TABLE midtier_client_uploads (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                kind TEXT COLLATE "C" NOT NULL,
+                app_id TEXT COLLATE "C" NOT NULL,
+                user_realm TEXT COLLATE "C" NOT NULL,
+                user_id TEXT COLLATE "C" NOT NULL,
+                registration_id TEXT COLLATE "C" NOT NULL,
+                device_id TEXT COLLATE "C" NOT NULL,
+                received_at BIGINT NOT NULL,
+                size BIGINT NOT NULL,
+                report TEXT NOT NULL
+            )
+            """,
+            "CREATE INDEX midtier_client_uploads_registration ON midtier_client_uploads (registration_id, kind, received_at)",
+            "CREATE INDEX midtier_client_uploads_user ON midtier_client_uploads (user_realm, user_id, kind, received_at)",
+            "CREATE INDEX midtier_client_uploads_received ON midtier_client_uploads (received_at)",
+            """
+            CREATE TABLE midtier_client_log_entries (
+                upload_id TEXT COLLATE "C" NOT NULL,
+                sequence BIGINT NOT NULL,
+                time BIGINT NOT NULL,
+                severity TEXT NOT NULL,
+                severity_rank INT4 NOT NULL,
+                correlation_id TEXT COLLATE "C" NOT NULL,
+                source TEXT COLLATE "C" NOT NULL,
+                location TEXT COLLATE "C" NOT NULL,
+                message TEXT COLLATE "C" NOT NULL,
+                PRIMARY KEY (upload_id, sequence)
+            )
+            """,
+            "CREATE INDEX midtier_client_log_entries_time ON midtier_client_log_entries (time, upload_id, sequence)",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

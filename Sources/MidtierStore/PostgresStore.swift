@@ -293,6 +293,7 @@ package final class PostgresStore: StateStore {
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             if state == .wiped {
                 try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
+                try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
             }
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
@@ -311,6 +312,7 @@ package final class PostgresStore: StateStore {
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
+            try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
             try await connection.query("""
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
                 """, logger: logger)
@@ -591,6 +593,170 @@ package final class PostgresStore: StateStore {
                                             size: Int(size), updatedAt: updatedAt))
             }
             return entries
+        }
+    }
+
+    // MARK: Client logs and usage (every instance reads them from here: nothing to announce)
+
+    static let uploadColumns = "u.id, u.kind, u.app_id, u.user_realm, u.user_id, u.registration_id, u.device_id, u.received_at, u.size, u.report"
+
+    static func clientUpload(_ id: String, _ kind: String, _ app: String, _ realm: String, _ user: String, _ registration: String,
+                             _ device: String, _ receivedAt: Int64, _ size: Int64, _ report: String) -> ClientUpload {
+        ClientUpload(id: id, kind: ClientUploadKind(rawValue: kind) ?? .log, app: app, user: UserIdentity(realm: realm, id: user),
+                     registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
+    }
+
+    static func deleteClientUploads(of registration: String, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("""
+            DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE registration_id = \(registration))
+            """, logger: logger)
+        try await connection.query("DELETE FROM midtier_client_uploads WHERE registration_id = \(registration)", logger: logger)
+    }
+
+    /// Appends the conditions `filter` sets on uploads (`u`), with `time` the column its
+    /// from/until bound.
+    static func append(_ filter: ClientUploadFilter, time: String, to query: inout PostgresQuery) {
+        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
+            query.binds.append(value)
+            return "$\(query.binds.count)"
+        }
+        if let registration = filter.registration { query.sql += " AND u.registration_id = \(bind(registration))" }
+        if let user = filter.user { query.sql += " AND u.user_realm = \(bind(user.realm)) AND u.user_id = \(bind(user.id))" }
+        if let app = filter.app { query.sql += " AND u.app_id = \(bind(app))" }
+        if let from = filter.from { query.sql += " AND \(time) >= \(bind(from))" }
+        if let until = filter.until { query.sql += " AND \(time) < \(bind(until))" }
+    }
+
+    package func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+                                  now: Int64) async throws(StoreError) -> ClientUploadSave {
+        try await write(lock: nil) { connection, logger in
+            // FOR UPDATE: the registration's uploads one after the other (the counts and sizes
+            // below see every upload before), and a wipe or delete (FOR UPDATE too) waits for
+            // this one and deletes it; an upload after it finds no active registration.
+            let rows = try await connection.query("""
+                SELECT 1 FROM midtier_registration WHERE id = \(upload.registration) AND app_id = \(upload.app)
+                    AND user_realm = \(upload.user.realm) AND user_id = \(upload.user.id) AND state = 'active' FOR UPDATE
+                """, logger: logger)
+            var active = false
+            for try await _ in rows { active = true }
+            guard active else { return ClientUploadSave.registrationInactive }
+            let counted = try await connection.query("""
+                SELECT COUNT(*) FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
+                    AND received_at >= \(now - bounds.window)
+                """, logger: logger)
+            var recent: Int64 = 0
+            for try await (count) in counted.decode(Int64.self) { recent = count }
+            guard recent < Int64(bounds.uploadsPerWindow) else { return .tooMany }
+            var kept: [(id: String, size: Int64)] = []
+            for try await (id, size) in try await connection.query("""
+                SELECT id, size FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
+                ORDER BY received_at, id
+                """, logger: logger).decode((String, Int64).self) { kept.append((id, size)) }
+            try await connection.query("""
+                INSERT INTO midtier_client_uploads (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
+                VALUES (\(upload.id), \(upload.kind.rawValue), \(upload.app), \(upload.user.realm), \(upload.user.id), \(upload.registration),
+                        \(upload.deviceId), \(upload.receivedAt), \(Int64(upload.size)), \(upload.report))
+                """, logger: logger)
+            if !entries.isEmpty {
+                // One statement for all entries.
+                try await connection.query("""
+                    INSERT INTO midtier_client_log_entries
+                        (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
+                    SELECT \(upload.id), e.* FROM unnest(\(entries.map { Int64($0.sequence) })::int8[], \(entries.map(\.time))::int8[],
+                        \(entries.map(\.severity.rawValue))::text[], \(entries.map { Int32($0.severity.rank) })::int4[],
+                        \(entries.map(\.correlationId))::text[], \(entries.map(\.source))::text[], \(entries.map(\.location))::text[],
+                        \(entries.map(\.message))::text[]) AS e
+                    """, logger: logger)
+            }
+            // The oldest go first until what is kept fits; never the upload just kept.
+            var total = kept.reduce(Int64(upload.size)) { $0 + $1.size }
+            var dropped: [String] = []
+            for old in kept where total > Int64(bounds.bytesPerRegistration) {
+                dropped.append(old.id)
+                total -= old.size
+            }
+            if !dropped.isEmpty {
+                try await connection.query("DELETE FROM midtier_client_log_entries WHERE upload_id = ANY(\(dropped)::text[])", logger: logger)
+                try await connection.query("DELETE FROM midtier_client_uploads WHERE id = ANY(\(dropped)::text[])", logger: logger)
+            }
+            return .saved(dropped: dropped.count)
+        }
+    }
+
+    package func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                            limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+        try await read { client, logger in
+            var query = PostgresQuery(unsafeSQL: """
+                SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
+                FROM midtier_client_log_entries e JOIN midtier_client_uploads u ON u.id = e.upload_id WHERE TRUE
+                """)
+            Self.append(filter, time: "e.time", to: &query)
+            if let minimum = filter.minimumSeverity {
+                query.binds.append(Int32(minimum.rank))
+                query.sql += " AND e.severity_rank >= $\(query.binds.count)"
+            }
+            if let text = filter.text {
+                // strpos, not LIKE: % and _ are text like any other.
+                query.binds.append(text)
+                query.sql += " AND strpos(e.message, $\(query.binds.count)) > 0"
+            }
+            if let cursor {
+                query.binds.append(cursor.time)
+                query.binds.append(cursor.upload)
+                query.binds.append(Int64(cursor.sequence))
+                let n = query.binds.count
+                query.sql += " AND (e.time, e.upload_id, e.sequence) < ($\(n - 2), $\(n - 1), $\(n))"
+            }
+            query.binds.append(Int64(max(0, limit)))
+            query.sql += " ORDER BY e.time DESC, e.upload_id DESC, e.sequence DESC LIMIT $\(query.binds.count)"
+            var records: [ClientLogRecord] = []
+            let rows = try await client.query(query, logger: logger).decode(
+                (String, String, String, String, String, String, String, Int64, Int64, String,
+                 Int64, Int64, String, String, String, String, String).self)
+            for try await row in rows {
+                let upload = Self.clientUpload(row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9)
+                records.append(ClientLogRecord(
+                    entry: ClientLogEntry(upload: upload.id, sequence: Int(row.10), time: row.11,
+                                          severity: ClientLogSeverity(rawValue: row.12) ?? .fatal,
+                                          correlationId: row.13, source: row.14, location: row.15, message: row.16),
+                    upload: upload))
+            }
+            return records
+        }
+    }
+
+    package func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                               limit: Int) async throws(StoreError) -> [ClientUpload] {
+        try await read { client, logger in
+            var query: PostgresQuery = "SELECT \(unescaped: Self.uploadColumns) FROM midtier_client_uploads u WHERE u.kind = \(kind.rawValue)"
+            Self.append(filter, time: "u.received_at", to: &query)
+            if let cursor {
+                query.binds.append(cursor.time)
+                query.binds.append(cursor.upload)
+                query.sql += " AND (u.received_at, u.id) < ($\(query.binds.count - 1), $\(query.binds.count))"
+            }
+            query.binds.append(Int64(max(0, limit)))
+            query.sql += " ORDER BY u.received_at DESC, u.id DESC LIMIT $\(query.binds.count)"
+            var uploads: [ClientUpload] = []
+            let rows = try await client.query(query, logger: logger)
+                .decode((String, String, String, String, String, String, String, Int64, Int64, String).self)
+            for try await row in rows {
+                uploads.append(Self.clientUpload(row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9))
+            }
+            return uploads
+        }
+    }
+
+    package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
+        try await write(lock: nil) { connection, logger in
+            try await connection.query("""
+                DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE received_at < \(cutoff))
+                """, logger: logger)
+            var purged = 0
+            for try await _ in try await connection.query("""
+                DELETE FROM midtier_client_uploads WHERE received_at < \(cutoff) RETURNING 1
+                """, logger: logger) { purged += 1 }
+            return purged
         }
     }
 

@@ -156,6 +156,40 @@ package final class SQLiteStore: StateStore {
                 CREATE INDEX user_storage_registration ON user_storage(registration_id) WHERE registration_id <> '';
                 """)
         }
+        migrator.registerMigration("v9: client uploads") { db in
+            // Client logs and usage reports (docs/device-api.md, "Client logs and usage"), each
+            // upload on behalf of one registration; a log's entries one by one.
+            try db.execute(sql: """
+                CREATE TABLE client_uploads (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    kind TEXT NOT NULL,
+                    app_id TEXT NOT NULL,
+                    user_realm TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    registration_id TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    size INTEGER NOT NULL,
+                    report TEXT NOT NULL
+                );
+                CREATE INDEX client_uploads_registration ON client_uploads(registration_id, kind, received_at);
+                CREATE INDEX client_uploads_user ON client_uploads(user_realm, user_id, kind, received_at);
+                CREATE INDEX client_uploads_received ON client_uploads(received_at);
+                CREATE TABLE client_log_entries (
+                    upload_id TEXT NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    time INTEGER NOT NULL,
+                    severity TEXT NOT NULL,
+                    severity_rank INTEGER NOT NULL,
+                    correlation_id TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    location TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    PRIMARY KEY (upload_id, sequence)
+                );
+                CREATE INDEX client_log_entries_time ON client_log_entries(time, upload_id, sequence);
+                """)
+        }
         return migrator
     }
 
@@ -283,7 +317,10 @@ package final class SQLiteStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
             try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
-            if state == .wiped { try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id]) }
+            if state == .wiped {
+                try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
+                try Self.deleteClientUploads(of: id, in: db)
+            }
             try Self.append(audit, in: db)
             registration.state = state
             return .changed(registration)
@@ -298,6 +335,7 @@ package final class SQLiteStore: StateStore {
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
+            try Self.deleteClientUploads(of: id, in: db)
             try db.execute(sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
                            arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
             if let audit { try Self.append(audit, in: db) }
@@ -491,6 +529,133 @@ package final class SQLiteStore: StateStore {
                 StorageEntry(key: StorageKey(app: row["app_id"], user: user, registration: row["registration_id"], name: row["name"]),
                              size: row["size"], updatedAt: row["updated_at"])
             }
+        }
+    }
+
+    // MARK: Client logs and usage
+
+    private static let uploadColumns = "u.id, u.kind, u.app_id, u.user_realm, u.user_id, u.registration_id, u.device_id, u.received_at, u.size, u.report"
+
+    private static func clientUpload(_ row: Row) -> ClientUpload {
+        ClientUpload(id: row["id"], kind: ClientUploadKind(rawValue: row["kind"]) ?? .log, app: row["app_id"],
+                     user: UserIdentity(realm: row["user_realm"], id: row["user_id"]), registration: row["registration_id"],
+                     deviceId: row["device_id"], receivedAt: row["received_at"], size: row["size"], report: row["report"])
+    }
+
+    private static func deleteClientUploads(of registration: String, in db: Database) throws {
+        try db.execute(sql: """
+            DELETE FROM client_log_entries WHERE upload_id IN (SELECT id FROM client_uploads WHERE registration_id = ?)
+            """, arguments: [registration])
+        try db.execute(sql: "DELETE FROM client_uploads WHERE registration_id = ?", arguments: [registration])
+    }
+
+    /// The conditions `filter` sets on uploads (`u`), with `time` the column its from/until bound.
+    private static func conditions(_ filter: ClientUploadFilter, time: String) -> (sql: [String], arguments: StatementArguments) {
+        var sql: [String] = []
+        var arguments: StatementArguments = []
+        if let registration = filter.registration { sql.append("u.registration_id = ?"); arguments += [registration] }
+        if let user = filter.user { sql.append("u.user_realm = ? AND u.user_id = ?"); arguments += [user.realm, user.id] }
+        if let app = filter.app { sql.append("u.app_id = ?"); arguments += [app] }
+        if let from = filter.from { sql.append("\(time) >= ?"); arguments += [from] }
+        if let until = filter.until { sql.append("\(time) < ?"); arguments += [until] }
+        return (sql, arguments)
+    }
+
+    package func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+                                  now: Int64) async throws(StoreError) -> ClientUploadSave {
+        try await write { db in
+            guard try Bool.fetchOne(db, sql: """
+                SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
+                """, arguments: [upload.registration, upload.app, upload.user.realm, upload.user.id]) != nil else { return .registrationInactive }
+            let recent = try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM client_uploads WHERE registration_id = ? AND kind = ? AND received_at >= ?
+                """, arguments: [upload.registration, upload.kind.rawValue, now - bounds.window]) ?? 0
+            guard recent < bounds.uploadsPerWindow else { return .tooMany }
+            let kept = try Row.fetchAll(db, sql: """
+                SELECT id, size FROM client_uploads WHERE registration_id = ? AND kind = ? ORDER BY received_at, id
+                """, arguments: [upload.registration, upload.kind.rawValue]).map { (id: $0["id"] as String, size: $0["size"] as Int) }
+            try db.execute(sql: """
+                INSERT INTO client_uploads (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
+                VALUES (?,?,?,?,?,?,?,?,?,?)
+                """, arguments: [upload.id, upload.kind.rawValue, upload.app, upload.user.realm, upload.user.id, upload.registration,
+                                 upload.deviceId, upload.receivedAt, upload.size, upload.report])
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO client_log_entries (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
+                VALUES (?,?,?,?,?,?,?,?,?)
+                """)
+            for entry in entries {
+                try insert.execute(arguments: [upload.id, entry.sequence, entry.time, entry.severity.rawValue, entry.severity.rank,
+                                               entry.correlationId, entry.source, entry.location, entry.message])
+            }
+            // The oldest go first until what is kept fits; never the upload just kept.
+            var total = kept.reduce(upload.size) { $0 + $1.size }
+            var dropped = 0
+            let deleteEntries = try db.cachedStatement(sql: "DELETE FROM client_log_entries WHERE upload_id = ?")
+            let deleteUpload = try db.cachedStatement(sql: "DELETE FROM client_uploads WHERE id = ?")
+            for old in kept where total > bounds.bytesPerRegistration {
+                try deleteEntries.execute(arguments: [old.id])
+                try deleteUpload.execute(arguments: [old.id])
+                total -= old.size
+                dropped += 1
+            }
+            return .saved(dropped: dropped)
+        }
+    }
+
+    package func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                            limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+        try await read { db in
+            var (conditions, arguments) = Self.conditions(filter, time: "e.time")
+            if let minimum = filter.minimumSeverity { conditions.append("e.severity_rank >= ?"); arguments += [minimum.rank] }
+            // instr, not LIKE: % and _ are text like any other.
+            if let text = filter.text { conditions.append("instr(e.message, ?) > 0"); arguments += [text] }
+            if let cursor {
+                conditions.append("(e.time, e.upload_id, e.sequence) < (?, ?, ?)")
+                arguments += [cursor.time, cursor.upload, cursor.sequence]
+            }
+            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
+            arguments += [max(0, limit)]
+            return try Row.fetchAll(db, sql: """
+                SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
+                FROM client_log_entries e JOIN client_uploads u ON u.id = e.upload_id \(whereClause)
+                ORDER BY e.time DESC, e.upload_id DESC, e.sequence DESC LIMIT ?
+                """, arguments: arguments).map { row in
+                let upload = Self.clientUpload(row)
+                return ClientLogRecord(
+                    entry: ClientLogEntry(upload: upload.id, sequence: row["sequence"], time: row["time"],
+                                          severity: ClientLogSeverity(rawValue: row["severity"]) ?? .fatal,
+                                          correlationId: row["correlation_id"], source: row["source"], location: row["location"],
+                                          message: row["message"]),
+                    upload: upload)
+            }
+        }
+    }
+
+    package func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                               limit: Int) async throws(StoreError) -> [ClientUpload] {
+        try await read { db in
+            var (conditions, arguments) = Self.conditions(filter, time: "u.received_at")
+            conditions.append("u.kind = ?")
+            arguments += [kind.rawValue]
+            if let cursor {
+                conditions.append("(u.received_at, u.id) < (?, ?)")
+                arguments += [cursor.time, cursor.upload]
+            }
+            arguments += [max(0, limit)]
+            return try Row.fetchAll(db, sql: """
+                SELECT \(Self.uploadColumns) FROM client_uploads u WHERE \(conditions.joined(separator: " AND "))
+                ORDER BY u.received_at DESC, u.id DESC LIMIT ?
+                """, arguments: arguments).map(Self.clientUpload)
+        }
+    }
+
+    package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
+        try await write { db in
+            try db.execute(sql: """
+                DELETE FROM client_log_entries WHERE upload_id IN (SELECT id FROM client_uploads WHERE received_at < ?)
+                """, arguments: [cutoff])
+            try db.execute(sql: "DELETE FROM client_uploads WHERE received_at < ?", arguments: [cutoff])
+            return db.changesCount
         }
     }
 
