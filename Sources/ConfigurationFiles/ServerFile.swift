@@ -87,6 +87,7 @@ extension ConfigurationLoader {
         if let seconds = reader.integer("requestBodyTimeoutSeconds", in: 1...3600) { settings.connectionLimits.requestBodySeconds = seconds }
         if let count = reader.integer("maxConnectionsPerAddress", in: 1...1_000_000) { settings.connectionLimits.maxConnectionsPerAddress = count }
 
+        if let uploads = reader.object("clientUploads") { settings.clientUploads = clientUploadSettings(uploads) }
         reader.reportUnknownKeys()
         return settings
     }
@@ -95,6 +96,20 @@ extension ConfigurationLoader {
 extension ConfigurationLoader {
     /// `backendSessionKeys`: an array of secrets, each 32 random bytes in base64
     /// (`openssl rand -base64 32`). The value never appears in a message.
+    /// `clientUploads`: the client log and usage uploads' limits and retention.
+    func clientUploadSettings(_ reader: ObjectReader) -> ClientUploadSettings {
+        var settings = ClientUploadSettings()
+        if let bytes = reader.integer("maxUploadBytes", in: 1024...(1 << 30)) { settings.maxUploadBytes = bytes }
+        if let bytes = reader.integer("maxStoredBytesPerRegistration", in: 1024...(1 << 40)) { settings.maxStoredBytesPerRegistration = bytes }
+        if let count = reader.integer("maxUploadsPerHour", in: 1...100_000) { settings.maxUploadsPerHour = count }
+        if let days = reader.integer("retentionDays", in: 1...3650) { settings.retentionDays = days }
+        if settings.maxUploadBytes > settings.maxStoredBytesPerRegistration {
+            reader.problem("maxUploadBytes", "must not be larger than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration)): an upload that large could never be kept")
+        }
+        reader.reportUnknownKeys()
+        return settings
+    }
+
     func backendSessionKeys(_ reader: ObjectReader) -> [BackendSessionKey]? {
         guard let elements = reader.array("backendSessionKeys") else { return nil }
         var keys: [BackendSessionKey] = []

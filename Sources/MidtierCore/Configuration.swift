@@ -128,6 +128,8 @@ package struct ServerSettings: Sendable {
     /// `requestHeadTimeoutSeconds`, `idleTimeoutSeconds`, `requestBodyTimeoutSeconds`,
     /// `maxConnectionsPerAddress`: slow and idle clients, on both listeners.
     package var connectionLimits: ConnectionLimits
+    /// `clientUploads`: the client log and usage uploads' limits and retention.
+    package var clientUploads: ClientUploadSettings
 
     package init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -141,7 +143,8 @@ package struct ServerSettings: Sendable {
         maxRegistrationsPerUser: Int = 20,
         backendSessionKeys: [BackendSessionKey] = [],
         trustedProxies: [AddressRange] = [],
-        connectionLimits: ConnectionLimits = ConnectionLimits()
+        connectionLimits: ConnectionLimits = ConnectionLimits(),
+        clientUploads: ClientUploadSettings = ClientUploadSettings()
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -155,6 +158,30 @@ package struct ServerSettings: Sendable {
         self.backendSessionKeys = backendSessionKeys
         self.trustedProxies = trustedProxies
         self.connectionLimits = connectionLimits
+        self.clientUploads = clientUploads
+    }
+}
+
+/// `clientUploads` in `midtier.json`: how much devices may upload through the client log and
+/// usage services, and how long it is kept (docs/configuration.md, docs/device-api.md).
+package struct ClientUploadSettings: Sendable, Equatable {
+    /// `maxUploadBytes`: the largest upload body (as sent, before unzipping). Default 5 MiB,
+    /// the SAP SDK's default largest log file.
+    package var maxUploadBytes: Int
+    /// `maxStoredBytesPerRegistration`: the most bytes one registration's kept uploads of one
+    /// kind take together; the oldest go to make room. Default 20 MiB.
+    package var maxStoredBytesPerRegistration: Int
+    /// `maxUploadsPerHour`: the most uploads of one kind per registration in an hour. Default 60.
+    package var maxUploadsPerHour: Int
+    /// `retentionDays`: uploads older than this are deleted. Default 14.
+    package var retentionDays: Int
+
+    package init(maxUploadBytes: Int = 5 * 1024 * 1024, maxStoredBytesPerRegistration: Int = 20 * 1024 * 1024,
+                 maxUploadsPerHour: Int = 60, retentionDays: Int = 14) {
+        self.maxUploadBytes = maxUploadBytes
+        self.maxStoredBytesPerRegistration = maxStoredBytesPerRegistration
+        self.maxUploadsPerHour = maxUploadsPerHour
+        self.retentionDays = retentionDays
     }
 }
 

@@ -145,6 +145,7 @@ package final class MidtierServer: Sendable {
         RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientConfigurationRoutes(runtime: runtime).add(to: router)
         StorageRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        ClientUploadRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let runtime = self.runtime
         SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),
@@ -270,6 +271,12 @@ package final class MidtierServer: Sendable {
         ContactWriter(contacts: registrations.contacts, interval: interval, logger: logger)
     }
 
+    /// A service that deletes client log and usage uploads older than `clientUploads.retentionDays`
+    /// (docs/device-api.md, "Client logs and usage"): at start, then every `interval`.
+    package func clientUploadSweeper(every interval: Duration = .seconds(300)) -> some Service {
+        ClientUploadSweeper(store: registrations.store, runtime: runtime, interval: interval, logger: logger)
+    }
+
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     package func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
@@ -332,6 +339,34 @@ struct ContactWriter: Service {
         } catch {
             logger.warning("last contacts not written; they wait for the next try",
                            metadata: ["registrations": "\(contacts.waiting)", "error": "\(error)"])
+        }
+    }
+}
+
+/// Deletes uploads past their retention (`MidtierServer.clientUploadSweeper()`).
+struct ClientUploadSweeper: Service {
+    let store: any StateStore
+    let runtime: RuntimeHolder
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                await sweep()
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    func sweep() async {
+        let days = Int64(runtime.current.configuration.server.clientUploads.retentionDays)
+        let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - days * 86_400_000
+        do {
+            let purged = try await store.purgeClientUploads(receivedBefore: cutoff)
+            if purged > 0 { logger.info("client uploads past their retention deleted", metadata: ["uploads": "\(purged)"]) }
+        } catch {
+            logger.warning("client uploads past their retention not deleted; tried again later", metadata: ["error": "\(error)"])
         }
     }
 }
