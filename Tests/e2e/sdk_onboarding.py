@@ -245,6 +245,94 @@ def check_implicit_registration(base, payroll):
           and registrations("demo") == [], f"({status} {body[:200]!r})")
 
 
+def add_logging_app(config):
+    """A basic app like `demo` whose devices upload logs and usage: `logSettings.logEnabled` and
+    `usagePolicy.dataCollectionEnabled` on (`demo` has both off, as SAP's defaults)."""
+    app = json.load(open(os.path.join(config, "apps", "demo.json")))
+    app["logSettings"] = {"logEnabled": True, "logLevel": "WARN"}
+    app["usagePolicy"] = dict(app.get("usagePolicy", {}), dataCollectionEnabled=True)
+    json.dump(app, open(os.path.join(config, "apps", "fieldlog.json"), "w"))
+
+
+LOG_TEXT = ("#2024-05-06T07:08:09.123+02:00#ERROR#corr-1#com.example.payroll#PayrollView.swift:42#Payroll \\#7 failed#\r\n"
+            "#2024-05-06T07:08:10.000+02:00#INFO##com.example.payroll#PayrollView.swift:50#retrying#\r\n")
+
+
+def client_uploads(base, app, headers, other, device, database):
+    """Client log and usage uploads as the SDK posts them (docs/device-api.md, "Client logs and
+    usage"): `headers` are the SDK's headers of a user with a registration of `device` in `app`,
+    `other` another user's. Sources: help.sap.com Mobile Services "Log Upload"
+    (https://help.sap.com/doc/f53c64b93e5140918d676b927a3cd65b/Cloud/en-US/docs-en/guides/features/logging/api/logupload.html)
+    and "Client Usage" (.../guides/features/usage/api/usage.html); SAPFoundation `SAPcpmsLogUploader`."""
+    import io, sqlite3, uuid, zipfile
+    logs = f"{base}/mobileservices/application/{app}/clientlogs/v1/runtime/log/application/{app}"
+    usage = f"{base}/mobileservices/application/{app}/clientusage/v1/runtime/clientusage/application/{app}"
+
+    def kept(kind):
+        with sqlite3.connect(database) as db:
+            return db.execute("SELECT COUNT(*) FROM client_uploads u JOIN registration r ON r.id = u.registration_id "
+                              "WHERE u.app_id = ? AND u.kind = ? AND r.device_id = ?", (app, kind, device)).fetchone()[0]
+
+    def entries():
+        with sqlite3.connect(database) as db:
+            return db.execute("SELECT e.severity, e.correlation_id, e.message FROM client_log_entries e JOIN client_uploads u ON u.id = e.upload_id "
+                              "JOIN registration r ON r.id = u.registration_id WHERE u.app_id = ? AND r.device_id = ? "
+                              "ORDER BY u.received_at, e.sequence", (app, device)).fetchall()
+
+    # logupload.html: POST .../clientlogs/v1/runtime/log/application/{applicationId}?deviceId={deviceId}; "simple binary data"; 204 uploaded.
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", dict(headers, **{"Content-Type": "application/octet-stream"}), LOG_TEXT.encode())
+    check(f"client logs ({app}): a plain log upload is 204", status == 204, f"({status} {body[:300]!r})")
+    # logupload.html: the format #Date time#Severity#CorrelationId#Source#Location#Message#; the client escapes # in the message.
+    check(f"client logs ({app}): its entries are kept field by field, \\# read as #", entries()[:2] == [
+        ("ERROR", "corr-1", "Payroll #7 failed"), ("INFO", "", "retrying")], f"({entries()})")
+    # logupload.html: "These can be zipped data" — a zip built with Python's zipfile.
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("payroll-1.log", LOG_TEXT)
+        z.writestr("payroll-2.log", "#2024-05-06T08:00:00Z#WARN###Sync.swift:9#slow sync#\n")
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", dict(headers, **{"Content-Type": "application/zip"}), archive.getvalue())
+    check(f"client logs ({app}): a zipped upload of two files is 204", status == 204 and len(entries()) == 5, f"({status} {body[:300]!r} {len(entries())})")
+    # logupload.html: "multipart data".
+    boundary = uuid.uuid4().hex
+    multipart = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"client.log\"\r\n"
+                 f"Content-Type: text/plain\r\n\r\n{LOG_TEXT}\r\n--{boundary}--\r\n").encode()
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", dict(headers, **{"Content-Type": f"multipart/form-data; boundary={boundary}"}), multipart)
+    check(f"client logs ({app}): a multipart upload is 204", status == 204 and len(entries()) == 7, f"({status} {body[:300]!r})")
+    # logupload.html: 400 "Invalid log format". Midtier names the line.
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", headers, b"#2024-05-06T07:08:09Z#INFO####ok#\n#not a date#INFO####x#\n")
+    check(f"client logs ({app}): a log not in SAP's format is 400 naming the line", status == 400
+          and "line 2" in (json.loads(body)["error"]["message"]["value"] if status == 400 else ""), f"({status} {body[:300]!r})")
+    # Not in SAP's pages: a zip bomb (64 MiB of one byte in a few KiB) is refused while unzipping (413).
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("bomb.log", b"#" * (64 << 20))
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", dict(headers, **{"Content-Type": "application/zip"}), bomb.getvalue())
+    check(f"client logs ({app}): a zip bomb is 413 and nothing of it is kept", status == 413 and len(entries()) == 7, f"({status} {body[:300]!r})")
+    # Not in SAP's pages: Midtier's clientUploads.maxUploadBytes (5 MiB by default, the SDK's default largest log file).
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", headers, b"#" * (6 << 20))
+    check(f"client logs ({app}): a body over 5 MiB is 413 naming clientUploads.maxUploadBytes", status == 413
+          and b"clientUploads.maxUploadBytes" in body, f"({status} {body[:300]!r})")
+    # The upload is the caller's own registration's: another user naming this device gets nothing in (403), nothing kept.
+    status, _, body = call(f"{logs}?deviceId={device}", "POST", dict(other, **{"X-SMP-DEVICEID": device}), LOG_TEXT.encode())
+    check(f"client logs ({app}): another user naming this device is refused (403)", status == 403 and kept("log") == 3, f"({status} {kept('log')})")
+
+    # usage.html: POST .../clientusage/v1/runtime/clientusage/application/{applicationId}/device/{deviceId}, a JSON report
+    # with report (required), appInfo.application (required), deviceInfo, sessions[].events[].time (required).
+    report = {"report": str(uuid.uuid4()), "appInfo": {"application": app, "appVersion": "1.0"},
+              "deviceInfo": {"platform": "iOS", "platformVersion": "17.4", "deviceModel": "iPhone15,2", "deviceID": device},
+              "sessions": [{"sessionInfo": {"sessionId": str(uuid.uuid4())}, "events": [{"time": "2024-05-06T07:08:09Z", "type": "open"}]}]}
+    json_headers = dict(headers, **{"Content-Type": "application/json"})
+    status, _, body = call(f"{usage}/device/{device}", "POST", json_headers, json.dumps(report).encode())
+    # usage.html does not give the success code; Midtier answers 204 as the log upload does (docs/device-api.md).
+    check(f"client usage ({app}): a usage report is 204", status == 204 and kept("usage") == 1, f"({status} {body[:300]!r})")
+    # usage.html: the /device/{deviceId} part is optional.
+    status, _, body = call(usage, "POST", json_headers, json.dumps(dict(report, report=str(uuid.uuid4()))).encode())
+    check(f"client usage ({app}): without /device/{{deviceId}} too", status == 204 and kept("usage") == 2, f"({status} {body[:300]!r})")
+    # usage.html: report is required.
+    status, _, body = call(usage, "POST", json_headers, json.dumps({"appInfo": {"application": app}}).encode())
+    check(f"client usage ({app}): a report without its id is 400", status == 400, f"({status} {body[:300]!r})")
+
+
 def check_log_settings_as_strings(settings, storage, headers):
     """SAP's settings document carries logSettings values as strings, like the other policies
     (SAPFoundation `SAPcpmsSettings` payload; SAP's Android multi-user sample:
@@ -275,10 +363,13 @@ try:
                "destinations": ["sf"],
                # A client policy of its own, read back through the Storage service below.
                "passwordPolicy": {"passwordPolicyEnabled": True, "passwordPolicyMinLength": 12, "passwordPolicyLockTimeout": 60},
-               "featureVectorPolicies": {"featureVectorPolicyAllEnabled": False, "restrictedPolicies": ["Alchemer"]}},
+               "featureVectorPolicies": {"featureVectorPolicyAllEnabled": False, "restrictedPolicies": ["Alchemer"]},
+               # Devices upload logs and usage (client_uploads below).
+               "logSettings": {"logEnabled": True, "logLevel": "WARN"}, "usagePolicy": {"dataCollectionEnabled": True}},
               open(os.path.join(config, "apps", "corp.json"), "w"))
     add_dotted_destination(config)
     add_implicit_app(config)
+    add_logging_app(config)
 
     midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base = f"http://127.0.0.1:{mport}"
@@ -588,12 +679,13 @@ try:
         status, answer, body = call(f"{base}/odata/applications/v1/corp/", headers=iphone)
         service = parsed(body)
         hrefs = [c.get("href") for c in service.iter(f"{APP}collection")] if service is not None else []
-        check("the service document, Atom by default, names the Connections collection", status == 200 and service is not None
-              and service.tag == f"{APP}service" and hrefs == ["Connections"], f"({status} {body[:300]!r})")
+        # Endpoints too (SAPcpmsDestinations; docs/device-api.md, since the Endpoints collection was added).
+        check("the service document, Atom by default, names the Connections and Endpoints collections", status == 200 and service is not None
+              and service.tag == f"{APP}service" and hrefs == ["Connections", "Endpoints"], f"({status} {body[:300]!r})")
         status, _, body = call(f"{base}/odata/applications/v1/corp/?$format=json", headers=iphone)
-        check("and in JSON with $format=json", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections"]}}, f"({status} {body[:300]!r})")
+        check("and in JSON with $format=json", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections", "Endpoints"]}}, f"({status} {body[:300]!r})")
         status, _, body = call(f"{base}/odata/applications/v1/corp", headers=dict(iphone, Accept="application/json"))
-        check("and in JSON by Accept", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections"]}}, f"({status} {body[:300]!r})")
+        check("and in JSON by Accept", status == 200 and json.loads(body) == {"d": {"EntitySets": ["Connections", "Endpoints"]}}, f"({status} {body[:300]!r})")
         status, answer, body = call(f"{base}/odata/applications/v1/corp/$metadata", headers=iphone)
         metadata = parsed(body)
         schema = metadata.find(f"{EDMX}DataServices/{EDM}Schema") if metadata is not None else None
@@ -604,7 +696,7 @@ try:
         check("$metadata: namespace applications, EntityType Connection keyed by ApplicationConnectionId", status == 200
               and schema is not None and schema.get("Namespace") == "applications" and key == ["ApplicationConnectionId"],
               f"({status} {body[:300]!r})")
-        check("$metadata: the entity set Connections and the properties Midtier stores, typed", sets == {"Connections": "applications.Connection"}
+        check("$metadata: the entity set Connections and the properties Midtier stores, typed", sets == {"Connections": "applications.Connection", "Endpoints": "applications.Endpoint"}
               and names.get("DeviceType") == "Edm.String" and names.get("ApnsDeviceToken") == "Edm.String"
               and names.get("ApnsPushEnable") == "Edm.Boolean" and names.get("CreatedAt") == "Edm.DateTime"
               and names.get("BlockDisconnectedPeriod") == "Edm.Int32", f"({sets} {names})")
@@ -637,6 +729,20 @@ try:
     atom_registration()
     check_implicit_registration(base, payroll)
     user_and_device_storage(base, sdk, bob, os.path.join(work, "midtier.sqlite"))
+    database = os.path.join(work, "midtier.sqlite")
+    # The OAuth2 (JWT) app: the SDK's headers with the IdP's token, no X-SMP-APPCID.
+    client_uploads(base, "corp", sdk, bob, "alice-iphone", database)
+    # The basic app `demo` sends logEnabled "false" (above): logupload.html, 403 "Client log upload is not enabled".
+    status, _, body = call(f"{base}/mobileservices/application/demo/clientlogs/v1/runtime/log/application/demo?deviceId=alice-ipad",
+                           "POST", tablet, LOG_TEXT.encode())
+    check("client logs (demo): logEnabled false is 403", status == 403, f"({status} {body[:300]!r})")
+    # A basic app with logs and usage on.
+    field = {"Authorization": basic("alice", "alice-demo-password"), "X-SMP-APPID": "fieldlog", "X-SMP-DEVICEID": "alice-field-1"}
+    status, _, body = call(f"{base}/odata/applications/v1/fieldlog/Connections", "POST", dict(field, **{"Content-Type": "application/json"}),
+                           json.dumps({"DeviceType": "iOS", "DeviceId": "alice-field-1"}).encode())
+    check("a basic user's device registers in fieldlog", status == 201, f"({status} {body[:200]!r})")
+    client_uploads(base, "fieldlog", field, {"Authorization": basic("carol", "carol-demo-password"), "X-SMP-APPID": "fieldlog"},
+                   "alice-field-1", database)
 finally:
     kill_all(processes)
     shutil.rmtree(work, ignore_errors=True)
