@@ -92,7 +92,7 @@ struct ClientUploadRoutes: Sendable {
             }
         }
 
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = registrations.now()
         let upload = ClientUpload(id: id, kind: kind, app: app.id, user: user.identity, registration: registration.id,
                                   deviceId: named.flatMap { $0.isEmpty ? nil : $0 } ?? registration.deviceId,
                                   receivedAt: now, size: received.count, report: report)

@@ -274,7 +274,23 @@ package final class MidtierServer: Sendable {
     /// A service that deletes client log and usage uploads older than `clientUploads.retentionDays`
     /// (docs/device-api.md, "Client logs and usage"): at start, then every `interval`.
     package func clientUploadSweeper(every interval: Duration = .seconds(300)) -> some Service {
-        ClientUploadSweeper(store: registrations.store, runtime: runtime, interval: interval, logger: logger)
+        ClientUploadSweeper(server: self, interval: interval)
+    }
+
+    /// Deletes the client uploads received more than `clientUploads.retentionDays` ago (by the
+    /// server's clock); how many, or nil when the store failed (logged; tried again later).
+    @discardableResult
+    package func purgeExpiredClientUploads() async -> Int? {
+        let days = Int64(runtime.current.configuration.server.clientUploads.retentionDays)
+        let cutoff = registrations.now() - days * 86_400_000
+        do {
+            let purged = try await registrations.store.purgeClientUploads(receivedBefore: cutoff)
+            if purged > 0 { logger.info("client uploads past their retention deleted", metadata: ["uploads": "\(purged)"]) }
+            return purged
+        } catch {
+            logger.warning("client uploads past their retention not deleted; tried again later", metadata: ["error": "\(error)"])
+            return nil
+        }
     }
 
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
@@ -345,28 +361,15 @@ struct ContactWriter: Service {
 
 /// Deletes uploads past their retention (`MidtierServer.clientUploadSweeper()`).
 struct ClientUploadSweeper: Service {
-    let store: any StateStore
-    let runtime: RuntimeHolder
+    let server: MidtierServer
     let interval: Duration
-    let logger: Logger
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while true {
-                await sweep()
+                await server.purgeExpiredClientUploads()
                 try await Task.sleep(for: interval)
             }
-        }
-    }
-
-    func sweep() async {
-        let days = Int64(runtime.current.configuration.server.clientUploads.retentionDays)
-        let cutoff = Int64(Date().timeIntervalSince1970 * 1000) - days * 86_400_000
-        do {
-            let purged = try await store.purgeClientUploads(receivedBefore: cutoff)
-            if purged > 0 { logger.info("client uploads past their retention deleted", metadata: ["uploads": "\(purged)"]) }
-        } catch {
-            logger.warning("client uploads past their retention not deleted; tried again later", metadata: ["error": "\(error)"])
         }
     }
 }

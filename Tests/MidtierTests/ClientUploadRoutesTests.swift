@@ -222,4 +222,21 @@ import ZIPFoundation
             #expect(errors.problems.contains { $0.key == key }, "\(text): \(errors)")
         }
     }
+
+    /// Uploads are kept `clientUploads.retentionDays`, then the sweeper deletes them.
+    @Test(arguments: StoreKind.allCases) func uploadsPastTheirRetentionAreDeleted(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind, adjust: { configuration in
+            configuration.server.clientUploads.retentionDays = 14
+        }) { env in
+            let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
+            let reply = try await Self.post(env, Self.logPath, Array(Self.log.utf8), headers: Self.headers(.alice, alice))
+            #expect(reply.status == 204, "\(reply.status) \(reply.text)")
+            env.clock.advance(days: 13)
+            #expect(await env.server.purgeExpiredClientUploads() == 0)
+            #expect(try await Self.logs(env, registration: alice).count == 2)
+            env.clock.advance(days: 2)
+            #expect(await env.server.purgeExpiredClientUploads() == 1)
+            #expect(try await Self.logs(env, registration: alice).isEmpty)
+        }
+    }
 }
