@@ -7,7 +7,8 @@ import Synchronization
 /// Midtier's keep-alive connections to back ends: one pool per event loop, so that a call runs
 /// on the loop that read the device's request, from the device's socket to the back end's
 /// and back, without crossing threads (`midtier serve` runs Swift concurrency on the same
-/// loops, see `Midtier.main`). Off the loops (tests, other executors) a loop is picked.
+/// loops, see `Midtier.main`). Off the loops (`MIDTIER_GLOBAL_EXECUTOR=swift`, other
+/// executors) a loop is picked and the call hops to it; nothing else differs.
 ///
 /// Per loop and back end (scheme, host, port) up to `maximumIdlePerOrigin` idle connections
 /// are kept, each for at most `idleTimeout`; there is no limit on connections in use. TLS
@@ -57,20 +58,16 @@ package final class UpstreamConnectionPool: Sendable {
         guard !isShutDown.load(ordering: .acquiring) else {
             return (loop.makeFailedFuture(UpstreamFailure.shutDown), loop.makeFailedFuture(UpstreamFailure.shutDown))
         }
+        let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
+        let started = (exchange.connected.futureResult, exchange.answer.futureResult)
         if loop.inEventLoop {
-            let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
             pool.start(exchange)
-            return (exchange.connected.futureResult, exchange.answer.futureResult)
+        } else {
+            // Made here, used only on the loop from now on.
+            nonisolated(unsafe) let exchange = exchange
+            loop.execute { pool.start(exchange) }
         }
-        let connected = loop.makePromise(of: (any Channel).self)
-        let answer = loop.makePromise(of: UpstreamAnswer.self)
-        loop.execute {
-            let exchange = UpstreamExchange(head: head, origin: origin, hasBody: hasBody, deadline: deadline, loop: loop)
-            exchange.connected.futureResult.cascade(to: connected)
-            exchange.answer.futureResult.cascade(to: answer)
-            pool.start(exchange)
-        }
-        return (connected.futureResult, answer.futureResult)
+        return started
     }
 
     /// Closes the idle connections and keeps none from now on; calls started from now on fail.
@@ -102,7 +99,7 @@ final class TLSContextHolder: Sendable {
 ///
 /// Its connections hold it weakly, and so does the sweeper: it may go first. A connection
 /// being made holds it until the connection is made or has failed (at most `connectTimeout`).
-final class UpstreamLoopPool: @unchecked Sendable {
+final class UpstreamLoopPool: UpstreamConnectionOwner, @unchecked Sendable {
     let loop: any EventLoop
     private let tls: TLSContextHolder
     private let sweepInterval: TimeAmount

@@ -32,6 +32,9 @@ package struct UpstreamAnswer: Sendable {
 /// waiting for the back end counts: while the device's side holds the stream back (the
 /// device reads slowly), the clock stops (`pauseClock()` / `resumeClock()`).
 ///
+/// A streamed answer's body is fed through the call (`bodySource`): whatever ends the call
+/// (its end, a failure, the timer) also ends the body stream, in one place.
+///
 /// Lifetimes: the timer holds the call until it fires or the call finishes (which cancels it);
 /// the call holds its connection weakly, so a timer that fires after the connection is gone
 /// still ends the call, and never reaches a connection that no longer exists.
@@ -54,6 +57,8 @@ final class UpstreamExchange {
     /// sent again, once, on a fresh connection).
     var retried = false
     private(set) var isFinished = false
+    /// Where a streamed answer's parts go, from its head to its end.
+    var bodySource: UpstreamBody.Producer.Source?
 
     init(head: HTTPRequestHead, origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline, loop: any EventLoop) {
         self.head = head
@@ -111,14 +116,29 @@ final class UpstreamExchange {
         self.answer.succeed(answer)
     }
 
+    /// Hands a part of the streamed answer to the device's side; whether to go on reading.
+    func yieldBodyPart(_ part: ByteBuffer) -> UpstreamBody.Producer.Source.YieldResult {
+        bodySource?.yield(part) ?? .dropped
+    }
+
+    /// The streamed answer is complete.
+    func finishBody() {
+        bodySource?.finish()
+        bodySource = nil
+    }
+
     /// Ends the call: the clock stops, and what has not happened yet (a connection, an
-    /// answer) fails with `error`.
+    /// answer, the end of a streamed body) fails with `error`.
     func finish(failing error: UpstreamFailure) {
         guard !isFinished else { return }
         isFinished = true
         timer?.cancel()
         timer = nil
         connection = nil
+        if let source = bodySource {
+            bodySource = nil
+            source.finish(error)
+        }
         if !isConnected {
             isConnected = true
             connected.fail(error)
