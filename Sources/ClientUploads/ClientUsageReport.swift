@@ -32,8 +32,8 @@ package enum ClientUsageReport {
                 }
             }
         }
-        // Control characters in the text (not inside JSON strings, where they are escapes)
-        // would only be whitespace; PostgreSQL cannot keep a NUL, which JSON cannot carry raw.
+        // Kept as sent: the strict reader refused raw control characters inside strings and
+        // anything that is not UTF-8, so the text holds no NUL (which PostgreSQL cannot keep).
         return String(decoding: body, as: UTF8.self)
     }
 }
