@@ -40,6 +40,8 @@ package struct AdminRoutes: Sendable {
             (.post, "/admin/v1/config/reload", reloadConfiguration),
             (.delete, "/admin/v1/tokens/{userId}", purgeTokens),
             (.get, "/admin/v1/audit", listAudit),
+            (.get, "/admin/v1/client-logs", listClientLogs),
+            (.get, "/admin/v1/client-usage", listClientUsage),
         ]
         for action in RegistrationAction.allCases {
             routes.append((.post, "/admin/v1/registrations/{id}/\(action.rawValue)", { request, context, actor throws(Refusal) in

@@ -1,0 +1,156 @@
+import Foundation
+import MidtierCore
+import MidtierHTTP
+import MidtierStore
+
+/// What an admin asks of the client logs or usage reports devices uploaded (docs/admin.md,
+/// "Client logs and usage reports"), read from a query: the admin API's and the console's
+/// filter form use the same names, so a refusal names the same field on both.
+package struct ClientUploadQuery: Sendable, Equatable {
+    package var filter = ClientUploadFilter()
+    package var cursor: ClientUploadCursor?
+    package var limit: Int
+
+    package init(filter: ClientUploadFilter = ClientUploadFilter(), cursor: ClientUploadCursor? = nil, limit: Int) {
+        self.filter = filter
+        self.cursor = cursor
+        self.limit = limit
+    }
+
+    package static let maximumLimit = 500
+    /// The longest text an admin may filter by (any one parameter), in code points.
+    package static let maximumTextLength = 1000
+
+    /// The query's parameters, each read by `value` (nil for one not given; `value` refuses
+    /// one given twice). An empty filter is no filter; a realm without `userId` is ignored (as
+    /// on `/admin/v1/registrations`). `lenientTimes` takes a time without seconds or offset (an
+    /// HTML `datetime-local` field) as UTC.
+    package static func read(_ kind: ClientUploadKind, defaultLimit: Int, lenientTimes: Bool = false,
+                             _ value: (String) throws(Refusal) -> String?) throws(Refusal) -> ClientUploadQuery {
+        func text(_ name: String) throws(Refusal) -> String? {
+            guard let text = try value(name), !text.isEmpty else { return nil }
+            try Administration.checkText(text, named: name)
+            // Code points, as the document's maxLength counts them.
+            guard text.unicodeScalars.count <= maximumTextLength else {
+                throw .badRequest("\(name) is longer than \(maximumTextLength) characters")
+            }
+            return text
+        }
+        func time(_ name: String) throws(Refusal) -> Int64? {
+            guard let given = try text(name) else { return nil }
+            if let milliseconds = RFC3339Time.milliseconds(given) { return milliseconds }
+            if lenientTimes, let milliseconds = RFC3339Time.milliseconds(given + (given.utf8.count == 16 ? ":00Z" : "Z")) {
+                return milliseconds
+            }
+            throw .badRequest("\(name) must be an RFC 3339 date-time (2025-03-01T08:15:00Z)")
+        }
+        var query = ClientUploadQuery(limit: defaultLimit)
+        query.filter.registration = try text("registration")
+        let realm = try text("realm")
+        if let userId = try text("userId") {
+            query.filter.user = UserIdentity(realm: realm ?? UserIdentity.localRealm, id: userId)
+        }
+        query.filter.app = try text("app")
+        query.filter.from = try time("from")
+        query.filter.until = try time("until")
+        let level = try text("level"), contains = try text("text")
+        switch kind {
+        case .log:
+            if let level {
+                guard let severity = ClientLogSeverity(rawValue: level) else {
+                    throw .badRequest("level must be one of \(ClientLogSeverity.allCases.map(\.rawValue).joined(separator: ", "))")
+                }
+                query.filter.minimumSeverity = severity
+            }
+            query.filter.text = contains
+        case .usage:
+            if level != nil { throw .badRequest("level filters client logs only, not usage reports") }
+            if contains != nil { throw .badRequest("text filters client logs only, not usage reports") }
+        }
+        // Given empty is a mistake here, not "no limit".
+        if let limit = try value("limit") {
+            guard (1...3).contains(limit.utf8.count), limit.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                  let parsed = Int(limit), (1...maximumLimit).contains(parsed) else {
+                throw .badRequest("limit must be a whole number from 1 to \(maximumLimit)")
+            }
+            query.limit = parsed
+        }
+        if let cursor = try value("cursor"), !cursor.isEmpty {
+            guard let parsed = ClientUploadCursorText.decode(cursor, kind) else {
+                throw .badRequest("cursor is malformed: pass the previous page's next value unchanged")
+            }
+            query.cursor = parsed
+        }
+        return query
+    }
+}
+
+/// A page's `next`: `<time>.<sequence>.<upload id>` for log entries, `<time>.<upload id>` for
+/// usage reports (docs/admin-api.yaml). Clients treat it as opaque; it names a position in the
+/// newest-first order, so any well-formed one is a valid place to read on from.
+package enum ClientUploadCursorText {
+    /// The longest upload id a cursor carries; ids are printable ASCII (random tokens).
+    static let longestUpload = 128
+
+    package static func encode(_ cursor: ClientUploadCursor, _ kind: ClientUploadKind) -> String {
+        switch kind {
+        case .log: "\(cursor.time).\(cursor.sequence).\(cursor.upload)"
+        case .usage: "\(cursor.time).\(cursor.upload)"
+        }
+    }
+
+    /// The cursor `text` spells for a listing of `kind`, or nil for anything else.
+    package static func decode(_ text: String, _ kind: ClientUploadKind) -> ClientUploadCursor? {
+        let parts = text.split(separator: ".", maxSplits: kind == .log ? 2 : 1, omittingEmptySubsequences: false)
+        guard parts.count == (kind == .log ? 3 : 2), let time = number(parts[0], digits: 18, signed: true),
+              let upload = parts.last, (1...longestUpload).contains(upload.utf8.count),
+              upload.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+        var sequence: Int64 = 0
+        if kind == .log {
+            guard let parsed = number(parts[1], digits: 9, signed: false) else { return nil }
+            sequence = parsed
+        }
+        return ClientUploadCursor(time: time, upload: String(upload), sequence: Int(sequence))
+    }
+
+    /// Decimal digits only (1 to `digits`, after a minus when `signed`): no plus, no spaces.
+    private static func number(_ text: Substring, digits: Int, signed: Bool) -> Int64? {
+        let body = signed && text.utf8.first == UInt8(ascii: "-") ? text.dropFirst() : text
+        guard (1...digits).contains(body.utf8.count), body.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return nil
+        }
+        return Int64(text)
+    }
+
+    static func cursor(after record: ClientLogRecord) -> ClientUploadCursor {
+        ClientUploadCursor(time: record.entry.time, upload: record.upload.id, sequence: record.entry.sequence)
+    }
+
+    static func cursor(after upload: ClientUpload) -> ClientUploadCursor {
+        ClientUploadCursor(time: upload.receivedAt, upload: upload.id, sequence: 0)
+    }
+}
+
+extension Administration {
+    /// A page of log entries newest first, and the cursor of the next page (nil on the last).
+    package func clientLogs(_ query: ClientUploadQuery) async throws(Refusal) -> (records: [ClientLogRecord], next: String?) {
+        let store = registrations.store
+        var found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.clientLogs(matching: query.filter, after: query.cursor, limit: query.limit + 1)
+        }
+        guard found.count > query.limit else { return (found, nil) }
+        found.removeLast(found.count - query.limit)
+        return (found, found.last.map { ClientUploadCursorText.encode(ClientUploadCursorText.cursor(after: $0), .log) })
+    }
+
+    /// A page of usage reports newest first, and the cursor of the next page (nil on the last).
+    package func clientUsage(_ query: ClientUploadQuery) async throws(Refusal) -> (uploads: [ClientUpload], next: String?) {
+        let store = registrations.store
+        var found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.clientUploads(.usage, matching: query.filter, after: query.cursor, limit: query.limit + 1)
+        }
+        guard found.count > query.limit else { return (found, nil) }
+        found.removeLast(found.count - query.limit)
+        return (found, found.last.map { ClientUploadCursorText.encode(ClientUploadCursorText.cursor(after: $0), .usage) })
+    }
+}
