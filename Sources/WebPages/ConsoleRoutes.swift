@@ -62,6 +62,8 @@ package struct ConsoleRoutes: Sendable {
     static let sessionCookie = "midtier_console"
     static let signInCookie = "midtier_console_sign_in"
     static let cookiePath = "/console/"
+    static let site = "Midtier console"
+    static let stylesheetPath = "/console/style.css"
     /// Rows shown at most on one registrations page, and audit entries per page.
     static let registrationRows = 500
     static let auditPage = 50
@@ -72,7 +74,7 @@ package struct ConsoleRoutes: Sendable {
         self.administration = administration
         self.authenticator = authenticator
         self.facts = facts
-        self.pages = Pages(site: "Midtier console", stylesheet: "/console/style.css")
+        self.pages = Pages(site: Self.site, stylesheet: Self.stylesheetPath)
         self.sessions = sessions ?? PageSessions(store: administration.registrations.store, site: "console")
         self.logger = logger
     }
@@ -117,6 +119,9 @@ package struct ConsoleRoutes: Sendable {
         }
         router.get("/console/audit") { request, context in await show(request, context, audit) }
         router.get("/console/destinations") { request, context in await show(request, context, destinations) }
+        router.get("/console/client-logs") { request, context in await show(request, context, clientLogs) }
+        router.get("/console/client-usage") { request, context in await show(request, context, clientUsage) }
+        router.get("/console/client-usage/report") { request, context in await show(request, context, clientUsageReport) }
         for format in OnboardingDownload.Format.allCases {
             router.get("/console/apps/{appId}/\(format.filename)") { request, context in
                 await show(request, context) { _, _ throws(Refusal) in
@@ -196,7 +201,7 @@ package struct ConsoleRoutes: Sendable {
     }
 
     /// What every page's layout reads.
-    private func base(_ admin: SignedIn?, nav: String?) -> [String: Any] {
+    func base(_ admin: SignedIn?, nav: String?) -> [String: Any] {
         var values: [String: Any] = [:]
         if let admin {
             values["admin"] = admin.admin
@@ -480,6 +485,7 @@ package struct ConsoleRoutes: Sendable {
             "created": Pages.time(registration.createdAt), "lastContact": Pages.time(registration.lastContactAt),
             "state": registration.state.rawValue,
             "history": Self.path("/console/audit", [("registration", registration.id)]),
+            "clientLogs": Self.path("/console/client-logs", [("registration", registration.id)]),
             "actions": ConsoleAction.allowed(from: registration.state).map { action in
                 ["action": action.rawValue, "label": action.label, "registrationID": Self.queryValue(registration.id)]
             },
@@ -488,7 +494,7 @@ package struct ConsoleRoutes: Sendable {
 
     /// `users.json` and each configured issuer, with `selected` chosen (also when it is none
     /// of them: a realm from an older configuration).
-    private func realmOptions(selected: String) -> [[String: Any]] {
+    func realmOptions(selected: String) -> [[String: Any]] {
         var realms = [UserIdentity.localRealm] + facts.realms().sorted()
         if !realms.contains(where: { UserIdentity.sameBytes($0, selected) }) { realms.append(selected) }
         return realms.map { realm in

@@ -10,6 +10,8 @@ extension Templates {
       <a href="/console/users"{{#nav.users}} aria-current="page"{{/nav.users}}>Users</a>
       <a href="/console/registrations"{{#nav.registrations}} aria-current="page"{{/nav.registrations}}>Registrations</a>
       <a href="/console/audit"{{#nav.audit}} aria-current="page"{{/nav.audit}}>Audit</a>
+      <a href="/console/client-logs"{{#nav.clientLogs}} aria-current="page"{{/nav.clientLogs}}>Client logs</a>
+      <a href="/console/client-usage"{{#nav.clientUsage}} aria-current="page"{{/nav.clientUsage}}>Usage reports</a>
       <a href="/console/destinations"{{#nav.destinations}} aria-current="page"{{/nav.destinations}}>Destinations</a>
     </nav>
     <form method="post" action="/console/sign-out" class="sign-out">
@@ -146,7 +148,7 @@ extension Templates {
       <tr id="registration-{{id}}">
         <td class="mono">{{id}}</td><td>{{user}}</td><td>{{app}}</td><td>{{deviceType}} {{deviceModel}}</td>
         <td class="when">{{created}}</td><td class="when">{{lastContact}}</td><td class="state-{{state}}">{{state}}</td>
-        <td class="actions">{{#actions}}<a href="/console/registrations/confirm?id={{registrationID}}&amp;action={{action}}" class="action-{{action}}">{{label}}</a> {{/actions}}<a href="{{history}}" class="history">History</a></td>
+        <td class="actions">{{#actions}}<a href="/console/registrations/confirm?id={{registrationID}}&amp;action={{action}}" class="action-{{action}}">{{label}}</a> {{/actions}}<a href="{{history}}" class="history">History</a> <a href="{{clientLogs}}" class="client-logs">Logs</a></td>
       </tr>
       {{/registrations}}
       </tbody>
@@ -257,6 +259,101 @@ extension Templates {
     <h1>{{heading}}</h1>
     <p class="problem" id="problem" role="alert">{{message}}</p>
     <p><a href="{{back}}">Back</a></p>
+    {{/content}}
+    {{/layout}}
+    """
+}
+
+// The client logs and usage reports devices uploaded (docs/console.md, "Client logs" and
+// "Usage reports"). Everything in them but the filter's own links is device-supplied text,
+// shown escaped like every `{{value}}`.
+extension Templates {
+    /// The filter fields both listings share (the form's names are the admin API's).
+    static let consoleClientUploadFilters = """
+      <label for="filter-registration">Registration</label>
+      <input id="filter-registration" name="registration" value="{{query.registration}}">
+      <label for="filter-user">User</label>
+      <input id="filter-user" name="userId" value="{{query.userId}}">
+      <label for="filter-realm">Realm</label>
+      <select id="filter-realm" name="realm">
+        {{#realms}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/realms}}
+      </select>
+      <label for="filter-app">App</label>
+      <select id="filter-app" name="app">
+        <option value="">any</option>
+        {{#apps}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/apps}}
+      </select>
+      <label for="filter-from">From (UTC)</label>
+      <input id="filter-from" name="from" value="{{query.from}}" placeholder="2026-11-25T08:00:00Z">
+      <label for="filter-until">until</label>
+      <input id="filter-until" name="until" value="{{query.until}}" placeholder="2026-11-25T18:00:00Z">
+    """
+
+    static let consoleClientLogs = """
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
+    {{$title}}Client logs{{/title}}
+    {{$content}}
+    <h1>Client logs</h1>
+    <form method="get" action="/console/client-logs" class="filters">
+    {{>console-client-upload-filters}}
+      <label for="filter-level">Level</label>
+      <select id="filter-level" name="level">
+        <option value="">any</option>
+        {{#levels}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}} and higher</option>{{/levels}}
+      </select>
+      <label for="filter-text">Message contains</label>
+      <input id="filter-text" name="text" value="{{query.text}}">
+      <button type="submit" id="filter">Filter</button>
+    </form>
+    {{#hasEntries}}
+    <table class="client-logs">
+      <thead><tr><th>Time</th><th>Level</th><th>Registration</th><th>User</th><th>App</th><th>Source</th><th>Location</th><th>Message</th></tr></thead>
+      <tbody>
+      {{#entries}}<tr class="client-log"><td class="when">{{time}}</td><td class="severity-{{severity}}">{{severity}}</td><td class="mono"><a href="{{registrationLink}}">{{registration}}</a></td><td>{{user}}</td><td>{{app}}</td><td>{{source}}</td><td class="mono">{{location}}</td><td class="message">{{message}}{{#correlationId}} <span class="hint">({{correlationId}})</span>{{/correlationId}}</td></tr>{{/entries}}
+      </tbody>
+    </table>
+    {{/hasEntries}}
+    {{^entries}}<p class="hint">No entries.</p>{{/entries}}
+    <p class="pager">{{#first}}<a href="{{first}}" id="newest">Newest</a>{{/first}} {{#next}}<a href="{{next}}" id="older">Older</a>{{/next}}</p>
+    {{/content}}
+    {{/layout}}
+    """
+
+    static let consoleClientUsage = """
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
+    {{$title}}Usage reports{{/title}}
+    {{$content}}
+    <h1>Usage reports</h1>
+    <form method="get" action="/console/client-usage" class="filters">
+    {{>console-client-upload-filters}}
+      <button type="submit" id="filter">Filter</button>
+    </form>
+    {{#hasReports}}
+    <table class="client-usage">
+      <thead><tr><th>Received</th><th>Registration</th><th>User</th><th>App</th><th>Size</th><th>Report</th></tr></thead>
+      <tbody>
+      {{#reports}}<tr class="usage-report"><td class="when">{{time}}</td><td class="mono"><a href="{{registrationLink}}">{{registration}}</a></td><td>{{user}}</td><td>{{app}}</td><td>{{size}} bytes</td><td class="mono"><span class="report">{{preview}}</span>{{#truncated}}… {{/truncated}}<a href="{{full}}" class="full-report">Full report</a></td></tr>{{/reports}}
+      </tbody>
+    </table>
+    {{/hasReports}}
+    {{^reports}}<p class="hint">No reports.</p>{{/reports}}
+    <p class="pager">{{#first}}<a href="{{first}}" id="newest">Newest</a>{{/first}} {{#next}}<a href="{{next}}" id="older">Older</a>{{/next}}</p>
+    {{/content}}
+    {{/layout}}
+    """
+
+    static let consoleClientUsageReport = """
+    {{<layout}}{{$header}}{{>console-header}}{{/header}}
+    {{$title}}Usage report{{/title}}
+    {{$content}}
+    <h1>Usage report</h1>
+    {{#report}}
+    <section class="card">
+      <p>Received {{time}} from registration <a href="{{registrationLink}}" class="mono">{{registration}}</a> of {{user}}, app {{app}}{{#deviceId}}, device {{deviceId}}{{/deviceId}}: {{size}} bytes.</p>
+      <pre class="mono" id="report">{{text}}</pre>
+    </section>
+    {{/report}}
+    <p><a href="{{back}}">Back to the usage reports</a></p>
     {{/content}}
     {{/layout}}
     """
