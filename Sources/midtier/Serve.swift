@@ -32,6 +32,7 @@ struct Serve: AsyncParsableCommand {
         let services = ServiceGroup(configuration: .init(
             services: [
                 .init(service: server.contactWriter()),
+                .init(service: server.clientUploadSweeper()),
                 .init(service: server.makeApplication()),
                 .init(service: server.makeAdminApplication()),
                 .init(service: server.reloadOnHangup()),
