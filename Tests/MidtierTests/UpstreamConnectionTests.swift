@@ -151,24 +151,50 @@ final class ScriptedBackEnd: @unchecked Sendable {
     }
 }
 
+/// Runs a task's jobs on one event loop, as `midtier serve` runs its request handlers (Swift
+/// concurrency on NIO's loops, `Midtier.main`): code under this preference calls the pool from
+/// the loop, which is the branch of `UpstreamConnectionPool.start` production takes.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
+    }
+
+    /// Whether the code calling this runs on the loop (the production branch of `start`).
+    var isCurrent: Bool {
+        MultiThreadedEventLoopGroup.currentEventLoop === loop && loop.inEventLoop
+    }
+}
+
 /// Midtier's own keep-alive connections to back ends (`UpstreamConnectionPool`), against a
 /// back end on a real socket. Each test has a pool on a group of one event loop, so that its
-/// calls share one pool (there is one per loop). Deadlines are generous (a minute) wherever the
-/// deadline is not what a test checks: a loaded machine is slow, and a call that outlived a
-/// short one failed a test that checks framing.
+/// calls share one pool (there is one per loop). The calls start on that loop, as a request
+/// handler of `midtier serve` starts them (`running`). Deadlines are generous (a minute)
+/// wherever the deadline is not what a test checks: a loaded machine is slow, and a call that
+/// outlived a short one failed a test that checks framing.
 @Suite struct UpstreamConnectionTests {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let pool: UpstreamConnectionPool
+    let onTheLoop: EventLoopTaskExecutor
     static let generous = TimeAmount.seconds(60)
 
-    init() { pool = UpstreamConnectionPool(group: group) }
+    init() {
+        pool = UpstreamConnectionPool(group: group)
+        onTheLoop = EventLoopTaskExecutor(group.next())
+    }
 
-    /// Runs `body`, then stops the back ends, the pool and its loop, also when `body` failed
-    /// (a test that stopped early left its loop running with connections open).
+    /// Runs `body` on the pool's loop, then stops the back ends, the pool and its loop (off
+    /// the loop), also when `body` failed (a test that stopped early left its loop running with
+    /// connections open).
     func running(_ backEnds: ScriptedBackEnd..., body: () async throws -> Void) async throws {
         defer { for backEnd in backEnds { backEnd.stop() } }
         do {
-            try await body()
+            try await withTaskExecutorPreference(onTheLoop) { try await body() }
         } catch {
             await pool.shutdown()
             try? await group.shutdownGracefully()
@@ -184,6 +210,7 @@ final class ScriptedBackEnd: @unchecked Sendable {
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
         let origin = UpstreamOrigin(url: "\(scheme)://127.0.0.1:\(backEnd.port)")!
+        try #require(onTheLoop.isCurrent, "the call starts on the pool's loop, as in production")
         let call = pool.start(head, to: origin, hasBody: body != nil, deadline: .now() + timeout)
         if let body {
             let channel = try await call.connected.get()
@@ -255,6 +282,7 @@ final class ScriptedBackEnd: @unchecked Sendable {
         try await running(backEnd) { () async throws in
             let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/large", headers: ["Host": "127.0.0.1"])
             let origin = UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)")!
+            try #require(onTheLoop.isCurrent)
             let answer = try await pool.start(head, to: origin, hasBody: false, deadline: .now() + Self.generous).answer.get()
             guard case .stream(let body) = answer.body else { Issue.record("a 1 MiB answer is streamed"); return }
             var iterator = body.makeAsyncIterator()
@@ -315,6 +343,7 @@ final class ScriptedBackEnd: @unchecked Sendable {
                                                                     trustedCertificatesPEM: pem), publicURL: "http://m.test")
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "127.0.0.1"])
         try await running { () async throws in
+            try #require(onTheLoop.isCurrent)
             let answer = try await pool.start(head, to: try #require(trusting.origin), hasBody: false, deadline: .now() + Self.generous).answer.get()
             #expect(answer.head.status == .ok)
             let systemRoots = try #require(UpstreamOrigin(url: "https://127.0.0.1:\(port)"))
@@ -338,6 +367,26 @@ final class ScriptedBackEnd: @unchecked Sendable {
             // The next call does not inherit the late answer: its own connection, its own answer.
             #expect(try await call(backEnd).body == "on time")
             #expect(backEnd.accepted == 2)
+        }
+    }
+
+    /// With Swift concurrency off NIO's loops (`MIDTIER_GLOBAL_EXECUTOR=swift`), a call starts
+    /// off the loop and hops to it: the same pool, the same connection.
+    @Test func aCallStartedOffTheLoopsHopsToTheLoopsPool() async throws {
+        let backEnd = ScriptedBackEnd { _, request, _ in .respond(ScriptedBackEnd.ok("answer \(request)")) }
+        defer { backEnd.stop() }
+        let origin = try #require(UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)"))
+        let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/x", headers: ["Host": "127.0.0.1"])
+        let offTheLoop = try await withTaskExecutorPreference(nil) { () async throws -> String in
+            #expect(MultiThreadedEventLoopGroup.currentEventLoop == nil)
+            let answer = try await pool.start(head, to: origin, hasBody: false, deadline: .now() + Self.generous).answer.get()
+            guard case .whole(let body) = answer.body else { return "streamed" }
+            return String(buffer: body)
+        }
+        #expect(offTheLoop == "answer 1")
+        try await running(backEnd) { () async throws in
+            #expect(try await call(backEnd).body == "answer 2")
+            #expect(backEnd.accepted == 1, "the call off the loop left its connection in the loop's pool")
         }
     }
 }

@@ -121,16 +121,20 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         }
     }
 
-    /// Starts a call now (on the caller's side, so that it is in flight before the pool goes)
-    /// and returns the task that awaits it. A slow reader takes a streamed answer part by part,
-    /// yielding between parts, so that the answer is still streaming when the pool goes.
+    /// Starts a call now (so that it is in flight before the pool goes), on `loop` as a request
+    /// handler of `midtier serve` starts it, and returns the task that awaits it (on the loop
+    /// too). A slow reader takes a streamed answer part by part, yielding between parts, so that
+    /// the answer is still streaming when the pool goes.
     static func begin(_ pool: UpstreamConnectionPool, _ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String,
-                      body: String? = nil, timeout: TimeAmount, slowReader: Bool = false) -> Task<Outcome, Never> {
+                      body: String? = nil, timeout: TimeAmount, slowReader: Bool = false, on loop: EventLoopTaskExecutor) async -> Task<Outcome, Never> {
         var headers = HTTPHeaders([("Host", "127.0.0.1")])
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
-        let call = pool.start(head, to: origin, hasBody: body != nil, deadline: .now() + timeout)
-        return Task {
+        let call = await withTaskExecutorPreference(loop) {
+            #expect(loop.isCurrent, "the call starts on the loop, as in production")
+            return pool.start(head, to: origin, hasBody: body != nil, deadline: .now() + timeout)
+        }
+        return Task(executorPreference: loop) {
             do {
                 if let body {
                     let channel = try await call.connected.get()
@@ -211,21 +215,34 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
             // The sweeper runs every few milliseconds, also after its pool is gone.
             var pool: UpstreamConnectionPool? = UpstreamConnectionPool(group: group, sweepInterval: .milliseconds(3))
 
+            // Calls start on the group's loops in turn, as requests arrive on them.
+            let loops = group.makeIterator().map { EventLoopTaskExecutor($0) }
+            var started = 0
+            func begin(_ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String, body: String? = nil,
+                       timeout: TimeAmount, slowReader: Bool = false) async -> Task<Outcome, Never> {
+                started += 1
+                return await Self.begin(pool!, origin, method, path: path, body: body, timeout: timeout, slowReader: slowReader,
+                                        on: loops[started % loops.count])
+            }
+
             // Idle connections in the pool, plain and TLS.
-            let warm = (0..<3).map { _ in Self.begin(pool!, origin, path: "/small", timeout: generous) }
-                + (0..<2).map { _ in Self.begin(pool!, secure, path: "/small", timeout: generous) }
+            var warm: [Task<Outcome, Never>] = []
+            for _ in 0..<3 { warm.append(await begin(origin, path: "/small", timeout: generous)) }
+            for _ in 0..<2 { warm.append(await begin(secure, path: "/small", timeout: generous)) }
             for call in warm { #expect(await call.value == .answered(200, "ok"), "round \(round): a call before anything went away") }
 
             // Calls in flight, of every kind; the short deadlines fire around the time the pool goes.
             let shortly = TimeAmount.milliseconds(Int64(20 + 40 * (round % 5)))
-            let answering = (0..<3).map { _ in Self.begin(pool!, origin, path: "/small", timeout: generous) }
-                + [Self.begin(pool!, origin, .POST, path: "/small", body: "{\"round\":\(round)}", timeout: generous),
-                   Self.begin(pool!, origin, path: "/large", timeout: generous, slowReader: true),
-                   Self.begin(pool!, secure, path: "/small", timeout: generous)]
-            let failing = (0..<3).map { _ in Self.begin(pool!, origin, path: "/silent", timeout: shortly) }
-                + [Self.begin(pool!, origin, path: "/stalls", timeout: shortly, slowReader: true),
-                   Self.begin(pool!, secure, path: "/silent", timeout: shortly),
-                   Self.begin(pool!, nowhere, path: "/small", timeout: shortly)]
+            var answering: [Task<Outcome, Never>] = []
+            for _ in 0..<3 { answering.append(await begin(origin, path: "/small", timeout: generous)) }
+            answering.append(await begin(origin, .POST, path: "/small", body: "{\"round\":\(round)}", timeout: generous))
+            answering.append(await begin(origin, path: "/large", timeout: generous, slowReader: true))
+            answering.append(await begin(secure, path: "/small", timeout: generous))
+            var failing: [Task<Outcome, Never>] = []
+            for _ in 0..<3 { failing.append(await begin(origin, path: "/silent", timeout: shortly)) }
+            failing.append(await begin(origin, path: "/stalls", timeout: shortly, slowReader: true))
+            failing.append(await begin(secure, path: "/silent", timeout: shortly))
+            failing.append(await begin(nowhere, path: "/small", timeout: shortly))
 
             switch ending {
             case .shutDownAndReleased:
@@ -281,7 +298,7 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         let pool = UpstreamConnectionPool(group: group)
         let origin = try #require(UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)"))
         await pool.shutdown()
-        let late = await Self.begin(pool, origin, path: "/x", timeout: .seconds(60)).value
+        let late = await Self.begin(pool, origin, path: "/x", timeout: .seconds(60), on: EventLoopTaskExecutor(group.next())).value
         #expect(late == .failed(UpstreamFailure.shutDown.description), "a call after the shutdown \(late)")
         await pool.shutdown()  // again: nothing happens
         try await group.shutdownGracefully()
@@ -297,7 +314,7 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var pool: UpstreamConnectionPool? = UpstreamConnectionPool(group: group)
         let origin = try #require(UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)"))
-        #expect(await Self.begin(pool!, origin, path: "/x", timeout: .seconds(60)).value == .answered(200, "ok"))
+        #expect(await Self.begin(pool!, origin, path: "/x", timeout: .seconds(60), on: EventLoopTaskExecutor(group.next())).value == .answered(200, "ok"))
         #expect(backEnd.open == 1, "the connection is kept for the next call")
         pool = nil
         #expect(await Self.eventually { backEnd.open == 0 }, "the idle connection of a released pool is left open")
