@@ -62,6 +62,8 @@ EXPECTED_OPERATIONS = {
     ("POST", "/admin/v1/config/reload"),
     ("DELETE", "/admin/v1/tokens/{userId}"),
     ("GET", "/admin/v1/audit"),
+    ("GET", "/admin/v1/client-logs"),
+    ("GET", "/admin/v1/client-usage"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
 }
@@ -749,6 +751,24 @@ def run(binary, work, processes, results):
           (call("with after = the last sequence", "GET", f"/admin/v1/audit?after={sequences[-1]}", 200).json or {}).get("entries") == [])
     for bad in ["-1", "x", "1.5", "99999999999999999999"]:
         call(f"with after={bad}", "GET", f"/admin/v1/audit?after={bad}", 400)
+
+    # ---- Client logs and usage reports (this test's apps take no uploads: the pages are empty;
+    # the filters and refusals are what is checked here, the listings in ClientUploadAdminTests).
+    for path in ["/admin/v1/client-logs", "/admin/v1/client-usage"]:
+        key = "entries" if path.endswith("logs") else "reports"
+        page = call("(everything)", "GET", path, 200).json or {}
+        check(f"{path}: an empty page has no next", page.get(key) == [] and page.get("next") is None, f"{page}")
+        filters = "registration=" + urllib.parse.quote(device_a) + "&userId=alice&realm=&app=demo" \
+            + "&from=2000-01-01T00:00:00Z&until=" + urllib.parse.quote("2999-01-01T00:00:00+01:00") + "&limit=500"
+        call("with every filter", "GET", f"{path}?{filters}", 200)
+        call("with a cursor", "GET", f"{path}?cursor=" + ("1700000000000.0.x" if key == "entries" else "1700000000000.x"), 200)
+        call("with empty filters", "GET", f"{path}?registration=&userId=&from=&until=&cursor=", 200)
+        for bad in ["limit=0", "limit=501", "limit=", "from=yesterday", "until=2025-02-30T00:00:00Z", "cursor=garbage",
+                    "registration=a%00b", "userId=a%0Ab", "userId=alice&realm=x%7Fy", "app=" + "a" * 1001]:
+            call(f"with {bad[:40]}", "GET", f"{path}?{bad}", 400)
+    call("with level=WARN and text", "GET", "/admin/v1/client-logs?level=WARN&text=payroll", 200)
+    call("with level=LOUD", "GET", "/admin/v1/client-logs?level=LOUD", 400)
+    call("with text and a control character", "GET", "/admin/v1/client-logs?text=a%00b", 400)
 
     # ---- Every documented operation was exercised with a valid token and served (2xx).
     for key in sorted(doc.operations):
