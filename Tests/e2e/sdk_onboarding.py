@@ -202,6 +202,28 @@ def user_and_device_storage(base, alice, bob, database):
             return db.execute("SELECT COUNT(*) FROM user_storage WHERE registration_id = ?", (registration,)).fetchone()[0]
 
     check("Storage: the device document is in the store", rows(cid) == 1, f"({rows(cid)})")
+    # runtime.html lists POST and PATCH besides GET, PUT and DELETE, and `?overwrite=true`: "If you get the user
+    # storage or device storage for the application with overwrite=true query parameter, then the application level
+    # configuration gets merged into the response" (admin.html); "The device storage API merges settings in both
+    # Application storage and user storage" (runtime.html). Merge order, POST's 409 and PATCH as RFC 7396: Midtier's reading.
+    status, _, body = call(f"{root}/currentuser/HomeScreen", "POST", json_headers(alice), b'{"Menu":{}}')
+    check("Storage: POST does not replace an existing document (409)", status == 409, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/currentuser/Drafts", "POST", json_headers(alice), b'{"count":1,"last":"x"}')
+    check("Storage: POST creates a new user document", status == 200, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/currentuser/Drafts", "PATCH", json_headers(alice), b'{"count":2,"last":null}')
+    status, _, body = call(f"{root}/currentuser/Drafts", headers=alice)
+    check("Storage: PATCH merges into it, null removing a member", status == 200 and json.loads(body) == {"count": 2}, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{root}/device/{cid}/HomeScreen?overwrite=true", headers=phone)
+    merged = json.loads(body) if status == 200 else {}
+    check("Storage: a device GET with overwrite=true merges the user's document under the device's",
+          merged == {"Menu": {"AutoHiding": True, "Style": "blue"}, "ShortCuts": ["Overview", "Profile"]}, f"({status} {body[:300]!r})")
+    status, _, body = call(f"{root}/device/{cid}?overwrite=true", headers=phone)
+    levels = json.loads(body) if status == 200 else {}
+    check("Storage: and the application level's settings too", "settingsExchange" in levels.get("mobileservices", {})
+          and "Drafts" in levels, f"({status} {body[:300]!r})")
+    status, _, body = call(f"{root}/currentuser?overwrite=true", headers=bob)
+    check("Storage: bob's merged view has none of alice's documents", status == 200 and "HomeScreen" not in json.loads(body)
+          and "Drafts" not in json.loads(body), f"({status} {body[:300]!r})")
     # admin.html: "Device storage: persists installation-specific or device-specific settings" — it goes with the installation.
     status, _, body = call(f"{base}/mobileservices/me/registrations/{cid}/wipe", "POST", alice)
     check("Storage: alice wipes that device through self-service", status == 200, f"({status} {body[:200]!r})")
@@ -411,6 +433,17 @@ try:
           and discovery.get("appID") == "corp", f"({discovery})")
     check("discovery says where Midtier is", discovery.get("host") == "localhost" and discovery.get("port") == mport
           and discovery.get("protocol") == "http", f"({discovery})")
+    # SAP's Discovery Service path, as DiscoveryServiceConfigurationProvider calls it with Midtier as its
+    # discoveryServiceHost (SAPFoundation DiscoveryServiceConfigurationProvider; the path and the
+    # `{appId}:1.0` AppConfigID as SAP's tutorials and the Fiori client call it): the same document.
+    for config_id in ("corp", "corp:1.0"):
+        call_segment = urllib.parse.quote(f"getApplicationConfiguration(AppConfigID='{config_id}',EmailAddress='alice@example.com')", safe="")
+        status, _, body = call(f"{base}/config-api.svc/ApplicationConfigurations/{call_segment}")
+        check(f"the Discovery Service path answers the discovery document for AppConfigID {config_id}",
+              status == 200 and json.loads(body) == discovery, f"({status} {body[:300]!r})")
+    call_segment = urllib.parse.quote("getApplicationConfiguration(AppConfigID='corp')", safe="")
+    status, _, body = call(f"{base}/config-api.svc/ApplicationConfigurations/{call_segment}")
+    check("the Discovery Service path without EmailAddress is 400 naming it", status == 400 and b"EmailAddress" in body, f"({status} {body[:200]!r})")
 
     status, token = sign_in_with_pkce(oauth2, "alice", IDP_USERS["alice"][0])
     check("alice signs in at the IdP with PKCE and gets a token", status == 200 and token, f"({status})")
@@ -583,6 +616,30 @@ try:
     status, users, _, body = payroll(tablet)
     check("the basic user reads payroll with only the SDK's headers", status == 200 and users == ["100001"], f"({status} {users} {body[:200]!r})")
     check_dotted_destination(base, tablet)
+    # Destinations download: SAPcpmsDestinations loads the app's destinations from the registration
+    # service's Endpoints collection (SAPFoundation SAPcpmsDestinations; the Endpoints entity set with
+    # EndpointName, RemoteURL, AnonymousAccess: SAP's "Retrieving Service Documents", service-document.html).
+    status, _, body = call(f"{base}/odata/applications/v1/demo/Endpoints", headers=dict(tablet, Accept="application/json"))
+    endpoints = json.loads(body)["d"]["results"] if status == 200 else []
+    names = [endpoint.get("EndpointName") for endpoint in endpoints]
+    check("Endpoints lists the basic app's destinations, the dotted one too", status == 200 and DOTTED in names and "sf" in names
+          and names == sorted(names), f"({status} {body[:300]!r})")
+    check("each Endpoint's RemoteURL is Midtier's URL for it, never the back end's", all(
+          endpoint.get("RemoteURL") == f"{discovery['protocol']}://{discovery['host']}:{discovery['port']}/{endpoint.get('EndpointName')}"
+          and endpoint.get("AnonymousAccess") is False
+          for endpoint in endpoints) and endpoints, f"({endpoints})")
+    remote = next((endpoint["RemoteURL"] for endpoint in endpoints if endpoint.get("EndpointName") == "sf"), base + "/missing")
+    remote = base + remote[remote.index("/", len("http://")):]  # the same port, reached the way this test reaches Midtier
+    status, _, body = call(f"{remote}/odata/v2/EmployeePayrollRunResults?$format=json&$top=5", headers=tablet)
+    check("a call to an Endpoint's RemoteURL reads the user's own payroll", status == 200
+          and sorted({row.get("userId") for row in json.loads(body)["d"]["results"]}) == ["100001"], f"({status} {body[:200]!r})")
+    status, _, body = call(f"{base}/odata/applications/v1/demo/Endpoints('{DOTTED}')", headers=dict(tablet, Accept="application/atom+xml"))
+    check("one Endpoint by name, in Atom when asked", status == 200 and f"<d:EndpointName>{DOTTED}</d:EndpointName>".encode() in body,
+          f"({status} {body[:300]!r})")
+    status, _, body = call(f"{base}/odata/applications/v1/demo/Endpoints('nope')", headers=tablet)
+    check("an Endpoint the app does not have is 404", status == 404, f"({status} {body[:200]!r})")
+    status, _, body = call(f"{base}/odata/applications/v1/demo/Endpoints", headers={"X-SMP-APPID": "demo"})
+    check("Endpoints without credentials is 401", status == 401, f"({status} {body[:200]!r})")
     status, users, headers, _ = payroll({"X-SMP-APPID": "demo", "X-SMP-DEVICEID": "alice-ipad"})
     check("without credentials: 401 with the basic app's challenge", status == 401
           and (header(headers, "WWW-Authenticate") or "").startswith("Basic"), f"({status} {headers})")
