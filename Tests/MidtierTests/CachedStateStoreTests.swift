@@ -167,3 +167,20 @@ final class CountingStore: StateStore {
         }
     }
 }
+
+extension CountingStore {
+    func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+                          now: Int64) async throws(StoreError) -> ClientUploadSave {
+        try await base.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
+    }
+    func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?, limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+        try await base.clientLogs(matching: filter, after: cursor, limit: limit)
+    }
+    func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+                       limit: Int) async throws(StoreError) -> [ClientUpload] {
+        try await base.clientUploads(kind, matching: filter, after: cursor, limit: limit)
+    }
+    func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
+        try await base.purgeClientUploads(receivedBefore: cutoff)
+    }
+}
