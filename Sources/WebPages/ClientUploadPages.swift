@@ -24,10 +24,13 @@ extension ConsoleRoutes {
         values["levels"] = ClientLogSeverity.allCases.map { ["value": $0.rawValue, "selected": $0.rawValue == level] }
         values["entries"] = page.records.map { record -> [String: Any] in
             let e = record.entry
-            return ["time": Self.preciseTime(e.time), "severity": e.severity.rawValue, "registration": record.upload.registration,
-                    "registrationLink": Self.path("/console/client-logs", [("registration", record.upload.registration)]),
-                    "user": record.upload.user.description, "app": record.upload.app, "source": e.source, "location": e.location,
-                    "message": e.message, "correlationId": e.correlationId]
+            var row: [String: Any] = ["time": Self.preciseTime(e.time), "severity": e.severity.rawValue, "registration": record.upload.registration,
+                                      "registrationLink": Self.path("/console/client-logs", [("registration", record.upload.registration)]),
+                                      "user": record.upload.user.description, "app": record.upload.app, "source": e.source,
+                                      "location": e.location, "message": e.message]
+            // Mustache shows a section for an empty string too.
+            if !e.correlationId.isEmpty { row["correlationId"] = e.correlationId }
+            return row
         }
         values["hasEntries"] = !page.records.isEmpty
         Self.pager(&values, "/console/client-logs", form, cursor: query.cursor, next: page.next)

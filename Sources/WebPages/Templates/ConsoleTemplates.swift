@@ -332,7 +332,7 @@ extension Templates {
     <table class="client-usage">
       <thead><tr><th>Received</th><th>Registration</th><th>User</th><th>App</th><th>Size</th><th>Report</th></tr></thead>
       <tbody>
-      {{#reports}}<tr class="usage-report"><td class="when">{{time}}</td><td class="mono"><a href="{{registrationLink}}">{{registration}}</a></td><td>{{user}}</td><td>{{app}}</td><td>{{size}} bytes</td><td class="mono"><span class="report">{{preview}}</span>{{#truncated}}… {{/truncated}}<a href="{{full}}" class="full-report">Full report</a></td></tr>{{/reports}}
+      {{#reports}}<tr class="usage-report"><td class="when">{{time}}</td><td class="mono"><a href="{{registrationLink}}">{{registration}}</a></td><td>{{user}}</td><td>{{app}}</td><td>{{size}} bytes</td><td class="mono"><span class="report">{{preview}}</span>{{#truncated}}…{{/truncated}} <a href="{{full}}" class="full-report">Full report</a></td></tr>{{/reports}}
       </tbody>
     </table>
     {{/hasReports}}
