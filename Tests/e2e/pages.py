@@ -141,7 +141,8 @@ try:
     json.dump(jwks, open(os.path.join(config, "corp-jwks.json"), "w"))
     json.dump({"authentication": {"type": "jwt", "issuer": ISSUER, "audience": "midtier",
                                   "jwks": {"file": os.path.join(config, "corp-jwks.json")}, "userClaim": "sub"},
-               "destinations": ["sf"]}, open(os.path.join(config, "apps", "corp.json"), "w"))
+               "destinations": ["sf"], "logSettings": {"logEnabled": True, "logLevel": "WARN"},
+               "usagePolicy": {"dataCollectionEnabled": True}}, open(os.path.join(config, "apps", "corp.json"), "w"))
 
     midtier, log_path = start_sandbox_and_midtier(BIN, REPO, work, config, sport, processes)
     base, admin = f"http://localhost:{mport}", f"http://localhost:{aport}"
@@ -297,6 +298,42 @@ try:
           [(e["action"], e["target"]) for e in entries if e["actor"] == "admin#1"]
           == [("user.block", "alice"), ("user.unblock", "alice"), ("user.block", f"dora\u00a0@{ISSUER}"), ("user.unblock", f"dora\u00a0@{ISSUER}"),
               ("registration.wipe", bob_phone)], f"({entries})")
+    # Client logs and usage reports: what alice's corp device uploaded, its text shown as text.
+    corp_headers = {"Authorization": f"Bearer {corp_token}", "X-SMP-APPCID": corp_alice}
+    hostile_log = ("#2026-11-25T08:00:00Z#ERROR#corr-9#com.example#Pay.swift:7#<img src=x onerror=alert(4)>#\n"
+                   "#2026-11-25T08:00:01Z#INFO####all fine#\n")
+    status, _, body = call(f"{base}/mobileservices/application/corp/clientlogs/v1/runtime/log/application/corp", "POST",
+                           dict(corp_headers, **{"Content-Type": "application/octet-stream"}), hostile_log.encode())
+    check("alice's corp device uploads a client log (204)", status == 204, f"({status} {body[:300]!r})")
+    report = {"report": "r-1", "appInfo": {"application": "corp"},
+              "sessions": [{"events": [{"time": "2026-11-25T08:00:00Z", "type": "<b>open</b>"}]}]}
+    status, _, body = call(f"{base}/mobileservices/application/corp/clientusage/v1/runtime/clientusage/application/corp", "POST",
+                           dict(corp_headers, **{"Content-Type": "application/json"}), json.dumps(report).encode())
+    check("… and a usage report (204)", status == 204, f"({status} {body[:300]!r})")
+    driver.get(f"{admin}/console/client-logs")
+    wait_id(driver, "filter")
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.client-logs tbody tr")
+    check("the Client logs page lists the entries newest first, a hostile message as text, no script run",
+          len(rows) == 2 and "all fine" in rows[0].text and "<img src=x onerror=alert(4)>" in rows[1].text and no_alert(driver),
+          " | ".join(row.text for row in rows))
+    shot(driver, "console-client-logs")
+    Select(driver.find_element(By.ID, "filter-level")).select_by_value("ERROR")
+    driver.find_element(By.ID, "filter").click()
+    WebDriverWait(driver, 30).until(lambda d: "level=ERROR" in d.current_url)
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.client-logs tbody tr")
+    check("filtering by minimum level ERROR shows the error only", len(rows) == 1 and "Pay.swift:7" in rows[0].text,
+          " | ".join(row.text for row in rows))
+    driver.get(f"{admin}/console/client-usage")
+    wait_id(driver, "filter")
+    rows = driver.find_elements(By.CSS_SELECTOR, "table.client-usage tbody tr")
+    check("the Usage reports page lists the report, its markup as text", len(rows) == 1 and "<b>open</b>" in rows[0].text and no_alert(driver),
+          " | ".join(row.text for row in rows))
+    shot(driver, "console-client-usage")
+    driver.find_element(By.CSS_SELECTOR, "a.full-report").click()
+    wait_id(driver, "report")
+    check("Full report shows the whole report as text", '"report":"r-1"' in (text_of(driver, "report") or "").replace(" ", "") and no_alert(driver),
+          text_of(driver, "report"))
+
     driver.get(f"{admin}/console/destinations")
     destinations_text = driver.find_element(By.TAG_NAME, "table").text
     check("the destinations page shows sf without secrets", "sf" in destinations_text and "OAuth2SAMLBearerAssertion" in destinations_text
