@@ -201,13 +201,41 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The HTTP server: device API routes and the request path, wired together.
+        // The request path (docs/architecture.md): a device's call through a destination, from
+        // sign-in and its registration to the back end's answer; the runtime a configuration makes.
+        .target(
+            name: "DeviceProxy",
+            dependencies: [
+                "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
+                "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The device API (docs/device-api.md): onboarding, discovery and settings, the Storage
+        // service, client log and usage uploads, self-service.
+        .target(
+            name: "DeviceAPI",
+            dependencies: [
+                "DeviceProxy", "SAMLSigning", "DeviceAuthentication", "Registrations", "MidtierStore", "MidtierHTTP",
+                "MidtierCore", "ClientUploads",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The server: both listeners wired (device: the device API and the request path; admin:
+        // the admin API and the console), the store opened, reloads, background services.
         .target(
             name: "MidtierServer",
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics", "MetadataPatching",
-                "MidtierCore", "BackendSessions", "WebPages", "ClientUploads",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics",
+                "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -266,7 +294,7 @@ let package = Package(
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
-                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages", "ClientUploads",
+                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages", "ClientUploads", "DeviceProxy", "DeviceAPI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

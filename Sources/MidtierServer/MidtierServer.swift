@@ -7,6 +7,8 @@ import Foundation
 import Hummingbird
 import Logging
 import ConfigurationFiles
+import DeviceAPI
+import DeviceProxy
 import MidtierCore
 import MidtierHTTP
 import MidtierMetrics
@@ -142,11 +144,7 @@ package final class MidtierServer: Sendable {
         let router = Router(context: MidtierRequestContext.self)
         router.middlewares.add(ODataErrorMiddleware(logger: logger))
         HealthRoutes(store: registrations.store).add(to: router)
-        RegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
-        ClientConfigurationRoutes(runtime: runtime).add(to: router)
-        StorageRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
-        ClientUploadRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
-        SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        DeviceAPIRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         let runtime = self.runtime
         SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),
                               secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },

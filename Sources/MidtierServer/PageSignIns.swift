@@ -1,4 +1,5 @@
 import DeviceAuthentication
+import DeviceProxy
 import MidtierCore
 import MidtierHTTP
 import WebPages

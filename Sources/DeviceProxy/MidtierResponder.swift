@@ -5,13 +5,18 @@ import MidtierHTTP
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)
 /// go through a Hummingbird router; every other path is a destination call for the proxy.
-struct MidtierResponder: HTTPResponder {
-    typealias Context = MidtierRequestContext
+package struct MidtierResponder: HTTPResponder {
+    package typealias Context = MidtierRequestContext
 
     let ownRoutes: RouterResponder<MidtierRequestContext>
     let proxy: ProxyHandler
 
-    func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
+    package init(ownRoutes: RouterResponder<MidtierRequestContext>, proxy: ProxyHandler) {
+        self.ownRoutes = ownRoutes
+        self.proxy = proxy
+    }
+
+    package func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
         var context = context
         context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
         let first = request.uri.path.dropFirst().prefix { $0 != "/" }

@@ -1,4 +1,5 @@
 import DeviceAuthentication
+import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird

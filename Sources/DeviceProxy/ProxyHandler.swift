@@ -15,7 +15,7 @@ import TokenExchange
 /// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
 /// the request path of Midtier, top to bottom (docs/architecture.md). Each step either refuses
 /// with the status docs/device-api.md names or passes on.
-struct ProxyHandler: Sendable {
+package struct ProxyHandler: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
     let tokens: TokenCache
@@ -24,7 +24,18 @@ struct ProxyHandler: Sendable {
     let metrics: MidtierMetrics
     let logger: Logger
 
-    func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
+    package init(runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache, forwarder: Forwarder,
+                 sessions: BackendSessions, metrics: MidtierMetrics, logger: Logger) {
+        self.runtime = runtime
+        self.registrations = registrations
+        self.tokens = tokens
+        self.forwarder = forwarder
+        self.sessions = sessions
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
         let start = ContinuousClock.now
         let response: Response
         do {
@@ -255,9 +266,9 @@ struct ProxyHandler: Sendable {
         }
     }
 
-    static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
+    package static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
     static let appHeader = HTTPField.Name("X-SMP-APPID")!
-    static let deviceHeader = HTTPField.Name("X-SMP-DEVICEID")!
+    package static let deviceHeader = HTTPField.Name("X-SMP-DEVICEID")!
 
     /// For a call without `X-SMP-APPCID`: with `X-SMP-APPID` (a configured app) and
     /// `X-SMP-DEVICEID`, which SAP SDK clients send on every call, the signed-in user's one
@@ -291,7 +302,7 @@ struct ProxyHandler: Sendable {
     /// `DeviceId` the call names (SAP SDK clients send no device type or model on data calls).
     private func registerImplicitly(deviceID: String, app: AppConfiguration, user: AuthenticatedUser,
                                     client: String?) async throws(Refusal) -> String {
-        let device = try RegistrationRoutes.deviceDetails(from: ["DeviceId": .string(deviceID)], existing: DeviceDetails())
+        let device = try DeviceFields.read(["DeviceId": .string(deviceID)], existing: DeviceDetails())
         let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Result<Onboarding, Refusal> in
             if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
                 return .failure(Refusal.userBlocked(block.kind))
@@ -307,13 +318,13 @@ struct ProxyHandler: Sendable {
             throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
                           "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
         case .deviceHeld(let held):
-            throw RegistrationRoutes.held(held, "this device cannot onboard again")
+            throw DeviceFields.held(held, "this device cannot onboard again")
         }
     }
 
     /// `X-SMP-APPCID` from the header, else from the cookie of that name Midtier set at
     /// onboarding.
-    static func registrationID(of request: Request) -> String? {
+    package static func registrationID(of request: Request) -> String? {
         let headers = request.headers[values: Self.registrationHeader]
         guard headers.allSatisfy({ $0.utf8.elementsEqual(headers[0].utf8) }) else { return nil }
         if let header = headers.first, !header.isEmpty { return header }

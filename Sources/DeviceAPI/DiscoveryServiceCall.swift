@@ -1,3 +1,4 @@
+import DeviceProxy
 import MidtierCore
 import MidtierHTTP
 

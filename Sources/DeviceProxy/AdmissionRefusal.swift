@@ -4,7 +4,7 @@ import Registrations
 extension Admission {
     /// The device API's answer when a registration may not call: the same for the proxy and
     /// every device route that acts for a registration (docs/device-api.md, the refusals).
-    func refuseUnlessAdmitted() throws(Refusal) {
+    package func refuseUnlessAdmitted() throws(Refusal) {
         switch self {
         case .admitted: return
         case .unknown: throw .forbidden("the registration id is not known")

@@ -20,11 +20,11 @@ package final class Runtime: Sendable {
     package let exchanges: [String: SAMLBearerExchange]
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
-    let basicAuthenticator: BasicAuthenticator
+    package let basicAuthenticator: BasicAuthenticator
     /// Where and how to forward, by destination name (with its URL rewriter).
     let upstreams: [String: UpstreamDestination]
     /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
-    let jwtAuthenticators: [String: JWTAuthenticator]
+    package let jwtAuthenticators: [String: JWTAuthenticator]
     /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
     let publicScheme: String
     let publicHost: String
@@ -80,7 +80,7 @@ package final class Runtime: Sendable {
 
     /// Authenticates a device of `app` (docs/identity.md): Basic against `users.json` for a
     /// basic app, a bearer JWT of the app's issuer and audience for a jwt app.
-    func authenticate(_ request: Request, app: AppConfiguration, client: String?) async throws(Refusal) -> AuthenticatedUser {
+    package func authenticate(_ request: Request, app: AppConfiguration, client: String?) async throws(Refusal) -> AuthenticatedUser {
         switch app.authentication {
         case .basic:
             switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
@@ -101,7 +101,7 @@ package final class Runtime: Sendable {
     /// the jwt apps of the issuer it claims (its signature, audience and the rest checked by
     /// them). The refusal depends on the request alone — its credentials and `X-SMP-APPID` —,
     /// never on whether a registration id exists.
-    func authenticateInAnyRealm(_ request: Request, client: String?) async throws(Refusal) -> AuthenticatedUser {
+    package func authenticateInAnyRealm(_ request: Request, client: String?) async throws(Refusal) -> AuthenticatedUser {
         let authorization = request.headers[.authorization]
         guard let authorization, !authorization.isEmpty else {
             throw Refusal(.unauthorized, code: "UNAUTHORIZED", AuthenticationFailure.missingCredentials.description,
@@ -117,7 +117,7 @@ package final class Runtime: Sendable {
     }
 
     /// A bearer JWT (`Bearer <token>`), checked by the jwt apps of the issuer it claims.
-    func authenticateBearer(_ authorization: String) async throws(Refusal) -> AuthenticatedUser {
+    package func authenticateBearer(_ authorization: String) async throws(Refusal) -> AuthenticatedUser {
         let issuer = JWTAuthenticator.claimedIssuer(authorization: authorization)
         let candidates = jwtAuthenticators.sorted { $0.key < $1.key }.map(\.value)
             .filter { authenticator in issuer.map { authenticator.settings.issuer.utf8.elementsEqual($0.utf8) } ?? false }
@@ -133,7 +133,7 @@ package final class Runtime: Sendable {
 
     /// The challenge for a request that sent no credentials: the one of the app `X-SMP-APPID`
     /// names, else both schemes Midtier accepts.
-    func challenge(for request: Request) -> String {
+    package func challenge(for request: Request) -> String {
         if let appID = request.headers[HTTPField.Name("X-SMP-APPID")!], let app = configuration.apps[appID] {
             if case .jwt = app.authentication { return Refusal.bearerChallenge }
             return Refusal.basicChallenge
@@ -142,7 +142,7 @@ package final class Runtime: Sendable {
     }
 
     /// The refusal for a failed Basic sign-in: 401, or 429/503 with `Retry-After`.
-    static func refusal(_ failure: AuthenticationFailure) -> Refusal {
+    package static func refusal(_ failure: AuthenticationFailure) -> Refusal {
         switch failure {
         case .throttled(let seconds): .tooManySignIns(failure.description, retryAfter: seconds)
         case .busy(let seconds): .signInBusy(failure.description, retryAfter: seconds)
@@ -152,7 +152,7 @@ package final class Runtime: Sendable {
 
     /// The back-end user name for `user` at `destination`: the `userIdSource` attribute, or the
     /// user id when none is set.
-    func backendUser(_ user: AuthenticatedUser, destination: DestinationConfiguration) -> String? {
+    package func backendUser(_ user: AuthenticatedUser, destination: DestinationConfiguration) -> String? {
         guard let source = destination.userIdSource else { return user.id }
         return user.attributes[source]
     }

@@ -1,4 +1,5 @@
 import DeviceAuthentication
+import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -75,7 +76,7 @@ struct RegistrationRoutes: Sendable {
                 throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
                               "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
             case .deviceHeld(let held):
-                throw Self.held(held, "this device cannot onboard again")
+                throw DeviceFields.held(held, "this device cannot onboard again")
             }
         } catch let refusal as Refusal {
             throw refusal
@@ -138,9 +139,9 @@ struct RegistrationRoutes: Sendable {
                 case .notFound:
                     throw notFound
                 case .deviceHeld(let held) where UserIdentity.sameBytes(held.id, id):
-                    throw Self.held(held, "its device fields cannot change")
+                    throw DeviceFields.held(held, "its device fields cannot change")
                 case .deviceHeld(let held):
-                    throw Self.held(held, "no other registration can take its DeviceId")
+                    throw DeviceFields.held(held, "no other registration can take its DeviceId")
                 }
             }
         } catch let refusal as Refusal {
@@ -212,18 +213,6 @@ struct RegistrationRoutes: Sendable {
         return entity(sample, app: app, version: "v1", publicURL: "")
     }
 
-    /// The refusal while the user's registration `held` of a device is locked or wiped
-    /// (docs/identity.md, "The same device"): the proxy's answer for that state, and what the
-    /// device cannot do until an admin acts.
-    static func held(_ held: Registration, _ consequence: String) -> Refusal {
-        switch held.state {
-        case .wiped:
-            .forbidden("registration \(held.id) of this device is wiped: \(consequence) unless an admin deletes it", messageCode: "TRAFFIC_REG_WIPED")
-        case .locked, .active:
-            .forbidden("registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
-        }
-    }
-
     /// `; Secure` when devices reach Midtier over https.
     private var cookieSecurity: String {
         runtime.current.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
@@ -262,60 +251,8 @@ struct RegistrationRoutes: Sendable {
                 object = inner
             }
         }
-        return try deviceDetails(from: object, existing: existing)
+        return try DeviceFields.read(object, existing: existing)
     }
-
-    /// The one reading of the device fields, whichever format they came in.
-    static func deviceDetails(from object: [String: JSONValue], existing: DeviceDetails) throws(Refusal) -> DeviceDetails {
-        var device = existing
-        let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
-            ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),
-            ("ApnsDeviceToken", \.apnsDeviceToken), ("AndroidGcmRegistrationId", \.androidGcmRegistrationId),
-        ]
-        for (name, keyPath) in fields {
-            switch object[name] {
-            case nil, .null?:
-                continue
-            case .string(let text)?:
-                try checkStoredText(text, name)
-                device[keyPath: keyPath] = text
-            default:
-                throw .badRequest("\(name) must be a string")
-            }
-        }
-        for (name, isBoolean) in detailFields {
-            switch object[name] {
-            case nil, .null?:
-                continue
-            case .bool(let value)? where isBoolean:
-                device.details[name] = String(value)
-            case .string(let text)? where isBoolean && ["true", "false"].contains(text.lowercased()):
-                device.details[name] = text.lowercased()
-            case .string(let text)? where !isBoolean:
-                try checkStoredText(text, name)
-                device.details[name] = text
-            default:
-                throw .badRequest(isBoolean ? "\(name) must be true or false" : "\(name) must be a string")
-            }
-        }
-        return device
-    }
-
-    /// A device's text field as the store keeps it: at most 4096 bytes, no control characters
-    /// (docs/identity.md, "Stored text").
-    private static func checkStoredText(_ text: String, _ name: String) throws(Refusal) {
-        guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
-        guard !StoredText.hasControlCharacters(text) else { throw .badRequest("\(name) contains control characters") }
-    }
-
-    /// The Connection entity's other writable fields SAP's registration `$metadata` has, and
-    /// whether each is a boolean (else a string). Kept in `Registration.details`.
-    static let detailFields: [(name: String, isBoolean: Bool)] = [
-        ("DeviceSubType", false), ("ApnsPushEnable", true), ("AndroidGcmPushEnabled", true), ("WnsChannelURI", false),
-        ("PushGroup", false), ("UserLocale", false), ("TimeZone", false), ("Email", false),
-        ("CustomCustom1", false), ("CustomCustom2", false), ("CustomCustom3", false), ("CustomCustom4", false),
-        ("ApplicationVersion", false),
-    ]
 
     static func entityURI(_ registration: Registration, version: String, publicURL: String) -> String {
         "\(publicURL)/odata/applications/\(version)/\(registration.appId)/Connections('\(registration.id.replacingOccurrences(of: "'", with: "''"))')"
@@ -326,7 +263,7 @@ struct RegistrationRoutes: Sendable {
     /// its `passwordPolicy`, `UploadLogs` from `logSettings.logEnabled`).
     static func entity(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String) -> [String: Any] {
         var entity = storedFields(registration, policy: app.blockWipingPolicy, version: version, publicURL: publicURL)
-        for (name, isBoolean) in detailFields {
+        for (name, isBoolean) in DeviceFields.detailFields {
             let value = registration.details[name]
             entity[name] = isBoolean ? (value == "true") as Any : (value ?? "") as Any
         }

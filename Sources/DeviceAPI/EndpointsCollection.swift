@@ -1,3 +1,4 @@
+import DeviceProxy
 import MidtierCore
 
 /// The registration service's `Endpoints` collection (docs/device-api.md, "Destinations"): the

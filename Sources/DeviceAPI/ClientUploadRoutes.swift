@@ -1,5 +1,6 @@
 import ClientUploads
 import DeviceAuthentication
+import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,3 +1,4 @@
+import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird

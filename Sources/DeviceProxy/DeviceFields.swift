@@ -1,0 +1,72 @@
+import MidtierCore
+import MidtierHTTP
+import Registrations
+
+/// The device fields of a registration (SAP's Connection entity, docs/device-api.md,
+/// "Onboarding"), read one way whether they come in a Connections body or an implicit
+/// registration, and the answer while a device is held by a lock or a wipe.
+package enum DeviceFields {
+    /// The one reading of the device fields, whichever format they came in.
+    package static func read(_ object: [String: JSONValue], existing: DeviceDetails) throws(Refusal) -> DeviceDetails {
+        var device = existing
+        let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
+            ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),
+            ("ApnsDeviceToken", \.apnsDeviceToken), ("AndroidGcmRegistrationId", \.androidGcmRegistrationId),
+        ]
+        for (name, keyPath) in fields {
+            switch object[name] {
+            case nil, .null?:
+                continue
+            case .string(let text)?:
+                try checkStoredText(text, name)
+                device[keyPath: keyPath] = text
+            default:
+                throw .badRequest("\(name) must be a string")
+            }
+        }
+        for (name, isBoolean) in detailFields {
+            switch object[name] {
+            case nil, .null?:
+                continue
+            case .bool(let value)? where isBoolean:
+                device.details[name] = String(value)
+            case .string(let text)? where isBoolean && ["true", "false"].contains(text.lowercased()):
+                device.details[name] = text.lowercased()
+            case .string(let text)? where !isBoolean:
+                try checkStoredText(text, name)
+                device.details[name] = text
+            default:
+                throw .badRequest(isBoolean ? "\(name) must be true or false" : "\(name) must be a string")
+            }
+        }
+        return device
+    }
+
+    /// A device's text field as the store keeps it: at most 4096 bytes, no control characters
+    /// (docs/identity.md, "Stored text").
+    private static func checkStoredText(_ text: String, _ name: String) throws(Refusal) {
+        guard text.utf8.count <= 4096 else { throw .badRequest("\(name) is longer than 4096 bytes") }
+        guard !StoredText.hasControlCharacters(text) else { throw .badRequest("\(name) contains control characters") }
+    }
+
+    /// The Connection entity's other writable fields SAP's registration `$metadata` has, and
+    /// whether each is a boolean (else a string). Kept in `Registration.details`.
+    package static let detailFields: [(name: String, isBoolean: Bool)] = [
+        ("DeviceSubType", false), ("ApnsPushEnable", true), ("AndroidGcmPushEnabled", true), ("WnsChannelURI", false),
+        ("PushGroup", false), ("UserLocale", false), ("TimeZone", false), ("Email", false),
+        ("CustomCustom1", false), ("CustomCustom2", false), ("CustomCustom3", false), ("CustomCustom4", false),
+        ("ApplicationVersion", false),
+    ]
+
+    /// The refusal while the user's registration `held` of a device is locked or wiped
+    /// (docs/identity.md, "The same device"): the proxy's answer for that state, and what the
+    /// device cannot do until an admin acts.
+    package static func held(_ held: Registration, _ consequence: String) -> Refusal {
+        switch held.state {
+        case .wiped:
+            .forbidden("registration \(held.id) of this device is wiped: \(consequence) unless an admin deletes it", messageCode: "TRAFFIC_REG_WIPED")
+        case .locked, .active:
+            .forbidden("registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
+        }
+    }
+}
