@@ -165,7 +165,7 @@ let package = Package(
         .target(
             name: "MidtierHTTP",
             dependencies: [
-                "MidtierStore", "MidtierCore",
+                "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

@@ -1,6 +1,6 @@
 import Hummingbird
 import Logging
-import MidtierStore
+import MidtierCore
 
 /// The one translation of errors into answers on Midtier's own routes (docs/device-api.md,
 /// "Refusals"): a `Refusal` renders itself; the router's own errors (no such path, a method a

@@ -1,8 +1,7 @@
-import MidtierCore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MidtierStore
+import MidtierCore
 
 /// A refusal as the device sees it (docs/device-api.md, "Refusals"): a status, an OData v2 error body
 /// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the

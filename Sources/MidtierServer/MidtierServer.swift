@@ -12,6 +12,7 @@ import DeviceProxy
 import MidtierCore
 import MidtierHTTP
 import MidtierMetrics
+import MidtierStore
 import NIOCore
 import Registrations
 import SAMLSigning

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdTesting
 import HTTPTypes
 import Logging
+import MidtierCore
 import MidtierHTTP
 import MidtierStore
 import Testing

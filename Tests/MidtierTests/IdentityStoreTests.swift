@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import Synchronization
 import MidtierCore
+import MidtierStore
 import Registrations
 import Testing
 

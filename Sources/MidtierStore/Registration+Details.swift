@@ -1,0 +1,18 @@
+import Foundation
+import MidtierCore
+
+extension Registration {
+    /// `details` as stored: a JSON object of strings.
+    var detailsText: String {
+        guard !details.isEmpty, let data = try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `details` from its stored text (nothing from text that is not a JSON object of strings).
+    static func details(from text: String) -> [String: String] {
+        guard case .success(let object) = StrictJSON.object(Array(text.utf8)) else { return [:] }
+        return object.compactMapValues { value in
+            if case .string(let text) = value { text } else { nil }
+        }
+    }
+}
