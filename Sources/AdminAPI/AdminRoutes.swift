@@ -26,7 +26,7 @@ package struct AdminRoutes: Sendable {
         self.authenticator = authenticator
     }
 
-    typealias Handler = @Sendable (Request, MidtierRequestContext, Actor) async throws(Refusal) -> Response
+    typealias Handler = @Sendable (Request, MidtierRequestContext, AuditActor) async throws(Refusal) -> Response
 
     package func add(to router: Router<MidtierRequestContext>) {
         var routes: [(method: HTTPRequest.Method, path: String, handler: Handler)] = [
@@ -73,7 +73,7 @@ package struct AdminRoutes: Sendable {
             case .failure(.busy(let seconds)):
                 throw Refusal.signInBusy("too many admin tokens are being checked; try again in \(seconds) s", retryAfter: seconds)
             }
-            return try await handler(request, context, Actor(name: admin, source: context.clientIP ?? ""))
+            return try await handler(request, context, AuditActor(name: admin, source: context.clientIP ?? ""))
         }
     }
 
@@ -103,7 +103,7 @@ package struct AdminRoutes: Sendable {
 
     // MARK: Users and blocks
 
-    private func getUser(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func getUser(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let record = try await administration.user(try user(request, context))
         // The user's Storage service documents, sizes only (docs/device-api.md, "User and device storage").
         let storage: [StorageEntry]
@@ -120,7 +120,7 @@ package struct AdminRoutes: Sendable {
                                         }])
     }
 
-    private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let user = try user(request, context)
         let body = try await Self.jsonObject(request, context)
         guard case .string(let type)? = body["type"], let kind = UserBlock.Kind(rawValue: type) else {
@@ -139,14 +139,14 @@ package struct AdminRoutes: Sendable {
         return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(outcome.block), "seen": outcome.seen])
     }
 
-    private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         try await administration.unblock(try user(request, context), by: actor)
         return Response(status: .noContent)
     }
 
     // MARK: Registrations
 
-    private func listRegistrations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func listRegistrations(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         var filter = RegistrationFilter()
         let realm = try query(request, "realm")
         if let user = try query(request, "user") { filter.user = UserIdentity(realm: realm ?? UserIdentity.localRealm, id: user) }
@@ -159,28 +159,28 @@ package struct AdminRoutes: Sendable {
         return AdminJSON.response(.ok, ["registrations": found.map(AdminJSON.registration)])
     }
 
-    private func getRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func getRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let found = try await administration.registration(id: try parameter(context, "id"))
         return AdminJSON.response(.ok, AdminJSON.registration(found))
     }
 
-    private func apply(_ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func apply(_ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let registration = try await administration.apply(action, to: try parameter(context, "id"), by: actor)
         return AdminJSON.response(.ok, AdminJSON.registration(registration))
     }
 
-    private func deleteRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func deleteRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         try await administration.delete(id: try parameter(context, "id"), by: actor)
         return Response(status: .noContent)
     }
 
     // MARK: Destinations, configuration, tokens, audit
 
-    private func listDestinations(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func listDestinations(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         AdminJSON.response(.ok, ["destinations": administration.destinationSummaries().map(AdminJSON.destination)])
     }
 
-    private func reloadConfiguration(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func reloadConfiguration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         switch await administration.reload(actor) {
         case .reloaded(let apps, let destinations, let users):
             return AdminJSON.response(.ok, ["status": "reloaded", "apps": apps, "destinations": destinations, "users": users])
@@ -192,13 +192,13 @@ package struct AdminRoutes: Sendable {
         }
     }
 
-    private func purgeTokens(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func purgeTokens(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let user = try user(request, context)
         let purged = try await administration.purgeTokens(of: user, by: actor)
         return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "purged": purged])
     }
 
-    private func listAudit(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    private func listAudit(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let query = request.uri.queryParameters
         var since: Int64 = 0
         if let text = query["since"].map(String.init), !text.isEmpty {

@@ -22,7 +22,7 @@ package struct Administration: Sendable {
     package let localUserIDs: @Sendable () -> [String]
     /// The JWT issuers of the apps in force: the realms besides `users.json` (docs/identity.md).
     package let realms: @Sendable () -> [String]
-    package let reload: @Sendable (Actor) async -> ReloadOutcome
+    package let reload: @Sendable (AuditActor) async -> ReloadOutcome
     let logger: Logger
 
     /// The longest block reason, in bytes.
@@ -30,7 +30,7 @@ package struct Administration: Sendable {
 
     package init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
                 knownUser: @escaping @Sendable (UserIdentity) -> Bool, localUserIDs: @escaping @Sendable () -> [String],
-                realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (Actor) async -> ReloadOutcome,
+                realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (AuditActor) async -> ReloadOutcome,
                 logger: Logger) {
         self.registrations = registrations
         self.tokens = tokens
@@ -77,7 +77,7 @@ package struct Administration: Sendable {
     /// `maximumReasonBytes` bytes. `404` for a user nobody can sign in as (docs/admin.md): a
     /// `users.json` id that is not there, or a realm no app names, unless Midtier already holds
     /// a block or a registration of that user.
-    package func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: Actor) async throws(Refusal) -> BlockOutcome {
+    package func block(_ user: UserIdentity, kind: UserBlock.Kind, reason: String, by actor: AuditActor) async throws(Refusal) -> BlockOutcome {
         guard reason.utf8.count <= Self.maximumReasonBytes else {
             throw .badRequest("reason must be a string of at most \(Self.maximumReasonBytes) bytes")
         }
@@ -130,7 +130,7 @@ package struct Administration: Sendable {
     }
 
     /// Lifts `user`'s block; `404` when there is none.
-    package func unblock(_ user: UserIdentity, by actor: Actor) async throws(Refusal) {
+    package func unblock(_ user: UserIdentity, by actor: AuditActor) async throws(Refusal) {
         let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
         let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
         guard removed else { throw .notFound("user \(user) is not blocked") }
@@ -139,7 +139,7 @@ package struct Administration: Sendable {
 
     /// Drops `user`'s cached tokens here, and through the store on every instance sharing it.
     /// Returns how many this instance held.
-    package func purgeTokens(of user: UserIdentity, by actor: Actor) async throws(Refusal) -> Int {
+    package func purgeTokens(of user: UserIdentity, by actor: AuditActor) async throws(Refusal) -> Int {
         let purged = tokens.remove(user: user)
         let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
                                detail: "\(purged) token(s)", source: actor.source)
@@ -181,7 +181,7 @@ package struct Administration: Sendable {
 
     /// Locks, unlocks or wipes `id`; `404` when there is none, `409` for a wiped one that is
     /// to be locked or unlocked.
-    package func apply(_ action: RegistrationAction, to id: String, by actor: Actor) async throws(Refusal) -> Registration {
+    package func apply(_ action: RegistrationAction, to id: String, by actor: AuditActor) async throws(Refusal) -> Registration {
         guard RegistrationService.isAcceptableID(id) else { throw Self.noRegistration(id) }
         switch try await store({ () async throws(StoreError) in try await registrations.apply(action, to: id, by: actor) }) {
         case .changed(let registration):
@@ -196,7 +196,7 @@ package struct Administration: Sendable {
 
     /// Deletes `id` (whatever its state; the id is never handed out again); `404` when there is
     /// none.
-    package func delete(id: String, by actor: Actor) async throws(Refusal) {
+    package func delete(id: String, by actor: AuditActor) async throws(Refusal) {
         guard RegistrationService.isAcceptableID(id) else { throw Self.noRegistration(id) }
         switch try await store({ () async throws(StoreError) in try await registrations.delete(id: id, by: actor) }) {
         case .deleted:

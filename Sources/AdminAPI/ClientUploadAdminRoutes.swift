@@ -11,13 +11,13 @@ import Registrations
 extension AdminRoutes {
     static let clientUploadPageSize = 100
 
-    func listClientLogs(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    func listClientLogs(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let query = try Self.clientUploadQuery(.log, request)
         let page = try await administration.clientLogs(query)
         return AdminJSON.response(.ok, ["entries": page.records.map(Self.logEntry), "next": page.next.map { $0 as Any } ?? NSNull()])
     }
 
-    func listClientUsage(_ request: Request, _ context: MidtierRequestContext, _ actor: Actor) async throws(Refusal) -> Response {
+    func listClientUsage(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let query = try Self.clientUploadQuery(.usage, request)
         let page = try await administration.clientUsage(query)
         return AdminJSON.response(.ok, ["reports": page.uploads.map(Self.usageReport), "next": page.next.map { $0 as Any } ?? NSNull()])

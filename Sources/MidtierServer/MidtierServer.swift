@@ -107,7 +107,7 @@ package final class MidtierServer: Sendable {
     /// Loads the configuration directory again and swaps it in whole; on any problem the old
     /// configuration stays in force. Addresses and the store are read at startup only.
     /// Cached tokens are dropped, since destinations or user mappings may have changed.
-    package func reload(by actor: Actor) async -> ReloadOutcome {
+    package func reload(by actor: AuditActor) async -> ReloadOutcome {
         let outcome: ReloadOutcome
         if let configurationDirectory {
             do {
@@ -380,7 +380,7 @@ struct HangupReloader: Service {
     func run() async throws {
         let signals = await UnixSignalsSequence(trapping: .sighup)
         for await _ in signals.cancelOnGracefulShutdown() {
-            _ = await server.reload(by: Actor(name: "system", source: "SIGHUP"))
+            _ = await server.reload(by: AuditActor(name: "system", source: "SIGHUP"))
         }
     }
 }

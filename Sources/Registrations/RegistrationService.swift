@@ -64,20 +64,6 @@ package enum RegistrationAction: String, Sendable, CaseIterable {
     }
 }
 
-/// Who made a change and from where, for the audit trail.
-package struct Actor: Sendable, Equatable {
-    /// `admin#<n>`, `user:<id>` or `system`.
-    package var name: String
-    /// The client address.
-    package var source: String
-    package init(name: String, source: String = "") {
-        self.name = name
-        self.source = source
-    }
-    package static func user(_ user: UserIdentity, source: String) -> Actor { Actor(name: "user:\(user)", source: source) }
-    package static let system = Actor(name: "system")
-}
-
 /// The result of onboarding a device.
 package enum Onboarding: Sendable, Equatable {
     case registered(Registration)
@@ -270,7 +256,7 @@ package struct RegistrationService: Sendable {
     }
 
     /// Deletes a registration whatever its state (admin API).
-    package func delete(id: String, by actor: Actor) async throws(StoreError) -> DeleteOutcome {
+    package func delete(id: String, by actor: AuditActor) async throws(StoreError) -> DeleteOutcome {
         let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
         let outcome = try await store.delete(id: id, allowedFrom: Set(Registration.State.allCases), audit: audit)
         if case .deleted = outcome { sessionsEnded(id) }
@@ -278,7 +264,7 @@ package struct RegistrationService: Sendable {
     }
 
     /// Locks, unlocks or wipes a registration, with an audit entry in the same transaction.
-    package func apply(_ action: RegistrationAction, to id: String, by actor: Actor, detail: String = "") async throws(StoreError) -> StateTransition {
+    package func apply(_ action: RegistrationAction, to id: String, by actor: AuditActor, detail: String = "") async throws(StoreError) -> StateTransition {
         let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
                                detail: detail, source: actor.source)
         let result = try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)

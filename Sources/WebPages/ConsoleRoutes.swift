@@ -85,7 +85,7 @@ package struct ConsoleRoutes: Sendable {
         let cookie: String
         let csrf: String
         let notice: String?
-        let actor: Actor
+        let actor: AuditActor
     }
 
     package func add(to router: Router<MidtierRequestContext>) {
@@ -144,7 +144,7 @@ package struct ConsoleRoutes: Sendable {
                 return nil
             }
             return SignedIn(admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: session.notice,
-                            actor: Actor(name: session.subject, source: context.clientIP ?? ""))
+                            actor: AuditActor(name: session.subject, source: context.clientIP ?? ""))
         }
     }
 

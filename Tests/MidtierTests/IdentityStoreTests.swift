@@ -53,12 +53,12 @@ import Testing
             // retired too.
             guard case .registered(let locked) = try await service.register(app: "demo", user: alice, requestedID: "lockme",
                                                                              device: DeviceDetails(), source: "") else { Issue.record("no registration"); return }
-            _ = try await service.apply(.lock, to: locked.id, by: Actor(name: "admin#1"))
+            _ = try await service.apply(.lock, to: locked.id, by: AuditActor(name: "admin#1"))
             #expect(ended.ids.last == "lockme", "locking ends the back-end sessions")
             #expect(try await service.delete(id: "lockme", user: alice, app: "demo", source: "") == .refused(current: .locked))
-            _ = try await service.apply(.wipe, to: locked.id, by: Actor(name: "admin#1"))
+            _ = try await service.apply(.wipe, to: locked.id, by: AuditActor(name: "admin#1"))
             #expect(try await service.delete(id: "lockme", user: alice, app: "demo", source: "") == .refused(current: .wiped))
-            guard case .deleted = try await service.delete(id: "lockme", by: Actor(name: "admin#1")) else { Issue.record("admin delete failed"); return }
+            guard case .deleted = try await service.delete(id: "lockme", by: AuditActor(name: "admin#1")) else { Issue.record("admin delete failed"); return }
             guard case .registered(let again) = try await service.register(app: "demo", user: alice, requestedID: "lockme",
                                                                             device: DeviceDetails(), source: "") else { Issue.record("no registration"); return }
             #expect(again.id != "lockme")
