@@ -132,25 +132,58 @@ package enum ClientUploadCursorText {
 }
 
 extension Administration {
+    /// The most bytes of device text (messages, reports) one page carries: a page stops early
+    /// (with a `next`) rather than hold hundreds of large reports in memory at once. A page
+    /// always holds at least one item.
+    package static let clientUploadPageBytes = 8 << 20
+    /// How many items are read from the store at a time while a page is filled.
+    static let clientUploadBatch = 50
+
     /// A page of log entries newest first, and the cursor of the next page (nil on the last).
     package func clientLogs(_ query: ClientUploadQuery) async throws(Refusal) -> (records: [ClientLogRecord], next: String?) {
         let store = registrations.store
-        var found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await store.clientLogs(matching: query.filter, after: query.cursor, limit: query.limit + 1)
+        let page = try await clientUploadPage(query, size: { $0.entry.message.utf8.count + $0.entry.location.utf8.count + $0.entry.source.utf8.count },
+                                              cursor: ClientUploadCursorText.cursor(after:)) { after, limit throws(Refusal) in
+            try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await store.clientLogs(matching: query.filter, after: after, limit: limit)
+            }
         }
-        guard found.count > query.limit else { return (found, nil) }
-        found.removeLast(found.count - query.limit)
-        return (found, found.last.map { ClientUploadCursorText.encode(ClientUploadCursorText.cursor(after: $0), .log) })
+        return (page.items, page.next.map { ClientUploadCursorText.encode($0, .log) })
     }
 
     /// A page of usage reports newest first, and the cursor of the next page (nil on the last).
     package func clientUsage(_ query: ClientUploadQuery) async throws(Refusal) -> (uploads: [ClientUpload], next: String?) {
         let store = registrations.store
-        var found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await store.clientUploads(.usage, matching: query.filter, after: query.cursor, limit: query.limit + 1)
+        let page = try await clientUploadPage(query, size: { $0.report.utf8.count }, cursor: ClientUploadCursorText.cursor(after:)) {
+            after, limit throws(Refusal) in
+            try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await store.clientUploads(.usage, matching: query.filter, after: after, limit: limit)
+            }
         }
-        guard found.count > query.limit else { return (found, nil) }
-        found.removeLast(found.count - query.limit)
-        return (found, found.last.map { ClientUploadCursorText.encode(ClientUploadCursorText.cursor(after: $0), .usage) })
+        return (page.items, page.next.map { ClientUploadCursorText.encode($0, .usage) })
+    }
+
+    /// Up to `query.limit` items and `clientUploadPageBytes` bytes, read in batches; `next` is
+    /// the cursor after the last item when at least one more is there.
+    private func clientUploadPage<Item>(_ query: ClientUploadQuery, size: (Item) -> Int, cursor: (Item) -> ClientUploadCursor,
+                                        fetch: (ClientUploadCursor?, Int) async throws(Refusal) -> [Item])
+        async throws(Refusal) -> (items: [Item], next: ClientUploadCursor?) {
+        var items: [Item] = []
+        var bytes = 0
+        var after = query.cursor
+        while true {
+            let asked = min(query.limit - items.count + 1, Self.clientUploadBatch)
+            let batch = try await fetch(after, asked)
+            for item in batch {
+                let itemBytes = size(item)
+                if items.count == query.limit || (!items.isEmpty && bytes + itemBytes > Self.clientUploadPageBytes) {
+                    return (items, items.last.map(cursor))
+                }
+                items.append(item)
+                bytes += itemBytes
+            }
+            guard batch.count == asked, let last = batch.last else { return (items, nil) }
+            after = cursor(last)
+        }
     }
 }

@@ -209,6 +209,20 @@ import Testing
                 #expect(reply.status == 400 && reply.errorMessage == message, "\(query): \(reply.status) \(reply.text)")
             }
             #expect(try await env.admin(.GET, "/admin/v1/client-usage", token: nil).status == 401)
+
+            // Large reports: a page stops at 8 MiB of them (at least one), with a next.
+            try await Self.register(env, "reg-big", Self.alice)
+            let big = #"{"blob":""# + String(repeating: "x", count: 3 << 20) + #""}"#
+            for n in 0..<3 {
+                try await Self.save(env, ClientUpload(id: "big-\(n)", kind: .usage, app: "demo", user: Self.alice, registration: "reg-big",
+                                                      deviceId: "", receivedAt: 40_000 + Int64(n), size: big.utf8.count, report: big))
+            }
+            let heavy = try await env.admin(.GET, "/admin/v1/client-usage?registration=reg-big&limit=500")
+            #expect((heavy.json["reports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["big-2", "big-1"])
+            let heavyNext = try #require(heavy.json["next"] as? String, "\(heavy.text.prefix(200))")
+            let rest = try await env.admin(.GET, "/admin/v1/client-usage?registration=reg-big&limit=500&cursor=\(heavyNext)")
+            #expect((rest.json["reports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["big-0"])
+            #expect(rest.json["next"] is NSNull)
         }
     }
 
@@ -218,6 +232,11 @@ import Testing
             // 55 more entries of one upload, for a second page.
             try await Self.save(env, Self.log("up-many", "reg-alice", Self.alice, at: 30_000),
                                 (0..<55).map { Self.entry("up-many", $0, 100_000 + Int64($0), .info, "many \($0)") })
+            // All 62 in one page of the admin API: read from the store in batches of 50.
+            let everything = try await env.admin(.GET, "/admin/v1/client-logs?limit=500")
+            #expect(Self.messages(everything).count == 62 && Self.messages(everything).last == "boot" && everything.json["next"] is NSNull)
+            let fifty = try await env.admin(.GET, "/admin/v1/client-logs?limit=50")
+            #expect(Self.messages(fifty).count == 50 && fifty.json["next"] is String)
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
             do {
                 try await Self.checkConsole(env, client)
