@@ -175,11 +175,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The admin API (adminListen): users, blocks, registrations, tokens, reload, audit.
+        // The admin operations, one set for the admin API and the console (docs/admin.md): users,
+        // blocks, registrations, tokens, reload, client uploads; the admin token check.
+        .target(
+            name: "Administration",
+            dependencies: [
+                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The admin API (adminListen): JSON routes over the admin operations.
         .target(
             name: "AdminAPI",
             dependencies: [
-                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
+                "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -192,7 +203,7 @@ let package = Package(
         .target(
             name: "WebPages",
             dependencies: [
-                "AdminAPI", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
+                "Administration", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -234,7 +245,7 @@ let package = Package(
             name: "MidtierServer",
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "AdminAPI", "MidtierMetrics",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
                 "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -293,7 +304,7 @@ let package = Package(
             name: "MidtierTests",
             dependencies: [
                 "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "AdminAPI",
+                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "Administration", "AdminAPI",
                 "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages", "ClientUploads", "DeviceProxy", "DeviceAPI",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,3 +1,4 @@
+import Administration
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -7,13 +8,6 @@ import MidtierHTTP
 import MidtierStore
 import Registrations
 import TokenExchange
-
-/// What reloading the configuration did.
-package enum ReloadOutcome: Sendable {
-    case reloaded(apps: Int, destinations: Int, users: Int)
-    /// The new files have problems (`file: key: what`); the old configuration stays in force.
-    case rejected([String])
-}
 
 /// The admin API on `adminListen`, described in `docs/admin-api.yaml`: JSON over the
 /// operations of `Administration`. Every call needs `Authorization: Bearer <admin token>`.

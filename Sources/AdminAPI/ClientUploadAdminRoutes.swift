@@ -1,3 +1,4 @@
+import Administration
 import Foundation
 import Hummingbird
 import MidtierCore

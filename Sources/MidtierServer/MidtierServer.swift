@@ -1,4 +1,5 @@
 import AdminAPI
+import Administration
 import AsyncHTTPClient
 import BackendSessions
 import Forwarding

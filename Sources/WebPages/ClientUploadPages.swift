@@ -1,11 +1,10 @@
-import AdminAPI
+import Administration
 import Foundation
 import HTTPTypes
 import Hummingbird
 import MidtierCore
 import MidtierHTTP
 import MidtierStore
-import Mustache
 
 /// The console's "Client logs" and "Usage reports" pages (docs/console.md): what devices
 /// uploaded, newest first, 50 a page, filtered as the admin API filters
@@ -34,7 +33,7 @@ extension ConsoleRoutes {
         }
         values["hasEntries"] = !page.records.isEmpty
         Self.pager(&values, "/console/client-logs", form, cursor: query.cursor, next: page.next)
-        return Self.render("console-client-logs", values)
+        return pages.page("console-client-logs", values)
     }
 
     func clientUsage(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
@@ -52,7 +51,7 @@ extension ConsoleRoutes {
         }
         values["hasReports"] = !page.uploads.isEmpty
         Self.pager(&values, "/console/client-usage", form, cursor: query.cursor, next: page.next)
-        return Self.render("console-client-usage", values)
+        return pages.page("console-client-usage", values)
     }
 
     /// One usage report whole: the one of `registration` received at `at` (ms) with `id`.
@@ -75,7 +74,7 @@ extension ConsoleRoutes {
         shown["deviceId"] = upload.deviceId
         values["report"] = shown
         values["back"] = Self.path("/console/client-usage", [("registration", upload.registration)])
-        return Self.render("console-client-usage-report", values)
+        return pages.page("console-client-usage-report", values)
     }
 
     // MARK: Helpers
@@ -129,40 +128,5 @@ extension ConsoleRoutes {
         return date.formatted(Date.VerbatimFormatStyle(
             format: "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits).\(secondFraction: .fractional(3)) UTC",
             timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
-    }
-
-    // MARK: Rendering
-
-    /// The console's templates with these pages' own. (They would sit in `Templates.all`,
-    /// which another part of the project owns; `Pages` renders that list only.)
-    private static let clientUploadLibrary: MustacheLibrary = {
-        var library = MustacheLibrary()
-        let templates = Templates.all + [
-            ("console-client-upload-filters", Templates.consoleClientUploadFilters),
-            ("console-client-logs", Templates.consoleClientLogs),
-            ("console-client-usage", Templates.consoleClientUsage),
-            ("console-client-usage-report", Templates.consoleClientUsageReport),
-        ]
-        for (name, text) in templates {
-            do {
-                try library.register(text, named: name)
-            } catch {
-                preconditionFailure("template \(name) does not parse: \(error)")
-            }
-        }
-        return library
-    }()
-
-    /// `template` rendered as `Pages.page` renders the others: escaped values, the same
-    /// protective headers.
-    private static func render(_ template: String, _ values: [String: Any]) -> Response {
-        var values = values
-        values["site"] = site
-        values["stylesheet"] = stylesheetPath
-        let html = clientUploadLibrary.render(values, withTemplate: template) ?? ""
-        var headers = HTTPFields()
-        headers[.contentType] = "text/html; charset=utf-8"
-        Pages.protect(&headers)
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
     }
 }

@@ -1,4 +1,4 @@
-import AdminAPI
+import Administration
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -28,6 +28,7 @@ extension Templates {
     .narrow button { margin-top: .8rem; }
     .filters, .inline { display: flex; flex-wrap: wrap; align-items: center; gap: .5rem; margin-bottom: 1rem; }
     table { width: 100%; border-collapse: collapse; background: #fff; border: 1px solid var(--line); }
+    pre { white-space: pre-wrap; overflow-wrap: anywhere; }
     th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: break-word; }
     th { background: #eef1f5; font-weight: 600; white-space: nowrap; }
     .when { white-space: nowrap; }

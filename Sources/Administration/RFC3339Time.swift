@@ -3,10 +3,10 @@
 /// a day that exists in its month, hours to 23, no leap second, an offset up to ±23:59
 /// (Foundation's ISO 8601 parser refuses offsets over 18 hours and takes 30 February,
 /// docs/admin-api.yaml).
-enum RFC3339Time {
+package enum RFC3339Time {
     /// Milliseconds since 1970 (digits of a second below the millisecond are dropped), or nil
     /// for anything else.
-    static func milliseconds(_ text: String) -> Int64? {
+    package static func milliseconds(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         var position = 0
         func number(_ count: Int) -> Int? {
