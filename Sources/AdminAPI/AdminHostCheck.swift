@@ -1,4 +1,4 @@
-import Hummingbird
+package import Hummingbird
 import MidtierHTTP
 
 /// Refuses every request on the admin listener addressed to a host name other than

@@ -1,10 +1,10 @@
-import Administration
+package import Administration
 import Foundation
 import HTTPTypes
-import Hummingbird
+package import Hummingbird
 import Logging
 import MidtierCore
-import MidtierHTTP
+package import MidtierHTTP
 import MidtierStore
 import Registrations
 import TokenExchange

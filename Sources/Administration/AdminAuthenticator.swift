@@ -1,4 +1,4 @@
-import DeviceAuthentication
+package import DeviceAuthentication
 import Dispatch
 import NIOPosix
 import Synchronization

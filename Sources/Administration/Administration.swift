@@ -1,9 +1,11 @@
 import Foundation
-import Logging
-import MidtierCore
-import MidtierHTTP
-import Registrations
-import TokenExchange
+import HTTPTypes
+package import Logging
+package import MidtierCore
+package import MidtierHTTP
+import MidtierStore
+package import Registrations
+package import TokenExchange
 
 /// What an admin can see and do: the one set of operations behind both the admin API (JSON,
 /// `AdminRoutes`) and the web console (HTML, `ConsoleRoutes`), so that a block or a wipe is the

@@ -1,7 +1,8 @@
 import Foundation
 import MidtierCore
-import MidtierHTTP
-import MidtierStore
+package import MidtierHTTP
+package import MidtierStore
+import Registrations
 
 /// What an admin asks of the client logs or usage reports devices uploaded (docs/admin.md,
 /// "Client logs and usage reports"), read from a query: the admin API's and the console's

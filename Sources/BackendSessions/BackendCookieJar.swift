@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import MidtierCore
+package import MidtierCore
 import Synchronization
 
 /// The back ends' session cookies in memory (docs/device-api.md, "Back-end sessions"): per

@@ -1,8 +1,8 @@
 import Foundation
-import Logging
+package import Logging
 import Synchronization
-import MidtierCore
-import MidtierStore
+package import MidtierCore
+package import MidtierStore
 
 /// The back-end sessions of every registration: the cookie jar in memory and, with
 /// `backendSessionKeys` configured, a sealed copy in the store, so that every instance sharing

@@ -1,4 +1,5 @@
-import MidtierStore
+import Foundation
+package import MidtierStore
 
 /// An uploaded log body as SAP's log upload takes it ("zipped data, multipart data or simple
 /// binary data"; docs/device-api.md, "Client logs and usage"), read into entries:

@@ -1,6 +1,6 @@
 import Foundation
 import MidtierCore
-import MidtierStore
+package import MidtierStore
 
 /// SAP's client log format (docs/device-api.md, "Client logs and usage"): one entry per line,
 /// `#Date time#Severity#CorrelationId#Source#Location#Message#`.

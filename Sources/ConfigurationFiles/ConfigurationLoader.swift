@@ -1,5 +1,5 @@
 import Foundation
-import MidtierCore
+package import MidtierCore
 
 /// Loads and validates a configuration directory (docs/configuration.md):
 ///

@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// Something in a configuration that loads but probably does not do what its owner wants:
 /// printed by `midtier check-config` and logged by `midtier serve`, never a reason to refuse

@@ -1,8 +1,8 @@
-import DeviceProxy
-import Hummingbird
-import Logging
-import MidtierHTTP
-import Registrations
+package import DeviceProxy
+package import Hummingbird
+package import Logging
+package import MidtierHTTP
+package import Registrations
 
 /// Midtier's own routes on the device listener (docs/device-api.md): onboarding (the
 /// registration service, `Connections` and `Endpoints`), discovery and settings, the Storage

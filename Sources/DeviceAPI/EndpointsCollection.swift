@@ -1,4 +1,5 @@
 import DeviceProxy
+import Foundation
 import MidtierCore
 
 /// The registration service's `Endpoints` collection (docs/device-api.md, "Destinations"): the

@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import MidtierCore
 import MidtierHTTP
+import MidtierStore
 import Registrations
 
 /// Self-service for a user and their own devices only (docs/device-api.md, "Self-service"):

@@ -2,7 +2,7 @@ import COpenSSL
 import Dispatch
 import Foundation
 import HummingbirdBcrypt
-import MidtierCore
+package import MidtierCore
 import NIOPosix
 import Synchronization
 

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import MidtierCore
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// How loud a JWKS event is; `JWTAuthenticator`'s owner maps it onto its logger.

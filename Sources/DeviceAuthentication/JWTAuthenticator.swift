@@ -1,8 +1,8 @@
-import AsyncHTTPClient
+package import AsyncHTTPClient
 import Dispatch
 import Foundation
 import JWTKit
-import MidtierCore
+package import MidtierCore
 import Synchronization
 
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the

@@ -1,4 +1,4 @@
-import MidtierHTTP
+package import MidtierHTTP
 import Registrations
 
 extension Admission {

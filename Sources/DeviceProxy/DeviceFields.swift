@@ -1,6 +1,6 @@
-import MidtierCore
-import MidtierHTTP
-import Registrations
+package import MidtierCore
+package import MidtierHTTP
+package import Registrations
 
 /// The device fields of a registration (SAP's Connection entity, docs/device-api.md,
 /// "Onboarding"), read one way whether they come in a Connections body or an implicit

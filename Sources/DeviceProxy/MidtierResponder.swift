@@ -1,7 +1,7 @@
 import HTTPTypes
-import Hummingbird
+package import Hummingbird
 import MidtierCore
-import MidtierHTTP
+package import MidtierHTTP
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)
 /// go through a Hummingbird router; every other path is a destination call for the proxy.

@@ -1,16 +1,17 @@
-import BackendSessions
+package import BackendSessions
 import DeviceAuthentication
-import Forwarding
-import HTTPTypes
-import Hummingbird
-import MidtierHTTP
-import Logging
+package import Forwarding
+import Foundation
+package import HTTPTypes
+package import Hummingbird
+package import MidtierHTTP
+package import Logging
 import MetadataPatching
 import MidtierCore
-import MidtierMetrics
+package import MidtierMetrics
 import MidtierStore
-import Registrations
-import TokenExchange
+package import Registrations
+package import TokenExchange
 
 /// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
 /// the request path of Midtier, top to bottom (docs/architecture.md). Each step either refuses

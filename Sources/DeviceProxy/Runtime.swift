@@ -1,15 +1,15 @@
-import AsyncHTTPClient
-import DeviceAuthentication
+package import AsyncHTTPClient
+package import DeviceAuthentication
 import Forwarding
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
-import MidtierHTTP
-import MidtierCore
-import SAMLSigning
+package import Hummingbird
+package import Logging
+package import MidtierHTTP
+package import MidtierCore
+package import SAMLSigning
 import Synchronization
-import TokenExchange
+package import TokenExchange
 
 /// Everything derived from one loaded configuration: the configuration itself, one token
 /// exchange per SAML destination (keys loaded once), and the device authenticator. Built

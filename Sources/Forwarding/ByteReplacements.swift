@@ -1,5 +1,5 @@
 import Foundation
-import NIOCore
+package import NIOCore
 
 /// Byte strings replaced by others wherever they appear in an answer, as it streams: the one
 /// matcher behind URL rewriting (`URLRewriter`) and credential redaction

@@ -1,6 +1,6 @@
-import HTTPTypes
-import Hummingbird
-import Logging
+package import HTTPTypes
+package import Hummingbird
+package import Logging
 import MidtierCore
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,5 @@
 import Foundation
-import NIOCore
+package import NIOCore
 
 /// Rewrites the back end's absolute URLs to the device-facing URL under `/{destination}/`
 /// (docs/forwarding.md, "Answers: URL rewriting"), so that paging (`__next`), navigation

@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// A back end's answer body as it streams, with backpressure: while the device's side has not
 /// taken the buffered parts, Midtier stops reading from the back end (and its clock stops).

@@ -1,6 +1,6 @@
-import NIOCore
-import NIOHTTP1
-import NIOPosix
+package import NIOCore
+package import NIOHTTP1
+package import NIOPosix
 import NIOSSL
 import Synchronization
 

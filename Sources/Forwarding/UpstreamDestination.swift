@@ -1,5 +1,5 @@
 import Foundation
-import MidtierCore
+package import MidtierCore
 import NIOHTTP1
 import NIOSSL
 

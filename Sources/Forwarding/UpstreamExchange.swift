@@ -1,5 +1,5 @@
-import NIOCore
-import NIOHTTP1
+package import NIOCore
+package import NIOHTTP1
 
 /// How a call to a back end failed, as the forwarding connections see it.
 enum UpstreamFailure: Error, Sendable {

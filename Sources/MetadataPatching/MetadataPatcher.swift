@@ -1,5 +1,5 @@
 import CLibXML2
-import MidtierCore
+package import MidtierCore
 
 /// Why a document could not be patched.
 package struct MetadataPatchError: Error, Sendable, CustomStringConvertible {

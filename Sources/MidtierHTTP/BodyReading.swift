@@ -1,4 +1,4 @@
-import Hummingbird
+package import Hummingbird
 
 extension Request {
     /// Reads the whole body of a request to Midtier's own routes (registration, self-service,

@@ -1,5 +1,5 @@
-import MidtierCore
-import NIOCore
+package import MidtierCore
+package import NIOCore
 
 /// What one connection waits for and by when (docs/operations.md, "Slow and idle clients"):
 /// the events of `ConnectionGuard` in, the deadline of the limit that applies now out. No

@@ -1,8 +1,8 @@
-import HummingbirdCore
-import Logging
-import MidtierCore
-import NIOCore
-import NIOHTTPTypes
+package import HummingbirdCore
+package import Logging
+package import MidtierCore
+package import NIOCore
+package import NIOHTTPTypes
 
 /// Closes the connections of clients that are too slow, and refuses connections over
 /// `maxConnectionsPerAddress` (docs/operations.md, "Slow and idle clients"). One per connection

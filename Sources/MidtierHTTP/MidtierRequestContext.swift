@@ -1,5 +1,5 @@
-import Hummingbird
-import NIOCore
+package import Hummingbird
+package import NIOCore
 
 /// Per-request context: Hummingbird's core storage plus the client's address (for
 /// throttling, `X-Forwarded-For` and the audit trail).

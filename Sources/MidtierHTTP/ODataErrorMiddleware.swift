@@ -1,5 +1,5 @@
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 import MidtierCore
 
 /// The one translation of errors into answers on Midtier's own routes (docs/device-api.md,

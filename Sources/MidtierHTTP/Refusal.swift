@@ -1,7 +1,7 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
-import MidtierCore
+package import HTTPTypes
+package import Hummingbird
+package import MidtierCore
 
 /// A refusal as the device sees it (docs/device-api.md, "Refusals"): a status, an OData v2 error body
 /// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the

@@ -1,5 +1,5 @@
-import Logging
-import MidtierCore
+package import Logging
+package import MidtierCore
 
 extension Refusal {
     /// Runs a store operation; a failure is logged and answered 503 (the request can be

@@ -1,5 +1,5 @@
 import CoreMetrics
-import Prometheus
+package import Prometheus
 import Synchronization
 
 /// Midtier's metrics (docs/admin.md, "Metrics"), in Prometheus' text format at `GET /metrics` on

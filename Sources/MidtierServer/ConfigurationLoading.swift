@@ -1,6 +1,6 @@
 import Foundation
-import ConfigurationFiles
-import MidtierCore
+package import ConfigurationFiles
+package import MidtierCore
 import SAMLSigning
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.

@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+package import Logging
 
 /// One JSON object per line on standard error: `{"time":..,"level":..,"label":..,"message":..,
 /// ...metadata}`. Callers never put tokens, assertions, passwords or cookies in metadata.

@@ -1,24 +1,24 @@
 import AdminAPI
-import Administration
-import AsyncHTTPClient
-import BackendSessions
-import Forwarding
+package import Administration
+package import AsyncHTTPClient
+package import BackendSessions
+package import Forwarding
 import DeviceAuthentication
 import Foundation
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 import ConfigurationFiles
 import DeviceAPI
-import DeviceProxy
-import MidtierCore
+package import DeviceProxy
+package import MidtierCore
 import MidtierHTTP
-import MidtierMetrics
-import MidtierStore
+package import MidtierMetrics
+package import MidtierStore
 import NIOCore
-import Registrations
+package import Registrations
 import SAMLSigning
-import ServiceLifecycle
-import TokenExchange
+package import ServiceLifecycle
+package import TokenExchange
 import UnixSignals
 import WebPages
 

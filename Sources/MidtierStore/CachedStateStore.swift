@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 import Synchronization
 
 /// Keeps what the request path reads — registrations and user blocks — in memory in front of

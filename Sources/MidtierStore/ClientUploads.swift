@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// What a device uploads through SAP's client log and client usage services
 /// (docs/device-api.md, "Client logs and usage"): always on behalf of one registration, kept

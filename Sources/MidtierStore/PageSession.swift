@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// A person's session on the pages for people — the web console or the self-service page —
 /// as the store keeps it, so that every instance sharing the store knows it

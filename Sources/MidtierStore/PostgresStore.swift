@@ -1,6 +1,6 @@
 import Foundation
-import Logging
-import MidtierCore
+package import Logging
+package import MidtierCore
 import NIOSSL
 import PostgresNIO
 

@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// The result of inserting a registration.
 package enum InsertOutcome: Sendable, Equatable {

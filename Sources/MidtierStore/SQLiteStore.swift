@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import MidtierCore
+package import MidtierCore
 
 /// The embedded store: one SQLite file in WAL mode through GRDB. Each change is one
 /// transaction with its audit entry, committed with `synchronous=FULL` before it returns, so

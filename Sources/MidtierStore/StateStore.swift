@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// Durable state: registrations, user blocks, and the audit trail. Every write is one
 /// transaction, committed (with its audit entry) before it returns: a change that was

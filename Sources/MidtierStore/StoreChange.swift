@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// A change that every instance sharing a store must apply to what it keeps in memory: a
 /// registration changed or went, a user's block changed, or a user's back-end tokens were

@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// Where one JSON document of the Storage service's `currentuser` or `device` level lives
 /// (docs/device-api.md, "User and device storage"): an app's document of a realm-qualified

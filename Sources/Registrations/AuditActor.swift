@@ -1,4 +1,4 @@
-import MidtierCore
+package import MidtierCore
 
 /// Who made a change and from where, for the audit trail.
 package struct AuditActor: Sendable, Equatable {

@@ -1,5 +1,5 @@
-import MidtierCore
-import MidtierStore
+package import MidtierCore
+package import MidtierStore
 import Synchronization
 
 /// The registrations' last contacts, gathered in memory and written to the store in batches,

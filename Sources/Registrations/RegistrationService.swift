@@ -1,6 +1,6 @@
 import Foundation
-import MidtierCore
-import MidtierStore
+package import MidtierCore
+package import MidtierStore
 
 /// The device-supplied fields of a new or updated registration.
 package struct DeviceDetails: Sendable, Equatable {

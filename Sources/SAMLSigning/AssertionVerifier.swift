@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The claims of an assertion whose signature has been verified.
 package struct VerifiedAssertion: Sendable, Equatable {

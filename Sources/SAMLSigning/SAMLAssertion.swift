@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// XML namespaces and algorithm identifiers used by SAML bearer assertions.
 package enum SAMLNames {

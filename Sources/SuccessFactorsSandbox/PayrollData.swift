@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// The records the sandbox's payroll service answers from: users, their employment, payment
 /// information with bank details, banks, and payroll runs with their items.

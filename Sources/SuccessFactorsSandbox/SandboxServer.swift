@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 import MidtierCore
 import NIOCore
 

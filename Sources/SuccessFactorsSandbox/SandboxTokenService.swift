@@ -1,6 +1,6 @@
-import Foundation
-import MidtierCore
-import SAMLSigning
+package import Foundation
+package import MidtierCore
+package import SAMLSigning
 import Synchronization
 
 /// The sandbox's `/oauth/token` (docs/sandbox.md): the OAuth 2.0 SAML bearer grant as SuccessFactors

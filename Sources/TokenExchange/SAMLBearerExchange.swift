@@ -1,10 +1,10 @@
-import AsyncHTTPClient
+package import AsyncHTTPClient
 import ExtrasBase64
-import Foundation
-import MidtierCore
+package import Foundation
+package import MidtierCore
 import NIOCore
 import NIOHTTP1
-import SAMLSigning
+package import SAMLSigning
 
 /// The OAuth 2.0 SAML bearer grant (RFC 7522) against a SuccessFactors-style `/oauth/token`:
 /// sign an assertion for the user, POST it as a form, read the token from the JSON answer.

@@ -1,5 +1,5 @@
 import Dispatch
-import MidtierCore
+package import MidtierCore
 import Synchronization
 
 /// The in-memory cache of back-end access tokens (docs/identity.md, "Back-end tokens"). Never

@@ -1,11 +1,11 @@
-import Administration
+package import Administration
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
+package import Hummingbird
+package import Logging
 import MidtierCore
-import MidtierHTTP
-import MidtierMetrics
+package import MidtierHTTP
+package import MidtierMetrics
 import Registrations
 
 /// What the console shows about this instance beyond the admin operations.

@@ -1,6 +1,6 @@
 import Foundation
-import Hummingbird
-import MidtierHTTP
+package import Hummingbird
+package import MidtierHTTP
 
 /// The fields of a form a page posted (`application/x-www-form-urlencoded`), read whole, at
 /// most `limit` bytes. A field given twice, a malformed percent-encoding, or another content

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MidtierCore
 import MidtierHTTP
 
 /// An app's onboarding configuration as a file for its developers (docs/console.md,

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import MidtierCore
-import MidtierStore
+package import MidtierCore
+package import MidtierStore
 
 /// Who a page session belongs to, as the store keeps it (a realm and an id).
 package protocol PageSessionSubject: Hashable, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
+package import HTTPTypes
+package import Hummingbird
 import Mustache
 
 /// How the pages for people are answered: HTML from the templates (swift-mustache, which

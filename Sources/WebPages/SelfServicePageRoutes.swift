@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
-import Hummingbird
-import Logging
-import MidtierCore
-import MidtierHTTP
-import Registrations
+package import Hummingbird
+package import Logging
+package import MidtierCore
+package import MidtierHTTP
+import MidtierStore
+package import Registrations
 
 /// How a person signs in to the self-service page: the device API's own sign-in rules
 /// (docs/identity.md), given by the server.

@@ -4,7 +4,9 @@ import Hummingbird
 import Logging
 import ServiceLifecycle
 import MidtierServer
+import SAMLSigning
 import SuccessFactorsSandbox
+import UnixSignals
 
 struct Sandbox: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the SuccessFactors sandbox (token service and payroll OData).")

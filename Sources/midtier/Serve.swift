@@ -7,6 +7,7 @@ import ConfigurationFiles
 import MidtierCore
 import MidtierServer
 import ServiceLifecycle
+import UnixSignals
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the server.")

@@ -1,9 +1,11 @@
 import AsyncHTTPClient
 import Foundation
 import MidtierCore
+import MidtierServer
 import MidtierStore
 import NIOCore
 import NIOHTTP1
+import Registrations
 import Testing
 
 /// Admins list and search the client logs and usage reports devices uploaded, through the

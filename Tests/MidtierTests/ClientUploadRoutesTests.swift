@@ -2,9 +2,11 @@ import AsyncHTTPClient
 import ConfigurationFiles
 import Foundation
 import MidtierCore
+import MidtierServer
 import MidtierStore
 import NIOCore
 import NIOHTTP1
+import Registrations
 import Testing
 import ZIPFoundation
 

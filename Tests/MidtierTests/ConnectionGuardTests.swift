@@ -2,6 +2,7 @@ import Foundation
 import MidtierCore
 import MidtierHTTP
 import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Slow and idle clients (docs/operations.md, "Slow and idle clients"): which limit applies

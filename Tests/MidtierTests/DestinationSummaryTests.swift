@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MidtierCore
+import NIOHTTP1
 import Testing
 
 /// `GET /admin/v1/destinations` and the console's destinations page show a destination's

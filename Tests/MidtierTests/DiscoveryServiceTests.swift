@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import NIOHTTP1
 import Testing
 
 /// SAP's Discovery Service path (docs/device-api.md, "Discovery Service"), as the SDK's

@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import NIOHTTP1
 import Testing
 
 /// The registration service's `Endpoints` collection (docs/device-api.md, "Destinations"), as

@@ -1,5 +1,7 @@
 import Foundation
 import MidtierCore
+import MidtierServer
+import NIOHTTP1
 import Synchronization
 import Testing
 @testable import TokenExchange

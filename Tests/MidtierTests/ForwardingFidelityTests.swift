@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 @testable import Forwarding
 @testable import MetadataPatching
+import NIOHTTP1
 
 /// Back ends' absolute URLs, CSRF sessions and `$metadata` through Midtier, over sockets.
 @Suite struct ForwardingFidelityTests {

@@ -9,6 +9,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 @testable import DeviceAuthentication
+import NIOHTTP1
 
 // MARK: - Keys and tokens, made with the openssl command line (independent of jwt-kit)
 

@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import NIOHTTP1
 import Testing
 
 /// Lock, wipe, block and the offline policy, through real sockets: an admin's decision holds

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MidtierCore
+import NIOHTTP1
 import Testing
 
 /// The console offers each app's onboarding configuration as the `ConfigurationProvider.plist`

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import MidtierCore
+import MidtierStore
 import Registrations
 import NIOHTTP1
 import Testing

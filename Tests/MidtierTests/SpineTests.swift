@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import MidtierCore
 import NIOCore
+import NIOHTTP1
 import SAMLSigning
+import SuccessFactorsSandbox
 import Testing
 
 /// The spine, through real sockets: a device registers, reads its own user's payroll through

@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierServer
 import MidtierStore
 import NIOHTTP1
 import Registrations

@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import Testing
 
 /// A wiped device is told what is true (docs/identity.md, "The same device"): it cannot onboard
