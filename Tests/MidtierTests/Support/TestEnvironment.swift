@@ -207,7 +207,12 @@ struct TestEnvironment: Sendable {
             .init(service: server.makeAdminApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: adminPort.set)),
         ], logger: logger))
         let midtierTask = Task { try await midtier.run() }
-        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        // Generous waits: on a loaded 2-core machine, 200 calls queued for the client's few
+        // connections can wait longer than AsyncHTTPClient's default 10 s for one (no test
+        // measures time).
+        var clientConfiguration = HTTPClient.Configuration()
+        clientConfiguration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(120), read: .seconds(120))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let environment = TestEnvironment(directory: directory, midtierPort: await midtierPort.port, adminPort: await adminPort.port,
                                           sandboxPort: sfPort, echoPort: ePort, server: server, sandbox: sandbox, echo: echo,
                                           client: client, clock: clock)
