@@ -62,6 +62,7 @@ package struct ConsoleRoutes: Sendable {
     static let sessionCookie = "midtier_console"
     static let signInCookie = "midtier_console_sign_in"
     static let cookiePath = "/console/"
+    static let form = SignInForm(sessionCookie: sessionCookie, formCookie: signInCookie, path: cookiePath)
     static let site = "Midtier console"
     static let stylesheetPath = "/console/style.css"
     /// Rows shown at most on one registrations page, and audit entries per page.
@@ -222,21 +223,15 @@ package struct ConsoleRoutes: Sendable {
         if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, (try? await sessions.session(cookie)) != nil {
             return Pages.redirect(to: "/console/")
         }
-        let token = RandomToken.make()
-        var values: [String: Any] = ["signInToken": token, "idleMinutes": sessions.idleSeconds / 60]
+        var values: [String: Any] = ["idleMinutes": sessions.idleSeconds / 60]
         if let problem { values["problem"] = problem }
-        var response = pages.page("console-sign-in", values, status: status)
-        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        response.setCookie(Pages.cookie(Self.signInCookie, token, path: Self.cookiePath, secure: facts.secure(), maxAge: 3600))
-        return response
+        return Self.form.page(pages, "console-sign-in", values, status: status, retryAfter: retryAfter, secure: facts.secure())
     }
 
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
         let form: FormBody
         do throws(Refusal) {
-            form = try await FormBody.posted(request, expectedToken: request.cookies[Self.signInCookie]?.value)
-        } catch where error.code == "CSRF" {
-            return await signInPage(request, problem: "The sign-in form had expired; please sign in again.", status: .forbidden)
+            form = try await Self.form.posted(request)
         } catch {
             return await signInPage(request, problem: error.message, status: error.status)
         }
@@ -252,10 +247,7 @@ package struct ConsoleRoutes: Sendable {
                 return await signInPage(request, problem: "The store, which keeps sessions, is not available; try again.", status: error.status)
             }
             logger.notice("console sign-in", metadata: ["by": "\(admin)", "source": "\(context.clientIP ?? "")"])
-            var response = Pages.redirect(to: "/console/")
-            response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: facts.secure(), maxAge: nil))
-            response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: facts.secure(), maxAge: 0))
-            return response
+            return Self.form.signedIn(session: cookie, home: "/console/", secure: facts.secure())
         case .failure(.invalid):
             return await signInPage(request, problem: "That is not a valid admin token.", status: .unauthorized)
         case .failure(.throttled(let seconds)):

@@ -53,6 +53,7 @@ package struct SelfServicePageRoutes: Sendable {
     static let sessionCookie = "midtier_me"
     static let signInCookie = "midtier_me_sign_in"
     static let cookiePath = "/mobileservices/me/"
+    static let form = SignInForm(sessionCookie: sessionCookie, formCookie: signInCookie, path: cookiePath)
     static let home = "/mobileservices/me/"
 
     /// - Parameter sessions: the page's sessions; by default in the registrations' store.
@@ -167,23 +168,14 @@ package struct SelfServicePageRoutes: Sendable {
     // MARK: Sign-in
 
     private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok, retryAfter: Int? = nil) -> Response {
-        let token = RandomToken.make()
-        var values: [String: Any] = ["signInToken": token, "tokenSignIn": signIn.takesTokens]
+        var values: [String: Any] = ["tokenSignIn": signIn.takesTokens]
         if let problem { values["problem"] = problem }
-        var response = pages.page("me-sign-in", values, status: status)
-        if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
-        response.setCookie(Pages.cookie(Self.signInCookie, token, path: Self.cookiePath, secure: secure(), maxAge: 3600))
-        return response
+        return Self.form.page(pages, "me-sign-in", values, status: status, retryAfter: retryAfter, secure: secure())
     }
 
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
         do throws(Refusal) {
-            let form: FormBody
-            do throws(Refusal) {
-                form = try await FormBody.posted(request, expectedToken: request.cookies[Self.signInCookie]?.value)
-            } catch where error.code == "CSRF" {
-                throw Refusal.forbidden("The sign-in form had expired; please sign in again.")
-            }
+            let form = try await Self.form.posted(request)
             let signedIn: PageSignInResult
             if let token = form["token"] {
                 signedIn = try await signIn.signIn(token: token.trimmingCharacters(in: .whitespacesAndNewlines))
@@ -196,10 +188,7 @@ package struct SelfServicePageRoutes: Sendable {
                                          validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
             }
             logger.info("self-service page sign-in", metadata: ["user": "\(signedIn.user)"])
-            var response = Pages.redirect(to: Self.home)
-            response.setCookie(Pages.cookie(Self.sessionCookie, cookie, path: Self.cookiePath, secure: secure(), maxAge: nil))
-            response.setCookie(Pages.cookie(Self.signInCookie, "", path: Self.cookiePath, secure: secure(), maxAge: 0))
-            return response
+            return Self.form.signedIn(session: cookie, home: Self.home, secure: secure())
         } catch {
             // The same words whether the name exists or not (the device API's rule).
             let message = error.status == .unauthorized ? "The user name, password or token is not right." : error.message
