@@ -18,6 +18,12 @@ extension JSON {
         .object(members.map { JSONMember(key: $0.key, value: $0.value) })
     }
 
+    /// An object from a dictionary, members sorted by key (by their UTF-8 bytes), so that the
+    /// same members always give the same text.
+    package static func sortedObject(_ members: [String: JSON]) -> JSON {
+        .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { JSONMember(key: $0.key, value: $0.value) })
+    }
+
     /// An integer. (`.number(text)` is written as it is, so its text must be a JSON number.)
     package static func number(_ value: Int) -> JSON {
         .number(String(value))

@@ -37,9 +37,8 @@ package struct Refusal: Error, Sendable, Equatable {
         if let challenge { headers[.wwwAuthenticate] = challenge }
         if let allow { headers[.allow] = allow }
         if let retryAfter { headers[.retryAfter] = String(retryAfter) }
-        let body: [String: Any] = ["error": ["code": code, "message": ["lang": "en", "value": message]]]
-        let data = (try? JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let body = JSON.object(["error": .object(["code": .string(code), "message": .object(["lang": .string("en"), "value": .string(message)])])])
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: body.serialized())))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 package import Logging
+import MidtierCore
 
 /// One JSON object per line on standard error: `{"time":..,"level":..,"label":..,"message":..,
 /// ...metadata}`. Callers never put tokens, assertions, passwords or cookies in metadata.
@@ -20,24 +21,23 @@ package struct JSONLogHandler: LogHandler {
     }
 
     package func log(event: LogEvent) {
-        var object: [String: Any] = [:]
-        for (key, value) in metadata { object[key] = Self.plain(value) }
-        for (key, value) in event.metadata ?? [:] { object[key] = Self.plain(value) }
-        object["time"] = Date().formatted(.iso8601)
-        object["level"] = event.level.rawValue
-        object["label"] = label
-        object["message"] = event.message.description
-        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        line.append(0x0A)
-        FileHandle.standardError.write(line)
+        var members: [String: JSON] = [:]
+        for (key, value) in metadata { members[key] = Self.plain(value) }
+        for (key, value) in event.metadata ?? [:] { members[key] = Self.plain(value) }
+        members["time"] = .string(Date().formatted(.iso8601))
+        members["level"] = .string(event.level.rawValue)
+        members["label"] = .string(label)
+        members["message"] = .string(event.message.description)
+        let line = JSON.sortedObject(members).serialized() + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
     }
 
-    static func plain(_ value: Logger.Metadata.Value) -> Any {
+    static func plain(_ value: Logger.Metadata.Value) -> JSON {
         switch value {
-        case .string(let text): text
-        case .stringConvertible(let convertible): convertible.description
-        case .array(let values): values.map(plain)
-        case .dictionary(let values): values.mapValues(plain)
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string(convertible.description)
+        case .array(let values): .array(values.map(plain))
+        case .dictionary(let values): .sortedObject(values.mapValues(plain))
         }
     }
 }

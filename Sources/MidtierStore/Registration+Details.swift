@@ -4,8 +4,7 @@ import MidtierCore
 extension Registration {
     /// `details` as stored: a JSON object of strings.
     var detailsText: String {
-        guard !details.isEmpty, let data = try? JSONSerialization.data(withJSONObject: details, options: [.sortedKeys]) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
+        JSON.sortedObject(details.mapValues(JSON.string)).serialized()
     }
 
     /// `details` from its stored text (nothing from text that is not a JSON object of strings).
