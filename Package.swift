@@ -303,22 +303,80 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ConfigurationTests", dependencies: ["ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
-        .testTarget(
-            name: "MidtierTests",
+        // Used only by the test targets below (not part of the midtier product): the
+        // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL
+        // test stores, test keys and small process and socket helpers.
+        .target(
+            name: "MidtierTestSupport",
             dependencies: [
-                "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
-                "Registrations", "MidtierStore", "Forwarding", "MidtierServer", "SuccessFactorsSandbox", "MidtierHTTP", "Administration", "AdminAPI",
-                "MetadataPatching", "MidtierCore", "BackendSessions", "WebPages", "ClientUploads", "DeviceProxy", "DeviceAPI",
+                "ConfigurationFiles", "DeviceAuthentication", "MidtierCore", "MidtierServer", "MidtierStore", "SuccessFactorsSandbox",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/MidtierTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        // One test target per module it tests (Tests/<Module>Tests), and MidtierServerTests for
+        // the tests that start Midtier in process and call it over real sockets.
+        .testTarget(name: "BackendSessionsTests", dependencies: ["BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
+                                                                  .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
+        .testTarget(name: "ClientUploadsTests", dependencies: ["ClientUploads", "MidtierStore",
+                                                                .product(name: "ZIPFoundation", package: "ZIPFoundation")], swiftSettings: swiftSettings),
+        .testTarget(name: "DeviceAuthenticationTests", dependencies: ["DeviceAuthentication", "MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "ForwardingTests", dependencies: ["Forwarding", "MidtierCore",
+                                                             .product(name: "Hummingbird", package: "hummingbird"),
+                                                             .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                             .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        .testTarget(name: "MetadataPatchingTests", dependencies: ["MetadataPatching", "Forwarding", "MidtierCore",
+                                                                   .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        .testTarget(name: "MidtierHTTPTests", dependencies: ["MidtierHTTP", "MidtierCore", "MidtierStore",
+                                                              .product(name: "Hummingbird", package: "hummingbird"),
+                                                              .product(name: "HummingbirdTesting", package: "hummingbird"),
+                                                              .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                              .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
+        .testTarget(name: "MidtierStoreTests", dependencies: ["MidtierStore", "MidtierCore", "Registrations", "MidtierTestSupport",
+                                                               .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: swiftSettings),
+        .testTarget(name: "SAMLSigningTests", dependencies: ["SAMLSigning", "MidtierTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "TokenExchangeTests", dependencies: ["TokenExchange", "MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
+                                                           .product(name: "Hummingbird", package: "hummingbird"),
+                                                           .product(name: "HTTPTypes", package: "swift-http-types"),
+                                                           .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MidtierServerTests",
+            dependencies: [
+                "MidtierTestSupport", "MidtierServer", "MidtierCore", "MidtierStore", "ConfigurationFiles", "Registrations",
+                "DeviceAuthentication", "TokenExchange", "SAMLSigning", "SuccessFactorsSandbox", "Forwarding", "MetadataPatching",
+                "MidtierHTTP", "AdminAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The connection pool to the back ends (Forwarding's Upstream* types), over NIO's
+        // embedded channels and loopback sockets.
+        .testTarget(
+            name: "MidtierTests",
+            dependencies: [
+                "Forwarding", "MidtierCore", "MidtierTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,67 @@
+import Foundation
+import NIOCore
+import Testing
+@testable import Forwarding
+
+@Suite struct CredentialRedactionTests {
+    @Test func findsTheCredentialInEveryFormAndNothingElse() {
+        let bearer = CredentialRedaction(authorization: "Bearer abc.DEF-123_token")
+        #expect(bearer.redact("error: token abc.DEF-123_token rejected; again abc.DEF-123_token") == "error: token [redacted] rejected; again [redacted]")
+        #expect(bearer.redact("nothing here") == nil)
+        #expect(bearer.redact(Array("abc.DEF-123_toke".utf8)) == nil, "a prefix is not the token")
+
+        let basic = CredentialRedaction(authorization: "Basic " + Data("TECH:secret-password".utf8).base64EncodedString())
+        let encoded = Data("TECH:secret-password".utf8).base64EncodedString()
+        #expect(basic.redact("Authorization: Basic \(encoded)") == "Authorization: Basic [redacted]")
+        #expect(basic.redact("user TECH:secret-password") == "user [redacted]")
+        #expect(basic.redact("password secret-password") == "password [redacted]")
+
+        #expect(CredentialRedaction(authorization: "Basic " + Data("u:pw".utf8).base64EncodedString()).redact("pw u:pw") == nil,
+                "values under 8 bytes would match ordinary text")
+        #expect(CredentialRedaction(authorization: nil).isEmpty)
+    }
+}
+
+/// The credential in a streamed answer, cut at every chunk boundary, alone and together with
+/// URL rewriting (one pass does both).
+@Suite struct StreamedRedactionTests {
+    static func replaced(_ text: String, chunk: Int, by replacements: ByteReplacements) async throws -> String {
+        let bytes = Array(text.utf8)
+        let chunks = stride(from: 0, to: bytes.count, by: chunk).map { ByteBuffer(bytes: bytes[$0..<min($0 + chunk, bytes.count)]) }
+        let stream = AsyncStream<ByteBuffer> { continuation in
+            for buffer in chunks { continuation.yield(buffer) }
+            continuation.finish()
+        }
+        var output = ""
+        for try await buffer in replacements.replacing(stream) { output += String(buffer: buffer) }
+        return output
+    }
+
+    @Test func redactsAcrossEveryChunkBoundary() async throws {
+        let bearer = CredentialRedaction(authorization: "Bearer eyJ.token-value_123")
+        let input = #"{"echo":"Bearer eyJ.token-value_123","again":"eyJ.token-value_123eyJ.token-value_123","near":"eyJ.token-value_12","end":"eyJ.token-value_123"#
+        let expected = #"{"echo":"Bearer [redacted]","again":"[redacted][redacted]","near":"eyJ.token-value_12","end":"[redacted]"#
+        let basic = CredentialRedaction(authorization: "Basic " + Data("TECH:secret-password".utf8).base64EncodedString())
+        let basicInput = "user TECH:secret-password, password secret-password, header Basic " + Data("TECH:secret-password".utf8).base64EncodedString()
+        let rewriter = URLRewriter(backendBase: "http://backend:8081/base", deviceBase: "https://m.example/sf")
+        let both = #"{"uri":"http://backend:8081/base/X('1')","auth":"Bearer eyJ.token-value_123","e":"eyJ.token-value_123"}"#
+        for chunk in [1, 2, 3, 7, 16, 1000] {
+            #expect(try await Self.replaced(input, chunk: chunk, by: bearer.replacements) == expected, "chunk size \(chunk)")
+            #expect(try await Self.replaced(basicInput, chunk: chunk, by: basic.replacements) == "user [redacted], password [redacted], header Basic [redacted]")
+            #expect(try await Self.replaced(input, chunk: chunk, by: bearer.keepingLength).utf8.count == input.utf8.count)
+            #expect(try await Self.replaced(input, chunk: chunk, by: bearer.keepingLength)
+                    == input.replacingOccurrences(of: "eyJ.token-value_123", with: "[redacted]*********"))
+            #expect(try await Self.replaced(both, chunk: chunk, by: bearer.replacements + rewriter.replacements)
+                    == #"{"uri":"https://m.example/sf/X('1')","auth":"Bearer [redacted]","e":"[redacted]"}"#, "chunk size \(chunk)")
+        }
+    }
+
+    @Test func aChunkWithoutAMatchIsNotCopied() {
+        let bearer = CredentialRedaction(authorization: "Bearer eyJ.token-value_123")
+        let chunk = ByteBuffer(string: String(repeating: "plain text, no token; ", count: 100))
+        var carry: ByteBuffer?
+        let output = bearer.replacements.replace(chunk, carry: &carry, final: false)
+        #expect(carry == nil && output == chunk)
+        output.withUnsafeReadableBytes { out in chunk.withUnsafeReadableBytes { #expect(out.baseAddress == $0.baseAddress, "the same storage") } }
+    }
+}

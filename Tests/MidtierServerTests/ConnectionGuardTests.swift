@@ -1,0 +1,242 @@
+import Foundation
+import MidtierCore
+import MidtierHTTP
+import MidtierTestSupport
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// Slow and idle clients (docs/operations.md, "Slow and idle clients"): which limit applies
+/// when, counting connections per address, and the guard on both listeners over real sockets.
+/// The end-to-end case, with two hundred connections, is Tests/e2e/slow_clients.py.
+@Suite struct ConnectionGuardTests {
+    static let limits = ConnectionLimits(requestHeadSeconds: 10, idleSeconds: 60, requestBodySeconds: 30, maxConnectionsPerAddress: 4)
+
+    static func at(_ seconds: Int64) -> NIODeadline { .uptimeNanoseconds(UInt64(1_000 + seconds) * 1_000_000_000) }
+
+    @Test func theFirstHeadCountsFromTheOpeningWhateverTrickles() {
+        var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        #expect(deadlines.deadline?.at == Self.at(10))
+        #expect(deadlines.deadline?.limit == .requestHead)
+        // A byte a second: each read ends, none completes the head, the deadline stays.
+        for second in 1...9 {
+            deadlines.readRequested(at: Self.at(Int64(second)))
+            deadlines.bytesArrived(at: Self.at(Int64(second)))
+        }
+        #expect(deadlines.deadline?.at == Self.at(10))
+        #expect(deadlines.deadline?.limit == .requestHead)
+    }
+
+    @Test func noLimitWhileMidtierAnswersThenIdleThenTheNextHead() {
+        var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        deadlines.headRead()
+        deadlines.endRead(at: Self.at(1))
+        #expect(deadlines.deadline == nil, "a slow back end or a slow download is not the client's to answer for")
+        deadlines.readRequested(at: Self.at(2))
+        #expect(deadlines.deadline == nil)
+        deadlines.answerSent(at: Self.at(500))
+        #expect(deadlines.deadline?.at == Self.at(560))
+        #expect(deadlines.deadline?.limit == .idle)
+        // The next request's first bytes: its head has requestHeadSeconds from them.
+        deadlines.bytesArrived(at: Self.at(520))
+        #expect(deadlines.deadline?.at == Self.at(530))
+        #expect(deadlines.deadline?.limit == .requestHead)
+        deadlines.bytesArrived(at: Self.at(525))
+        #expect(deadlines.deadline?.at == Self.at(530), "more bytes of the same head do not move it")
+        deadlines.headRead()
+        deadlines.endRead(at: Self.at(526))
+        #expect(deadlines.deadline == nil)
+        deadlines.answerSent(at: Self.at(527))
+        #expect(deadlines.deadline?.at == Self.at(587))
+        #expect(deadlines.deadline?.limit == .idle)
+    }
+
+    @Test func aBodyIsTimedOnlyWhileMidtierWaitsForIt() {
+        var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        deadlines.headRead()
+        deadlines.bytesArrived(at: Self.at(1))
+        #expect(deadlines.deadline == nil, "Midtier has not asked for more yet")
+        deadlines.readRequested(at: Self.at(1))
+        #expect(deadlines.deadline?.at == Self.at(31))
+        #expect(deadlines.deadline?.limit == .requestBody)
+        deadlines.readRequested(at: Self.at(5))
+        #expect(deadlines.deadline?.at == Self.at(31), "asking again does not restart the wait")
+        // Progress: bytes came, Midtier asks for more.
+        deadlines.bytesArrived(at: Self.at(20))
+        deadlines.readRequested(at: Self.at(20))
+        #expect(deadlines.deadline?.at == Self.at(50))
+        // A back end that takes the body slowly: Midtier stops reading; the client waits.
+        deadlines.bytesArrived(at: Self.at(21))
+        #expect(deadlines.deadline == nil)
+        deadlines.readRequested(at: Self.at(400))
+        #expect(deadlines.deadline?.at == Self.at(430))
+        deadlines.bytesArrived(at: Self.at(401))
+        deadlines.endRead(at: Self.at(401))
+        #expect(deadlines.deadline == nil, "the answer is Midtier's to send")
+    }
+
+    @Test func anAnswerBeforeTheBodyEndsLeavesTheBodyTimed() {
+        var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        deadlines.headRead()
+        deadlines.answerSent(at: Self.at(1))    // a refusal, before the body was read
+        deadlines.readRequested(at: Self.at(1)) // the rest of the body is read and dropped
+        #expect(deadlines.deadline?.at == Self.at(31))
+        #expect(deadlines.deadline?.limit == .requestBody)
+        deadlines.bytesArrived(at: Self.at(2))
+        deadlines.endRead(at: Self.at(2))
+        #expect(deadlines.deadline?.at == Self.at(62))
+        #expect(deadlines.deadline?.limit == .idle)
+    }
+
+    @Test func connectionsAreCountedPerAddressAndPerIPv6Slash64() throws {
+        let connections = ConnectionsPerAddress()
+        let v4 = ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "203.0.113.9")))
+        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "::ffff:203.0.113.9"))) == v4,
+                "an IPv4-mapped address is its IPv4 address")
+        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "203.0.113.10"))) != v4)
+        let v6 = ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:2::1")))
+        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:2:ffff:ffff:ffff:ffff"))) == v6,
+                "one /64 is one client")
+        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:3::1"))) != v6)
+
+        for _ in 0..<2 { #expect(connections.open(v4, limit: 2)) }
+        #expect(!connections.open(v4, limit: 2), "the third is refused and not counted")
+        #expect(connections.count(v4) == 2)
+        #expect(connections.open(v6, limit: 2), "another address has its own count")
+        connections.close(v4)
+        #expect(connections.open(v4, limit: 2), "a closed connection makes room")
+        for _ in 0..<3 { connections.close(v4) }
+        #expect(connections.count(v4) == 0, "never below zero")
+    }
+
+    // MARK: Both listeners, over real sockets
+
+    @Test func halfHeadsAreClosedOnBothListenersWhileRealClientsAreServed() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.server.connectionLimits = ConnectionLimits(requestHeadSeconds: 1, idleSeconds: 1, requestBodySeconds: 1)
+        }) { environment in
+            let device = try RawConnection(port: environment.midtierPort)
+            let admin = try RawConnection(port: environment.adminPort)
+            try device.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Half: ")
+            try admin.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Half: ")
+            let health = try await environment.call(.GET, "/healthz")
+            #expect(health.status == 200)
+            #expect(try await device.closedByPeer() == "", "closed without an answer")
+            #expect(try await admin.closedByPeer() == "")
+        }
+    }
+
+    @Test func trustedProxiesAreNotCountedOnListenButEveryPeerIsOnAdminListen() async throws {
+        try await TestEnvironment.with(adjust: { configuration, _, _ in
+            configuration.server.connectionLimits = ConnectionLimits(maxConnectionsPerAddress: 1)
+            configuration.server.trustedProxies = [AddressRange("127.0.0.1")!]
+        }) { environment in
+            let get = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+            // listen: the load balancer's address is not capped; both connections are served.
+            let first = try RawConnection(port: environment.midtierPort)
+            try first.send(get)
+            #expect(try await first.answerHead().hasPrefix("HTTP/1.1 200"))
+            let second = try RawConnection(port: environment.midtierPort)
+            try second.send(get)
+            #expect(try await second.answerHead().hasPrefix("HTTP/1.1 200"))
+            // adminListen: trustedProxies mean nothing there; the second connection is refused.
+            let admin = try RawConnection(port: environment.adminPort)
+            try admin.send(get)
+            #expect(try await admin.answerHead().hasPrefix("HTTP/1.1 200"))
+            let over = try RawConnection(port: environment.adminPort)
+            try? over.send(get)
+            #expect(try await over.closedByPeer() == "", "closed at once, without an answer")
+            admin.close()
+            // Once the first has closed, the address is served again (the count comes down
+            // when Midtier sees the close).
+            var served = false
+            for _ in 0..<200 where !served {
+                let again = try RawConnection(port: environment.adminPort)
+                try? again.send(get)
+                served = (try? await again.answerHead())?.hasPrefix("HTTP/1.1 200") == true
+                if !served { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(served)
+        }
+    }
+}
+
+/// A client socket that sends raw bytes and reads without blocking a thread of the cooperative
+/// pool (it polls, with a generous bound).
+final class RawConnection: @unchecked Sendable {
+    private let descriptor: Int32
+    private var closed = false
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            Glibc.close(descriptor)
+            throw Failure(description: "cannot connect to port \(port)")
+        }
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(descriptor)
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == bytes.count else { throw Failure(description: "send failed") }
+    }
+
+    /// Reads until the peer closes (end of stream or reset); what came before. Throws when it
+    /// is still open after the bound.
+    func closedByPeer(within seconds: Int = 30) async throws -> String {
+        var received: [UInt8] = []
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer.prefix(count)
+            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+                return String(decoding: received, as: UTF8.self)
+            } else {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        throw Failure(description: "still open after \(seconds) s")
+    }
+
+    /// Reads until the end of an answer's head; empty when the peer closes first.
+    func answerHead(within seconds: Int = 30) async throws -> String {
+        var received: [UInt8] = []
+        let end = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < end {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received += buffer.prefix(count)
+                let text = String(decoding: received, as: UTF8.self)
+                if text.contains("\r\n\r\n") { return text }
+            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+                return ""
+            } else {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        throw Failure(description: "no answer within \(seconds) s")
+    }
+}
