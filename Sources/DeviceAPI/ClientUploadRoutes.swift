@@ -192,18 +192,9 @@ struct ClientUploadRoutes: Sendable {
         return found.registration
     }
 
-    /// The app the path names, its caller signed in with the app's method. The path names the
-    /// app twice (the app that signs the caller in, then the app the upload is for): both must
-    /// be the same app.
+    /// The app the path names and its signed-in caller (the upload's app must be the same app).
     private func signedIn(_ request: Request, _ context: MidtierRequestContext,
                           runtime: Runtime) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
-        let app = try ClientConfigurationRoutes.app(context, runtime)
-        let uploadID = context.parameters.get("uploadAppId") ?? app.id
-        guard runtime.configuration.apps[uploadID] != nil else { throw .notFound("unknown application \(uploadID)") }
-        let user = try await runtime.authenticate(request, app: app, client: context.clientIP)
-        guard UserIdentity.sameBytes(uploadID, app.id) else {
-            throw .forbidden("the uploads of application \(uploadID) cannot be sent through application \(app.id)")
-        }
-        return (app, user)
+        try await ServiceSignIn.signedIn(request, context, runtime: runtime, serviceAppParameter: "uploadAppId", service: "uploads")
     }
 }

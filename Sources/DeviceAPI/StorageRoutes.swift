@@ -320,19 +320,9 @@ struct StorageRoutes: Sendable {
 
     // MARK: Signing in
 
-    /// The app the path names, its caller signed in with the app's method. The MDK form names
-    /// the app once; the other names it twice (the app that signs the caller in, then the app
-    /// whose storage is read), and both must be the same app.
+    /// The app the path names and its signed-in caller (the storage app must be the same app).
     private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
-        let runtime = runtime.current
-        let app = try ClientConfigurationRoutes.app(context, runtime)
-        let storageID = context.parameters.get("storageAppId") ?? app.id
-        guard runtime.configuration.apps[storageID] != nil else { throw .notFound("unknown application \(storageID)") }
-        let user = try await runtime.authenticate(request, app: app, client: context.clientIP)
-        guard UserIdentity.sameBytes(storageID, app.id) else {
-            throw .forbidden("the storage of application \(storageID) cannot be reached through application \(app.id)")
-        }
-        return (app, user)
+        try await ServiceSignIn.signedIn(request, context, runtime: runtime.current, serviceAppParameter: "storageAppId", service: "storage")
     }
 
     /// The key path after the level, each segment percent-decoded.
