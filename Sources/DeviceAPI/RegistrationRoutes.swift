@@ -73,8 +73,7 @@ struct RegistrationRoutes: Sendable {
             case .registered(let made):
                 registration = made
             case .limitReached(let limit):
-                throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
-                              "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+                throw DeviceFields.overLimit(limit)
             case .deviceHeld(let held):
                 throw DeviceFields.held(held, "this device cannot onboard again")
             }

@@ -69,4 +69,11 @@ package enum DeviceFields {
             .forbidden("registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
         }
     }
+
+    /// The refusal when the user already holds `limit` registrations (`maxRegistrationsPerUser`),
+    /// for a Connections POST and an implicit registration alike.
+    package static func overLimit(_ limit: Int) -> Refusal {
+        Refusal(.forbidden, code: "REGISTRATION_LIMIT",
+                "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+    }
 }

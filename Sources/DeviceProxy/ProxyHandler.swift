@@ -316,8 +316,7 @@ package struct ProxyHandler: Sendable {
             logger.info("device registered implicitly", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(made.id)"])
             return made.id
         case .limitReached(let limit):
-            throw Refusal(.forbidden, code: "REGISTRATION_LIMIT",
-                          "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+            throw DeviceFields.overLimit(limit)
         case .deviceHeld(let held):
             throw DeviceFields.held(held, "this device cannot onboard again")
         }
