@@ -1,3 +1,4 @@
+import HTTPTypes
 package import MidtierCore
 package import MidtierHTTP
 package import Registrations
