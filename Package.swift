@@ -333,10 +333,14 @@ let package = Package(
                                                                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                        .product(name: "HTTPTypes", package: "swift-http-types")],
                     swiftSettings: swiftSettings),
-        .testTarget(name: "ForwardingTests", dependencies: ["Forwarding", "MidtierCore",
+        .testTarget(name: "ForwardingTests", dependencies: ["Forwarding", "MidtierCore", "MidtierTestSupport",
                                                              .product(name: "Hummingbird", package: "hummingbird"),
                                                              .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                             .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+                                                             .product(name: "NIOCore", package: "swift-nio"),
+                                                             .product(name: "NIOEmbedded", package: "swift-nio"),
+                                                             .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                             .product(name: "NIOPosix", package: "swift-nio"),
+                                                             .product(name: "NIOSSL", package: "swift-nio-ssl")], swiftSettings: swiftSettings),
         .testTarget(name: "MetadataPatchingTests", dependencies: ["MetadataPatching", "Forwarding", "MidtierCore",
                                                                    .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierHTTPTests", dependencies: ["MidtierHTTP", "MidtierCore", "MidtierStore",
@@ -371,18 +375,6 @@ let package = Package(
         ),
         // The connection pool to the back ends (Forwarding's Upstream* types), over NIO's
         // embedded channels and loopback sockets.
-        .testTarget(
-            name: "MidtierTests",
-            dependencies: [
-                "Forwarding", "MidtierCore", "MidtierTestSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ],
-            swiftSettings: swiftSettings
-        ),
         .testTarget(name: "SandboxODataTests", dependencies: ["SuccessFactorsSandbox"], swiftSettings: swiftSettings),
     ]
 )

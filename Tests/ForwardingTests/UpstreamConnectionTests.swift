@@ -1,11 +1,12 @@
+@testable import Forwarding
 import Foundation
+import MidtierCore
+import MidtierTestSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
 import Testing
-@testable import Forwarding
-import MidtierCore
 
 /// A back end on a real socket that answers keep-alive requests one after another, as a script
 /// says per connection and per request on it; it counts connections and keeps what it was sent.

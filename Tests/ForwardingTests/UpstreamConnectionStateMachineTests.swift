@@ -1,8 +1,9 @@
+@testable import Forwarding
+import MidtierTestSupport
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
-@testable import Forwarding
 
 /// `UpstreamConnectionStateMachine` alone: every transition, no channel. The calls are real
 /// `UpstreamExchange`s on an embedded loop (only their promises are used, and every call is

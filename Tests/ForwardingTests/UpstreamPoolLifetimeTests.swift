@@ -1,11 +1,12 @@
+@testable import Forwarding
 import Foundation
+import MidtierTestSupport
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import Synchronization
 import Testing
-@testable import Forwarding
 
 /// An https back end in the test process: answers `ok` to every request but `/silent`, which it
 /// never answers. Its connections close the TLS way (close_notify both ways), so a connection

@@ -1,8 +1,9 @@
+@testable import Forwarding
+import MidtierTestSupport
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
-@testable import Forwarding
 
 /// `UpstreamChannelHandler` on an `EmbeddedChannel`: what each transition of its state machine
 /// does to the connection (writes, reads, close), to the call (answered, failed, sent again)
