@@ -194,8 +194,10 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         try #require(made.status == 0, "\(made.output)")
         let large = String(repeating: "0123456789abcdef", count: 16 * 1024)  // 256 KiB: streamed
         let half = "HTTP/1.1 200 OK\r\nContent-Length: \(large.utf8.count)\r\n\r\n" + large.prefix(100_000)
-        let (probe, closedPort) = listenOnLoopback()
-        Glibc.close(probe)  // nothing listens there: connecting is refused
+        // Bound, never listening, held to the end: connecting is refused in every round (a port
+        // merely closed was taken by a later round's back end once, which then answered).
+        let (holder, closedPort) = refusingLoopbackPort()
+        defer { Glibc.close(holder) }
         let nowhere = try #require(UpstreamOrigin(url: "http://127.0.0.1:\(closedPort)"))
         // Long deadlines where the deadline is not the point: a loaded machine is slow.
         let generous = TimeAmount.seconds(60)
