@@ -13,7 +13,7 @@ import Synchronization
 /// at most `capacity` jars and 50 cookies of at most 4 KiB per jar; the least recently used
 /// jar goes first.
 ///
-/// A jar is either held (its cookies are known, possibly none) or not: `BackendSessions` loads
+/// A jar is either held (its cookies are known, possibly none) or not: ``BackendSessions`` loads
 /// one that is not held from the store. Two clocks: the wall clock for expiry (as back ends
 /// and the store write it), a monotonic one for ordering calls against ended sessions.
 package final class BackendCookieJar: Sendable {

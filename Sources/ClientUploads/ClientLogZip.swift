@@ -2,7 +2,7 @@ import Foundation
 import ZIPFoundation
 
 /// The files of a zip archive a device uploaded as its log: every file entry, in the
-/// archive's order (directories skipped, links refused), within `ClientLogLimits`.
+/// archive's order (directories skipped, links refused), within ``ClientLogLimits``.
 enum ClientLogZip {
     /// Whether `bytes` starts with a zip's local file header (`PK\x03\x04`).
     static func looksLikeZip(_ bytes: some Collection<UInt8>) -> Bool {

@@ -59,7 +59,7 @@ package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConv
 /// memory: the password itself is never kept. Concurrent first requests with the same
 /// credential share one bcrypt verification. bcrypt runs on NIO's blocking thread pool, never
 /// on an event loop, behind a bounded queue with a budget of checks per second for all
-/// clients together (`VerificationLimiter`) and the failed sign-in throttle (`SignInThrottle`);
+/// clients together (``VerificationLimiter``) and the failed sign-in throttle (``SignInThrottle``);
 /// neither touches a credential that is already remembered.
 /// Failures are not remembered.
 package final class BasicAuthenticator: Sendable {

@@ -39,7 +39,7 @@ struct DeviceClaims: JWTPayload {
         try container.encode(claims)
     }
 
-    /// Nothing here: `JWTAuthenticator` checks the claims after the signature.
+    /// Nothing here: ``JWTAuthenticator`` checks the claims after the signature.
     func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 

@@ -6,7 +6,7 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// How loud a JWKS event is; `JWTAuthenticator`'s owner maps it onto its logger.
+/// How loud a JWKS event is; ``JWTAuthenticator``'s owner maps it onto its logger.
 package enum JWKSLogLevel: Sendable {
     case info, warning, error
 }

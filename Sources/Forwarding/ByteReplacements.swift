@@ -2,8 +2,8 @@ import Foundation
 package import NIOCore
 
 /// Byte strings replaced by others wherever they appear in an answer, as it streams: the one
-/// matcher behind URL rewriting (`URLRewriter`) and credential redaction
-/// (`CredentialRedaction`), docs/forwarding.md.
+/// matcher behind URL rewriting (``URLRewriter``) and credential redaction
+/// (``CredentialRedaction``), docs/forwarding.md.
 ///
 /// A chunk is searched in place (`memchr` for the first bytes of what is looked for, `memcmp`
 /// for the rest); bytes that match nothing are not copied, so a chunk without a match comes
@@ -126,7 +126,7 @@ package struct ByteReplacements: Sendable {
     }
 }
 
-/// A response body with `ByteReplacements` applied chunk by chunk.
+/// A response body with ``ByteReplacements`` applied chunk by chunk.
 package struct ReplacedBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
     package typealias Element = ByteBuffer
     let base: Base

@@ -6,7 +6,7 @@ import Foundation
 /// Some back ends echo what they were sent: an error page quoting the `Authorization` header, a
 /// debug endpoint, a `WWW-Authenticate` naming the rejected token. The device must never hold a
 /// back-end credential, so every occurrence in the answer's headers and body — read whole or
-/// streamed, across the chunks it comes in — is replaced by `[redacted]` (`ByteReplacements`,
+/// streamed, across the chunks it comes in — is replaced by `[redacted]` (``ByteReplacements``,
 /// the matcher URL rewriting uses too). A streamed body whose `Content-Length` goes to the
 /// device as it is (a download) gets a mask of the secret's own length instead.
 package struct CredentialRedaction: Sendable {

@@ -41,11 +41,11 @@ package struct ForwardingContext: Sendable {
 
 /// Sends a device's call on to a destination and streams the answer back (docs/forwarding.md).
 ///
-/// Headers are rebuilt by `HeaderPolicy`: hop-by-hop, identity and Midtier's own headers and
+/// Headers are rebuilt by ``HeaderPolicy``: hop-by-hop, identity and Midtier's own headers and
 /// the device's cookies (but those its destination lists) never reach the back end;
 /// `Set-Cookie` never reaches the device. Bodies stream both
 /// ways without being collected (small answers are read whole). Redirects are passed to the
-/// device, never followed here. Calls go over `UpstreamConnectionPool`'s keep-alive
+/// device, never followed here. Calls go over ``UpstreamConnectionPool``'s keep-alive
 /// connections, on the event loop of the device's request.
 package struct Forwarder: Sendable {
     package let upstreams: UpstreamConnectionPool

@@ -1,7 +1,7 @@
 import NIOCore
 import NIOHTTP1
 
-/// Where a connection reports to: its pool (`UpstreamLoopPool`). Tests put a stand-in here.
+/// Where a connection reports to: its pool (``UpstreamLoopPool``). Tests put a stand-in here.
 protocol UpstreamConnectionOwner: AnyObject {
     /// The connection's call ended cleanly and it can carry another.
     func release(_ handler: UpstreamChannelHandler)
@@ -15,7 +15,7 @@ protocol UpstreamConnectionOwner: AnyObject {
 /// one call at a time from request head to the end of the answer, then goes back to its pool
 /// when the connection can be used again. Confined to the connection's event loop.
 ///
-/// Every decision is `UpstreamConnectionStateMachine`'s (states and transitions are described
+/// Every decision is ``UpstreamConnectionStateMachine``'s (states and transitions are described
 /// there); this handler feeds it the pipeline's events and performs the actions it returns.
 ///
 /// The handler holds its pool weakly: the pool may go first (released, or shut down while this

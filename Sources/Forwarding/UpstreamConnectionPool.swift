@@ -50,7 +50,7 @@ package final class UpstreamConnectionPool: Sendable {
 
     /// Starts a call: sends `head` on a pooled or new connection. `connected` gives the
     /// connection's channel once the head is on it (write the body there, then `.end`);
-    /// `answer` the back end's answer. Both fail with `UpstreamFailure`.
+    /// `answer` the back end's answer. Both fail with ``UpstreamFailure``.
     package func start(_ head: HTTPRequestHead, to origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline)
         -> (connected: EventLoopFuture<any Channel>, answer: EventLoopFuture<UpstreamAnswer>) {
         let pool = currentPool
@@ -95,7 +95,7 @@ final class TLSContextHolder: Sendable {
 }
 
 /// The idle connections of one event loop, by back end. Confined to `loop`: every method
-/// runs there (`UpstreamConnectionPool` hops to it), hence `@unchecked Sendable`.
+/// runs there (``UpstreamConnectionPool`` hops to it), hence `@unchecked Sendable`.
 ///
 /// Its connections hold it weakly, and so does the sweeper: it may go first. A connection
 /// being made holds it until the connection is made or has failed (at most `connectTimeout`).

@@ -2,8 +2,8 @@ import NIOCore
 import NIOHTTP1
 
 /// What a pooled back-end connection is doing, and what to do next: the decisions of
-/// `UpstreamChannelHandler`, without its I/O. Every event is a `mutating` method that moves
-/// the state and returns the `Action` the handler performs (write, read, answer or fail the
+/// ``UpstreamChannelHandler``, without its I/O. Every event is a `mutating` method that moves
+/// the state and returns the ``Action`` the handler performs (write, read, answer or fail the
 /// call, go back to the pool, close). Confined to the connection's event loop, like its handler.
 ///
 /// ```

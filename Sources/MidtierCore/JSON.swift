@@ -1,4 +1,4 @@
-/// A parsed JSON value as the loader sees it. Unlike `JSONValue` it keeps numbers as the text
+/// A parsed JSON value as the loader sees it. Unlike ``JSONValue`` it keeps numbers as the text
 /// written in the file (so `15` stays `15`, and a number too large for any type is a problem,
 /// not a crash) and object members in file order.
 package indirect enum JSON: Sendable {

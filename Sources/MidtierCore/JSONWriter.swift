@@ -1,4 +1,4 @@
-/// Writing a `JSON` value as text, for answers that must come out in a given shape (the
+/// Writing a ``JSON`` value as text, for answers that must come out in a given shape (the
 /// SuccessFactors sandbox's OData answers: `__metadata` first, then properties in `$metadata`
 /// order).
 ///

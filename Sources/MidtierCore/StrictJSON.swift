@@ -17,7 +17,7 @@ package enum StrictJSON {
         }
     }
 
-    /// A parsed value as `JSONValue`; a number no `Double` holds (`1e999`) is an error, never
+    /// A parsed value as ``JSONValue``; a number no `Double` holds (`1e999`) is an error, never
     /// an infinity or a NaN.
     static func convert(_ json: JSON) throws(StrictJSONError) -> JSONValue {
         switch json {

@@ -2,7 +2,7 @@ package import MidtierCore
 package import NIOCore
 
 /// What one connection waits for and by when (docs/operations.md, "Slow and idle clients"):
-/// the events of `ConnectionGuard` in, the deadline of the limit that applies now out. No
+/// the events of ``ConnectionGuard`` in, the deadline of the limit that applies now out. No
 /// clock of its own: every event brings the time.
 ///
 /// - Before the first request: its head must be complete `requestHeadSeconds` after the

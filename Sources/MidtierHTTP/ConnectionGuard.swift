@@ -8,7 +8,7 @@ package import NIOHTTPTypes
 /// `maxConnectionsPerAddress` (docs/operations.md, "Slow and idle clients"). One per connection
 /// on both listeners, between the HTTP/1 codec and Hummingbird (`guardedHTTP1`): it sees the
 /// request's parts, the end of every socket read (also of one that completes no part, as half a
-/// head), Midtier's requests for more bytes and the answer's end; `ConnectionDeadlines` decides.
+/// head), Midtier's requests for more bytes and the answer's end; ``ConnectionDeadlines`` decides.
 /// Its one timer runs on the connection's event loop and is cancelled when the connection closes.
 package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPRequestPart
@@ -170,7 +170,7 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
 extension ConnectionGuard: Sendable {}
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 with a `ConnectionGuard` on every connection, the connections counted per
+    /// HTTP/1.1 with a ``ConnectionGuard`` on every connection, the connections counted per
     /// address across the listener. `settings` is read for each new connection, so a reload
     /// applies to the connections opened after it.
     package static func guardedHTTP1(settings: @escaping @Sendable () -> ConnectionGuard.Settings, logger: Logger) -> HTTPServerBuilder {

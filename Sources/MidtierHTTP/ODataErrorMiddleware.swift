@@ -3,7 +3,7 @@ package import Logging
 import MidtierCore
 
 /// The one translation of errors into answers on Midtier's own routes (docs/device-api.md,
-/// "Refusals"): a `Refusal` renders itself; the router's own errors (no such path, a method a
+/// "Refusals"): a ``Refusal`` renders itself; the router's own errors (no such path, a method a
 /// route does not take, a body too large) become the OData v2 error body every refusal has;
 /// anything else is logged and answered `500` without its detail. Router middlewares also wrap
 /// the router's not-found responder, so this sees every error a router answers with.

@@ -4,7 +4,7 @@ package import MidtierCore
 /// (docs/device-api.md, "Client logs and usage"): always on behalf of one registration, kept
 /// until the retention ends or the registration is wiped or deleted.
 package enum ClientUploadKind: String, Sendable, Equatable, CaseIterable {
-    /// A client log file: its entries are kept one by one (`ClientLogEntry`).
+    /// A client log file: its entries are kept one by one (``ClientLogEntry``).
     case log
     /// A client usage report: its JSON text is kept whole.
     case usage

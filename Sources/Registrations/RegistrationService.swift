@@ -98,7 +98,7 @@ package struct RegistrationService: Sendable {
     /// Last contacts on their way to the store, in batches.
     package let contacts: ContactRecorder
     /// How often a registration's last contact is noted at most (once noted, it waits for the
-    /// next batch; see `ContactRecorder`).
+    /// next batch; see ``ContactRecorder``).
     package static let contactResolutionMilliseconds: Int64 = 60_000
     static let dayMilliseconds: Int64 = 86_400_000
 

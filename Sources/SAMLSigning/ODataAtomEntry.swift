@@ -2,7 +2,7 @@ import CLibXML2
 
 /// The properties of an OData v2 Atom `entry` a client sends (the registration API's
 /// documented body; docs/device-api.md, "Registration in Atom"), read with the parser SAML
-/// uses (`XMLTree`): no network, no entity expansion, no DTD, a `DOCTYPE` refused outright.
+/// uses (``XMLTree``): no network, no entity expansion, no DTD, a `DOCTYPE` refused outright.
 package enum ODataAtomEntry {
     package static let atomNamespace = "http://www.w3.org/2005/Atom"
     package static let metadataNamespace = "http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"

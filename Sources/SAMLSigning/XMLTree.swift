@@ -81,7 +81,7 @@ private func c14nIsVisible(_ userData: UnsafeMutableRawPointer?, _ node: xmlNode
     return 0
 }
 
-/// A read-only view of one element of an `XMLTree`; valid while the tree lives.
+/// A read-only view of one element of an ``XMLTree``; valid while the tree lives.
 struct XMLElement {
     let node: xmlNodePtr
 

@@ -48,7 +48,7 @@ package struct ConsoleFacts: Sendable {
 /// pages over the same `Administration` operations as the admin API, so a change made here is
 /// the same change, with the same audit entry (`admin#<n>`), as one made with `curl`.
 ///
-/// An admin signs in with an admin token once and gets a server-side session (`PageSessions`,
+/// An admin signs in with an admin token once and gets a server-side session (``PageSessions``,
 /// kept in the store: any instance serves it); every form that changes something carries the
 /// session's CSRF token. Reading pages need a session too.
 package struct ConsoleRoutes: Sendable {
