@@ -36,14 +36,14 @@ enum ConnectionAtom {
         return ["application/atom+xml", "application/xml", "text/xml"].contains(type)
     }
 
-    /// One Connection as an Atom `entry` document.
-    static func entry(_ properties: [String: Any], now: Date = Date()) -> String {
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + entryElement(properties, root: true, now: now)
+    /// One entity as an Atom `entry` document.
+    static func entry(_ entity: ODataEntity, now: Date = Date()) -> String {
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + entryElement(entity, root: true, now: now)
     }
 
     /// A collection (`Connections` unless `set` says another) as an Atom `feed` document; `base`
     /// is the collection's URL.
-    static func feed(_ entities: [[String: Any]], base: String, set: String = "Connections", now: Date = Date()) -> String {
+    static func feed(_ entities: [ODataEntity], base: String, set: String = "Connections", now: Date = Date()) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         xml += "<feed xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">"
         xml += "<id>\(escaped(base))</id><title type=\"text\">\(set)</title><updated>\(timestamp(now))</updated>"
@@ -52,30 +52,17 @@ enum ConnectionAtom {
         return xml + "</feed>"
     }
 
-    private static func entryElement(_ properties: [String: Any], root: Bool, now: Date) -> String {
-        let metadata = properties["__metadata"] as? [String: Any]
-        let uri = metadata?["uri"] as? String ?? ""
-        let type = metadata?["type"] as? String ?? "applications.Connection"
+    private static func entryElement(_ entity: ODataEntity, root: Bool, now: Date) -> String {
+        let uri = entity.uri, type = entity.type
         var xml = root ? "<entry xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">" : "<entry>"
         xml += "<id>\(escaped(uri))</id><title type=\"text\"/><updated>\(timestamp(now))</updated><author><name/></author>"
         xml += "<link rel=\"edit\" title=\"\(type.split(separator: ".").last ?? "")\" href=\"\(escaped(uri))\"/>"
         xml += "<category term=\"\(type)\" scheme=\"http://schemas.microsoft.com/ado/2007/08/dataservices/scheme\"/>"
         xml += "<content type=\"application/xml\"><m:properties>"
-        for name in properties.keys.sorted() where name != "__metadata" {
-            xml += property(name, properties[name]!)
+        for (name, value) in entity.sortedProperties {
+            xml += property(name, value)
         }
         return xml + "</m:properties></content></entry>"
-    }
-
-    /// The OData v2 type the writer gives a property's value (nil: written as `m:null`).
-    static func edmType(_ value: Any) -> String? {
-        switch value {
-        case is Bool: "Edm.Boolean"
-        case is Int: "Edm.Int32"
-        case let text as String where text.hasPrefix("/Date(") && text.hasSuffix(")/"): "Edm.DateTime"
-        case is String: "Edm.String"
-        default: nil
-        }
     }
 
     /// The service's collections, as the service document and `$metadata` name them.
@@ -94,7 +81,7 @@ enum ConnectionAtom {
     /// `ApplicationConnectionId` and `Endpoint` keyed by `EndpointName`, each with its sample's
     /// property names and the types `entry` writes them with; EntitySets `Connections` and
     /// `Endpoints` in the container `Container`.
-    static func metadata(connection: [String: Any], endpoint: [String: Any]) -> String {
+    static func metadata(connection: ODataEntity, endpoint: ODataEntity) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<edmx:Edmx Version=\"1.0\" xmlns:edmx=\"http://schemas.microsoft.com/ado/2007/06/edmx\">"
         xml += "<edmx:DataServices m:DataServiceVersion=\"2.0\" xmlns:m=\"\(metadataNamespace)\">"
         xml += "<Schema Namespace=\"applications\" xmlns=\"http://schemas.microsoft.com/ado/2008/09/edm\">"
@@ -106,29 +93,27 @@ enum ConnectionAtom {
         return xml + "</Schema></edmx:DataServices></edmx:Edmx>"
     }
 
-    private static func entityType(_ name: String, key: String, _ properties: [String: Any]) -> String {
+    private static func entityType(_ name: String, key: String, _ sample: ODataEntity) -> String {
         var xml = "<EntityType Name=\"\(name)\"><Key><PropertyRef Name=\"\(key)\"/></Key>"
-        for (property, value) in properties.sorted(by: { $0.key < $1.key }) where property != "__metadata" {
+        for (property, value) in sample.sortedProperties {
             let nullable = property == key ? "false" : "true"
-            xml += "<Property Name=\"\(escaped(property))\" Type=\"\(edmType(value) ?? "Edm.String")\" Nullable=\"\(nullable)\"/>"
+            xml += "<Property Name=\"\(escaped(property))\" Type=\"\(value.edmType ?? "Edm.String")\" Nullable=\"\(nullable)\"/>"
         }
         return xml + "</EntityType>"
     }
 
-    private static func property(_ name: String, _ value: Any) -> String {
+    private static func property(_ name: String, _ value: ODataEntity.Value) -> String {
         switch value {
-        case let flag as Bool:
-            return "<d:\(name) m:type=\"Edm.Boolean\">\(flag)</d:\(name)>"
-        case let number as Int:
-            return "<d:\(name) m:type=\"Edm.Int32\">\(number)</d:\(name)>"
-        case let text as String where text.hasPrefix("/Date(") && text.hasSuffix(")/"):
-            let milliseconds = Int64(text.dropFirst(6).dropLast(2)) ?? 0
-            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-            return "<d:\(name) m:type=\"Edm.DateTime\">\(dateTime(date))</d:\(name)>"
-        case let text as String:
-            return "<d:\(name)>\(escaped(text))</d:\(name)>"
-        default:
-            return "<d:\(name) m:null=\"true\"/>"
+        case .bool(let flag):
+            "<d:\(name) m:type=\"Edm.Boolean\">\(flag)</d:\(name)>"
+        case .int(let number):
+            "<d:\(name) m:type=\"Edm.Int32\">\(number)</d:\(name)>"
+        case .dateTime(let milliseconds):
+            "<d:\(name) m:type=\"Edm.DateTime\">\(dateTime(Date(timeIntervalSince1970: Double(milliseconds) / 1000)))</d:\(name)>"
+        case .string(let text):
+            "<d:\(name)>\(escaped(text))</d:\(name)>"
+        case .null:
+            "<d:\(name) m:null=\"true\"/>"
         }
     }
 

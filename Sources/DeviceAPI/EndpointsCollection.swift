@@ -11,7 +11,7 @@ import MidtierCore
 /// together with the back end's credentials.
 enum EndpointsCollection {
     /// The app's destinations that are configured, sorted by name, as Endpoint entities.
-    static func entities(app: AppConfiguration, configuration: MidtierConfiguration, version: String) -> [[String: Any]] {
+    static func entities(app: AppConfiguration, configuration: MidtierConfiguration, version: String) -> [ODataEntity] {
         app.destinations.filter { configuration.destinations[$0] != nil }.sorted().map {
             entity(name: $0, app: app.id, version: version, publicURL: configuration.server.publicURL)
         }
@@ -19,7 +19,7 @@ enum EndpointsCollection {
 
     /// One Endpoint entity, or nil when `name` is not a configured destination of the app
     /// (compared by its exact bytes, as destination names are everywhere).
-    static func entity(named name: String, app: AppConfiguration, configuration: MidtierConfiguration, version: String) -> [String: Any]? {
+    static func entity(named name: String, app: AppConfiguration, configuration: MidtierConfiguration, version: String) -> ODataEntity? {
         guard let known = app.destinations.first(where: { UserIdentity.sameBytes($0, name) }),
               configuration.destinations[known] != nil else { return nil }
         return entity(name: known, app: app.id, version: version, publicURL: configuration.server.publicURL)
@@ -32,18 +32,16 @@ enum EndpointsCollection {
     }
 
     /// The Endpoint entity's properties and their kinds, for `$metadata`.
-    static var sample: [String: Any] { entity(name: "", app: "", version: "v1", publicURL: "") }
+    static var sample: ODataEntity { entity(name: "", app: "", version: "v1", publicURL: "") }
 
-    static func entity(name: String, app: String, version: String, publicURL: String) -> [String: Any] {
-        [
-            "__metadata": [
-                "uri": "\(publicURL)/odata/applications/\(version)/\(app)/Endpoints('\(name.replacingOccurrences(of: "'", with: "''"))')",
-                "type": "applications.Endpoint",
-            ],
-            "EndpointName": name,
-            "RemoteURL": "\(publicURL)/\(name)",
-            // Every call through Midtier is signed in (docs/device-api.md, "Signing in").
-            "AnonymousAccess": false,
-        ]
+    static func entity(name: String, app: String, version: String, publicURL: String) -> ODataEntity {
+        ODataEntity(uri: "\(publicURL)/odata/applications/\(version)/\(app)/Endpoints('\(name.replacingOccurrences(of: "'", with: "''"))')",
+                    type: "applications.Endpoint",
+                    properties: [
+                        "EndpointName": .string(name),
+                        "RemoteURL": .string("\(publicURL)/\(name)"),
+                        // Every call through Midtier is signed in (docs/device-api.md, "Signing in").
+                        "AnonymousAccess": .bool(false),
+                    ])
     }
 }

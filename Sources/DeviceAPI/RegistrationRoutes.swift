@@ -164,7 +164,7 @@ struct RegistrationRoutes: Sendable {
             let base = "\(publicURL)/odata/applications/\(version)/\(app.id)/Connections"
             return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base), status: .ok)
         }
-        return ClientConfigurationRoutes.json(["d": ["results": entities]])
+        return ODataEntity.response(entities)
     }
 
     /// `GET …/Endpoints` and `GET …/Endpoints('{name}')`: the app's destinations, read-only
@@ -181,14 +181,14 @@ struct RegistrationRoutes: Sendable {
                 let base = "\(configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/Endpoints"
                 return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, set: "Endpoints"), status: .ok)
             }
-            return ClientConfigurationRoutes.json(["d": ["results": entities]])
+            return ODataEntity.response(entities)
         }
         guard let name = EndpointsCollection.key(entity) else { throw .notFound("unknown entity \(entity)") }
         guard let endpoint = EndpointsCollection.entity(named: name, app: app, configuration: configuration, version: version) else {
             throw .notFound("application \(app.id) has no destination \(name)")
         }
         if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint), status: .ok) }
-        return ClientConfigurationRoutes.json(["d": endpoint])
+        return ODataEntity.response(endpoint)
     }
 
     /// `GET /odata/applications/{version}/{appId}/`: the service document (Atom by default;
@@ -207,7 +207,7 @@ struct RegistrationRoutes: Sendable {
 
     /// The Connection entity's properties and their values' kinds, for `$metadata`: those of
     /// an entity as `entity(…)` writes it for this app, so the two never disagree.
-    static func entityTypes(app: AppConfiguration) -> [String: Any] {
+    static func entityTypes(app: AppConfiguration) -> ODataEntity {
         let sample = Registration(id: "", appId: app.id, user: UserIdentity(realm: "", id: ""), createdAt: 0)
         return entity(sample, app: app, version: "v1", publicURL: "")
     }
@@ -260,49 +260,42 @@ struct RegistrationRoutes: Sendable {
     /// The SAP `Connection` entity: the stored fields, the other writable ones (`""` or
     /// `false` when not sent), and the read-only policy the app gives (`PasswordPolicy…` from
     /// its `passwordPolicy`, `UploadLogs` from `logSettings.logEnabled`).
-    static func entity(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String) -> [String: Any] {
-        var entity = storedFields(registration, policy: app.blockWipingPolicy, version: version, publicURL: publicURL)
+    static func entity(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String) -> ODataEntity {
+        let policy = app.blockWipingPolicy
+        var properties: [String: ODataEntity.Value] = [
+            "ApplicationConnectionId": .string(registration.id),
+            "ApplicationId": .string(registration.appId),
+            "DeviceType": .string(registration.deviceType),
+            "DeviceModel": .string(registration.deviceModel),
+            "DeviceId": .string(registration.deviceId),
+            "FormFactor": .string(registration.formFactor),
+            "UserName": .string(registration.user.id),
+            "CreatedAt": .dateTime(Int64(registration.createdAt)),
+            "LastKnownLocation": .string(""),
+            "ApnsDeviceToken": .string(registration.apnsDeviceToken),
+            "AndroidGcmRegistrationId": .string(registration.androidGcmRegistrationId),
+            "BlockWipeEnabled": .bool(policy.blockWipeEnabled),
+            "BlockDisconnectedPeriod": .int(policy.blockDisconnectedPeriod),
+            "WipeDisconnectedPeriod": .int(policy.wipeDisconnectedPeriod),
+            "IsWiped": .bool(registration.state == .wiped),
+        ]
         for (name, isBoolean) in DeviceFields.detailFields {
             let value = registration.details[name]
-            entity[name] = isBoolean ? (value == "true") as Any : (value ?? "") as Any
+            properties[name] = isBoolean ? .bool(value == "true") : .string(value ?? "")
         }
         for (key, value) in app.passwordPolicy {
             // passwordPolicyMinLength → PasswordPolicyMinLength
-            entity[key.prefix(1).uppercased() + key.dropFirst()] = value.foundationValue
+            properties[key.prefix(1).uppercased() + key.dropFirst()] = ODataEntity.Value(value)
         }
-        if case .bool(let upload)? = app.logSettings["logEnabled"] { entity["UploadLogs"] = upload } else { entity["UploadLogs"] = false }
-        return entity
-    }
-
-    static func storedFields(_ registration: Registration, policy: BlockWipingPolicy, version: String, publicURL: String) -> [String: Any] {
-        [
-            "__metadata": [
-                "uri": entityURI(registration, version: version, publicURL: publicURL),
-                "type": "applications.Connection",
-            ],
-            "ApplicationConnectionId": registration.id,
-            "ApplicationId": registration.appId,
-            "DeviceType": registration.deviceType,
-            "DeviceModel": registration.deviceModel,
-            "DeviceId": registration.deviceId,
-            "FormFactor": registration.formFactor,
-            "UserName": registration.user.id,
-            "CreatedAt": "/Date(\(registration.createdAt))/",
-            "LastKnownLocation": "",
-            "ApnsDeviceToken": registration.apnsDeviceToken,
-            "AndroidGcmRegistrationId": registration.androidGcmRegistrationId,
-            "BlockWipeEnabled": policy.blockWipeEnabled,
-            "BlockDisconnectedPeriod": policy.blockDisconnectedPeriod,
-            "WipeDisconnectedPeriod": policy.wipeDisconnectedPeriod,
-            "IsWiped": registration.state == .wiped,
-        ]
+        if case .bool(let upload)? = app.logSettings["logEnabled"] { properties["UploadLogs"] = .bool(upload) } else { properties["UploadLogs"] = .bool(false) }
+        return ODataEntity(uri: entityURI(registration, version: version, publicURL: publicURL), type: "applications.Connection", properties: properties)
     }
 
     /// The SAP `{"d":{...}}` entity body, or its Atom `entry` when `atom`.
     static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String,
                                status: HTTPResponse.Status, atom: Bool = false) -> Response {
-        let properties = entity(registration, app: app, version: version, publicURL: publicURL)
-        if atom { return ConnectionAtom.response(ConnectionAtom.entry(properties), status: status) }
-        return ClientConfigurationRoutes.json(["d": properties], status: status)
+        let entity = entity(registration, app: app, version: version, publicURL: publicURL)
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity), status: status) }
+        return ODataEntity.response(entity, status: status)
     }
 }

@@ -32,7 +32,7 @@ struct SelfServiceRoutes: Sendable {
                 RegistrationRoutes.entity(registration, app: runtime.current.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
                                           version: "v1", publicURL: publicURL)
             }
-            return ClientConfigurationRoutes.json(["d": ["results": entities]])
+            return ODataEntity.response(entities)
         }
         for action in [RegistrationAction.lock, .wipe] {
             router.post("/mobileservices/me/registrations/{id}/\(action.rawValue)") { request, context throws(Refusal) -> Response in
@@ -49,8 +49,8 @@ struct SelfServiceRoutes: Sendable {
                 case .changed(let changed):
                     logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.identity)"])
                     let app = runtime.current.configuration.apps[changed.appId] ?? AppConfiguration(id: changed.appId)
-                    return ClientConfigurationRoutes.json(["d": RegistrationRoutes.entity(changed, app: app, version: "v1",
-                                                                                         publicURL: runtime.current.configuration.server.publicURL)])
+                    return ODataEntity.response(RegistrationRoutes.entity(changed, app: app, version: "v1",
+                                                                          publicURL: runtime.current.configuration.server.publicURL))
                 case .notFound:
                     throw notFound
                 case .refused(let current):

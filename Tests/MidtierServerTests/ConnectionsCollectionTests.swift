@@ -1,0 +1,37 @@
+import Foundation
+import MidtierCore
+import MidtierTestSupport
+import NIOHTTP1
+import Testing
+
+/// `GET …/Connections` and one Connection in both forms (docs/device-api.md, "Onboarding"): the
+/// caller's own registrations only, each property typed by what it is, never by what its text
+/// looks like.
+@Suite struct ConnectionsCollectionTests {
+    @Test func theCollectionListsTheCallersOwnInJSONAndAtom() async throws {
+        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+            var mine: [String] = []
+            for device in ["phone-1", "phone-2"] {
+                let made = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceId":"\#(device)","CustomCustom1":"/Date(1)/"}"#)
+                mine.append(try #require(made.header("X-SMP-APPCID"), "\(made.status) \(made.text)"))
+            }
+            let bobs = try await OnboardingLockTests.onboard(env, .bob, body: #"{"DeviceId":"phone-b"}"#)
+            #expect(bobs.status == 201, "\(bobs.text)")
+
+            let alice = [("Authorization", TestUser.alice.basic)]
+            let listed = try await env.call(.GET, OnboardingLockTests.connections, headers: alice)
+            let results = try #require((listed.json["d"] as? [String: Any])?["results"] as? [[String: Any]], "\(listed.status) \(listed.text)")
+            #expect(results.compactMap { $0["ApplicationConnectionId"] as? String }.sorted() == mine.sorted(), "\(listed.text)")
+            let first = try #require(results.first)
+            #expect((first["__metadata"] as? [String: Any])?["type"] as? String == "applications.Connection")
+            #expect(first["IsWiped"] as? Bool == false && first["BlockDisconnectedPeriod"] is Int, "\(first)")
+            #expect((first["CreatedAt"] as? String)?.hasPrefix("/Date(") == true && first["CustomCustom1"] as? String == "/Date(1)/", "\(first)")
+
+            // In Atom, CreatedAt is a DateTime; a device's text that looks like one stays a string.
+            let feed = try await env.call(.GET, OnboardingLockTests.connections + "?$format=atom", headers: alice)
+            #expect(feed.text.contains("<d:CreatedAt m:type=\"Edm.DateTime\">"), "\(feed.text)")
+            #expect(feed.text.contains("<d:CustomCustom1>/Date(1)/</d:CustomCustom1>"), "\(feed.text)")
+            #expect(!feed.text.contains("phone-b"), "bob's registration is not alice's")
+        }
+    }
+}
