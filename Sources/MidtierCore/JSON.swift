@@ -1,7 +1,7 @@
 /// A parsed JSON value as the loader sees it. Unlike ``JSONValue`` it keeps numbers as the text
 /// written in the file (so `15` stays `15`, and a number too large for any type is a problem,
 /// not a crash) and object members in file order.
-package indirect enum JSON: Sendable {
+package indirect enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(String)
@@ -24,7 +24,7 @@ package indirect enum JSON: Sendable {
 
 /// One member of a JSON object. (A struct rather than a labeled tuple: Swift 6.3 reports a
 /// spurious "circular reference" for a recursive enum holding an array of labeled tuples.)
-package struct JSONMember: Sendable {
+package struct JSONMember: Sendable, Equatable {
     package var key: String
     package var value: JSON
 
