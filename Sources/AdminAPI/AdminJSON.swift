@@ -1,47 +1,177 @@
 import Administration
 import Foundation
 import HTTPTypes
-import Hummingbird
 import MidtierCore
 import MidtierStore
 
-/// The JSON shapes of the admin API (`docs/admin-api.yaml`).
-enum AdminJSON {
-    static func timestamp(_ milliseconds: Int64) -> String {
-        Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601)
+// The JSON shapes of the admin API's answers (`docs/admin-api.yaml`, its `components`), one
+// type each, written by the core's writer (`Response.json`). Members are written in key order
+// (by their bytes), so that an answer's text never depends on a dictionary's order. The
+// client-upload shapes are in ClientUploadJSON.swift.
+
+/// Times as the admin API writes them: RFC 3339 in UTC, to the second.
+enum AdminTime {
+    static func json(_ milliseconds: Int64) -> JSON {
+        .string(Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601))
+    }
+}
+
+/// `Registration`: one device registration.
+struct RegistrationJSON {
+    var registration: Registration
+
+    init(_ registration: Registration) { self.registration = registration }
+
+    var json: JSON {
+        let r = registration
+        return [
+            "appId": .string(r.appId),
+            "createdAt": AdminTime.json(r.createdAt),
+            "deviceId": .string(r.deviceId),
+            "deviceModel": .string(r.deviceModel),
+            "deviceType": .string(r.deviceType),
+            "formFactor": .string(r.formFactor),
+            "id": .string(r.id),
+            "lastContactAt": AdminTime.json(r.lastContactAt),
+            "realm": .string(r.user.realm),
+            "state": .string(r.state.rawValue),
+            "userId": .string(r.user.id),
+        ]
+    }
+}
+
+/// `Block`: a user's block, or `null` when the user is not blocked.
+struct BlockJSON {
+    var block: UserBlock?
+
+    init(_ block: UserBlock?) { self.block = block }
+
+    var json: JSON {
+        .optional(block) { b in
+            ["by": .string(b.by), "reason": .string(b.reason), "since": AdminTime.json(b.since), "type": .string(b.kind.rawValue)]
+        }
+    }
+}
+
+/// `User`: what Midtier holds about a user — the block, the registrations and the Storage
+/// service documents (sizes only, never their content; docs/device-api.md, "User and device
+/// storage").
+struct UserJSON {
+    var record: Administration.UserRecord
+    var storage: [StorageEntry]
+
+    var json: JSON {
+        [
+            "block": BlockJSON(record.block).json,
+            "known": .bool(record.known),
+            "realm": .string(record.user.realm),
+            "registrations": .array(record.registrations.map { RegistrationJSON($0).json }),
+            "storage": .array(storage.map { StorageEntryJSON($0).json }),
+            "userId": .string(record.user.id),
+        ]
+    }
+}
+
+/// One Storage service document of a user: `registration` is `null` for the user level.
+struct StorageEntryJSON {
+    var entry: StorageEntry
+
+    init(_ entry: StorageEntry) { self.entry = entry }
+
+    var json: JSON {
+        [
+            "appId": .string(entry.key.app),
+            "name": .string(entry.key.name),
+            "registration": entry.key.registration.isEmpty ? .null : .string(entry.key.registration),
+            "size": .number(entry.size),
+            "updatedAt": AdminTime.json(entry.updatedAt),
+        ]
+    }
+}
+
+/// The answer to `PUT /admin/v1/users/{userId}/block`.
+struct BlockOutcomeJSON {
+    var user: UserIdentity
+    var outcome: Administration.BlockOutcome
+
+    var json: JSON {
+        ["block": BlockJSON(outcome.block).json, "realm": .string(user.realm), "seen": .bool(outcome.seen), "userId": .string(user.id)]
+    }
+}
+
+/// `AuditEntry`: one line of the audit log.
+struct AuditEntryJSON {
+    var entry: AuditEntry
+
+    init(_ entry: AuditEntry) { self.entry = entry }
+
+    var json: JSON {
+        let e = entry
+        return [
+            "action": .string(e.action),
+            "actor": .string(e.actor),
+            "at": AdminTime.json(e.at),
+            "detail": .string(e.detail),
+            "sequence": .number(e.sequence),
+            "source": .string(e.source),
+            "target": .string(e.target),
+        ]
+    }
+}
+
+/// `Destination`: a destination without secrets (`Administration.DestinationSummary`); the
+/// members a destination's authentication does not have are left out.
+struct DestinationJSON {
+    var summary: Administration.DestinationSummary
+
+    init(_ summary: Administration.DestinationSummary) { self.summary = summary }
+
+    var json: JSON {
+        let d = summary
+        let members: [String: JSON?] = [
+            "audience": d.audience.map(JSON.string),
+            "authentication": .string(d.authentication),
+            "clientKey": d.clientKey.map(JSON.string),
+            "companyId": d.companyId.map(JSON.string),
+            "forwardDeviceCookies": .strings(d.forwardDeviceCookies),
+            "headers": .strings(d.headers),
+            "name": .string(d.name),
+            "nameIdFormat": d.nameIdFormat.map(JSON.string),
+            "queries": .strings(d.queries),
+            "timeout": .number(d.timeoutMilliseconds),
+            "tokenServiceURL": d.tokenServiceURL.map(JSON.string),
+            "url": .string(d.url),
+            "user": d.user.map(JSON.string),
+            "userIdSource": d.userIdSource.map(JSON.string),
+        ]
+        return .sortedObject(members.compactMapValues { $0 })
+    }
+}
+
+/// The answer to `POST /admin/v1/config/reload`: what is in force now, or (`422`) why the new
+/// configuration was refused.
+struct ReloadJSON {
+    var outcome: ReloadOutcome
+
+    var status: HTTPResponse.Status {
+        switch outcome {
+        case .reloaded: .ok
+        case .rejected: .unprocessableContent
+        }
     }
 
-    static func registration(_ r: Registration) -> [String: Any] {
-        ["id": r.id, "appId": r.appId, "userId": r.user.id, "realm": r.user.realm, "deviceType": r.deviceType, "deviceModel": r.deviceModel,
-         "deviceId": r.deviceId, "formFactor": r.formFactor, "state": r.state.rawValue,
-         "createdAt": timestamp(r.createdAt), "lastContactAt": timestamp(r.lastContactAt)]
-    }
-
-    static func block(_ b: UserBlock?) -> Any {
-        guard let b else { return NSNull() }
-        return ["type": b.kind.rawValue, "reason": b.reason, "since": timestamp(b.since), "by": b.by]
-    }
-
-    static func audit(_ e: AuditEntry) -> [String: Any] {
-        ["sequence": e.sequence, "at": timestamp(e.at), "actor": e.actor, "action": e.action, "target": e.target,
-         "detail": e.detail, "source": e.source]
-    }
-
-    /// A destination without secrets (`Administration.DestinationSummary`).
-    static func destination(_ d: Administration.DestinationSummary) -> [String: Any] {
-        var object: [String: Any] = ["name": d.name, "url": d.url, "timeout": d.timeoutMilliseconds, "headers": d.headers,
-                                     "queries": d.queries, "forwardDeviceCookies": d.forwardDeviceCookies, "authentication": d.authentication]
-        let optional: [(String, String?)] = [("userIdSource", d.userIdSource), ("user", d.user), ("tokenServiceURL", d.tokenServiceURL),
-                                             ("clientKey", d.clientKey), ("companyId", d.companyId), ("audience", d.audience),
-                                             ("nameIdFormat", d.nameIdFormat)]
-        for case let (key, value?) in optional { object[key] = value }
-        return object
-    }
-
-    static func response(_ status: HTTPResponse.Status, _ object: Any) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    var json: JSON {
+        switch outcome {
+        case .reloaded(let apps, let destinations, let users):
+            ["apps": .number(apps), "destinations": .number(destinations), "status": "reloaded", "users": .number(users)]
+        case .rejected(let problems):
+            [
+                "error": [
+                    "code": "CONFIG_INVALID",
+                    "message": ["lang": "en", "value": .string("the new configuration has \(problems.count) problem(s); the old one stays in force")],
+                ],
+                "problems": .strings(problems),
+            ]
+        }
     }
 }

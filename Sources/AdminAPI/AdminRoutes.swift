@@ -106,12 +106,7 @@ package struct AdminRoutes: Sendable {
         } catch {
             throw .storeUnavailable
         }
-        return AdminJSON.response(.ok, ["userId": record.user.id, "realm": record.user.realm, "known": record.known,
-                                        "block": AdminJSON.block(record.block), "registrations": record.registrations.map(AdminJSON.registration),
-                                        "storage": storage.map { entry -> [String: Any] in
-                                            ["appId": entry.key.app, "registration": entry.key.registration.isEmpty ? NSNull() : entry.key.registration,
-                                             "name": entry.key.name, "size": entry.size, "updatedAt": AdminJSON.timestamp(entry.updatedAt)]
-                                        }])
+        return .json(UserJSON(record: record, storage: storage).json)
     }
 
     private func putBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
@@ -130,7 +125,7 @@ package struct AdminRoutes: Sendable {
             throw .badRequest("unknown member \(body.keys.sorted().first { !["type", "reason"].contains($0) } ?? "")")
         }
         let outcome = try await administration.block(user, kind: kind, reason: reasonText, by: actor)
-        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "block": AdminJSON.block(outcome.block), "seen": outcome.seen])
+        return .json(BlockOutcomeJSON(user: user, outcome: outcome).json)
     }
 
     private func deleteBlock(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
@@ -150,17 +145,17 @@ package struct AdminRoutes: Sendable {
             filter.state = parsed
         }
         let found = try await administration.registrations(matching: filter)
-        return AdminJSON.response(.ok, ["registrations": found.map(AdminJSON.registration)])
+        return .json(["registrations": .array(found.map { RegistrationJSON($0).json })])
     }
 
     private func getRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let found = try await administration.registration(id: try parameter(context, "id"))
-        return AdminJSON.response(.ok, AdminJSON.registration(found))
+        return .json(RegistrationJSON(found).json)
     }
 
     private func apply(_ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let registration = try await administration.apply(action, to: try parameter(context, "id"), by: actor)
-        return AdminJSON.response(.ok, AdminJSON.registration(registration))
+        return .json(RegistrationJSON(registration).json)
     }
 
     private func deleteRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
@@ -171,25 +166,18 @@ package struct AdminRoutes: Sendable {
     // MARK: Destinations, configuration, tokens, audit
 
     private func listDestinations(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
-        AdminJSON.response(.ok, ["destinations": administration.destinationSummaries().map(AdminJSON.destination)])
+        .json(["destinations": .array(administration.destinationSummaries().map { DestinationJSON($0).json })])
     }
 
     private func reloadConfiguration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
-        switch await administration.reload(actor) {
-        case .reloaded(let apps, let destinations, let users):
-            return AdminJSON.response(.ok, ["status": "reloaded", "apps": apps, "destinations": destinations, "users": users])
-        case .rejected(let problems):
-            return AdminJSON.response(.unprocessableContent, [
-                "error": ["code": "CONFIG_INVALID", "message": ["lang": "en", "value": "the new configuration has \(problems.count) problem(s); the old one stays in force"]],
-                "problems": problems,
-            ])
-        }
+        let answer = ReloadJSON(outcome: await administration.reload(actor))
+        return .json(answer.json, status: answer.status)
     }
 
     private func purgeTokens(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let user = try user(request, context)
         let purged = try await administration.purgeTokens(of: user, by: actor)
-        return AdminJSON.response(.ok, ["userId": user.id, "realm": user.realm, "purged": purged])
+        return .json(["purged": .number(purged), "realm": .string(user.realm), "userId": .string(user.id)])
     }
 
     private func listAudit(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
@@ -220,7 +208,7 @@ package struct AdminRoutes: Sendable {
             limit = parsed
         }
         let entries = try await administration.audit(since: since, after: after, limit: limit)
-        return AdminJSON.response(.ok, ["entries": entries.map(AdminJSON.audit)])
+        return .json(["entries": .array(entries.map { AuditEntryJSON($0).json })])
     }
 
     /// The body as a JSON object, read strictly (docs/admin.md): a key given twice, a trailing

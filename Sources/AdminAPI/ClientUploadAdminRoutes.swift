@@ -1,5 +1,4 @@
 import Administration
-import Foundation
 import Hummingbird
 import MidtierCore
 import MidtierHTTP
@@ -15,13 +14,13 @@ extension AdminRoutes {
     func listClientLogs(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let query = try Self.clientUploadQuery(.log, request)
         let page = try await administration.clientLogs(query)
-        return AdminJSON.response(.ok, ["entries": page.records.map(Self.logEntry), "next": page.next.map { $0 as Any } ?? NSNull()])
+        return .json(PageJSON(items: .entries, values: page.records.map { LogEntryJSON($0).json }, next: page.next).json)
     }
 
     func listClientUsage(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         let query = try Self.clientUploadQuery(.usage, request)
         let page = try await administration.clientUsage(query)
-        return AdminJSON.response(.ok, ["reports": page.uploads.map(Self.usageReport), "next": page.next.map { $0 as Any } ?? NSNull()])
+        return .json(PageJSON(items: .reports, values: page.uploads.map { UsageReportJSON($0).json }, next: page.next).json)
     }
 
     /// The query's filter; a parameter given twice is a `400` naming it.
@@ -32,29 +31,5 @@ extension AdminRoutes {
             guard values.count <= 1 else { throw .badRequest("\(name) is given more than once") }
             return values.first
         }
-    }
-
-    private static func upload(_ u: ClientUpload) -> [String: Any] {
-        ["id": u.id, "receivedAt": AdminJSON.timestamp(u.receivedAt), "registration": u.registration, "app": u.app,
-         "userId": u.user.id, "realm": u.user.realm, "deviceId": u.deviceId]
-    }
-
-    private static func logEntry(_ record: ClientLogRecord) -> [String: Any] {
-        let e = record.entry
-        return ["time": AdminJSON.timestamp(e.time), "severity": e.severity.rawValue, "correlationId": e.correlationId,
-                "source": e.source, "location": e.location, "message": e.message, "upload": upload(record.upload)]
-    }
-
-    private static func usageReport(_ u: ClientUpload) -> [String: Any] {
-        var object = upload(u)
-        object["size"] = u.size
-        object["report"] = report(u.report)
-        return object
-    }
-
-    /// The report's JSON as a value; text that is not JSON (the store keeps what was sent) as
-    /// a string.
-    static func report(_ text: String) -> Any {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) ?? text
     }
 }
