@@ -325,6 +325,8 @@ let package = Package(
         ),
         // One test target per module it tests (Tests/<Module>Tests), and MidtierServerTests for
         // the tests that start Midtier in process and call it over real sockets.
+        .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "Administration", "MidtierCore", "MidtierStore",
+                                                            .product(name: "HTTPTypes", package: "swift-http-types")], swiftSettings: swiftSettings),
         .testTarget(name: "BackendSessionsTests", dependencies: ["BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
                                                                   .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
         .testTarget(name: "ClientUploadsTests", dependencies: ["ClientUploads", "MidtierStore",
