@@ -18,40 +18,41 @@ extension ConsoleRoutes {
         let form = try FormBody.query(request)
         let query = try Self.clientUploadQuery(.log, form)
         let page = try await administration.clientLogs(query)
-        var values = clientUploadValues(form, admin, nav: "clientLogs")
         let level = form["level"] ?? ""
-        values["levels"] = ClientLogSeverity.allCases.map { ["value": $0.rawValue, "selected": $0.rawValue == level] }
-        values["entries"] = page.records.map { record -> [String: Any] in
-            let e = record.entry
-            var row: [String: Any] = ["time": Self.preciseTime(e.time), "severity": e.severity.rawValue, "registration": record.upload.registration,
-                                      "registrationLink": Self.path("/console/client-logs", [("registration", record.upload.registration)]),
-                                      "user": record.upload.user.description, "app": record.upload.app, "source": e.source,
-                                      "location": e.location, "message": e.message]
-            // Mustache shows a section for an empty string too.
-            if !e.correlationId.isEmpty { row["correlationId"] = e.correlationId }
-            return row
-        }
-        values["hasEntries"] = !page.records.isEmpty
-        Self.pager(&values, "/console/client-logs", form, cursor: query.cursor, next: page.next)
-        return pages.page("console-client-logs", values)
+        let pager = Self.pager("/console/client-logs", form, cursor: query.cursor, next: page.next)
+        let shown = ConsolePage.ClientLogs(
+            query: Self.uploadQuery(form), realms: uploadRealms(form), apps: uploadApps(form),
+            levels: ClientLogSeverity.allCases.map { ConsolePage.Option(value: $0.rawValue, selected: $0.rawValue == level) },
+            entries: page.records.map { record in
+                let e = record.entry
+                return .init(time: Self.preciseTime(e.time), severity: e.severity.rawValue, registration: record.upload.registration,
+                             registrationLink: Self.path("/console/client-logs", [("registration", record.upload.registration)]),
+                             user: record.upload.user.description, app: record.upload.app, source: e.source,
+                             location: e.location, message: e.message,
+                             // Mustache shows a section for an empty string too.
+                             correlationId: e.correlationId.isEmpty ? nil : e.correlationId)
+            },
+            hasEntries: !page.records.isEmpty, first: pager.first, next: pager.next)
+        return pages.page("console-client-logs", shown, layout: layout(admin, nav: .clientLogs))
     }
 
     func clientUsage(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
         let form = try FormBody.query(request)
         let query = try Self.clientUploadQuery(.usage, form)
         let page = try await administration.clientUsage(query)
-        var values = clientUploadValues(form, admin, nav: "clientUsage")
-        values["reports"] = page.uploads.map { upload -> [String: Any] in
-            var row = Self.reportValues(upload)
-            row["preview"] = String(upload.report.prefix(Self.reportPreview))
-            row["truncated"] = upload.report.count > Self.reportPreview
-            row["full"] = Self.path("/console/client-usage/report", [("registration", upload.registration),
-                                                                     ("at", String(upload.receivedAt)), ("id", upload.id)])
-            return row
-        }
-        values["hasReports"] = !page.uploads.isEmpty
-        Self.pager(&values, "/console/client-usage", form, cursor: query.cursor, next: page.next)
-        return pages.page("console-client-usage", values)
+        let pager = Self.pager("/console/client-usage", form, cursor: query.cursor, next: page.next)
+        let shown = ConsolePage.ClientUsage(
+            query: Self.uploadQuery(form), realms: uploadRealms(form), apps: uploadApps(form),
+            reports: page.uploads.map { upload in
+                .init(time: Self.preciseTime(upload.receivedAt), registration: upload.registration,
+                      registrationLink: Self.path("/console/client-logs", [("registration", upload.registration)]),
+                      user: upload.user.description, app: upload.app, size: upload.size,
+                      preview: String(upload.report.prefix(Self.reportPreview)), truncated: upload.report.count > Self.reportPreview,
+                      full: Self.path("/console/client-usage/report", [("registration", upload.registration),
+                                                                       ("at", String(upload.receivedAt)), ("id", upload.id)]))
+            },
+            hasReports: !page.uploads.isEmpty, first: pager.first, next: pager.next)
+        return pages.page("console-client-usage", shown, layout: layout(admin, nav: .clientUsage))
     }
 
     /// One usage report whole: the one of `registration` received at `at` (ms) with `id`.
@@ -68,13 +69,13 @@ extension ConsoleRoutes {
         guard let upload = page.uploads.first(where: { UserIdentity.sameBytes($0.id, id) }) else {
             throw .notFound("no usage report \(id) of registration \(registration) at that time; it may have been dropped or purged")
         }
-        var values = base(admin, nav: "clientUsage")
-        var shown = Self.reportValues(upload)
-        shown["text"] = upload.report
-        shown["deviceId"] = upload.deviceId
-        values["report"] = shown
-        values["back"] = Self.path("/console/client-usage", [("registration", upload.registration)])
-        return pages.page("console-client-usage-report", values)
+        let report = ConsolePage.ClientUsageReport.Report(
+            time: Self.preciseTime(upload.receivedAt), registration: upload.registration,
+            registrationLink: Self.path("/console/client-logs", [("registration", upload.registration)]),
+            user: upload.user.description, app: upload.app, size: upload.size, text: upload.report, deviceId: upload.deviceId)
+        let shown = ConsolePage.ClientUsageReport(report: report,
+                                                  back: Self.path("/console/client-usage", [("registration", upload.registration)]))
+        return pages.page("console-client-usage-report", shown, layout: layout(admin, nav: .clientUsage))
     }
 
     // MARK: Helpers
@@ -91,35 +92,32 @@ extension ConsoleRoutes {
         }
     }
 
-    /// The layout's values and the filter form's, as the admin typed them.
-    private func clientUploadValues(_ form: FormBody, _ admin: SignedIn, nav: String) -> [String: Any] {
-        var values = base(admin, nav: nav)
-        var query: [String: String] = [:]
-        for name in ["registration", "userId", "from", "until", "text"] { query[name] = form[name] ?? "" }
-        values["query"] = query
-        values["realms"] = realmOptions(selected: form["realm"] ?? UserIdentity.localRealm)
+    /// The filter form's fields, as the admin typed them.
+    private static func uploadQuery(_ form: FormBody) -> ConsolePage.UploadQuery {
+        ConsolePage.UploadQuery(registration: form["registration"] ?? "", userId: form["userId"] ?? "", from: form["from"] ?? "",
+                                until: form["until"] ?? "", text: form["text"] ?? "")
+    }
+
+    private func uploadRealms(_ form: FormBody) -> [ConsolePage.Option] {
+        realmOptions(selected: form["realm"] ?? UserIdentity.localRealm)
+    }
+
+    /// The configured apps, and the one the form names when it is none of them.
+    private func uploadApps(_ form: FormBody) -> [ConsolePage.Option] {
         let app = form["app"] ?? ""
         var apps = facts.apps().sorted()
         if !app.isEmpty, !apps.contains(where: { UserIdentity.sameBytes($0, app) }) { apps.append(app) }
-        values["apps"] = apps.map { ["value": $0, "selected": UserIdentity.sameBytes($0, app)] }
-        return values
-    }
-
-    private static func reportValues(_ upload: ClientUpload) -> [String: Any] {
-        ["time": preciseTime(upload.receivedAt), "registration": upload.registration,
-         "registrationLink": path("/console/client-logs", [("registration", upload.registration)]),
-         "user": upload.user.description, "app": upload.app, "size": upload.size]
+        return apps.map { ConsolePage.Option(value: $0, selected: UserIdentity.sameBytes($0, app)) }
     }
 
     /// The "Newest" link when a cursor is given, and the "Older" link when there are more.
-    private static func pager(_ values: inout [String: Any], _ page: String, _ form: FormBody, cursor: ClientUploadCursor?, next: String?) {
+    private static func pager(_ page: String, _ form: FormBody, cursor: ClientUploadCursor?, next: String?) -> (first: String?, next: String?) {
         var filters: [(String, String)] = []
         for name in ["registration", "userId", "realm", "app", "level", "from", "until", "text"] {
             guard let value = form[name], !value.isEmpty, name != "realm" || !(form["userId"] ?? "").isEmpty else { continue }
             filters.append((name, value))
         }
-        if cursor != nil { values["first"] = path(page, filters) }
-        if let next { values["next"] = path(page, filters + [("cursor", next)]) }
+        return (cursor == nil ? nil : path(page, filters), next.map { path(page, filters + [("cursor", $0)]) })
     }
 
     /// `2026-11-25 14:03:07.250 UTC`: log entries come many a minute.

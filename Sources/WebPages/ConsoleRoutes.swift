@@ -3,7 +3,7 @@ import Foundation
 import HTTPTypes
 package import Hummingbird
 package import Logging
-import MidtierCore
+package import MidtierCore
 package import MidtierHTTP
 package import MidtierMetrics
 import Registrations
@@ -194,23 +194,14 @@ package struct ConsoleRoutes: Sendable {
     }
 
     private func problem(_ refusal: Refusal, admin: SignedIn?, back: String) -> Response {
-        var values = base(admin, nav: nil)
-        values["heading"] = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
-        values["message"] = refusal.message
-        values["back"] = back
-        return pages.page("console-problem", values, status: refusal.status)
+        let heading = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
+        return pages.page("console-problem", ConsolePage.Problem(heading: heading, message: refusal.message, back: back),
+                          layout: layout(admin, nav: nil), status: refusal.status)
     }
 
     /// What every page's layout reads.
-    func base(_ admin: SignedIn?, nav: String?) -> [String: Any] {
-        var values: [String: Any] = [:]
-        if let admin {
-            values["admin"] = admin.admin
-            values["csrf"] = admin.csrf
-            if let notice = admin.notice { values["notice"] = notice }
-        }
-        if let nav { values["nav"] = [nav: true] }
-        return values
+    func layout(_ admin: SignedIn?, nav: ConsolePage.Nav.Entry?) -> ConsolePage.Layout {
+        ConsolePage.Layout(admin: admin?.admin, csrf: admin?.csrf, notice: admin?.notice, nav: nav.map(ConsolePage.Nav.init))
     }
 
     // MARK: Sign-in
@@ -223,9 +214,9 @@ package struct ConsoleRoutes: Sendable {
         if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, (try? await sessions.session(cookie)) != nil {
             return Pages.redirect(to: "/console/")
         }
-        var values: [String: Any] = ["idleMinutes": sessions.idleSeconds / 60]
-        if let problem { values["problem"] = problem }
-        return Self.form.page(pages, "console-sign-in", values, status: status, retryAfter: retryAfter, secure: facts.secure())
+        return Self.form.page(pages, "console-sign-in", status: status, retryAfter: retryAfter, secure: facts.secure()) { token in
+            ConsolePage.SignIn(idleMinutes: sessions.idleSeconds / 60, problem: problem, signInToken: token)
+        }
     }
 
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
@@ -262,22 +253,20 @@ package struct ConsoleRoutes: Sendable {
     // MARK: Pages
 
     private func overview(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
-        var values = base(admin, nav: "overview")
         let configuration = facts.configuration()
-        values["storeReachable"] = await facts.storeReachable()
-        values["storeKind"] = facts.storeKind
-        values["apps"] = configuration.apps
-        values["destinations"] = configuration.destinations
-        values["users"] = configuration.users
-        let exchanges = facts.exchanges().sorted { $0.key < $1.key }.map { name, totals -> [String: Any] in
-            ["destination": name, "total": totals.exchanges, "failures": totals.failures, "failed": totals.failures > 0]
+        let exchanges = facts.exchanges().sorted { $0.key < $1.key }.map { name, totals in
+            ConsolePage.Overview.Exchanges(destination: name, total: totals.exchanges, failures: totals.failures, failed: totals.failures > 0)
         }
-        values["exchanges"] = exchanges
-        values["hasExchanges"] = !exchanges.isEmpty
-        values["onboardingApps"] = facts.apps().sorted().map { app -> [String: Any] in
-            ["app": app, "downloads": OnboardingDownload.Format.allCases.map { ["href": OnboardingDownload.path(app: app, $0), "label": $0.label] }]
+        let onboardingApps = facts.apps().sorted().map { app in
+            ConsolePage.Overview.OnboardingApp(app: app, downloads: OnboardingDownload.Format.allCases.map {
+                .init(href: OnboardingDownload.path(app: app, $0), label: $0.label)
+            })
         }
-        return pages.page("console-overview", values)
+        let overview = ConsolePage.Overview(
+            storeReachable: await facts.storeReachable(), storeKind: facts.storeKind, apps: configuration.apps,
+            destinations: configuration.destinations, users: configuration.users, exchanges: exchanges,
+            hasExchanges: !exchanges.isEmpty, onboardingApps: onboardingApps)
+        return pages.page("console-overview", overview, layout: layout(admin, nav: .overview))
     }
 
     private func users(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
@@ -285,38 +274,34 @@ package struct ConsoleRoutes: Sendable {
         let id = query["id"] ?? ""
         let realm = query["realm"] ?? UserIdentity.localRealm
         try Self.checkUser(id, realm)
-        var values = base(admin, nav: "users")
-        values["query"] = ["id": id]
-        values["realms"] = realmOptions(selected: realm)
-        guard !id.isEmpty else { return pages.page("console-users", values) }
+        var page = ConsolePage.Users(query: .init(id: id), realms: realmOptions(selected: realm))
+        let layout = layout(admin, nav: .users)
+        guard !id.isEmpty else { return pages.page("console-users", page, layout: layout) }
         let user = UserIdentity(realm: realm, id: id)
         do throws(Refusal) {
             let record = try await administration.user(user)
-            // Carried percent-encoded: an HTML form would turn a CR into CR LF, a NUL into U+FFFD.
-            var shown: [String: Any] = ["id": user.id, "carriedID": Self.queryValue(user.id), "carriedRealm": Self.queryValue(user.realm),
-                                        "known": record.known]
-            if !user.isLocal { shown["realmLabel"] = user.realm }
-            shown["history"] = Self.path("/console/audit", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)]))
-            shown["registrationsPage"] = Self.registrationsPage(of: user)
-            if let block = record.block {
-                var shownBlock: [String: Any] = ["type": block.kind.rawValue, "since": Pages.time(block.since), "by": block.by]
-                if !block.reason.isEmpty { shownBlock["reason"] = block.reason }
-                shown["block"] = shownBlock
+            let block = record.block.map { block in
+                ConsolePage.Users.User.Block(type: block.kind.rawValue, since: Pages.time(block.since), by: block.by,
+                                             reason: block.reason.isEmpty ? nil : block.reason)
             }
-            shown["registrations"] = record.registrations.map(registrationRow)
-            shown["hasRegistrations"] = !record.registrations.isEmpty
-            values["user"] = shown
+            // Carried percent-encoded: an HTML form would turn a CR into CR LF, a NUL into U+FFFD.
+            page.user = ConsolePage.Users.User(
+                id: user.id, carriedID: Self.queryValue(user.id), carriedRealm: Self.queryValue(user.realm), known: record.known,
+                realmLabel: user.isLocal ? nil : user.realm,
+                history: Self.path("/console/audit", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)])),
+                registrationsPage: Self.registrationsPage(of: user), block: block,
+                registrations: record.registrations.map(registrationRow), hasRegistrations: !record.registrations.isEmpty)
         } catch where error.status == .notFound {
-            values["missing"] = user.description
+            page.missing = user.description
             if user.isLocal {
                 // By bytes: "Kim" does not stand for "\u{212A}im" (KELVIN SIGN), which is offered.
                 let suggestions = facts.localUserIDs().filter { $0.utf8.starts(with: id.utf8) && !UserIdentity.sameBytes($0, id) }
                     .sorted().prefix(20)
-                values["suggestions"] = suggestions.map { ["id": $0, "urlID": Self.queryValue($0)] }
-                values["hasSuggestions"] = !suggestions.isEmpty
+                page.suggestions = suggestions.map { .init(id: $0, urlID: Self.queryValue($0)) }
+                page.hasSuggestions = !suggestions.isEmpty
             }
         }
-        return pages.page("console-users", values)
+        return pages.page("console-users", page, layout: layout)
     }
 
     /// The user a form names in its carried (percent-encoded) `id` and `realm` fields.
@@ -372,19 +357,13 @@ package struct ConsoleRoutes: Sendable {
         }
         let found = try await administration.registrations(matching: filter)
         let shown = found.sorted { $0.createdAt > $1.createdAt }.prefix(Self.registrationRows)
-        var values = base(admin, nav: "registrations")
-        values["query"] = ["user": userID]
-        values["realms"] = realmOptions(selected: realm)
-        values["apps"] = facts.apps().sorted().map { ["value": $0, "selected": $0 == app] }
-        values["states"] = ["active", "locked", "wiped"].map { ["value": $0, "selected": $0 == stateText] }
-        values["registrations"] = shown.map(registrationRow)
-        values["hasRegistrations"] = !shown.isEmpty
-        if found.count > shown.count {
-            values["truncated"] = true
-            values["shown"] = shown.count
-            values["total"] = found.count
-        }
-        return pages.page("console-registrations", values)
+        let page = ConsolePage.Registrations(
+            query: .init(user: userID), realms: realmOptions(selected: realm),
+            apps: facts.apps().sorted().map { ConsolePage.Option(value: $0, selected: $0 == app) },
+            states: ["active", "locked", "wiped"].map { ConsolePage.Option(value: $0, selected: $0 == stateText) },
+            registrations: shown.map(registrationRow), hasRegistrations: !shown.isEmpty,
+            truncated: found.count > shown.count, shown: shown.count, total: found.count)
+        return pages.page("console-registrations", page, layout: layout(admin, nav: .registrations))
     }
 
     /// The confirmation step before a lock, unlock, wipe or delete.
@@ -395,18 +374,11 @@ package struct ConsoleRoutes: Sendable {
         }
         guard let id = query["id"], !id.isEmpty else { throw .badRequest("the registration id is missing") }
         let registration = try await administration.registration(id: id)
-        var values = base(admin, nav: "registrations")
-        values["action"] = action.rawValue
-        values["label"] = action.label
-        values["consequence"] = action.consequence
-        values["id"] = registration.id
-        values["user"] = registration.user.description
-        values["app"] = registration.appId
-        values["deviceType"] = registration.deviceType
-        values["deviceModel"] = registration.deviceModel
-        values["state"] = registration.state.rawValue
-        values["back"] = Self.registrationsPage(of: registration.user)
-        return pages.page("console-confirm", values)
+        let page = ConsolePage.Confirm(
+            action: action.rawValue, label: action.label, consequence: action.consequence, id: registration.id,
+            user: registration.user.description, app: registration.appId, deviceType: registration.deviceType,
+            deviceModel: registration.deviceModel, state: registration.state.rawValue, back: Self.registrationsPage(of: registration.user))
+        return pages.page("console-confirm", page, layout: layout(admin, nav: .registrations))
     }
 
     private func apply(_ action: ConsoleAction, _ form: FormBody, _ admin: SignedIn) async throws(Refusal) -> Response {
@@ -437,60 +409,54 @@ package struct ConsoleRoutes: Sendable {
         let subject: AuditSubject? = !registration.isEmpty ? .registration(registration)
             : !userID.isEmpty ? .user(UserIdentity(realm: realm, id: userID)) : nil
         let entries = try await administration.recentAudit(before: before, about: subject, limit: Self.auditPage)
-        var values = base(admin, nav: "audit")
-        values["query"] = ["user": userID, "registration": registration]
-        values["realms"] = realmOptions(selected: realm)
-        values["entries"] = entries.map { entry -> [String: Any] in
-            ["sequence": entry.sequence, "at": Pages.time(entry.at), "actor": entry.actor, "action": entry.action,
-             "target": entry.target, "detail": entry.detail, "source": entry.source]
-        }
-        values["hasEntries"] = !entries.isEmpty
         var filters: [(String, String)] = []
         if !userID.isEmpty { filters += [("user", userID), ("realm", realm)] }
         if !registration.isEmpty { filters.append(("registration", registration)) }
-        if before != nil { values["newer"] = Self.path("/console/audit", filters) }
-        if entries.count == Self.auditPage, let last = entries.last {
-            values["older"] = Self.path("/console/audit", filters + [("before", String(last.sequence))])
-        }
-        return pages.page("console-audit", values)
+        let older = entries.count == Self.auditPage ? entries.last.map { last in
+            Self.path("/console/audit", filters + [("before", String(last.sequence))])
+        } : nil
+        let page = ConsolePage.Audit(
+            query: .init(user: userID, registration: registration), realms: realmOptions(selected: realm),
+            entries: entries.map { entry in
+                .init(sequence: entry.sequence, at: Pages.time(entry.at), actor: entry.actor, action: entry.action,
+                      target: entry.target, detail: entry.detail, source: entry.source)
+            },
+            hasEntries: !entries.isEmpty, newer: before == nil ? nil : Self.path("/console/audit", filters), older: older)
+        return pages.page("console-audit", page, layout: layout(admin, nav: .audit))
     }
 
     private func destinations(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
-        var values = base(admin, nav: "destinations")
-        values["destinations"] = administration.destinationSummaries().map { destination -> [String: Any] in
-            var row: [String: Any] = ["name": destination.name, "url": destination.url, "authentication": destination.authentication,
-                                      "timeout": destination.timeoutMilliseconds, "headers": destination.headers.joined(separator: ", "),
-                                      "cookies": destination.forwardDeviceCookies.joined(separator: ", ")]
-            if let user = destination.user { row["user"] = user }
-            if let tokenService = destination.tokenServiceURL { row["tokenService"] = tokenService }
-            return row
-        }
-        return pages.page("console-destinations", values)
+        let page = ConsolePage.Destinations(destinations: administration.destinationSummaries().map { destination in
+            .init(name: destination.name, url: destination.url, authentication: destination.authentication,
+                  timeout: destination.timeoutMilliseconds, headers: destination.headers.joined(separator: ", "),
+                  cookies: destination.forwardDeviceCookies.joined(separator: ", "), user: destination.user,
+                  tokenService: destination.tokenServiceURL)
+        })
+        return pages.page("console-destinations", page, layout: layout(admin, nav: .destinations))
     }
 
     // MARK: Helpers
 
-    private func registrationRow(_ registration: Registration) -> [String: Any] {
-        [
-            "id": registration.id, "user": registration.user.description, "app": registration.appId,
-            "deviceType": registration.deviceType, "deviceModel": registration.deviceModel,
-            "created": Pages.time(registration.createdAt), "lastContact": Pages.time(registration.lastContactAt),
-            "state": registration.state.rawValue,
-            "history": Self.path("/console/audit", [("registration", registration.id)]),
-            "clientLogs": Self.path("/console/client-logs", [("registration", registration.id)]),
-            "actions": ConsoleAction.allowed(from: registration.state).map { action in
-                ["action": action.rawValue, "label": action.label, "registrationID": Self.queryValue(registration.id)]
-            },
-        ]
+    private func registrationRow(_ registration: Registration) -> ConsolePage.RegistrationRow {
+        ConsolePage.RegistrationRow(
+            id: registration.id, user: registration.user.description, app: registration.appId,
+            deviceType: registration.deviceType, deviceModel: registration.deviceModel,
+            created: Pages.time(registration.createdAt), lastContact: Pages.time(registration.lastContactAt),
+            state: registration.state.rawValue,
+            history: Self.path("/console/audit", [("registration", registration.id)]),
+            clientLogs: Self.path("/console/client-logs", [("registration", registration.id)]),
+            actions: ConsoleAction.allowed(from: registration.state).map { action in
+                RegistrationActionLink(action: action.rawValue, label: action.label, registrationID: Self.queryValue(registration.id))
+            })
     }
 
     /// `users.json` and each configured issuer, with `selected` chosen (also when it is none
     /// of them: a realm from an older configuration).
-    func realmOptions(selected: String) -> [[String: Any]] {
+    func realmOptions(selected: String) -> [ConsolePage.Option] {
         var realms = [UserIdentity.localRealm] + facts.realms().sorted()
         if !realms.contains(where: { UserIdentity.sameBytes($0, selected) }) { realms.append(selected) }
         return realms.map { realm in
-            ["value": realm, "label": realm.isEmpty ? "users.json" : realm, "selected": UserIdentity.sameBytes(realm, selected)]
+            ConsolePage.Option(value: realm, label: realm.isEmpty ? "users.json" : realm, selected: UserIdentity.sameBytes(realm, selected))
         }
     }
 

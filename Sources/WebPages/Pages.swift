@@ -19,6 +19,7 @@ package struct Pages: Sendable {
         for (name, text) in Templates.all {
             do {
                 try library.register(text, named: name)
+                try library.register("{{#layout}}{{#page}}{{>\(name)}}{{/page}}{{/layout}}", named: Self.framed(name))
             } catch {
                 // The templates are part of the program: a broken one is a programming error,
                 // found by every test that renders a page.
@@ -27,6 +28,10 @@ package struct Pages: Sendable {
         }
         self.library = library
     }
+
+    /// The template that renders template `name` in a ``PageFrame``: it pushes the frame's
+    /// `layout`, then its `page`, on Mustache's context stack, and adds no text of its own.
+    private static func framed(_ name: String) -> String { "framed:\(name)" }
 
     /// No script at all, styles from Midtier's own stylesheet only, forms that post back to
     /// Midtier only, never inside a frame.
@@ -42,16 +47,20 @@ package struct Pages: Sendable {
         headers[.cacheControl] = "no-store"
     }
 
-    /// `template` rendered with `values`.
-    package func page(_ template: String, _ values: [String: Any], status: HTTPResponse.Status = .ok) -> Response {
-        var values = values
-        values["site"] = site
-        values["stylesheet"] = stylesheetPath
-        let html = library.render(values, withTemplate: template) ?? ""
+    /// `template` rendered with `model`, its layout's header with `layout` (``PageFrame``).
+    package func page(_ template: String, _ model: some Sendable, layout: some Sendable = NoLayout(),
+                      status: HTTPResponse.Status = .ok) -> Response {
+        let html = html(template, model, layout: layout)
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
         Self.protect(&headers)
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: html)))
+    }
+
+    /// The HTML of `template` rendered with `model` and `layout`.
+    func html(_ template: String, _ model: some Sendable, layout: some Sendable = NoLayout()) -> String {
+        let frame = PageFrame(site: site, stylesheet: stylesheetPath, layout: layout, page: model)
+        return library.render(frame, withTemplate: Self.framed(template)) ?? ""
     }
 
     /// `303 See Other` to `location` (a path of Midtier's own).

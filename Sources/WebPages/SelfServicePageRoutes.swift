@@ -149,28 +149,22 @@ package struct SelfServicePageRoutes: Sendable {
     }
 
     private func problem(_ refusal: Refusal, user: SignedIn?) -> Response {
-        var values = base(user)
-        values["heading"] = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
-        values["message"] = refusal.message
-        return pages.page("me-problem", values, status: refusal.status)
+        let heading = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
+        return pages.page("me-problem", SelfServicePage.Problem(heading: heading, message: refusal.message), layout: layout(user),
+                          status: refusal.status)
     }
 
-    private func base(_ user: SignedIn?) -> [String: Any] {
-        var values: [String: Any] = [:]
-        if let user {
-            values["user"] = user.user.description
-            values["csrf"] = user.csrf
-            if let notice = user.notice { values["notice"] = notice }
-        }
-        return values
+    /// What every page's layout reads.
+    private func layout(_ user: SignedIn?) -> SelfServicePage.Layout {
+        SelfServicePage.Layout(user: user?.user.description, csrf: user?.csrf, notice: user?.notice)
     }
 
     // MARK: Sign-in
 
     private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok, retryAfter: Int? = nil) -> Response {
-        var values: [String: Any] = ["tokenSignIn": signIn.takesTokens]
-        if let problem { values["problem"] = problem }
-        return Self.form.page(pages, "me-sign-in", values, status: status, retryAfter: retryAfter, secure: secure())
+        Self.form.page(pages, "me-sign-in", status: status, retryAfter: retryAfter, secure: secure()) { token in
+            SelfServicePage.SignIn(tokenSignIn: signIn.takesTokens, problem: problem, signInToken: token)
+        }
     }
 
     private func signIn(_ request: Request, _ context: MidtierRequestContext) async -> Response {
@@ -204,16 +198,16 @@ package struct SelfServicePageRoutes: Sendable {
         }
         // The store selects by realm and id; checked again here, by bytes, before anything is shown.
         let mine = owned.filter { $0.user == user.user }.sorted { $0.createdAt > $1.createdAt }
-        var values = base(user)
-        values["devices"] = mine.map { registration -> [String: Any] in
-            var row = Self.describe(registration)
-            row["actions"] = Self.actions(for: registration.state).map { action in
-                ["action": action.rawValue, "label": Self.label(action), "registrationID": ConsoleRoutes.queryValue(registration.id)]
-            }
-            return row
+        let devices = mine.map { registration in
+            SelfServicePage.Device(
+                id: registration.id, model: Self.model(registration), type: registration.deviceType, app: registration.appId,
+                created: Pages.time(registration.createdAt), lastContact: Pages.time(registration.lastContactAt),
+                state: registration.state.rawValue,
+                actions: Self.actions(for: registration.state).map { action in
+                    RegistrationActionLink(action: action.rawValue, label: Self.label(action), registrationID: ConsoleRoutes.queryValue(registration.id))
+                })
         }
-        values["hasDevices"] = !mine.isEmpty
-        return pages.page("me-devices", values)
+        return pages.page("me-devices", SelfServicePage.Devices(devices: devices, hasDevices: !mine.isEmpty), layout: layout(user))
     }
 
     private func confirm(_ request: Request, _ user: SignedIn) async throws(Refusal) -> Response {
@@ -222,13 +216,14 @@ package struct SelfServicePageRoutes: Sendable {
             throw .badRequest("action must be lock or wipe")
         }
         let registration = try await own(query["id"] ?? "", of: user)
-        var values = base(user).merging(Self.describe(registration)) { $1 }
-        values["action"] = action.rawValue
-        values["label"] = Self.label(action)
-        values["consequence"] = action == .lock
+        let consequence = action == .lock
             ? "The app on this device can no longer reach company data. An administrator can unlock it."
             : "The app on this device can never reach company data again and deletes what it holds. This cannot be undone."
-        return pages.page("me-confirm", values)
+        let page = SelfServicePage.Confirm(
+            id: registration.id, model: Self.model(registration), type: registration.deviceType, app: registration.appId,
+            created: Pages.time(registration.createdAt), state: registration.state.rawValue,
+            action: action.rawValue, label: Self.label(action), consequence: consequence)
+        return pages.page("me-confirm", page, layout: layout(user))
     }
 
     private func apply(_ action: RegistrationAction, _ form: FormBody, _ user: SignedIn, client: String?) async throws(Refusal) -> Response {
@@ -262,12 +257,9 @@ package struct SelfServicePageRoutes: Sendable {
         return found
     }
 
-    static func describe(_ registration: Registration) -> [String: Any] {
-        [
-            "id": registration.id, "model": registration.deviceModel.isEmpty ? "(unnamed device)" : registration.deviceModel,
-            "type": registration.deviceType, "app": registration.appId, "created": Pages.time(registration.createdAt),
-            "lastContact": Pages.time(registration.lastContactAt), "state": registration.state.rawValue,
-        ]
+    /// A device's model as the page names it.
+    static func model(_ registration: Registration) -> String {
+        registration.deviceModel.isEmpty ? "(unnamed device)" : registration.deviceModel
     }
 
     static func actions(for state: Registration.State) -> [RegistrationAction] {

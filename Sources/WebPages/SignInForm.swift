@@ -12,13 +12,12 @@ struct SignInForm: Sendable {
     /// Where both cookies are sent (the page set's path).
     let path: String
 
-    /// The form page: `template` with `values` and a fresh `signInToken`, its cookie set.
-    func page(_ pages: Pages, _ template: String, _ values: [String: Any], status: HTTPResponse.Status,
-              retryAfter: Int?, secure: Bool) -> Response {
+    /// The form page: `template` with the model `model` makes of a fresh form token (the
+    /// templates' `signInToken`), its cookie set.
+    func page(_ pages: Pages, _ template: String, status: HTTPResponse.Status, retryAfter: Int?, secure: Bool,
+              model: (_ signInToken: String) -> some Sendable) -> Response {
         let token = RandomToken.make()
-        var values = values
-        values["signInToken"] = token
-        var response = pages.page(template, values, status: status)
+        var response = pages.page(template, model(token), status: status)
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
         response.setCookie(Pages.cookie(formCookie, token, path: path, secure: secure, maxAge: 3600))
         return response
