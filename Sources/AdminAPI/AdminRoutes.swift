@@ -213,7 +213,7 @@ package struct AdminRoutes: Sendable {
 
     /// The body as a JSON object, read strictly (docs/admin.md): a key given twice, a trailing
     /// comma or anything but one object is a `400` that says what and where.
-    static func jsonObject(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> [String: JSONValue] {
+    static func jsonObject(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> [String: JSON] {
         var request = request
         let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "body")
         switch StrictJSON.object(Array(buffer.readableBytesView)) {

@@ -28,7 +28,7 @@ package final class BackendCookieJar: Sendable {
     }
 
     /// One cookie as kept; `Codable` for the sealed copy in the store.
-    package struct Cookie: Sendable, Equatable, Codable {
+    package struct Cookie: Sendable, Equatable {
         package var name: String
         package var value: String
         package var path: String

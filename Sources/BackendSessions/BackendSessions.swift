@@ -79,7 +79,7 @@ package final class BackendSessions: Sendable {
         let registration = call.key.registration.value
         let destination = call.key.destination.value
         do {
-            let plaintext = Array(try JSONEncoder().encode(change.cookies))
+            let plaintext = SealedCookies.text(change.cookies)
             let sealed = try sealer.seal(plaintext, registration: registration, destination: destination)
             // A session cookie keeps the row until the registration's session ends; a session
             // with no cookies left expires at once.
@@ -130,7 +130,7 @@ package final class BackendSessions: Sendable {
         guard let found else { return [] }
         do {
             let plaintext = try sealer.open(found.sealed, registration: registration, destination: destination)
-            return try JSONDecoder().decode([Cookie].self, from: Data(plaintext))
+            return try SealedCookies.cookies(plaintext)
         } catch {
             // The back end starts a new session (a device fetches a new CSRF token).
             logger.warning("a stored back-end session does not open; starting without it",

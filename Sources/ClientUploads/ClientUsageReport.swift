@@ -8,14 +8,14 @@ package enum ClientUsageReport {
     package static func check(_ body: [UInt8], limit: Int) throws(ClientUploadError) -> String {
         guard !body.isEmpty else { throw .invalid("the usage report is empty (a JSON object with report and appInfo)") }
         guard body.count <= limit else { throw .tooLarge("the usage report is larger than \(limit) bytes") }
-        let report: [String: JSONValue]
+        let report: [String: JSON]
         switch StrictJSON.object(body) {
         case .success(let object): report = object
         case .failure(let error): throw .invalid("the usage report is not a JSON object: \(error)")
         }
         guard case .string(let id)? = report["report"], !id.isEmpty else { throw .invalid("the usage report has no report id (report, a string)") }
         guard !StoredText.hasControlCharacters(id) else { throw .invalid("the usage report's report id has a control character") }
-        guard case .object(let appInfo)? = report["appInfo"] else { throw .invalid("the usage report has no appInfo object") }
+        guard let appInfo = report["appInfo"], appInfo.members != nil else { throw .invalid("the usage report has no appInfo object") }
         guard case .string? = appInfo["application"] else { throw .invalid("the usage report's appInfo has no application (a string)") }
         if let deviceInfo = report["deviceInfo"] {
             guard case .object = deviceInfo else { throw .invalid("the usage report's deviceInfo is not an object") }
@@ -23,12 +23,12 @@ package enum ClientUsageReport {
         if let sessions = report["sessions"] {
             guard case .array(let list) = sessions else { throw .invalid("the usage report's sessions is not a list") }
             for (s, session) in list.enumerated() {
-                guard case .object(let members) = session else { throw .invalid("sessions[\(s)] is not an object") }
-                guard let events = members["events"] else { continue }
+                guard session.members != nil else { throw .invalid("sessions[\(s)] is not an object") }
+                guard let events = session["events"] else { continue }
                 guard case .array(let eventList) = events else { throw .invalid("sessions[\(s)].events is not a list") }
                 for (e, event) in eventList.enumerated() {
-                    guard case .object(let fields) = event else { throw .invalid("sessions[\(s)].events[\(e)] is not an object") }
-                    guard let time = fields["time"], time != .null else { throw .invalid("sessions[\(s)].events[\(e)] has no time") }
+                    guard event.members != nil else { throw .invalid("sessions[\(s)].events[\(e)] is not an object") }
+                    guard let time = event["time"], time != .null else { throw .invalid("sessions[\(s)].events[\(e)] has no time") }
                 }
             }
         }

@@ -91,17 +91,17 @@ extension ConfigurationLoader {
     /// A client policy group: each known key read as its type says (booleans also as `"true"`
     /// or `"false"`, numbers also as strings, as pasted settings carry them) and given to
     /// clients as JSON booleans, numbers and string lists; an unknown key is an error.
-    private func policyGroup(_ group: ObjectReader, _ keys: [(key: String, value: ClientPolicy.Value)]) -> [String: JSONValue] {
-        var values: [String: JSONValue] = [:]
+    private func policyGroup(_ group: ObjectReader, _ keys: [(key: String, value: ClientPolicy.Value)]) -> [String: JSON] {
+        var values: [String: JSON] = [:]
         for (key, kind) in keys {
             switch kind {
             case .bool:
                 if let value = group.bool(key) { values[key] = .bool(value) }
             case .integer(let range):
-                if let value = group.integer(key, in: range) { values[key] = .number(Double(value)) }
+                if let value = group.integer(key, in: range) { values[key] = .number(value) }
             case .strings:
                 guard let elements = group.array(key) else { continue }
-                var strings: [JSONValue] = []
+                var strings: [JSON] = []
                 for (path, element) in elements {
                     if case .string(let text) = element { strings.append(.string(text)) } else {
                         group.problems.add(path, "must be a string (found \(element.kind))")

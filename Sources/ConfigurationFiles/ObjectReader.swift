@@ -148,14 +148,14 @@ final class ObjectReader {
     }
 
     /// A free-form object kept as given (`passwordPolicy`, `logSettings`, `discovery`).
-    func freeObject(_ name: String) -> [String: JSONValue]? {
+    func freeObject(_ name: String) -> [String: JSON]? {
         guard let value = value(name) else { return nil }
-        guard case .object = value else {
+        guard case .object(let members) = value else {
             problem(name, "must be an object (found \(value.kind))")
             return nil
         }
-        guard case .object(let object)? = jsonValue(value, path: key(name), problems: problems) else { return nil }
-        return object
+        guard checkedJSON(value, path: key(name), problems: problems) != nil else { return nil }
+        return Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// Records "unknown key" for every member that was neither read nor accepted.
@@ -208,50 +208,39 @@ func parseInteger(_ text: String) -> Int? {
     return Int(text)
 }
 
-/// Converts a parsed value to the `JSONValue` kept in the model. Numbers that do not fit a
-/// `Double` (such as `1e999`) are a problem at their key path. Every member is converted, so
-/// that every such problem is reported.
-func jsonValue(_ value: JSON, path: String, problems: FileProblems) -> JSONValue? {
+/// Checks a value kept as given in the model: every number that no `Double` holds (such as
+/// `1e999`) is a problem at its key path, since clients could not read it. Every member is
+/// checked, so that every such problem is reported. The value itself is kept as written.
+func checkedJSON(_ value: JSON, path: String, problems: FileProblems) -> JSON? {
     var stack: [PathComponent] = [.key(path)]
-    return jsonValue(value, stack: &stack, problems: problems)
+    return checkNumbers(value, stack: &stack, problems: problems) ? value : nil
 }
 
-private func jsonValue(_ value: JSON, stack: inout [PathComponent], problems: FileProblems) -> JSONValue? {
+private func checkNumbers(_ value: JSON, stack: inout [PathComponent], problems: FileProblems) -> Bool {
     switch value {
-    case .null: return .null
-    case .bool(let bool): return .bool(bool)
-    case .string(let string): return .string(string)
+    case .null, .bool, .string:
+        return true
     case .number(let literal):
         guard let number = Double(literal), number.isFinite else {
             problems.add(keyPath(stack), "number is too large")
-            return nil
+            return false
         }
-        return .number(number)
+        return true
     case .array(let elements):
-        var result: [JSONValue] = []
         var complete = true
         for (index, element) in elements.enumerated() {
             stack.append(.index(index))
-            if let converted = jsonValue(element, stack: &stack, problems: problems) {
-                result.append(converted)
-            } else {
-                complete = false
-            }
+            if !checkNumbers(element, stack: &stack, problems: problems) { complete = false }
             stack.removeLast()
         }
-        return complete ? .array(result) : nil
+        return complete
     case .object(let members):
-        var result: [String: JSONValue] = [:]
         var complete = true
         for member in members {
             stack.append(.key(member.key))
-            if let converted = jsonValue(member.value, stack: &stack, problems: problems) {
-                result[member.key] = converted
-            } else {
-                complete = false
-            }
+            if !checkNumbers(member.value, stack: &stack, problems: problems) { complete = false }
             stack.removeLast()
         }
-        return complete ? .object(result) : nil
+        return complete
     }
 }

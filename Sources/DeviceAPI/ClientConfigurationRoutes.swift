@@ -18,20 +18,20 @@ struct ClientConfigurationRoutes: Sendable {
         router.get("/config/v1/{appId}") { _, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let app = try Self.app(context, runtime)
-            return Self.json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
+            return .json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
         }
         router.get("/config-api.svc/ApplicationConfigurations/{call}") { _, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let segment = context.parameters.get("call") ?? ""
             let call = try DiscoveryServiceCall.parse(segment.removingPercentEncoding ?? segment)
             guard let app = call.app(in: runtime.configuration.apps) else { throw .notFound("unknown application \(call.appConfigID)") }
-            return Self.json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
+            return .json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
         }
         router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
             let runtime = runtime.current
             let app = try Self.app(context, runtime)
             _ = try await runtime.authenticate(request, app: app, client: context.clientIP)
-            return Self.json(Self.settings(app))
+            return .json(Self.settings(app))
         }
     }
 
@@ -41,38 +41,32 @@ struct ClientConfigurationRoutes: Sendable {
         return app
     }
 
-    static func settings(_ app: AppConfiguration) -> [String: Any] {
+    /// The settings exchange's document (docs/configuration.md, "Client policy"), members sorted.
+    static func settings(_ app: AppConfiguration) -> JSON {
         let policy = app.blockWipingPolicy
-        return ["mobileservices": ["settingsExchange": [
-            "passwordPolicy": app.passwordPolicy.mapValues(\.settingsExchangeValue),
-            "blockWipingPolicy": ["blockWipeEnabled": policy.blockWipeEnabled,
-                                  "blockDisconnectedPeriod": policy.blockDisconnectedPeriod,
-                                  "wipeDisconnectedPeriod": policy.wipeDisconnectedPeriod],
-            "logSettings": app.logSettings.mapValues(\.settingsExchangeValue),
-            "usagePolicy": app.usagePolicy.mapValues(\.settingsExchangeValue),
-            "featureVectorPolicies": app.featureVectorPolicies.mapValues(\.settingsExchangeValue),
-        ]]]
-    }
-
-    /// `object` as JSON; a single value (a string, `null`: one setting of the Storage service) too.
-    static func json(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])) ?? Data("{}".utf8)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json;charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        let settingsExchange: JSON = [
+            "blockWipingPolicy": ["blockDisconnectedPeriod": .number(policy.blockDisconnectedPeriod),
+                                  "blockWipeEnabled": .bool(policy.blockWipeEnabled),
+                                  "wipeDisconnectedPeriod": .number(policy.wipeDisconnectedPeriod)],
+            "featureVectorPolicies": .sortedObject(app.featureVectorPolicies.mapValues(\.settingsExchangeValue)),
+            "logSettings": .sortedObject(app.logSettings.mapValues(\.settingsExchangeValue)),
+            "passwordPolicy": .sortedObject(app.passwordPolicy.mapValues(\.settingsExchangeValue)),
+            "usagePolicy": .sortedObject(app.usagePolicy.mapValues(\.settingsExchangeValue)),
+        ]
+        return ["mobileservices": ["settingsExchange": settingsExchange]]
     }
 }
 
-extension JSONValue {
+extension JSON {
     /// A client policy value as SAP Mobile Services sends it in the settings exchange:
     /// booleans and numbers as strings (`"true"`, `"8"`), which is what the SAP SDK's policy
     /// readers take (its passcode policy reader takes string values only); lists stay lists.
     /// docs/configuration.md, "Client policy".
-    var settingsExchangeValue: Any {
+    var settingsExchangeValue: JSON {
         switch self {
-        case .bool(let value): value ? "true" : "false"
-        case .number: "\(foundationValue)"
-        case .null, .string, .array, .object: foundationValue
+        case .bool(let value): .string(value ? "true" : "false")
+        case .number(let text): .string(text)
+        case .null, .string, .array, .object: self
         }
     }
 }

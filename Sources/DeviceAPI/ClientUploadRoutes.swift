@@ -118,7 +118,7 @@ struct ClientUploadRoutes: Sendable {
     }
 
     /// Whether a `logSettings` or `usagePolicy` value is on: `true` or `"true"`.
-    static func isOn(_ value: JSONValue?) -> Bool {
+    static func isOn(_ value: JSON?) -> Bool {
         switch value {
         case .bool(let on)?: on
         case .string(let text)?: text.lowercased() == "true"

@@ -38,11 +38,11 @@ struct ODataEntity: Sendable {
         }
 
         /// A client policy value from the app file (booleans and whole numbers typed, the rest text).
-        init(_ value: JSONValue) {
+        init(_ value: JSON) {
             switch value {
             case .bool(let flag): self = .bool(flag)
-            case .number(let number) where number.rounded() == number && abs(number) < 2_147_483_648: self = .int(Int(number))
-            case .number(let number): self = .string("\(number)")
+            case .number(let text):
+                if let number = Int(text), abs(number) < 2_147_483_648 { self = .int(number) } else { self = .string(text) }
             case .string(let text): self = .string(text)
             case .null, .array, .object: self = .null
             }

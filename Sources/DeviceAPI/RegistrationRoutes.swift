@@ -199,7 +199,7 @@ struct RegistrationRoutes: Sendable {
         let appID = context.parameters.get("appId") ?? ""
         guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
-        if ConnectionAtom.preference(request) == false { return ClientConfigurationRoutes.json(["d": ["EntitySets": ConnectionAtom.entitySets]]) }
+        if ConnectionAtom.preference(request) == false { return .json(["d": ["EntitySets": .strings(ConnectionAtom.entitySets)]]) }
         let base = "\(runtime.current.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
         return ConnectionAtom.response(ConnectionAtom.serviceDocument(base: base), status: .ok,
                                        contentType: "application/atomsvc+xml;charset=utf-8")
@@ -232,11 +232,11 @@ struct RegistrationRoutes: Sendable {
         let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "registration body")
         guard buffer.readableBytes > 0 else { return existing }
         let bytes = Array(buffer.readableBytesView)
-        var object: [String: JSONValue]
+        var object: [String: JSON]
         if ConnectionAtom.isBody(request) {
             switch ODataAtomEntry.properties(of: bytes) {
             case .success(let properties):
-                object = Dictionary(properties.map { ($0.name, $0.value.map(JSONValue.string) ?? .null) }, uniquingKeysWith: { first, _ in first })
+                object = Dictionary(properties.map { ($0.name, JSON.string($0.value)) }, uniquingKeysWith: { first, _ in first })
             case .failure(let problem):
                 throw .badRequest("the registration body is not an Atom entry Midtier can read: \(problem.message)")
             }
@@ -246,8 +246,8 @@ struct RegistrationRoutes: Sendable {
             case .failure(let error): throw .badRequest("the registration body is not a JSON object: \(error.message)")
             }
             if let wrapped = object["d"] {
-                guard case .object(let inner) = wrapped else { throw .badRequest("d must be an object") }
-                object = inner
+                guard let inner = wrapped.members else { throw .badRequest("d must be an object") }
+                object = Dictionary(inner.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
             }
         }
         return try DeviceFields.read(object, existing: existing)

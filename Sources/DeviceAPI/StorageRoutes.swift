@@ -44,10 +44,10 @@ struct StorageRoutes: Sendable {
                 router.get(RouterPath(path)) { request, context throws(Refusal) -> Response in
                     let (app, _) = try await self.signedIn(request, context)
                     let keyPath = try Self.keyPath(context)
-                    guard let value = Self.value(at: keyPath, in: ClientConfigurationRoutes.settings(app)) else {
+                    guard let value = Self.storedValue(at: keyPath, in: ClientConfigurationRoutes.settings(app)) else {
                         throw .notFound("no setting at global/\(keyPath.joined(separator: "/")) in application \(app.id)")
                     }
-                    return ClientConfigurationRoutes.json(value)
+                    return .json(value)
                 }
                 for method in [HTTPRequest.Method.put, .post, .patch, .delete] {
                     router.on(RouterPath(path), method: method) { request, context throws(Refusal) -> Response in
@@ -83,7 +83,7 @@ struct StorageRoutes: Sendable {
             guard request.method == .get else {
                 throw .badRequest("\(request.method) needs a document name after \(level) (…/\(level)/{name}[/{key}…])")
             }
-            return ClientConfigurationRoutes.json(try await levelDocuments(request, app: app, user: user.identity, registration: registration))
+            return .json(try await levelDocuments(request, app: app, user: user.identity, registration: registration))
         }
         // The name is kept in the store: no control characters (docs/identity.md, "Stored text").
         guard !StoredText.hasControlCharacters(name) else { throw .badRequest("the document name has a control character") }
@@ -93,21 +93,21 @@ struct StorageRoutes: Sendable {
         switch request.method {
         case .get where Self.overwrite(request):
             let merged = try await levelDocuments(request, app: app, user: user.identity, registration: registration)
-            guard let value = Self.value(at: keyPath, in: merged) else { throw .notFound("nothing is stored at \(place), nor above it") }
-            return ClientConfigurationRoutes.json(value)
+            guard let value = Self.storedValue(at: keyPath, in: merged) else { throw .notFound("nothing is stored at \(place), nor above it") }
+            return .json(value)
         case .get:
             let text = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.storageDocument(key) }
             guard let text, let value = Self.storedValue(at: inside, in: Self.document(text)) else { throw .notFound("nothing is stored at \(place)") }
-            return ClientConfigurationRoutes.json(value.foundationValue)
+            return .json(value)
         case .put:
             let value = try await Self.body(request)
             return try await write(key, place: place) { current throws(Refusal) in
-                try Self.setting(value, at: inside[...], in: current.map(Self.document) ?? .object([:]), place: place)
+                try Self.setting(value, at: inside[...], in: current.map(Self.document) ?? [:], place: place)
             }
         case .post:
             let value = try await Self.body(request)
             return try await write(key, place: place) { current throws(Refusal) in
-                let document = current.map(Self.document) ?? .object([:])
+                let document = current.map(Self.document) ?? [:]
                 if current != nil, Self.storedValue(at: inside, in: document) != nil {
                     throw Refusal(.conflict, code: "CONFLICT", "something is already stored at \(place); PUT replaces it, PATCH merges into it")
                 }
@@ -116,7 +116,7 @@ struct StorageRoutes: Sendable {
         case .patch:
             let patch = try await Self.body(request)
             return try await write(key, place: place) { current throws(Refusal) in
-                let document = current.map(Self.document) ?? .object([:])
+                let document = current.map(Self.document) ?? [:]
                 let merged = Self.mergePatch(Self.storedValue(at: inside, in: document) ?? .null, with: patch)
                 return try Self.setting(merged, at: inside[...], in: document, place: place)
             }
@@ -141,51 +141,57 @@ struct StorageRoutes: Sendable {
     /// documents, then (for a device) the registration's; a lower level's value wins, objects
     /// merge member by member.
     private func levelDocuments(_ request: Request, app: AppConfiguration, user: UserIdentity,
-                                registration: String) async throws(Refusal) -> [String: Any] {
+                                registration: String) async throws(Refusal) -> JSON {
         let store = registrations.store
         let levels = Self.overwrite(request) ? (registration.isEmpty ? [""] : ["", registration]) : [registration]
-        var merged: Any = Self.overwrite(request) ? ClientConfigurationRoutes.settings(app) : [String: Any]()
+        var merged: JSON = Self.overwrite(request) ? ClientConfigurationRoutes.settings(app) : [:]
         for level in levels {
             let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await store.storageDocuments(app: app.id, user: user, registration: level)
             }
-            merged = Self.merging(documents.mapValues { Self.document($0).foundationValue }, over: merged)
+            merged = Self.merging(.sortedObject(documents.mapValues(Self.document)), over: merged)
         }
-        return merged as? [String: Any] ?? [:]
+        return merged
     }
 
     /// `over` with `value` laid on it: objects member by member (keys by their bytes), anything
     /// else replaced.
-    static func merging(_ value: Any, over base: Any) -> Any {
-        guard let object = value as? [String: Any], var result = base as? [String: Any] else { return value }
-        for (key, member) in object {
-            let existing = result.keys.first { UserIdentity.sameBytes($0, key) }
-            result[existing ?? key] = merging(member, over: existing.flatMap { result[$0] } ?? NSNull())
+    static func merging(_ value: JSON, over base: JSON) -> JSON {
+        guard let members = value.members, var result = base.members else { return value }
+        for member in members {
+            if let index = index(of: member.key, in: result) {
+                result[index].value = merging(member.value, over: result[index].value)
+            } else {
+                result.append(member)
+            }
         }
-        return result
+        return .object(result)
     }
 
     /// RFC 7396 JSON merge patch: `patch`'s members set into `target`, `null` removing one.
-    static func mergePatch(_ target: JSONValue, with patch: JSONValue) -> JSONValue {
-        guard case .object(let members) = patch else { return patch }
-        guard case .object(var object) = target else { return mergePatch(.object([:]), with: patch) }
-        for (key, value) in members {
-            let existing = member(key, of: object)
-            if value == .null {
-                if let existing { object[existing] = nil }
+    static func mergePatch(_ target: JSON, with patch: JSON) -> JSON {
+        guard let members = patch.members else { return patch }
+        guard var object = target.members else { return mergePatch([:], with: patch) }
+        for member in members {
+            let existing = index(of: member.key, in: object)
+            if member.value == .null {
+                if let existing { object.remove(at: existing) }
+            } else if let existing {
+                object[existing].value = mergePatch(object[existing].value, with: member.value)
             } else {
-                object[existing ?? key] = mergePatch(existing.flatMap { object[$0] } ?? .null, with: value)
+                object.append(JSONMember(key: member.key, value: mergePatch(.null, with: member.value)))
             }
         }
         return .object(object)
     }
 
     /// A PUT, POST or PATCH body: one JSON object, at most `documentLimit` bytes.
-    private static func body(_ request: Request) async throws(Refusal) -> JSONValue {
+    private static func body(_ request: Request) async throws(Refusal) -> JSON {
         var body = request
         let bytes = try await body.collectBody(upTo: documentLimit, describedAs: "storage document")
-        switch StrictJSON.object(Array(buffer: bytes)) {
-        case .success(let object): return .object(object)
+        switch StrictJSON.value(Array(buffer: bytes)) {
+        case .success(let value) where value.members != nil: return value
+        case .success(let value): throw .badRequest("the body is not a JSON object: it is \(value.kind)")
         case .failure(let error): throw .badRequest("the body is not a JSON object: \(error)")
         }
     }
@@ -193,7 +199,7 @@ struct StorageRoutes: Sendable {
     /// Writes the document `change` makes of the stored one (nil: delete it), in the store's
     /// transaction; 200 with SAP's `code` and `message`.
     private func write(_ key: StorageKey, place: String,
-                       _ change: @escaping @Sendable (String?) throws(Refusal) -> JSONValue?) async throws(Refusal) -> Response {
+                       _ change: @escaping @Sendable (String?) throws(Refusal) -> JSON?) async throws(Refusal) -> Response {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let store = registrations.store
         let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
@@ -212,8 +218,8 @@ struct StorageRoutes: Sendable {
             }
         }
         switch result {
-        case .written: return ClientConfigurationRoutes.json(["code": 200, "message": "stored at \(place)"])
-        case .removed: return ClientConfigurationRoutes.json(["code": 200, "message": "deleted \(place)"])
+        case .written: return .json(["code": 200, "message": .string("stored at \(place)")])
+        case .removed: return .json(["code": 200, "message": .string("deleted \(place)")])
         case .refused(let refusal): throw refusal
         case .overUserLimit(let limit):
             throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the user's stored documents together would be larger than \(limit) bytes")
@@ -272,48 +278,55 @@ struct StorageRoutes: Sendable {
     }
 
     /// A stored document (an object; nothing readable counts as empty).
-    static func document(_ text: String) -> JSONValue {
-        guard case .success(let object) = StrictJSON.object(Array(text.utf8)) else { return .object([:]) }
-        return .object(object)
+    static func document(_ text: String) -> JSON {
+        guard case .success(let value) = StrictJSON.value(Array(text.utf8)), value.members != nil else { return [:] }
+        return value
     }
 
-    /// A document as stored: compact JSON, keys sorted.
-    static func text(_ document: JSONValue) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: document.foundationValue, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+    /// A document as stored: compact JSON, keys sorted (by their bytes) at every level.
+    static func text(_ document: JSON) -> String {
+        document.sortedByKey.serialized()
     }
 
-    /// The key of `object` that is `key` by its bytes.
-    private static func member(_ key: String, of object: [String: JSONValue]) -> String? {
-        object.keys.first { UserIdentity.sameBytes($0, key) }
+    /// Where the member whose key is `key` by its bytes is in `members`.
+    private static func index(of key: String, in members: [JSONMember]) -> Int? {
+        members.firstIndex { UserIdentity.sameBytes($0.key, key) }
     }
 
     /// `document` with `value` at `path`, objects made on the way.
-    static func setting(_ value: JSONValue, at path: ArraySlice<String>, in document: JSONValue, place: String) throws(Refusal) -> JSONValue {
+    static func setting(_ value: JSON, at path: ArraySlice<String>, in document: JSON, place: String) throws(Refusal) -> JSON {
         guard let key = path.first else { return value }
-        guard case .object(var object) = document else {
+        guard var object = document.members else {
             throw Refusal(.conflict, code: "CONFLICT", "a value on the way to \(place) is not an object, so it cannot hold \(key)")
         }
-        let existing = member(key, of: object)
-        object[existing ?? key] = try setting(value, at: path.dropFirst(), in: existing.flatMap { object[$0] } ?? .object([:]), place: place)
+        if let existing = index(of: key, in: object) {
+            object[existing].value = try setting(value, at: path.dropFirst(), in: object[existing].value, place: place)
+        } else {
+            object.append(JSONMember(key: key, value: try setting(value, at: path.dropFirst(), in: [:], place: place)))
+        }
         return .object(object)
     }
 
     /// `document` without the value at `path` (not empty).
-    static func removing(_ path: ArraySlice<String>, from document: JSONValue, place: String) throws(Refusal) -> JSONValue {
-        guard let key = path.first, case .object(var object) = document, let existing = member(key, of: object), let inner = object[existing] else {
+    static func removing(_ path: ArraySlice<String>, from document: JSON, place: String) throws(Refusal) -> JSON {
+        guard let key = path.first, var object = document.members, let existing = index(of: key, in: object) else {
             throw .notFound("nothing is stored at \(place)")
         }
-        object[existing] = path.count == 1 ? nil : try removing(path.dropFirst(), from: inner, place: place)
+        if path.count == 1 {
+            object.remove(at: existing)
+        } else {
+            object[existing].value = try removing(path.dropFirst(), from: object[existing].value, place: place)
+        }
         return .object(object)
     }
 
-    /// The value at `keyPath` in `document`, nil when a key is missing or a step is not an object.
-    static func storedValue(at keyPath: [String], in document: JSONValue) -> JSONValue? {
+    /// The value at `keyPath` in `document` (keys by their bytes), nil when a key is missing or
+    /// a step is not an object.
+    static func storedValue(at keyPath: [String], in document: JSON) -> JSON? {
         var current = document
         for key in keyPath {
-            guard case .object(let object) = current, let found = member(key, of: object), let next = object[found] else { return nil }
-            current = next
+            guard let members = current.members, let found = index(of: key, in: members) else { return nil }
+            current = members[found].value
         }
         return current
     }
@@ -333,15 +346,5 @@ struct StorageRoutes: Sendable {
             keys.append(key)
         }
         return keys
-    }
-
-    /// The value at `keyPath` in `document`, nil when a key is missing or a step is not an object.
-    static func value(at keyPath: [String], in document: [String: Any]) -> Any? {
-        var current: Any = document
-        for key in keyPath {
-            guard let object = current as? [String: Any], let next = object.first(where: { UserIdentity.sameBytes($0.key, key) })?.value else { return nil }
-            current = next
-        }
-        return current
     }
 }

@@ -28,10 +28,10 @@ struct JWKSKey: Sendable {
 /// Every claim of a device token, for the checks Midtier makes itself with its own messages
 /// (issuer, audience, expiry, the user claim); jwt-kit has checked the signature by then.
 struct DeviceClaims: JWTPayload {
-    let claims: [String: JSONValue]
+    let claims: [String: JSON]
 
     init(from decoder: any Decoder) throws {
-        claims = try decoder.singleValueContainer().decode([String: JSONValue].self)
+        claims = try decoder.singleValueContainer().decode([String: JSON].self)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -117,7 +117,7 @@ struct JWKSKeySet: Sendable {
     /// The document's keys, split into those worth making verifiers for and those skipped.
     /// Synchronous, so a configuration load can report a broken file at once.
     static func candidates(in bytes: [UInt8]) throws(JWKSProblem) -> (usable: [Candidate], skipped: [String]) {
-        let members: [String: JSONValue]
+        let members: [String: JSON]
         switch StrictJSON.object(bytes) {
         case .success(let object): members = object
         case .failure(let error): throw JWKSProblem("the JWKS is not a JSON object: \(error.message)")
@@ -128,7 +128,7 @@ struct JWKSKeySet: Sendable {
         var usable: [Candidate] = []
         var skipped: [String] = []
         for (index, entry) in entries.enumerated() {
-            guard case .object(let key) = entry else {
+            guard let key = entry.members.map({ Dictionary($0.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first }) }) else {
                 skipped.append("keys[\(index)]: not a JSON object")
                 continue
             }
@@ -142,7 +142,7 @@ struct JWKSKeySet: Sendable {
         return (usable, skipped)
     }
 
-    private static func candidate(_ key: [String: JSONValue], kid: String?) -> Result<Candidate.Material, JWKSProblem> {
+    private static func candidate(_ key: [String: JSON], kid: String?) -> Result<Candidate.Material, JWKSProblem> {
         if let use = key.string("use"), use != "sig" {
             return .failure(JWKSProblem("its use is \(use), not sig"))
         }
@@ -190,7 +190,7 @@ struct JWKSKeySet: Sendable {
     }
 }
 
-extension [String: JSONValue] {
+extension [String: JSON] {
     func string(_ key: String) -> String? {
         if case .string(let value)? = self[key] { value } else { nil }
     }

@@ -219,7 +219,7 @@ package final class JWTAuthenticator: Sendable {
         guard let issuer = claims.string("iss"), UserIdentity.sameBytes(issuer, settings.issuer) else {
             return .failure(.wrongIssuer(expected: settings.issuer))
         }
-        let isOurs: (JSONValue) -> Bool = { value in
+        let isOurs: (JSON) -> Bool = { value in
             if case .string(let audience) = value { UserIdentity.sameBytes(audience, self.settings.audience) } else { false }
         }
         switch claims["aud"] {
@@ -230,13 +230,13 @@ package final class JWTAuthenticator: Sendable {
         let expiresAt: Double
         switch claims["exp"] {
         case nil, .null?: return .failure(.missingExpiry)
-        case .number(let exp)?: expiresAt = exp
+        case let exp? where exp.doubleValue != nil: expiresAt = exp.doubleValue ?? 0
         case _?: return .failure(.malformedToken("its exp is not a number"))
         }
         guard now < expiresAt + Self.clockSkewSeconds else { return .failure(.expired) }
         switch claims["nbf"] {
         case nil, .null?: break
-        case .number(let notBefore)?: guard now + Self.clockSkewSeconds >= notBefore else { return .failure(.notYetValid) }
+        case let notBefore? where notBefore.doubleValue != nil: guard now + Self.clockSkewSeconds >= notBefore.doubleValue ?? 0 else { return .failure(.notYetValid) }
         case _?: return .failure(.malformedToken("its nbf is not a number"))
         }
         guard let userID = claims.string(settings.userClaim), !userID.isEmpty else {

@@ -8,7 +8,7 @@ package import Registrations
 /// registration, and the answer while a device is held by a lock or a wipe.
 package enum DeviceFields {
     /// The one reading of the device fields, whichever format they came in.
-    package static func read(_ object: [String: JSONValue], existing: DeviceDetails) throws(Refusal) -> DeviceDetails {
+    package static func read(_ object: [String: JSON], existing: DeviceDetails) throws(Refusal) -> DeviceDetails {
         var device = existing
         let fields: [(String, WritableKeyPath<DeviceDetails, String>)] = [
             ("DeviceType", \.deviceType), ("DeviceModel", \.deviceModel), ("DeviceId", \.deviceId), ("FormFactor", \.formFactor),

@@ -112,16 +112,16 @@ package struct AppConfiguration: Sendable {
     package var blockWipingPolicy: BlockWipingPolicy
     /// The settings exchange's `passwordPolicy`, in the SAP SDK's key spelling, values checked
     /// and normalized (`ClientPolicy.passwordPolicy`). Default `{}`.
-    package var passwordPolicy: [String: JSONValue]
+    package var passwordPolicy: [String: JSON]
     /// Passed to clients as given (settings exchange). Default `{}`.
-    package var logSettings: [String: JSONValue]
+    package var logSettings: [String: JSON]
     /// The settings exchange's `usagePolicy` (`ClientPolicy.usagePolicy`). Default `{}`.
-    package var usagePolicy: [String: JSONValue] = [:]
+    package var usagePolicy: [String: JSON] = [:]
     /// The settings exchange's `featureVectorPolicies` (`ClientPolicy.featureVectorPolicies`).
     /// Default `{}`.
-    package var featureVectorPolicies: [String: JSONValue] = [:]
+    package var featureVectorPolicies: [String: JSON] = [:]
     /// Extra members merged into `GET /config/v1/{appId}`. Default `{}`.
-    package var discovery: [String: JSONValue]
+    package var discovery: [String: JSON]
     /// `implicitRegistration`: a signed-in call with `X-SMP-APPID` and `X-SMP-DEVICEID` but no
     /// registration of that device onboards it, as a Connections POST would
     /// (docs/device-api.md, "Implicit registration"). Default false.
@@ -132,9 +132,9 @@ package struct AppConfiguration: Sendable {
         authentication: AppAuthentication = .basic,
         destinations: [String] = [],
         blockWipingPolicy: BlockWipingPolicy = BlockWipingPolicy(),
-        passwordPolicy: [String: JSONValue] = [:],
-        logSettings: [String: JSONValue] = [:],
-        discovery: [String: JSONValue] = [:]
+        passwordPolicy: [String: JSON] = [:],
+        logSettings: [String: JSON] = [:],
+        discovery: [String: JSON] = [:]
     ) {
         self.id = id
         self.authentication = authentication

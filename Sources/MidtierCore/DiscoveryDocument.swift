@@ -7,48 +7,35 @@ extension AppConfiguration {
     /// keys older SDK clients read and the `oauth2.clients` list newer ones read; plus the app's
     /// `discovery` members. Served at `/config/v1/{appId}` and offered by the console as
     /// `ConfigurationProvider.plist` (docs/console.md). No secrets: app developers get it.
-    package func discoveryDocument(publicURL: String) -> [String: Any] {
+    /// Members are sorted by key, so the same configuration always gives the same text.
+    package func discoveryDocument(publicURL: String) -> JSON {
         let url = URL(string: publicURL)
         let scheme = url?.scheme ?? "http"
-        let auth: [String: Any]
+        let auth: JSON
         switch authentication {
         case .basic:
-            auth = ["type": "basic", "config": [String: Any](), "requireOtp": false]
+            auth = ["config": [:], "requireOtp": false, "type": "basic"]
         case .jwt(let jwt):
-            var config: [String: Any] = ["oauth2.grantType": "authorization_code"]
+            var config: [String: JSON] = ["oauth2.grantType": "authorization_code"]
             if let oauth2 = jwt.oauth2 {
-                config["oauth2.authorizationEndpoint"] = oauth2.authorizationEndpoint
-                config["oauth2.tokenEndpoint"] = oauth2.tokenEndpoint
-                config["oauth2.endUserUI"] = oauth2.endUserUI
-                config["oauth2.clientID"] = oauth2.clients.first?.clientID
-                config["oauth2.clients"] = oauth2.clients.map {
-                    ["clientID": $0.clientID, "redirectURL": $0.redirectURL, "grantType": "authorization_code"]
-                }
+                config["oauth2.authorizationEndpoint"] = .string(oauth2.authorizationEndpoint)
+                config["oauth2.tokenEndpoint"] = .string(oauth2.tokenEndpoint)
+                config["oauth2.endUserUI"] = .string(oauth2.endUserUI)
+                if let first = oauth2.clients.first { config["oauth2.clientID"] = .string(first.clientID) }
+                config["oauth2.clients"] = .array(oauth2.clients.map {
+                    ["clientID": .string($0.clientID), "grantType": "authorization_code", "redirectURL": .string($0.redirectURL)]
+                })
             }
-            auth = ["type": "oauth2", "config": config, "requireOtp": false]
+            auth = ["config": .sortedObject(config), "requireOtp": false, "type": "oauth2"]
         }
-        var document: [String: Any] = [
+        var document: [String: JSON] = [
             "auth": [auth],
-            "host": url?.host ?? "localhost",
-            "port": url?.port ?? (scheme == "https" ? 443 : 80),
-            "protocol": scheme,
-            "appID": id,
+            "host": .string(url?.host ?? "localhost"),
+            "port": .number(url?.port ?? (scheme == "https" ? 443 : 80)),
+            "protocol": .string(scheme),
+            "appID": .string(id),
         ]
-        for (key, value) in discovery { document[key] = value.foundationValue }
-        return document
-    }
-}
-
-extension JSONValue {
-    /// The value as `JSONSerialization` takes it.
-    package var foundationValue: Any {
-        switch self {
-        case .null: NSNull()
-        case .bool(let value): value
-        case .number(let value): value.rounded() == value && abs(value) < 1e15 ? Int(value) as Any : value
-        case .string(let value): value
-        case .array(let values): values.map(\.foundationValue)
-        case .object(let values): values.mapValues(\.foundationValue)
-        }
+        for (key, value) in discovery { document[key] = value }
+        return .sortedObject(document)
     }
 }

@@ -39,6 +39,17 @@ extension JSON {
         return members.first { $0.key.utf8.elementsEqual(key.utf8) }?.value
     }
 
+    /// The value with every object's members sorted by key (by their UTF-8 bytes), at every
+    /// level, so that the same value always gives the same text.
+    package var sortedByKey: JSON {
+        switch self {
+        case .null, .bool, .number, .string: self
+        case .array(let values): .array(values.map(\.sortedByKey))
+        case .object(let members):
+            .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { JSONMember(key: $0.key, value: $0.value.sortedByKey) })
+        }
+    }
+
     /// The members of an object; nil for any other value.
     package var members: [JSONMember]? {
         if case .object(let members) = self { return members }
@@ -61,5 +72,42 @@ extension JSON {
     package var doubleValue: Double? {
         guard case .number(let text) = self, let value = Double(text), value.isFinite else { return nil }
         return value
+    }
+}
+
+/// ``JSON`` through `Codable`, for values inside other decoded documents (a JWT's claims).
+/// Numbers keep their value: integers as integers, others as the shortest `Double` text.
+extension JSON: Codable {
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSON].self) {
+            self = .array(value)
+        } else {
+            self = .sortedObject(try container.decode([String: JSON].self))
+        }
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .number(let text):
+            if let integer = Int64(text) { try container.encode(integer) } else { try container.encode(Double(text) ?? 0) }
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let members):
+            try container.encode(Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first }))
+        }
     }
 }

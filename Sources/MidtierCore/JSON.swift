@@ -1,6 +1,8 @@
-/// A parsed JSON value as the loader sees it. Unlike ``JSONValue`` it keeps numbers as the text
-/// written in the file (so `15` stays `15`, and a number too large for any type is a problem,
-/// not a crash) and object members in file order.
+/// A JSON value: what the strict reader reads (``StrictJSON``, ``JSONParser``), what the
+/// configuration keeps as given, and what every JSON answer is written from
+/// (``JSON/serialized()``). Numbers keep their text (so `15` stays `15`, and a number too large
+/// for any type is a problem, not a crash); object members keep their order and their exact
+/// keys (two keys that differ only in Unicode normalization are two members).
 package indirect enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)

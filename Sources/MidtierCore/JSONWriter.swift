@@ -9,8 +9,16 @@
 extension JSON {
     package func serialized() -> String {
         var output = ""
-        write(to: &output)
+        write(to: &output, indent: nil)
         return output
+    }
+
+    /// The same text laid out for people: one member or element per line, indented by two
+    /// spaces, `"key": value`. For files people open (the console's onboarding download).
+    package func prettyPrinted() -> String {
+        var output = ""
+        write(to: &output, indent: "")
+        return output + "\n"
     }
 
     /// An object from `"key": value` pairs, in the order written.
@@ -29,7 +37,8 @@ extension JSON {
         .number(String(value))
     }
 
-    private func write(to output: inout String) {
+    /// `indent` is the current line's indentation when pretty-printing, nil for compact text.
+    private func write(to output: inout String, indent: String?) {
         switch self {
         case .null:
             output += "null"
@@ -41,19 +50,25 @@ extension JSON {
             Self.writeString(text, to: &output)
         case .array(let elements):
             output += "["
+            let inner = indent.map { $0 + "  " }
             for (index, element) in elements.enumerated() {
                 if index > 0 { output += "," }
-                element.write(to: &output)
+                if let inner { output += "\n" + inner }
+                element.write(to: &output, indent: inner)
             }
+            if let indent, !elements.isEmpty { output += "\n" + indent }
             output += "]"
         case .object(let members):
             output += "{"
+            let inner = indent.map { $0 + "  " }
             for (index, member) in members.enumerated() {
                 if index > 0 { output += "," }
+                if let inner { output += "\n" + inner }
                 Self.writeString(member.key, to: &output)
-                output += ":"
-                member.value.write(to: &output)
+                output += indent == nil ? ":" : ": "
+                member.value.write(to: &output, indent: inner)
             }
+            if let indent, !members.isEmpty { output += "\n" + indent }
             output += "}"
         }
     }

@@ -1,44 +1,46 @@
 /// Strict JSON (RFC 8259) for request bodies as well as configuration files: no trailing
-/// commas, no single quotes, no duplicate keys, bounded nesting, and an error that says where.
-/// (Foundation's `JSONSerialization` accepts some of these.)
+/// commas, no single quotes, no duplicate keys, bounded nesting, numbers a `Double` holds, and
+/// an error that says where. (Foundation's `JSONSerialization` accepts some of these.)
 package enum StrictJSON {
-    /// The members of a JSON object document; a message saying what is wrong otherwise.
-    package static func object(_ bytes: [UInt8]) -> Result<[String: JSONValue], StrictJSONError> {
+    /// A whole document, members kept in order with their exact keys; a message saying what is
+    /// wrong otherwise.
+    package static func value(_ bytes: [UInt8]) -> Result<JSON, StrictJSONError> {
         let (value, duplicates, error) = JSONParser.parse(bytes)
         if let error { return .failure(StrictJSONError(message: error)) }
         if let duplicate = duplicates.first { return .failure(StrictJSONError(message: "the key \(duplicate) appears twice")) }
-        guard case .object(let members)? = value else {
-            return .failure(StrictJSONError(message: "the document is \(value?.kind ?? "empty"), not an object"))
+        guard let value else { return .failure(StrictJSONError(message: "the document is empty")) }
+        if let number = value.firstNumberOutOfRange {
+            return .failure(StrictJSONError(message: "the number \(number.prefix(40)) is out of range"))
         }
-        do {
-            return .success(try convert(members))
-        } catch {
-            return .failure(error)
-        }
+        return .success(value)
     }
 
-    /// A parsed value as ``JSONValue``; a number no `Double` holds (`1e999`) is an error, never
-    /// an infinity or a NaN.
-    static func convert(_ json: JSON) throws(StrictJSONError) -> JSONValue {
-        switch json {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .number(let text):
-            guard let number = Double(text), number.isFinite else { throw StrictJSONError(message: "the number \(text.prefix(40)) is out of range") }
-            return .number(number)
-        case .string(let value): return .string(value)
+    /// A document that must be an object, as members by name: for request bodies whose members
+    /// have fixed names. (Where the keys are the client's own data, use ``value(_:)``, which keeps
+    /// them as they were sent.)
+    package static func object(_ bytes: [UInt8]) -> Result<[String: JSON], StrictJSONError> {
+        switch value(bytes) {
+        case .failure(let error): return .failure(error)
+        case .success(let value):
+            guard let members = value.members else { return .failure(StrictJSONError(message: "the document is \(value.kind), not an object")) }
+            return .success(Dictionary(members.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first }))
+        }
+    }
+}
+
+extension JSON {
+    /// The text of the first number in the value that no `Double` holds (`1e999`), if any.
+    package var firstNumberOutOfRange: String? {
+        switch self {
+        case .null, .bool, .string: return nil
+        case .number(let text): return Double(text).map(\.isFinite) == true ? nil : text
         case .array(let values):
-            var converted: [JSONValue] = []
-            for value in values { converted.append(try convert(value)) }
-            return .array(converted)
-        case .object(let members): return .object(try convert(members))
+            for value in values { if let found = value.firstNumberOutOfRange { return found } }
+            return nil
+        case .object(let members):
+            for member in members { if let found = member.value.firstNumberOutOfRange { return found } }
+            return nil
         }
-    }
-
-    private static func convert(_ members: [JSONMember]) throws(StrictJSONError) -> [String: JSONValue] {
-        var object: [String: JSONValue] = [:]
-        for member in members where object[member.key] == nil { object[member.key] = try convert(member.value) }
-        return object
     }
 }
 

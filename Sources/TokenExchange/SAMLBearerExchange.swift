@@ -103,7 +103,7 @@ enum TokenResponse {
     static let maximumLifetime = 24 * 3600
 
     static func parse(_ bytes: [UInt8]) throws(TokenExchangeError) -> AccessToken {
-        let object: [String: JSONValue]
+        let object: [String: JSON]
         switch StrictJSON.object(bytes) {
         case .success(let parsed): object = parsed
         case .failure(let error): throw .invalidResponse("the answer is not a JSON object (\(error.message))")
@@ -125,7 +125,7 @@ enum TokenResponse {
         }
         let lifetime: Int?
         switch object["expires_in"] {
-        case .number(let number)?: lifetime = Int(exactly: number.rounded(.down))
+        case let number? where number.doubleValue != nil: lifetime = number.doubleValue.flatMap { Int(exactly: $0.rounded(.down)) }
         case .string(let text)?: lifetime = Int(text)
         default: lifetime = nil
         }
@@ -142,7 +142,7 @@ enum TokenResponse {
         if case .success(let object) = StrictJSON.object(bytes) {
             for key in ["errorMessage", "error_description", "message", "error"] {
                 if case .string(let text)? = object[key], !text.isEmpty { reason = text; break }
-                if case .object(let nested)? = object[key], case .string(let text)? = nested["value"] ?? nested["message"] { reason = text; break }
+                if let nested = object[key], case .string(let text)? = nested["value"] ?? nested["message"] { reason = text; break }
             }
         }
         for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed the assertion)" }

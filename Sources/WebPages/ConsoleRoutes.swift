@@ -24,14 +24,14 @@ package struct ConsoleFacts: Sendable {
     package var secure: @Sendable () -> Bool
     /// An app's onboarding configuration (`AppConfiguration.discoveryDocument`), `nil` for an
     /// app that is not configured: what the console offers as `ConfigurationProvider.plist`.
-    package var onboarding: @Sendable (String) -> [String: Any]?
+    package var onboarding: @Sendable (String) -> JSON?
 
     package init(realms: @escaping @Sendable () -> [String], apps: @escaping @Sendable () -> [String],
                  localUserIDs: @escaping @Sendable () -> [String],
                  configuration: @escaping @Sendable () -> (apps: Int, destinations: Int, users: Int), storeKind: String,
                  storeReachable: @escaping @Sendable () async -> Bool, exchanges: @escaping @Sendable () -> [String: ExchangeTotals],
                  secure: @escaping @Sendable () -> Bool,
-                 onboarding: @escaping @Sendable (String) -> [String: Any]? = { _ in nil }) {
+                 onboarding: @escaping @Sendable (String) -> JSON? = { _ in nil }) {
         self.realms = realms
         self.apps = apps
         self.localUserIDs = localUserIDs

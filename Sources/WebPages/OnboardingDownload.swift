@@ -39,19 +39,19 @@ enum OnboardingDownload {
     }
 
     /// The download of `app`'s configuration; `404` for an app that is not configured.
-    static func response(app: String, _ format: Format, _ onboarding: (String) -> [String: Any]?) throws(Refusal) -> Response {
+    static func response(app: String, _ format: Format, _ onboarding: (String) -> JSON?) throws(Refusal) -> Response {
         guard let document = onboarding(app) else { throw .notFound("There is no app \(app) in the configuration.") }
         let data: Data
-        do {
-            switch format {
-            case .propertyList:
-                data = try PropertyListSerialization.data(fromPropertyList: withoutNulls(document), format: .xml, options: 0)
-            case .json:
-                data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted])
+        switch format {
+        case .propertyList:
+            do {
+                data = try PropertyListSerialization.data(fromPropertyList: propertyList(document) ?? [String: Any](), format: .xml, options: 0)
+            } catch {
+                throw Refusal(.unprocessableContent, code: "NOT_WRITABLE",
+                              "The onboarding configuration of \(app) cannot be written as \(format.filename): check its discovery members.")
             }
-        } catch {
-            throw Refusal(.unprocessableContent, code: "NOT_WRITABLE",
-                          "The onboarding configuration of \(app) cannot be written as \(format.filename): check its discovery members.")
+        case .json:
+            data = Data(document.prettyPrinted().utf8)
         }
         var headers = HTTPFields()
         headers[.contentType] = format.contentType
@@ -60,12 +60,17 @@ enum OnboardingDownload {
         return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
-    /// A property list has no null: a `null` discovery member is left out of the plist.
-    static func withoutNulls(_ value: Any) -> Any {
+    /// The value as Foundation's property list writer takes it. A property list has no null: a
+    /// `null` discovery member is left out (nil). Whole numbers are integers, others reals.
+    static func propertyList(_ value: JSON) -> Any? {
         switch value {
-        case let object as [String: Any]: object.filter { !($0.value is NSNull) }.mapValues(withoutNulls)
-        case let list as [Any]: list.filter { !($0 is NSNull) }.map(withoutNulls)
-        default: value
+        case .null: nil
+        case .bool(let flag): flag
+        case .number(let text): Int(text).map { $0 as Any } ?? Double(text).map { $0 as Any }
+        case .string(let text): text
+        case .array(let values): values.compactMap(propertyList)
+        case .object(let members):
+            Dictionary(members.compactMap { member in propertyList(member.value).map { (member.key, $0) } }, uniquingKeysWith: { first, _ in first })
         }
     }
 }
