@@ -48,18 +48,25 @@ let package = Package(
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        // JSON: one value type, the strict reader (RFC 8259, errors that say where) and the
+        // one writer every JSON answer goes through; no dependencies.
+        .target(
+            name: "MidtierJSON",
+            dependencies: [],
+            swiftSettings: swiftSettings
+        ),
         // The domain's core types: who a user is (realm + id, compared by bytes), apps,
-        // destinations, the configuration they make up; no dependencies.
+        // destinations, the configuration they make up.
         .target(
             name: "MidtierCore",
-            dependencies: [],
+            dependencies: ["MidtierJSON"],
             swiftSettings: swiftSettings
         ),
         // Configuration files: reading and validating them into the core's values (file/key
         // errors, secrets).
         .target(
             name: "ConfigurationFiles",
-            dependencies: ["MidtierCore"],
+            dependencies: ["MidtierJSON", "MidtierCore"],
             swiftSettings: swiftSettings
         ),
         // SAML 2.0 assertions, XML-DSig signing and verification (libxml2 + OpenSSL).
@@ -72,7 +79,7 @@ let package = Package(
         .target(
             name: "TokenExchange",
             dependencies: [
-                "SAMLSigning", "MidtierCore",
+                "MidtierJSON", "SAMLSigning", "MidtierCore",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -84,7 +91,7 @@ let package = Package(
         .target(
             name: "DeviceAuthentication",
             dependencies: [
-                "MidtierCore", "COpenSSL",
+                "MidtierJSON", "MidtierCore", "COpenSSL",
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -104,7 +111,7 @@ let package = Package(
         .target(
             name: "MidtierStore",
             dependencies: [
-                "MidtierCore",
+                "MidtierJSON", "MidtierCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -117,7 +124,7 @@ let package = Package(
         .target(
             name: "BackendSessions",
             dependencies: [
-                "MidtierStore", "MidtierCore",
+                "MidtierJSON", "MidtierStore", "MidtierCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -128,7 +135,7 @@ let package = Package(
         .target(
             name: "ClientUploads",
             dependencies: [
-                "MidtierStore", "MidtierCore",
+                "MidtierJSON", "MidtierStore", "MidtierCore",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
@@ -168,7 +175,7 @@ let package = Package(
         .target(
             name: "MidtierHTTP",
             dependencies: [
-                "MidtierCore",
+                "MidtierJSON", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
@@ -193,7 +200,7 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
+                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -206,7 +213,7 @@ let package = Package(
         .target(
             name: "WebPages",
             dependencies: [
-                "Administration", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
+                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -220,7 +227,7 @@ let package = Package(
         .target(
             name: "DeviceProxy",
             dependencies: [
-                "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
+                "MidtierJSON", "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
                 "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -234,7 +241,7 @@ let package = Package(
         .target(
             name: "DeviceAPI",
             dependencies: [
-                "DeviceProxy", "SAMLSigning", "DeviceAuthentication", "Registrations", "MidtierStore", "MidtierHTTP",
+                "MidtierJSON", "DeviceProxy", "SAMLSigning", "DeviceAuthentication", "Registrations", "MidtierStore", "MidtierHTTP",
                 "MidtierCore", "ClientUploads",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -247,7 +254,7 @@ let package = Package(
         .target(
             name: "MidtierServer",
             dependencies: [
-                "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
                 "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -264,7 +271,7 @@ let package = Package(
         .target(
             name: "SuccessFactorsSandbox",
             dependencies: [
-                "SAMLSigning", "MidtierCore",
+                "MidtierJSON", "SAMLSigning", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -302,7 +309,8 @@ let package = Package(
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "ConfigurationTests", dependencies: ["ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the
         // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL
         // test stores, test keys and small process and socket helpers.
@@ -325,7 +333,7 @@ let package = Package(
         ),
         // One test target per module it tests (Tests/<Module>Tests), and MidtierServerTests for
         // the tests that start Midtier in process and call it over real sockets.
-        .testTarget(name: "AdminAPITests", dependencies: ["AdminAPI", "Administration", "MidtierCore", "MidtierStore",
+        .testTarget(name: "AdminAPITests", dependencies: ["MidtierJSON", "AdminAPI", "Administration", "MidtierCore", "MidtierStore",
                                                             .product(name: "HTTPTypes", package: "swift-http-types")], swiftSettings: swiftSettings),
         .testTarget(name: "BackendSessionsTests", dependencies: ["BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
                                                                   .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
@@ -361,7 +369,7 @@ let package = Package(
         .testTarget(
             name: "MidtierServerTests",
             dependencies: [
-                "MidtierTestSupport", "MidtierServer", "MidtierCore", "MidtierStore", "ConfigurationFiles", "Registrations",
+                "MidtierJSON", "MidtierTestSupport", "MidtierServer", "MidtierCore", "MidtierStore", "ConfigurationFiles", "Registrations",
                 "DeviceAuthentication", "TokenExchange", "SAMLSigning", "SuccessFactorsSandbox", "Forwarding", "MetadataPatching",
                 "MidtierHTTP", "AdminAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),

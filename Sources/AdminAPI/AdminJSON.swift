@@ -2,6 +2,7 @@ import Administration
 import Foundation
 import HTTPTypes
 import MidtierCore
+import MidtierJSON
 import MidtierStore
 
 // The JSON shapes of the admin API's answers (`docs/admin-api.yaml`, its `components`), one

@@ -5,6 +5,7 @@ package import Hummingbird
 import Logging
 import MidtierCore
 package import MidtierHTTP
+import MidtierJSON
 import MidtierStore
 import Registrations
 import TokenExchange

@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 import MidtierStore
 
 // The client-upload shapes of the admin API (`docs/admin-api.yaml`): what devices uploaded

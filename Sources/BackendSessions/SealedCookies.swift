@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 
 /// A session's cookies as they are sealed into the store: a JSON array of
 /// `{"name":…,"value":…,"path":…,"expiresAt":…}` (`expiresAt` left out for a session cookie),

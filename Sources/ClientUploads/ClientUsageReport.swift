@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 
 /// A client usage report as SAP's usage upload takes it (docs/device-api.md, "Client logs and
 /// usage"): a JSON object with a `report` id (a string), `appInfo` with `application`, and

@@ -2,6 +2,7 @@ import MidtierCore
 // `config/apps/<appId>.json`.
 
 import Foundation
+import MidtierJSON
 
 extension ConfigurationLoader {
     /// Longest period in days for `blockDisconnectedPeriod`/`wipeDisconnectedPeriod` (about a

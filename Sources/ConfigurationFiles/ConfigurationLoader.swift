@@ -1,5 +1,6 @@
 import Foundation
 package import MidtierCore
+import MidtierJSON
 
 /// Loads and validates a configuration directory (docs/configuration.md):
 ///

@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 // `config/destinations/<Name>.json`, with SAP BTP destination property names.
 
 extension ConfigurationLoader {

@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 /// Reads the members of one JSON object by key, records a problem with the key path for
 /// every wrong type or missing required key, and remembers which keys were read so that
 /// `reportUnknownKeys()` can name the rest.

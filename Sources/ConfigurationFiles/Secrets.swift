@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 // Secrets (`Password`, `signingKeyPassphrase`): inline, `{"env": "VAR"}` or `{"file": "path"}`.
 
 extension ConfigurationLoader {

@@ -2,6 +2,7 @@ import MidtierCore
 // `config/midtier.json`.
 
 import Foundation
+import MidtierJSON
 
 extension ConfigurationLoader {
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]

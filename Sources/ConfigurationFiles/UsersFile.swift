@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 // `config/users.json`: `{"users":[{"id":..,"passwordHash":..,"attributes":{"k":"v"}}]}`.
 
 extension ConfigurationLoader {

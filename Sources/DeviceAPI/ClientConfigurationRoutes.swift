@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import MidtierCore
 import MidtierHTTP
+import MidtierJSON
 
 /// What an app's clients are told about it (docs/device-api.md, "Discovery and settings"):
 /// - `GET /config/v1/{appId}` (no authentication): the discovery document the SAP SDKs read

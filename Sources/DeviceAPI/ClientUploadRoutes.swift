@@ -7,6 +7,7 @@ import Hummingbird
 import Logging
 import MidtierCore
 import MidtierHTTP
+import MidtierJSON
 import MidtierStore
 import Registrations
 

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import MidtierCore
+import MidtierJSON
 
 /// One OData v2 entity of the registration service as Midtier answers it (docs/device-api.md,
 /// "Onboarding"): its URI and type, and its properties with their OData types. The same value is

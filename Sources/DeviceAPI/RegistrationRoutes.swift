@@ -6,6 +6,7 @@ import Hummingbird
 import MidtierHTTP
 import Logging
 import MidtierCore
+import MidtierJSON
 import MidtierStore
 import Registrations
 import SAMLSigning

@@ -6,6 +6,7 @@ import Hummingbird
 import Logging
 import MidtierCore
 import MidtierHTTP
+import MidtierJSON
 import MidtierStore
 import Registrations
 
@@ -149,7 +150,7 @@ struct StorageRoutes: Sendable {
             let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await store.storageDocuments(app: app.id, user: user, registration: level)
             }
-            merged = Self.merging(.sortedObject(documents.mapValues(Self.document)), over: merged)
+            merged = Self.merging(.object(documents.map { JSONMember(key: $0.name, value: Self.document($0.text)) }), over: merged)
         }
         return merged
     }

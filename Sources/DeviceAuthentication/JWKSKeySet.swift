@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import MidtierCore
+import MidtierJSON
 
 /// The two signature algorithms Midtier accepts on device tokens, each bound to one key type:
 /// a token's `alg` must match the type of the key it names (no RSA/HMAC/EC confusion).

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import JWTKit
 package import MidtierCore
+import MidtierJSON
 import Synchronization
 
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the

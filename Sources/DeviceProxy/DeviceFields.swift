@@ -1,6 +1,7 @@
 import HTTPTypes
 package import MidtierCore
 package import MidtierHTTP
+package import MidtierJSON
 package import Registrations
 
 /// The device fields of a registration (SAP's Connection entity, docs/device-api.md,

@@ -8,6 +8,7 @@ package import MidtierHTTP
 package import Logging
 import MetadataPatching
 import MidtierCore
+import MidtierJSON
 package import MidtierMetrics
 import MidtierStore
 package import Registrations

@@ -1,4 +1,5 @@
 import Foundation
+package import MidtierJSON
 
 extension AppConfiguration {
     /// What an SAP SDK app reads to onboard (docs/device-api.md, "Onboarding a SAP SDK app"):

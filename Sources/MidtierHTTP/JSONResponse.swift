@@ -1,6 +1,7 @@
 package import HTTPTypes
 package import Hummingbird
 package import MidtierCore
+package import MidtierJSON
 
 extension Response {
     /// A JSON answer written by the core's writer (``JSON/serialized()``), as every JSON body

@@ -2,6 +2,7 @@ import Foundation
 package import HTTPTypes
 package import Hummingbird
 package import MidtierCore
+import MidtierJSON
 
 /// A refusal as the device sees it (docs/device-api.md, "Refusals"): a status, an OData v2 error body
 /// `{"error":{"code":..,"message":{"lang":"en","value":..}}}`, and where SAP defines one, the

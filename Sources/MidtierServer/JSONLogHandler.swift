@@ -1,6 +1,7 @@
 import Foundation
 package import Logging
 import MidtierCore
+import MidtierJSON
 
 /// One JSON object per line on standard error: `{"time":..,"level":..,"label":..,"message":..,
 /// ...metadata}`. Callers never put tokens, assertions, passwords or cookies in metadata.

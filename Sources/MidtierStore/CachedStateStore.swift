@@ -225,7 +225,7 @@ package final class CachedStateStore: StateStore {
         try await base.storageDocument(key)
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
         try await base.storageDocuments(app: app, user: user, registration: registration)
     }
 

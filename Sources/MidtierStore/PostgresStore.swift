@@ -517,14 +517,15 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
         try await read { client, logger in
             let rows = try await client.query("""
                 SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
                     AND app_id = \(app) AND registration_id = \(registration)
+                ORDER BY name COLLATE "C"
                 """, logger: logger)
-            var documents: [String: String] = [:]
-            for try await (name, document) in rows.decode((String, String).self) { documents[name] = document }
+            var documents: [StoredDocument] = []
+            for try await (name, document) in rows.decode((String, String).self) { documents.append(StoredDocument(name: name, text: document)) }
             return documents
         }
     }

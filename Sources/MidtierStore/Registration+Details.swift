@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierJSON
 
 extension Registration {
     /// `details` as stored: a JSON object of strings.

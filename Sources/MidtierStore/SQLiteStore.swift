@@ -473,15 +473,13 @@ package final class SQLiteStore: StateStore {
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [String: String] {
+    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
         try await read { db in
-            var documents: [String: String] = [:]
-            for row in try Row.fetchAll(db, sql: """
+            // SQLite's BINARY collation orders names by their bytes.
+            try Row.fetchAll(db, sql: """
                 SELECT name, document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ?
-                """, arguments: [user.realm, user.id, app, registration]) {
-                documents[row["name"]] = row["document"]
-            }
-            return documents
+                ORDER BY name
+                """, arguments: [user.realm, user.id, app, registration]).map { StoredDocument(name: $0["name"], text: $0["document"]) }
         }
     }
 

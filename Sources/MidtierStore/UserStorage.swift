@@ -3,6 +3,17 @@ package import MidtierCore
 /// Where one JSON document of the Storage service's `currentuser` or `device` level lives
 /// (docs/device-api.md, "User and device storage"): an app's document of a realm-qualified
 /// user, on the user level or on one of the user's registrations.
+/// One stored document of a level: its name and its JSON text as stored.
+package struct StoredDocument: Sendable, Equatable {
+    package var name: String
+    package var text: String
+
+    package init(name: String, text: String) {
+        self.name = name
+        self.text = text
+    }
+}
+
 package struct StorageKey: Sendable, Equatable {
     package var app: String
     package var user: UserIdentity

@@ -1,4 +1,5 @@
 import MidtierCore
+import MidtierJSON
 
 /// An OData error as SuccessFactors answers it: an HTTP status and a JSON body
 /// `{"error":{"code":"…","message":{"lang":"en-US","value":"…"}}}`.

@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierJSON
 
 /// Writes entities in OData v2 verbose JSON, as SuccessFactors answers with `$format=json`:
 /// - every entity starts with `"__metadata":{"uri":"<root>Set(key)","type":"SFOData.Type"}`;

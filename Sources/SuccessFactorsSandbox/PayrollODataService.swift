@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierJSON
 
 /// An HTTP answer of the sandbox's OData service, framework-free.
 package struct ODataResult: Sendable {

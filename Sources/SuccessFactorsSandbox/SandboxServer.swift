@@ -3,6 +3,7 @@ import HTTPTypes
 package import Hummingbird
 package import Logging
 import MidtierCore
+import MidtierJSON
 import NIOCore
 
 /// The SuccessFactors sandbox as an HTTP application (docs/sandbox.md):

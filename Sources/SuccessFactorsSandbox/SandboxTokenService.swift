@@ -1,5 +1,6 @@
 package import Foundation
 package import MidtierCore
+package import MidtierJSON
 package import SAMLSigning
 import Synchronization
 

@@ -2,6 +2,7 @@ package import AsyncHTTPClient
 import ExtrasBase64
 package import Foundation
 package import MidtierCore
+import MidtierJSON
 import NIOCore
 import NIOHTTP1
 package import SAMLSigning

@@ -5,6 +5,7 @@ package import Hummingbird
 package import Logging
 package import MidtierCore
 package import MidtierHTTP
+package import MidtierJSON
 package import MidtierMetrics
 import Registrations
 

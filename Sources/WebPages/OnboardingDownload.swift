@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import MidtierCore
 import MidtierHTTP
+import MidtierJSON
 
 /// An app's onboarding configuration as a file for its developers (docs/console.md,
 /// "Onboarding configuration"): the document `/config/v1/{appId}` sends, as the

@@ -2,6 +2,7 @@
 @testable import AdminAPI
 import MidtierCore
 import HTTPTypes
+import MidtierJSON
 import MidtierStore
 import Testing
 

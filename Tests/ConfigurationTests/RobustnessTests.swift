@@ -1,6 +1,7 @@
 import Foundation
 import ConfigurationFiles
 import MidtierCore
+import MidtierJSON
 import Testing
 
 @Suite struct SecretTests {

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import ConfigurationFiles
 import Foundation
 import MidtierCore
+import MidtierJSON
 import MidtierServer
 import MidtierStore
 import MidtierTestSupport

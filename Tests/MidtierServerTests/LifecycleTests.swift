@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierJSON
 import MidtierTestSupport
 import NIOHTTP1
 import Testing

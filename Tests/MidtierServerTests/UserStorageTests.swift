@@ -63,6 +63,25 @@ import Testing
         }
     }
 
+    /// Two document names that differ only in Unicode normalization (é composed, e + U+0301)
+    /// are two documents, and listing the level shows both, each under its own bytes.
+    @Test(arguments: StoreKind.allCases) func documentNamesAreKeptByTheirBytes(_ kind: StoreKind) async throws {
+        try await OnboardingLockTests.withMidtier(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let composed = try await env.call(.PUT, "\(Self.root)/currentuser/%C3%A9", headers: alice, body: #"{"v":1}"#)
+            let decomposed = try await env.call(.PUT, "\(Self.root)/currentuser/e%CC%81", headers: alice, body: #"{"v":2}"#)
+            #expect(composed.status == 200 && decomposed.status == 200, "\(composed.text) \(decomposed.text)")
+            let one = try await env.call(.GET, "\(Self.root)/currentuser/%C3%A9/v", headers: alice)
+            let two = try await env.call(.GET, "\(Self.root)/currentuser/e%CC%81/v", headers: alice)
+            #expect(one.text == "1" && two.text == "2", "\(one.text) \(two.text)")
+            let level = try await env.call(.GET, "\(Self.root)/currentuser", headers: alice)
+            let bytes = Array(level.text.utf8)
+            // Byte comparisons: Swift's String.contains would take either spelling for the other.
+            #expect(bytes.firstRange(of: Array("\"\u{E9}\":{\"v\":1}".utf8)) != nil, "\(level.text)")
+            #expect(bytes.firstRange(of: Array("\"e\u{301}\":{\"v\":2}".utf8)) != nil, "\(level.text)")
+        }
+    }
+
     /// SAP's runtime API also has POST (create), PATCH (merge) and `?overwrite=true` on a GET
     /// (the levels above merged in: the app's global settings, then the user's documents).
     @Test(arguments: StoreKind.allCases) func postCreatesPatchMergesOverwriteMergesTheLevelsAbove(_ kind: StoreKind) async throws {

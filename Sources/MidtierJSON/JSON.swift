@@ -2,7 +2,8 @@
 /// configuration keeps as given, and what every JSON answer is written from
 /// (``JSON/serialized()``). Numbers keep their text (so `15` stays `15`, and a number too large
 /// for any type is a problem, not a crash); object members keep their order and their exact
-/// keys (two keys that differ only in Unicode normalization are two members).
+/// keys, and are looked up by their bytes. (The strict reader refuses an object whose keys
+/// differ only in Unicode normalization, as a key written twice.)
 package indirect enum JSON: Sendable, Equatable {
     case null
     case bool(Bool)
