@@ -127,6 +127,8 @@ package struct AppConfiguration: Sendable {
     /// registration of that device onboards it, as a Connections POST would
     /// (docs/device-api.md, "Implicit registration"). Default false.
     package var implicitRegistration: Bool = false
+    /// `push`: the app's push services (docs/push.md). Default none.
+    package var push: PushSettings = PushSettings()
 
     package init(
         id: String,

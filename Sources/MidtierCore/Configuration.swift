@@ -11,17 +11,27 @@ package struct MidtierConfiguration: Sendable {
     package var destinations: [String: DestinationConfiguration]
     /// Local users for `basic` authentication, by user id.
     package var users: [String: LocalUser]
+    /// Back-end senders of push notifications (`config/push-senders.json`, docs/push.md), in
+    /// file order; looked up by their names' bytes.
+    package var pushSenders: [PushSender]
 
     package init(
         server: ServerSettings,
         apps: [String: AppConfiguration],
         destinations: [String: DestinationConfiguration],
-        users: [String: LocalUser]
+        users: [String: LocalUser],
+        pushSenders: [PushSender] = []
     ) {
         self.server = server
         self.apps = apps
         self.destinations = destinations
         self.users = users
+        self.pushSenders = pushSenders
+    }
+
+    /// The push sender named `name` (by its bytes).
+    package func pushSender(named name: String) -> PushSender? {
+        pushSenders.first { UserIdentity.sameBytes($0.name, name) }
     }
 }
 

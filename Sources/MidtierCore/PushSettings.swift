@@ -1,0 +1,108 @@
+// Push notifications (docs/push.md): how an app's notifications reach Apple's and Google's
+// push services, and which back-end senders may send them.
+
+/// An app's push services (`push` in `config/apps/<appId>.json`). Neither set: the app has no
+/// push, and its senders' calls are refused.
+package struct PushSettings: Sendable {
+    package var apns: APNsSettings?
+    package var fcm: FCMSettings?
+
+    package init(apns: APNsSettings? = nil, fcm: FCMSettings? = nil) {
+        self.apns = apns
+        self.fcm = fcm
+    }
+
+    package var isEnabled: Bool { apns != nil || fcm != nil }
+}
+
+/// Apple Push Notification service with token authentication (an ES256 JWT signed by the
+/// team's `.p8` key).
+package struct APNsSettings: Sendable {
+    package enum Environment: String, Sendable, CaseIterable {
+        case production, sandbox
+
+        /// Apple's endpoint for the environment.
+        package var endpoint: String {
+            switch self {
+            case .production: "https://api.push.apple.com"
+            case .sandbox: "https://api.sandbox.push.apple.com"
+            }
+        }
+    }
+
+    package var teamID: String
+    package var keyID: String
+    /// The `.p8` key's PEM text (PKCS#8, P-256): a secret.
+    package var privateKeyPEM: String
+    /// `apns-topic`: the app's bundle id.
+    package var topic: String
+    package var environment: Environment
+    /// Where notifications are posted (`https://host[:port]`, no path): the environment's
+    /// endpoint unless the file names another (a stand-in in tests).
+    package var endpoint: String
+    /// A PEM file of certificates to trust for `endpoint` besides the system's (a stand-in's
+    /// own CA in tests); nil for the system's roots only.
+    package var caFile: String?
+
+    package init(teamID: String, keyID: String, privateKeyPEM: String, topic: String, environment: Environment,
+                 endpoint: String? = nil, caFile: String? = nil) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+        self.topic = topic
+        self.environment = environment
+        self.endpoint = endpoint ?? environment.endpoint
+        self.caFile = caFile
+    }
+}
+
+/// Firebase Cloud Messaging, HTTP v1 API, authenticated as a Google service account (an RS256
+/// JWT exchanged for an OAuth access token).
+package struct FCMSettings: Sendable {
+    package static let defaultEndpoint = "https://fcm.googleapis.com"
+    package static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+    package var projectID: String
+    /// The service account's `client_email`.
+    package var clientEmail: String
+    /// The service account's `private_key` PEM text (RSA): a secret.
+    package var privateKeyPEM: String
+    /// Where the JWT is exchanged for an access token (the service account's `token_uri`
+    /// unless the file names another).
+    package var tokenURI: String
+    /// Where messages are posted (`https://host[:port]`, no path).
+    package var endpoint: String
+    /// As ``APNsSettings/caFile``, for both `tokenURI` and `endpoint`.
+    package var caFile: String?
+
+    package init(projectID: String, clientEmail: String, privateKeyPEM: String, tokenURI: String = FCMSettings.defaultTokenURI,
+                 endpoint: String = FCMSettings.defaultEndpoint, caFile: String? = nil) {
+        self.projectID = projectID
+        self.clientEmail = clientEmail
+        self.privateKeyPEM = privateKeyPEM
+        self.tokenURI = tokenURI
+        self.endpoint = endpoint
+        self.caFile = caFile
+    }
+}
+
+/// A back-end system that may send notifications (`config/push-senders.json`): a technical
+/// user with a bcrypt hash, allowed to send to the apps it names.
+package struct PushSender: Sendable {
+    package var name: String
+    /// bcrypt hash from `midtier hash-secret`.
+    package var passwordHash: String
+    /// App ids this sender may send to.
+    package var apps: [String]
+
+    package init(name: String, passwordHash: String, apps: [String]) {
+        self.name = name
+        self.passwordHash = passwordHash
+        self.apps = apps
+    }
+
+    /// Whether the sender may send to `app` (app ids compared by their bytes).
+    package func mayUse(app: String) -> Bool {
+        apps.contains { UserIdentity.sameBytes($0, app) }
+    }
+}

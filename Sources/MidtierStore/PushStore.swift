@@ -1,0 +1,125 @@
+package import MidtierCore
+
+// Push notifications in the store (docs/push.md, "Delivery"): a notification is stored with
+// one delivery per registration before its sender hears 202, and each delivery is handed to
+// one worker at a time (a lease), so that it survives a crash and goes out once.
+
+/// Which push service a delivery went through. A registration's token for it is its
+/// `apnsDeviceToken` or its `androidGcmRegistrationId`.
+package enum PushProvider: String, Sendable, CaseIterable {
+    case apns, fcm
+}
+
+/// A notification as its sender gave it.
+package struct PushNotificationRecord: Sendable, Equatable {
+    /// Handed to the sender (a UUID), to ask for its status.
+    package var id: String
+    package var app: String
+    /// The sender's name (`config/push-senders.json`).
+    package var sender: String
+    /// The notification (SAP's notification object) as accepted, JSON text.
+    package var payload: String
+    /// Milliseconds since 1970.
+    package var createdAt: Int64
+
+    package init(id: String, app: String, sender: String, payload: String, createdAt: Int64) {
+        self.id = id
+        self.app = app
+        self.sender = sender
+        self.payload = payload
+        self.createdAt = createdAt
+    }
+}
+
+/// Where one notification's delivery to one registration stands.
+package enum PushDeliveryState: String, Sendable, CaseIterable {
+    /// Not yet sent, or to be tried again at `nextAttemptAt`.
+    case pending
+    /// The push service took it.
+    case delivered
+    /// The push service refused it for good, or every attempt failed.
+    case failed
+    /// Not sent: the registration was locked, wiped, deleted or its user blocked, or it has no
+    /// token for the app's push services.
+    case skipped
+}
+
+/// One notification's delivery to one registration.
+package struct PushDeliveryRecord: Sendable, Equatable {
+    package var notification: String
+    package var registration: String
+    package var state: PushDeliveryState
+    package var attempts: Int
+    /// When a pending delivery is next due (milliseconds since 1970).
+    package var nextAttemptAt: Int64
+    /// When the state last changed.
+    package var updatedAt: Int64
+    /// The push service it went through (nil until an attempt was made).
+    package var provider: PushProvider?
+    /// Why it failed, was skipped or is being retried; "" otherwise. Never a token.
+    package var reason: String
+
+    package init(notification: String, registration: String, state: PushDeliveryState, attempts: Int, nextAttemptAt: Int64,
+                 updatedAt: Int64, provider: PushProvider?, reason: String) {
+        self.notification = notification
+        self.registration = registration
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.updatedAt = updatedAt
+        self.provider = provider
+        self.reason = reason
+    }
+}
+
+/// A delivery handed to one worker until `leaseUntil`.
+package struct ClaimedPushDelivery: Sendable, Equatable {
+    package var notification: PushNotificationRecord
+    package var registration: String
+    /// Attempts made before this one.
+    package var attempts: Int
+
+    package init(notification: PushNotificationRecord, registration: String, attempts: Int) {
+        self.notification = notification
+        self.registration = registration
+        self.attempts = attempts
+    }
+}
+
+/// What became of an attempt.
+package enum PushDeliveryOutcome: Sendable, Equatable {
+    case delivered(PushProvider)
+    /// Try again at `at` (milliseconds since 1970); the attempt counts.
+    case retry(at: Int64, provider: PushProvider?, reason: String)
+    case failed(PushProvider?, reason: String)
+    case skipped(reason: String)
+}
+
+/// The store's side of push notifications. Every write is one transaction, committed before
+/// it returns.
+package protocol PushStore: Sendable {
+    /// Stores `notification` and one pending delivery (due at once) per registration id in
+    /// `registrations` (duplicates once), in one transaction.
+    func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError)
+    /// Hands up to `limit` pending deliveries due at `now` to `owner` until `leaseUntil`, oldest
+    /// due first. A delivery whose lease has not run out is never handed to another owner
+    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so instances sharing the store never send one
+    /// twice while its owner lives.
+    func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws(StoreError) -> [ClaimedPushDelivery]
+    /// Records an attempt's outcome and ends the lease, if `owner` still holds it (false
+    /// otherwise: the lease ran out and another owner may have it).
+    func finishPushDelivery(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+                            now: Int64) async throws(StoreError) -> Bool
+    /// A notification and its deliveries (by registration id's bytes); nil when unknown.
+    func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])?
+    /// The newest notifications first, of one app or of all (`app` nil), at most `limit`.
+    func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord]
+    /// How many deliveries are pending (the queue's depth).
+    func pendingPushDeliveries() async throws(StoreError) -> Int
+    /// Clears `token` from the registration's token for `provider` if it still holds exactly
+    /// that token (the push service said it is gone; a newer token stays). True if cleared.
+    func clearPushToken(registration: String, provider: PushProvider, token: String) async throws(StoreError) -> Bool
+    /// Deletes notifications created before `before` with no pending delivery, and their
+    /// deliveries; how many notifications.
+    func purgePushNotifications(before: Int64) async throws(StoreError) -> Int
+}
