@@ -66,7 +66,7 @@ let package = Package(
         // errors, secrets).
         .target(
             name: "ConfigurationFiles",
-            dependencies: ["MidtierJSON", "MidtierCore"],
+            dependencies: ["MidtierJSON", "MidtierCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
             swiftSettings: swiftSettings
         ),
         // SAML 2.0 assertions, XML-DSig signing and verification (libxml2 + OpenSSL).
@@ -138,6 +138,21 @@ let package = Package(
                 "MidtierJSON", "MidtierStore", "MidtierCore",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Push notifications: SAP's notification object, what APNs and FCM are sent, their
+        // clients (HTTP/2, JWT provider and service-account tokens) and the delivery worker.
+        .target(
+            name: "PushNotifications",
+            dependencies: [
+                "MidtierJSON", "MidtierCore", "MidtierStore", "Registrations",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

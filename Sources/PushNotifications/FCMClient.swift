@@ -1,0 +1,111 @@
+package import AsyncHTTPClient
+import Foundation
+import JWTKit
+package import MidtierCore
+package import MidtierJSON
+import NIOCore
+import NIOHTTP1
+
+/// Sends notifications through Firebase Cloud Messaging's HTTP v1 API (docs/push.md, "FCM"),
+/// authenticated as the app's service account: an RS256 JWT exchanged at the account's token
+/// URI for an access token, which is kept until a minute before it expires and shared by every
+/// message (one exchange at a time).
+package actor FCMClient {
+    package let settings: FCMSettings
+    private let httpClient: HTTPClient
+    private let keys: JWTKeyCollection
+    private var accessToken: (value: String, expiresAt: ContinuousClock.Instant)?
+    private var fetching: Task<String, any Error>?
+    static let timeout = TimeAmount.seconds(30)
+    static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+
+    package init(settings: FCMSettings, httpClient: HTTPClient) async throws {
+        self.settings = settings
+        self.httpClient = httpClient
+        keys = await JWTKeyCollection().add(rsa: try Insecure.RSA.PrivateKey(pem: settings.privateKeyPEM), digestAlgorithm: .sha256)
+    }
+
+    struct AssertionClaims: JWTPayload {
+        var iss: IssuerClaim
+        var scope: String
+        var aud: AudienceClaim
+        var iat: IssuedAtClaim
+        var exp: ExpirationClaim
+        func verify(using algorithm: some JWTAlgorithm) throws {}
+    }
+
+    struct TokenRefused: Error { var reason: String }
+
+    /// The access token, fetched when there is none or it is about to expire.
+    private func token() async throws -> String {
+        if let accessToken, ContinuousClock.now < accessToken.expiresAt { return accessToken.value }
+        if let fetching { return try await fetching.value }
+        let task = Task { try await self.fetchToken() }
+        fetching = task
+        defer { fetching = nil }
+        return try await task.value
+    }
+
+    private func fetchToken() async throws -> String {
+        let now = Date()
+        let claims = AssertionClaims(iss: IssuerClaim(value: settings.clientEmail), scope: Self.scope, aud: AudienceClaim(value: settings.tokenURI),
+                                     iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600)))
+        let assertion = try await keys.sign(claims)
+        var request = HTTPClientRequest(url: settings.tokenURI)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
+        let response = try await httpClient.execute(request, timeout: Self.timeout)
+        let body = try await response.body.collect(upTo: 64 * 1024)
+        let answer = StrictJSON.object(Array(buffer: body)).get(or: [:])
+        guard response.status == .ok, let value = answer["access_token"]?.stringValue, !value.isEmpty,
+              value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw TokenRefused(reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))")
+        }
+        let lifetime = max(60, Int(answer["expires_in"]?.doubleValue ?? 3600))
+        accessToken = (value, ContinuousClock.now + .seconds(lifetime - 60))
+        return value
+    }
+
+    /// Sends `message` (FCM's `{"message":…}`).
+    package func send(_ message: JSON) async -> PushAttemptResult {
+        let bearer: String
+        do {
+            bearer = try await token()
+        } catch let refused as TokenRefused {
+            return .retry(after: nil, reason: refused.reason)
+        } catch {
+            return .retry(after: nil, reason: "FCM token exchange failed")
+        }
+        var request = HTTPClientRequest(url: "\(settings.endpoint)/v1/projects/\(settings.projectID)/messages:send")
+        request.method = .POST
+        request.headers.add(name: "authorization", value: "Bearer \(bearer)")
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: message.serialized()))
+        let status: Int, body: ByteBuffer, retryAfter: String?
+        do {
+            let response = try await httpClient.execute(request, timeout: Self.timeout)
+            status = Int(response.status.code)
+            retryAfter = response.headers.first(name: "retry-after")
+            body = try await response.body.collect(upTo: 64 * 1024)
+        } catch {
+            return .retry(after: nil, reason: "FCM unreachable")
+        }
+        let error = StrictJSON.object(Array(buffer: body)).get(or: [:])["error"]
+        let errorCode: String? = {
+            guard case .array(let details)? = error?["details"] else { return nil }
+            return details.lazy.compactMap { $0["errorCode"]?.stringValue }.first
+        }()
+        let code = reasonCode(errorCode ?? error?["status"]?.stringValue)
+        let described = "FCM \(status)" + (code.isEmpty ? "" : " \(code)")
+        switch (status, code) {
+        case (200, _): return .delivered
+        case (_, "UNREGISTERED"), (404, _), (403, "SENDER_ID_MISMATCH"): return .tokenGone(reason: described)
+        case (401, _):
+            accessToken = nil
+            return .retry(after: 0, reason: described)
+        case (429, _), (500...599, _): return .retry(after: retryAfterSeconds(retryAfter), reason: described)
+        default: return .refused(reason: described)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+package import MidtierJSON
+
+// What each push service is sent for a `PushMessage` (docs/push.md, "What the phone gets").
+
+/// The most bytes of a payload APNs takes (Apple: 4 KB for a remote notification); FCM's
+/// limit for a message's payload is the same.
+package let pushPayloadLimit = 4096
+
+/// An APNs request: the JSON payload and the headers besides authorization and topic.
+package struct APNsRequest: Sendable, Equatable {
+    package var payload: String
+    /// `apns-push-type`: `alert`, or `background` for a silent notification.
+    package var pushType: String
+    /// `apns-priority`: 10 at once, 5 when convenient (required for background pushes).
+    package var priority: Int
+    /// `apns-expiration`: seconds since 1970; 0 means "once, now or never".
+    package var expiration: Int?
+}
+
+extension PushMessage {
+    /// APNs' payload: `aps` with the alert, badge and sound; the SAP `data` as `data`; the
+    /// custom members and the notification's id at the top level.
+    package func apnsRequest(notificationID: String, now: Int) -> APNsRequest {
+        var aps: [JSONMember] = []
+        let title = apns.alertTitle ?? title
+        let body = apns.alertBody ?? body ?? alert
+        if title != nil || apns.alertSubtitle != nil {
+            var alertMembers: [JSONMember] = []
+            if let title { alertMembers.append(JSONMember(key: "title", value: .string(title))) }
+            if let subtitle = apns.alertSubtitle { alertMembers.append(JSONMember(key: "subtitle", value: .string(subtitle))) }
+            if let body { alertMembers.append(JSONMember(key: "body", value: .string(body))) }
+            aps.append(JSONMember(key: "alert", value: .object(alertMembers)))
+        } else if let body {
+            aps.append(JSONMember(key: "alert", value: .string(body)))
+        }
+        if let badge { aps.append(JSONMember(key: "badge", value: .number(badge))) }
+        if let sound = apns.sound ?? sound { aps.append(JSONMember(key: "sound", value: .string(sound))) }
+        if let category = apns.category { aps.append(JSONMember(key: "category", value: .string(category))) }
+        if let thread = apns.threadId { aps.append(JSONMember(key: "thread-id", value: .string(thread))) }
+        if apns.contentAvailable { aps.append(JSONMember(key: "content-available", value: 1)) }
+        if apns.mutableContent { aps.append(JSONMember(key: "mutable-content", value: 1)) }
+        var top = [JSONMember(key: "aps", value: .object(aps))]
+        if let data { top.append(JSONMember(key: "data", value: .string(data))) }
+        for (key, value) in custom where key != "notificationId" { top.append(JSONMember(key: key, value: .string(value))) }
+        top.append(JSONMember(key: "notificationId", value: .string(notificationID)))
+        let alerting = aps.contains { ["alert", "badge", "sound"].contains($0.key) }
+        let expiration = apns.expiration ?? timeToLive.map { now + $0 }
+        return APNsRequest(payload: JSON.object(top).serialized(), pushType: alerting ? "alert" : "background",
+                           priority: alerting && priority == .high ? 10 : 5, expiration: expiration)
+    }
+
+    /// FCM HTTP v1's `message` for `token`: a notification (title, body) when there is one to
+    /// show, the SAP `data`, the custom members and the notification's id as data (FCM data
+    /// values are strings), and the Android options.
+    package func fcmMessage(token: String, notificationID: String) -> JSON {
+        var message: [JSONMember] = [JSONMember(key: "token", value: .string(token))]
+        let title = gcm.title ?? title
+        let body = gcm.body ?? body ?? alert
+        if title != nil || body != nil {
+            var shown: [JSONMember] = []
+            if let title { shown.append(JSONMember(key: "title", value: .string(title))) }
+            if let body { shown.append(JSONMember(key: "body", value: .string(body))) }
+            message.append(JSONMember(key: "notification", value: .object(shown)))
+        }
+        var data: [JSONMember] = []
+        if let payload = self.data { data.append(JSONMember(key: "data", value: .string(payload))) }
+        for (key, value) in custom where key != "notificationId" { data.append(JSONMember(key: key, value: .string(value))) }
+        data.append(JSONMember(key: "notificationId", value: .string(notificationID)))
+        message.append(JSONMember(key: "data", value: .object(data)))
+        var android: [JSONMember] = [JSONMember(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
+        if let ttl = gcm.timeToLive ?? timeToLive { android.append(JSONMember(key: "ttl", value: .string("\(ttl)s"))) }
+        if let collapseKey = gcm.collapseKey { android.append(JSONMember(key: "collapse_key", value: .string(collapseKey))) }
+        var shown: [JSONMember] = []
+        if let sound = gcm.sound ?? sound { shown.append(JSONMember(key: "sound", value: .string(sound))) }
+        if let icon = gcm.icon { shown.append(JSONMember(key: "icon", value: .string(icon))) }
+        if let tag = gcm.tag { shown.append(JSONMember(key: "tag", value: .string(tag))) }
+        if let color = gcm.color { shown.append(JSONMember(key: "color", value: .string(color))) }
+        if let action = gcm.clickAction { shown.append(JSONMember(key: "click_action", value: .string(action))) }
+        if let badge { shown.append(JSONMember(key: "notification_count", value: .number(badge))) }
+        if !shown.isEmpty { android.append(JSONMember(key: "notification", value: .object(shown))) }
+        message.append(JSONMember(key: "android", value: .object(android)))
+        return ["message": .object(message)]
+    }
+
+    /// Refuses a notification too large for a push service, naming the size: checked when a
+    /// sender sends it, with the longest token and id the worker could put in.
+    package func checkSize() throws(PushMessageError) {
+        let id = String(repeating: "0", count: 36)
+        let apnsSize = apnsRequest(notificationID: id, now: 0).payload.utf8.count
+        if apnsSize > pushPayloadLimit {
+            throw PushMessageError(message: "the notification is \(apnsSize) bytes for APNs; at most \(pushPayloadLimit) are delivered")
+        }
+        // FCM counts the message without the token.
+        let fcmSize = fcmMessage(token: "", notificationID: id).serialized().utf8.count
+        if fcmSize > pushPayloadLimit {
+            throw PushMessageError(message: "the notification is \(fcmSize) bytes for FCM; at most \(pushPayloadLimit) are delivered")
+        }
+    }
+}
