@@ -110,9 +110,9 @@ class Apns:
         except jwt.PyJWTError:
             raise Refused(403, "InvalidProviderToken")
         iat = claims.get("iat")
-        if claims.get("iss") != self.team or not isinstance(iat, int) or isinstance(iat, bool):
+        if claims.get("iss") != self.team or not standin.whole_seconds(iat):
             raise Refused(403, "InvalidProviderToken")
-        return iat
+        return int(iat)
 
     def check_topic(self, topic):
         """Step 3."""

@@ -15,7 +15,7 @@ else 400 {"error": "invalid_grant", "error_description": ...} as Google answers 
 "invalid_scope", "unsupported_grant_type" or "invalid_request" where it uses those).
 
 `POST /v1/projects/{PROJECT}/messages:send`, checked in this order:
-1. the project is PROJECT                 else 403 PERMISSION_DENIED (SENDER_ID_MISMATCH)
+1. the project is PROJECT                 else 403 PERMISSION_DENIED (no FcmError detail)
 2. `authorization: Bearer <an access token this stand-in issued, not expired>`
                                           else 401 UNAUTHENTICATED
 3. a JSON body {"message": {"token": "...", ...}} with only the fields FCM knows and `data`
@@ -137,7 +137,7 @@ class Fcm:
         if not isinstance(scope, str) or SCOPE not in scope.split(" "):
             raise oauth_error("invalid_scope", "The assertion's scope does not grant Firebase messaging.")
         iat, exp, now = claims.get("iat"), claims.get("exp"), time.time()
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (iat, exp)):
+        if not (standin.whole_seconds(iat) and standin.whole_seconds(exp)):
             raise oauth_error("invalid_grant", "Invalid JWT: iat and exp must be whole numbers.")
         if iat > now + CLOCK_SKEW or exp <= now or exp <= iat or exp - iat > MAX_ASSERTION_LIFETIME:
             raise oauth_error("invalid_grant",
@@ -215,8 +215,9 @@ class Fcm:
                 status, answer = 200, self.issue_token(body)
             elif send_path and method == "POST":
                 if send_path.group(1) != self.project:
-                    raise google_error(403, "PERMISSION_DENIED", "Permission denied on the project.",
-                                       "SENDER_ID_MISMATCH")
+                    # Google's IAM refusal: no FcmError detail, since no device token is at fault.
+                    raise google_error(403, "PERMISSION_DENIED",
+                                       f"Permission 'cloudmessaging.messages.create' denied on project {send_path.group(1)}.")
                 self.check_bearer(standin.header(scope, "authorization"))
                 message = self.check_message(body)
                 token = message["token"]

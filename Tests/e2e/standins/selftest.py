@@ -277,7 +277,8 @@ def fcm_checks(check, client, base, k, log_path):
           r.status_code == 400 and error(r)[0] == "INVALID_ARGUMENT", f"{r.status_code} {r.text}")
     r = client.post(f"{base}/v1/projects/another-project/messages:send", json={"message": {"token": "device-1"}},
                     headers={"authorization": "Bearer " + bearer})
-    check("fcm: another project is PERMISSION_DENIED", r.status_code == 403, f"{r.status_code} {r.text}")
+    check("fcm: another project is PERMISSION_DENIED, blaming no device token",
+          r.status_code == 403 and error(r) == ("PERMISSION_DENIED", None), f"{r.status_code} {r.text}")
 
     stats = client.get(f"{base}/_stats").json()
     log = read_log(log_path)

@@ -60,6 +60,14 @@ def now():
     return time.time()
 
 
+def whole_seconds(value):
+    """Whether a JWT's iat or exp is a whole number of seconds: JSON has one number type, so
+    1700000000 and 1700000000.0 are both taken; true/false and fractions are not."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
 def header(scope, name):
     """The value of request header `name` (lower case) as text, or None when absent. HTTP/2
     headers arrive in lower case; HTTP/1.1 ones are lowered by hypercorn."""
