@@ -290,3 +290,53 @@ package final class CachedStateStore: StateStore {
         }
     }
 }
+
+// MARK: Push notifications: written and read through, shared by every instance (docs/push.md)
+
+extension CachedStateStore: PushStore {
+    /// The base store's side of push notifications.
+    private var push: any PushStore {
+        get throws(StoreError) {
+            guard let push = base as? any PushStore else { throw StoreError("the store does not keep push notifications") }
+            return push
+        }
+    }
+
+    package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
+        try await push.enqueue(notification, registrations: registrations)
+    }
+
+    package func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64,
+                                     limit: Int) async throws(StoreError) -> [ClaimedPushDelivery] {
+        try await push.claimPushDeliveries(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    package func finishPushDelivery(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+                                    now: Int64) async throws(StoreError) -> Bool {
+        try await push.finishPushDelivery(notification: notification, registration: registration, owner: owner, outcome: outcome, now: now)
+    }
+
+    package func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])? {
+        try await push.pushNotification(id: id)
+    }
+
+    package func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord] {
+        try await push.recentPushNotifications(app: app, limit: limit)
+    }
+
+    package func pendingPushDeliveries() async throws(StoreError) -> Int {
+        try await push.pendingPushDeliveries()
+    }
+
+    /// A token cleared changes the registration: memory forgets it, as after `updateDevice`
+    /// (other instances learn of it through the change feed).
+    package func clearPushToken(registration: String, provider: PushProvider, token: String) async throws(StoreError) -> Bool {
+        let cleared = try await push.clearPushToken(registration: registration, provider: provider, token: token)
+        if cleared { afterWrite { $0.registrations[ExactString(registration)] = nil } }
+        return cleared
+    }
+
+    package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
+        try await push.purgePushNotifications(before: before)
+    }
+}

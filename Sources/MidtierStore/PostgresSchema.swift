@@ -155,6 +155,37 @@ enum PostgresSchema {
             """,
             "CREATE INDEX midtier_client_log_entries_time ON midtier_client_log_entries (time, upload_id, sequence)",
         ]),
+        (8, "push notifications", [
+            // Notifications as their senders gave them, and one delivery per registration, each
+            // leased to one worker at a time (docs/push.md, "Delivery").
+            """
+            CREATE TABLE midtier_push_notifications (
+                id TEXT COLLATE "C" PRIMARY KEY,
+                app_id TEXT COLLATE "C" NOT NULL,
+                sender TEXT COLLATE "C" NOT NULL,
+                payload TEXT NOT NULL,
+                created_at BIGINT NOT NULL
+            )
+            """,
+            "CREATE INDEX midtier_push_notifications_created ON midtier_push_notifications (created_at, id)",
+            "CREATE INDEX midtier_push_notifications_app ON midtier_push_notifications (app_id, created_at, id)",
+            """
+            CREATE TABLE midtier_push_deliveries (
+                notification_id TEXT COLLATE "C" NOT NULL,
+                registration_id TEXT COLLATE "C" NOT NULL,
+                state TEXT COLLATE "C" NOT NULL,
+                attempts BIGINT NOT NULL,
+                next_attempt_at BIGINT NOT NULL,
+                updated_at BIGINT NOT NULL,
+                provider TEXT COLLATE "C",
+                reason TEXT NOT NULL,
+                lease_owner TEXT COLLATE "C",
+                lease_until BIGINT,
+                PRIMARY KEY (notification_id, registration_id)
+            )
+            """,
+            "CREATE INDEX midtier_push_deliveries_due ON midtier_push_deliveries (state, next_attempt_at)",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

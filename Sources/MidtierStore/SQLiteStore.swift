@@ -190,6 +190,35 @@ package final class SQLiteStore: StateStore {
                 CREATE INDEX client_log_entries_time ON client_log_entries(time, upload_id, sequence);
                 """)
         }
+        migrator.registerMigration("v10: push notifications") { db in
+            // Notifications as their senders gave them, and one delivery per registration, each
+            // leased to one worker at a time (docs/push.md, "Delivery").
+            try db.execute(sql: """
+                CREATE TABLE push_notifications (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    app_id TEXT NOT NULL,
+                    sender TEXT NOT NULL,
+                    payload TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX push_notifications_created ON push_notifications(created_at, id);
+                CREATE INDEX push_notifications_app ON push_notifications(app_id, created_at, id);
+                CREATE TABLE push_deliveries (
+                    notification_id TEXT NOT NULL,
+                    registration_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    provider TEXT,
+                    reason TEXT NOT NULL,
+                    lease_owner TEXT,
+                    lease_until INTEGER,
+                    PRIMARY KEY (notification_id, registration_id)
+                );
+                CREATE INDEX push_deliveries_due ON push_deliveries(state, next_attempt_at);
+                """)
+        }
         return migrator
     }
 
@@ -223,7 +252,7 @@ package final class SQLiteStore: StateStore {
                        arguments: [entry.at, entry.actor, entry.action, entry.target, entry.detail, entry.source])
     }
 
-    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
         do {
             return try await database.write(body)
         } catch {
@@ -231,7 +260,7 @@ package final class SQLiteStore: StateStore {
         }
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
         do {
             return try await database.read(body)
         } catch {
