@@ -59,6 +59,9 @@ extension ConfigurationLoader {
         if let implicit = reader.bool("implicitRegistration") { app.implicitRegistration = implicit }
         if let value = reader.freeObject("logSettings") { app.logSettings = value }
         if let value = reader.freeObject("discovery") { app.discovery = value }
+        // A wrong push section is a problem of this file (so the app is not kept) but says
+        // nothing against the rest: users.json is still required for basic authentication.
+        if let push = reader.object("push"), let settings = pushSettings(push) { app.push = settings }
 
         reader.reportUnknownKeys()
         let usesBasic = complete && app.authentication == .basic

@@ -7,7 +7,8 @@ import MidtierJSON
 /// - `<dir>/midtier.json` (required),
 /// - `<dir>/apps/*.json` (the file name without `.json` is the app id; none at all is fine),
 /// - `<dir>/destinations/*.json` (`Name` equals the file name without `.json`),
-/// - `<dir>/users.json` (required only when an app uses `basic` authentication).
+/// - `<dir>/users.json` (required only when an app uses `basic` authentication),
+/// - `<dir>/push-senders.json` (optional; none means no back end may send push notifications).
 ///
 /// Hidden files and files not ending in `.json` are ignored. Problems name files as
 /// `<dir>/…`, joined from the directory string given (without doubling a trailing slash).
@@ -71,7 +72,8 @@ package struct ConfigurationLoader: Sendable {
         var apps: [String: AppConfiguration] = [:]
         var basicApps: [String] = []
         let definedDestinations = Set(destinationFiles.map(\.name))
-        for (id, path) in listFiles("apps", problems: &problems) {
+        let appFiles = listFiles("apps", problems: &problems)
+        for (id, path) in appFiles {
             let file = FileProblems(file: path)
             if !isPlainName(id, extra: [".", "_", "-"]) {
                 file.add("", "the file name must be an app id of letters, digits, '.', '_' and '-' followed by .json")
@@ -93,10 +95,18 @@ package struct ConfigurationLoader: Sendable {
         }
         problems += usersFile.problems
 
+        // push-senders.json
+        let sendersFile = FileProblems(file: joinPath(directory, "push-senders.json"))
+        var pushSenders: [PushSender] = []
+        if let reader = openObject(sendersFile, required: false) {
+            pushSenders = loadPushSenders(reader, appIDs: Set(appFiles.map { ExactString($0.name) }))
+        }
+        problems += sendersFile.problems
+
         guard problems.isEmpty, let server else {
             throw ConfigurationErrors(problems: problems)
         }
-        return MidtierConfiguration(server: server, apps: apps, destinations: destinations, users: users)
+        return MidtierConfiguration(server: server, apps: apps, destinations: destinations, users: users, pushSenders: pushSenders)
     }
 
     /// Why `users.json` must exist, or nil when no app needs it.

@@ -26,6 +26,15 @@ extension ConfigurationLoader {
                     + "fetched through one instance is refused (403) on a write through another; set backendSessionKeys "
                     + "on every instance (docs/configuration.md#backendsessionkeys). One instance alone is not affected"))
         }
+        // A sender allowed an app without push gets every send to it refused.
+        for (index, sender) in configuration.pushSenders.enumerated() {
+            for (appIndex, app) in sender.apps.enumerated() where configuration.apps[app]?.push.isEnabled == false {
+                warnings.append(ConfigWarning(
+                    file: joinPath(directory, "push-senders.json"), key: "senders[\(index)].apps[\(appIndex)]",
+                    message: "app \"\(app)\" has no push section (apns or fcm), so sender \"\(sender.name)\"'s "
+                        + "notifications to it are refused (docs/configuration.md#push)"))
+            }
+        }
         return warnings
     }
 }
