@@ -146,12 +146,24 @@ let package = Package(
         .target(
             name: "PushNotifications",
             dependencies: [
-                "MidtierJSON", "MidtierCore", "MidtierStore", "Registrations",
+                "MidtierJSON", "MidtierCore", "MidtierStore", "MidtierMetrics",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // SAP's Notification Backend API: back-end senders' routes on the device listener.
+        .target(
+            name: "PushAPI",
+            dependencies: [
+                "MidtierJSON", "MidtierCore", "MidtierStore", "MidtierHTTP", "Registrations", "DeviceProxy", "DeviceAuthentication",
+                "PushNotifications",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -269,7 +281,7 @@ let package = Package(
         .target(
             name: "MidtierServer",
             dependencies: [
-                "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
+                "PushNotifications", "PushAPI", "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
                 "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),

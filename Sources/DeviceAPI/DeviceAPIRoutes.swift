@@ -25,5 +25,6 @@ package struct DeviceAPIRoutes: Sendable {
         StorageRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         ClientUploadRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         SelfServiceRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        PushRegistrationRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
     }
 }

@@ -230,52 +230,22 @@ struct StorageRoutes: Sendable {
     }
 
     /// The registration whose storage the call reaches: for `device/{id}`, the caller's own
-    /// registration in this app that `{id}` names — by its registration id (`X-SMP-APPCID`), or
-    /// by its `DeviceId` (the `X-SMP-DEVICEID` the SAP SDK sends, and SAPcpmsSettings' device id),
-    /// admitted as the proxy admits it; for `currentuser`, "" — the user, not blocked, and the
-    /// caller's registration admitted too when the call names one.
+    /// registration in this app that `{id}` names (``CallerRegistration``); for `currentuser`,
+    /// "" — the user, not blocked, and the caller's registration admitted too when the call
+    /// names one.
     private func admitted(_ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
                           user: UserIdentity) async throws(Refusal) -> String {
-        let named = ProxyHandler.registrationID(of: request)
-        let id: String
         if let raw = context.parameters.get("deviceId") {
             guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-            let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
-            }
-            var matching = candidates.filter { UserIdentity.sameBytes($0.id, decoded) }
-            if matching.isEmpty { matching = candidates.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, decoded) } }
-            if let named { matching = matching.filter { UserIdentity.sameBytes($0.id, named) } }
-            guard let only = matching.first else {
-                if named != nil { throw .forbidden("the device \(decoded) is not the registration the call names (X-SMP-APPCID)") }
-                throw .forbidden("the registration id is not known")
-            }
-            guard matching.count == 1 else {
-                throw .forbidden("the user has more than one registration of device \(decoded) in this app; send X-SMP-APPCID")
-            }
-            id = only.id
-        } else if let named {
-            id = named
-        } else {
-            let block = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.block(of: user) }
-            if let block, block.kind.blocksTraffic { throw Refusal.userBlocked(block.kind) }
+            return try await CallerRegistration.named(decoded, request: request, app: app, user: user, registrations: registrations, logger: logger)
+        }
+        if let named = ProxyHandler.registrationID(of: request) {
+            try await CallerRegistration.admit(named, app: app, user: user, registrations: registrations, logger: logger)
             return ""
         }
-        let admission: Admission
-        do {
-            admission = try await self.admission(of: id, app: app, user: user)
-        } catch {
-            throw Refusal.storeFailed(error, logger)
-        }
-        try admission.refuseUnlessAdmitted()
-        return context.parameters.get("deviceId") == nil ? "" : id
-    }
-
-    /// Whether `user` may reach registration `id` of `app`, as the proxy decides it.
-    private func admission(of id: String, app: AppConfiguration, user: UserIdentity) async throws(StoreError) -> Admission {
-        guard RegistrationService.isAcceptableID(id), let found = try await registrations.store.registrationAndBlock(id: id),
-              UserIdentity.sameBytes(found.registration.appId, app.id) else { return .unknown }
-        return try await registrations.admit(found, user: user, policy: app.blockWipingPolicy)
+        let block = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.block(of: user) }
+        if let block, block.kind.blocksTraffic { throw Refusal.userBlocked(block.kind) }
+        return ""
     }
 
     /// A stored document (an object; nothing readable counts as empty).

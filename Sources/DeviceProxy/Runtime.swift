@@ -21,6 +21,9 @@ package final class Runtime: Sendable {
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
     package let basicAuthenticator: BasicAuthenticator
+    /// Back-end senders of push notifications (`config/push-senders.json`), HTTP Basic with
+    /// the same bcrypt queue, throttle and verified-credential memory as devices.
+    package let pushSenderAuthenticator: BasicAuthenticator
     /// Where and how to forward, by destination name (with its URL rewriter).
     let upstreams: [String: UpstreamDestination]
     /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
@@ -55,6 +58,11 @@ package final class Runtime: Sendable {
         self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
                                                      cacheSeconds: configuration.server.credentialCacheSeconds,
                                                      throttle: throttle, limiter: limiter)
+        // Keyed by position: the names are unique by their bytes, which a String key is not.
+        let senders = configuration.pushSenders.enumerated().map { (String($0.offset), LocalUser(id: $0.element.name, passwordHash: $0.element.passwordHash)) }
+        self.pushSenderAuthenticator = BasicAuthenticator(users: Dictionary(uniqueKeysWithValues: senders),
+                                                          cacheSeconds: configuration.server.credentialCacheSeconds,
+                                                          throttle: throttle, limiter: limiter)
         var jwt: [String: JWTAuthenticator] = [:]
         for (id, app) in configuration.apps {
             guard case .jwt(let settings) = app.authentication else { continue }

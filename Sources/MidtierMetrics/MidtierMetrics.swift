@@ -81,6 +81,28 @@ package struct MidtierMetrics: Sendable {
         made.exchanges.withLock { $0 }
     }
 
+    // MARK: Push notifications (docs/push.md, "Metrics")
+
+    /// What became of a push delivery; the label values are these names only.
+    package enum PushOutcome: String, Sendable, CaseIterable {
+        case delivered, retried, tokenGone = "token_gone", refused, exhausted, skipped
+    }
+
+    /// One push delivery attempt's outcome, through `provider` (`apns`, `fcm`, or `none` when
+    /// skipped before one was chosen); for a delivery, the time from acceptance to delivery.
+    package func recordPush(_ outcome: PushOutcome, provider: String, sinceAccepted: Duration? = nil) {
+        Counter(label: "midtier_push_deliveries_total", dimensions: [("outcome", outcome.rawValue), ("provider", provider)], factory: factory).increment()
+        if let sinceAccepted {
+            Timer(label: "midtier_push_delivery_seconds", dimensions: [("provider", provider)], factory: factory)
+                .recordNanoseconds(max(0, sinceAccepted.components.seconds * 1_000_000_000 + sinceAccepted.components.attoseconds / 1_000_000_000))
+        }
+    }
+
+    /// Deliveries waiting to be sent.
+    package func recordPushQueueDepth(_ depth: Int) {
+        Gauge(label: "midtier_push_queue_depth", factory: factory).record(depth)
+    }
+
     /// The text exposition format.
     package func exposition() -> [UInt8] {
         registry.emitToBuffer()

@@ -14,6 +14,8 @@ package import MidtierCore
 import MidtierHTTP
 package import MidtierMetrics
 package import MidtierStore
+import PushAPI
+package import PushNotifications
 import NIOCore
 package import Registrations
 import SAMLSigning
@@ -36,6 +38,10 @@ package final class MidtierServer: Sendable {
     package let registrations: RegistrationService
     /// The keep-alive connections that proxied calls go over.
     package let upstreams = UpstreamConnectionPool()
+    /// Push notifications (docs/push.md): the apps' APNs and FCM clients, and the signal that
+    /// wakes the delivery worker when a notification is accepted here.
+    package let pushClients: PushClients
+    package let pushWakeUp = PushWakeUp()
     /// The HTTP client of the cold calls: token exchanges and JWKS fetches.
     package let httpClient: HTTPClient
     package let metrics = MidtierMetrics()
@@ -77,7 +83,11 @@ package final class MidtierServer: Sendable {
             sessionsEnded: { sessions.ended(registration: $0) })
         self.configurationDirectory = configurationDirectory
         self.logger = logger
+        self.pushClients = PushClients(logger: logger)
     }
+
+    /// The store's push side; nil for a store that has none (some test stores).
+    var pushStore: (any PushStore)? { registrations.store as? any PushStore }
 
     static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, throttle: SignInThrottle,
                             limiter: VerificationLimiter, logger: Logger) throws(StartupError) -> Runtime {
@@ -147,6 +157,10 @@ package final class MidtierServer: Sendable {
         router.middlewares.add(ODataErrorMiddleware(logger: logger))
         HealthRoutes(store: registrations.store).add(to: router)
         DeviceAPIRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        if let pushStore {
+            PushSenderRoutes(runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
+                             now: registrations.now).add(to: router)
+        }
         let runtime = self.runtime
         SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),
                               secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
@@ -293,6 +307,16 @@ package final class MidtierServer: Sendable {
         }
     }
 
+    /// A service that sends accepted push notifications (docs/push.md, "Delivery") until
+    /// shutdown, and deletes those older than `retentionDays` every hour.
+    package func pushDeliverer(retentionDays: Int = 30) -> some Service {
+        PushDeliveryService(worker: pushStore.map { store in
+            let runtime = self.runtime
+            return PushDeliveryWorker(store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
+                                      clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, now: registrations.now)
+        }, retentionDays: retentionDays, logger: logger)
+    }
+
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
     package func reloadOnHangup() -> some Service { HangupReloader(server: self) }
 
@@ -371,6 +395,36 @@ struct ClientUploadSweeper: Service {
                 try await Task.sleep(for: interval)
             }
         }
+    }
+}
+
+/// Runs the push delivery worker (`MidtierServer.pushDeliverer()`), and the hourly purge.
+struct PushDeliveryService: Service {
+    let worker: PushDeliveryWorker?
+    let retentionDays: Int
+    let logger: Logger
+
+    func run() async throws {
+        guard let worker else { return }
+        try? await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await worker.run() }
+                group.addTask {
+                    while !Task.isCancelled {
+                        let cutoff = worker.now() - Int64(retentionDays) * 86_400_000
+                        do {
+                            let purged = try await worker.store.purgePushNotifications(before: cutoff)
+                            if purged > 0 { logger.info("push notifications past their retention deleted", metadata: ["notifications": "\(purged)"]) }
+                        } catch {
+                            logger.warning("push notifications past their retention not deleted; tried again later", metadata: ["error": "\(error)"])
+                        }
+                        try? await Task.sleep(for: .seconds(3600))
+                    }
+                }
+                await group.waitForAll()
+            }
+        }
+        await worker.clients.shutdown()
     }
 }
 

@@ -100,7 +100,9 @@ package actor FCMClient {
         let described = "FCM \(status)" + (code.isEmpty ? "" : " \(code)")
         switch (status, code) {
         case (200, _): return .delivered
-        case (_, "UNREGISTERED"), (404, _), (403, "SENDER_ID_MISMATCH"): return .tokenGone(reason: described)
+        // Only FCM's own word clears a token: a 404 without it is a wrong endpoint or project,
+        // which must not clear every Android token of the app.
+        case (_, "UNREGISTERED"): return .tokenGone(reason: described)
         case (401, _):
             accessToken = nil
             return .retry(after: 0, reason: described)

@@ -34,6 +34,7 @@ struct Serve: AsyncParsableCommand {
             services: [
                 .init(service: server.contactWriter()),
                 .init(service: server.clientUploadSweeper()),
+                .init(service: server.pushDeliverer()),
                 .init(service: server.makeApplication()),
                 .init(service: server.makeAdminApplication()),
                 .init(service: server.reloadOnHangup()),

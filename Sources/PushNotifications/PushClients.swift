@@ -1,0 +1,74 @@
+package import AsyncHTTPClient
+package import Logging
+package import MidtierCore
+import NIOCore
+import NIOSSL
+
+/// The APNs and FCM clients of each app, made when first needed and made anew when the app's
+/// push settings change (a reload). HTTP clients are shared: one that trusts the system's
+/// roots, and one more for each `caFile`.
+package actor PushClients {
+    private var apns: [String: (fingerprint: String, client: APNsClient)] = [:]
+    private var fcm: [String: (fingerprint: String, client: FCMClient)] = [:]
+    private var httpClients: [String: HTTPClient] = [:]
+    private let logger: Logger
+
+    package init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// The APNs client of `app`; nil when it has no APNs settings or its key does not load.
+    package func apnsClient(for app: AppConfiguration) async -> APNsClient? {
+        guard let settings = app.push.apns else { return nil }
+        let fingerprint = [settings.teamID, settings.keyID, settings.privateKeyPEM, settings.topic, settings.endpoint, settings.caFile ?? ""]
+            .joined(separator: "\u{0}")
+        if let known = apns[app.id], known.fingerprint == fingerprint { return known.client }
+        do {
+            let client = try await APNsClient(settings: settings, httpClient: httpClient(caFile: settings.caFile))
+            apns[app.id] = (fingerprint, client)
+            return client
+        } catch {
+            logger.error("the app's APNs key does not load; its notifications fail", metadata: ["app": "\(app.id)"])
+            return nil
+        }
+    }
+
+    /// The FCM client of `app`; nil when it has no FCM settings or its key does not load.
+    package func fcmClient(for app: AppConfiguration) async -> FCMClient? {
+        guard let settings = app.push.fcm else { return nil }
+        let fingerprint = [settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? ""]
+            .joined(separator: "\u{0}")
+        if let known = fcm[app.id], known.fingerprint == fingerprint { return known.client }
+        do {
+            let client = try await FCMClient(settings: settings, httpClient: httpClient(caFile: settings.caFile))
+            fcm[app.id] = (fingerprint, client)
+            return client
+        } catch {
+            logger.error("the app's FCM service account key does not load; its notifications fail", metadata: ["app": "\(app.id)"])
+            return nil
+        }
+    }
+
+    private func httpClient(caFile: String?) -> HTTPClient {
+        let key = caFile ?? ""
+        if let client = httpClients[key] { return client }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
+        var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10))
+        configuration.tracing.tracer = nil
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        httpClients[key] = client
+        return client
+    }
+
+    /// Shuts the HTTP clients down (at the server's end).
+    package func shutdown() async {
+        let clients = Array(httpClients.values)
+        httpClients = [:]
+        apns = [:]
+        fcm = [:]
+        for client in clients { try? await client.shutdown() }
+    }
+}
