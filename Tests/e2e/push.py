@@ -1,0 +1,693 @@
+#!/usr/bin/env python3
+"""Push notifications end to end (docs/push.md): the real `midtier` binary, the stand-in APNs and
+FCM of Tests/e2e/standins/ (HTTP/2 over TLS, checking Midtier's JWTs), devices registering
+their tokens, back ends sending as senders of config/push-senders.json.
+
+1. Sender authentication: no or a wrong password → 401, a device user's password → 401, a
+   sender not allowed the app → 403, an unknown app → 403/404.
+2. One user, two devices (iOS through SAP's push registration path, Android through the
+   Connections body's AndroidGcmRegistrationId): a notification to the user reaches both
+   stand-ins; the status says SENT with both delivered. A new token replaces the old one.
+3. A locked registration and a blocked user get nothing: at the send, and when the lock or
+   block comes between the send and the delivery (the APNs stand-in is down meanwhile).
+4. APNs 410 and FCM UNREGISTERED: the delivery fails and the token is cleared from the
+   registration (read back through GET Connections).
+5. APNs 429 with Retry-After, FCM 429 and 503: retried and delivered (3 and 2 attempts).
+6. Durability: the APNs stand-in stopped, notifications accepted, Midtier SIGKILLed; the stand-in
+   and Midtier started again on the same store → every notification delivered exactly once.
+7. Two instances on one throwaway PostgreSQL, 40 notifications sent alternately → each
+   delivered exactly once.
+8. Hostile input: unknown member, oversized alert, bad JSON, `users` not a list, 1001 users,
+   another sender's status, an unknown os, a push token with a space → 400/404 naming it.
+9. The FCM access token is fetched once for many messages.
+Also: Midtier's logs never hold a device token, a password, a key or an access token.
+
+Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on failure. Every
+process it starts is stopped in every case. Outcomes are awaited by polling with a bounded
+deadline (DEADLINE seconds), never by timing.
+"""
+import json, os, secrets, shutil, signal, ssl, subprocess, sys, tempfile, threading, time
+import urllib.error, urllib.parse, urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "standins"))
+import keys  # noqa: E402  (Tests/e2e/standins/keys.py)
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for  # noqa: E402
+from postgres import ThrowawayPostgres  # noqa: E402
+
+BIN = os.path.abspath(sys.argv[1])
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+DEADLINE = 60            # seconds any awaited outcome may take before the check fails
+TOPIC = "com.example.midtier.push"
+ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
+SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
+DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
+USERS = ["ana", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory"]
+
+check = Checks("push")
+processes = []
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def call(method, url, body=None, headers=None, timeout=30):
+    """(status, headers, body bytes); `body` a dict/list is sent as JSON, bytes as they are."""
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None and not request.has_header("Content-type"):
+        request.add_header("Content-Type", "application/json")
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+    except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
+        return 0, {}, str(error).encode()
+
+
+def as_json(body):
+    try:
+        return json.loads(body)
+    except (ValueError, TypeError):
+        return None
+
+
+def short(body, n=300):
+    return body[:n] if isinstance(body, bytes) else str(body)[:n]
+
+
+def until(condition, seconds=DEADLINE, step=0.2):
+    """The first true value of `condition()` within `seconds`, else None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(step)
+    return None
+
+
+def ios_token(prefix="a1"):
+    """A 64-digit hex APNs token; `prefix` chooses the stand-in's behaviour (0410, 0429, …)."""
+    return (prefix + secrets.token_hex(32))[:64]
+
+
+# --- The stand-ins --------------------------------------------------------------------------------
+
+class StandIn:
+    def __init__(self, script, port, arguments, log, ca, work):
+        self.script, self.port, self.arguments, self.log, self.work = script, port, arguments, log, work
+        self.tls = ssl.create_default_context(cafile=ca)
+        self.process = None
+
+    def start(self):
+        out = open(os.path.join(self.work, self.script + ".out"), "ab")
+        self.process = subprocess.Popen([sys.executable, os.path.join(HERE, "standins", self.script), "--port", str(self.port)]
+                                        + self.arguments + ["--log", self.log],
+                                        stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        processes.append(self.process)
+        return until(lambda: self.process.poll() is None and self.stats() is not None, seconds=30, step=0.1) is not None
+
+    def stop(self):
+        kill_all([self.process])
+
+    def stats(self):
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/_stats", context=self.tls, timeout=2) as response:
+                return json.loads(response.read())
+        except Exception:
+            return None
+
+    def lines(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+
+
+def apns_lines_for(apns, notification_id):
+    return [e for e in apns.lines() if isinstance(e.get("payload"), dict) and e["payload"].get("notificationId") == notification_id]
+
+
+def fcm_lines_for(fcm, notification_id):
+    return [e for e in fcm.lines() if e.get("kind") == "send" and isinstance(e.get("message"), dict)
+            and (e["message"].get("data") or {}).get("notificationId") == notification_id]
+
+
+def lines_with_token(standin, token):
+    return [e for e in standin.lines() if e.get("token") == token]
+
+
+# --- One Midtier ----------------------------------------------------------------------------------
+
+class Midtier:
+    def __init__(self, name, config, port, admin, log):
+        self.name, self.config, self.port, self.admin, self.log = name, config, port, admin, log
+        self.base, self.admin_base = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{admin}"
+        self.process = None
+
+    def start(self):
+        out = open(self.log, "ab")
+        self.process = subprocess.Popen([BIN, "serve", "--config", self.config], cwd=REPO, stdout=out, stderr=out)
+        processes.append(self.process)
+        return wait_for(self.base + "/healthz", DEADLINE) and wait_for(self.admin_base + "/healthz", DEADLINE)
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    # Devices.
+    def onboard(self, user, fields):
+        status, headers, body = call("POST", f"{self.base}/odata/applications/v1/demo/Connections", fields,
+                                     {"Authorization": basic(user, DEVICE_PASSWORD), "Accept": "application/json"})
+        return status, header(headers, "X-SMP-APPCID"), body
+
+    def push_path(self, os_name, device):
+        return f"{self.base}/mobileservices/push/v1/runtime/applications/demo/os/{os_name}/devices/{urllib.parse.quote(device, safe='')}"
+
+    def set_token(self, user, cid, os_name, token, method="POST", body=None):
+        return call(method, self.push_path(os_name, cid), {"pushToken": token} if body is None else body,
+                    {"Authorization": basic(user, DEVICE_PASSWORD), "X-SMP-APPCID": cid})
+
+    def connection(self, user, cid):
+        status, _, body = call("GET", f"{self.base}/odata/applications/v1/demo/Connections('{cid}')?$format=json",
+                               headers={"Authorization": basic(user, DEVICE_PASSWORD), "X-SMP-APPCID": cid, "Accept": "application/json"})
+        document = as_json(body) if status == 200 else None
+        return (document or {}).get("d") if isinstance(document, dict) else None
+
+    # Admin.
+    def admin_call(self, method, path, body=None):
+        return call(method, self.admin_base + path, body, {"Authorization": "Bearer " + ADMIN_TOKEN})
+
+    # Senders.
+    def send(self, path, body, sender="wf", password=SENDER_PASSWORD, version="v1"):
+        headers = {} if sender is None else {"Authorization": basic(sender, password)}
+        url = f"{self.base}/mobileservices/push/{version}/backend/applications/{path}"
+        return call("POST", url, body, headers)
+
+    def send_to_users(self, users, notification, **kwargs):
+        status, _, body = self.send("demo/notifications/users", {"users": users, "notification": notification}, **kwargs)
+        document = as_json(body)
+        return status, (document or {}).get("notificationId") if isinstance(document, dict) else None, body
+
+    def status_of(self, notification_id, sender="wf", password=SENDER_PASSWORD):
+        status, _, body = call("GET", f"{self.base}/mobileservices/push/v1/backend/notifications/{notification_id}/status",
+                               headers={"Authorization": basic(sender, password)})
+        return status, as_json(body) if status == 200 else None, body
+
+    def final_status(self, notification_id, seconds=DEADLINE):
+        """The status once no delivery is pending (None if it never gets there); also the last seen."""
+        seen = {}
+
+        def done():
+            _, document, body = self.status_of(notification_id)
+            seen["last"] = document or short(body)
+            if document and document.get("statusDetails", {}).get("status") != "QUEUED":
+                return document
+            return None
+        return until(done, seconds), seen.get("last")
+
+    def final_statuses(self, ids, seconds=DEADLINE):
+        """{id: final status or None} for many notifications, awaited under one deadline."""
+        finals = {nid: None for nid in ids}
+
+        def done():
+            for nid in [nid for nid, document in finals.items() if document is None]:
+                _, document, _ = self.status_of(nid)
+                if document and document.get("statusDetails", {}).get("status") != "QUEUED":
+                    finals[nid] = document
+            return all(document is not None for document in finals.values())
+        until(done, seconds, step=0.5)
+        return finals
+
+
+def deliveries(document):
+    return {d["registration"]: d for d in (document or {}).get("deliveries", [])}
+
+
+def overall(document):
+    return (document or {}).get("statusDetails", {}).get("status")
+
+
+# --- Configuration --------------------------------------------------------------------------------
+
+def hash_secret(secret):
+    return subprocess.run([BIN, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def make_config(folder, k, apns_port, fcm_port, hashes, **settings):
+    """The demo configuration with push for app `demo`, a second app without push, three senders
+    and the test's device users; returns (config folder, device port, admin port)."""
+    mport, aport = free_port(), free_port()
+    config = demo_config(REPO, folder, mport, aport, adminTokenHashes=[hashes["admin"]], **settings)
+    demo_path = os.path.join(config, "apps", "demo.json")
+    demo = json.load(open(demo_path))
+    json.dump(demo, open(os.path.join(config, "apps", "second.json"), "w"))   # the same app, without push
+    demo["push"] = {
+        "apns": {"teamId": k["team"], "keyId": k["apns_key_id"], "key": {"file": k["apns_p8"]}, "topic": TOPIC,
+                 "environment": "sandbox", "endpoint": f"https://127.0.0.1:{apns_port}", "caFile": k["ca"]},
+        "fcm": {"projectId": k["project"], "serviceAccount": {"file": k["service_account"]},
+                "tokenURI": f"https://127.0.0.1:{fcm_port}/token", "endpoint": f"https://127.0.0.1:{fcm_port}", "caFile": k["ca"]}}
+    json.dump(demo, open(demo_path, "w"))
+    json.dump({"senders": [{"name": "wf", "passwordHash": hashes["sender"], "apps": ["demo"]},
+                           {"name": "other", "passwordHash": hashes["sender"], "apps": ["demo"]},
+                           {"name": "outsider", "passwordHash": hashes["sender"], "apps": ["second"]}]},
+              open(os.path.join(config, "push-senders.json"), "w"))
+    users_path = os.path.join(config, "users.json")
+    users = json.load(open(users_path))
+    users["users"] += [{"id": user, "passwordHash": hashes["device"]} for user in USERS]
+    json.dump(users, open(users_path, "w"))
+    return config, mport, aport
+
+
+def secrets_in_logs(paths, secret_values):
+    """The names of the secrets found in any of the files."""
+    found = []
+    for path in paths:
+        if not os.path.exists(path):
+            continue
+        text = open(path, encoding="utf-8", errors="replace").read()
+        found += [name for name, value in secret_values.items() if value and value in text]
+    return sorted(set(found))
+
+
+# --- The scenarios --------------------------------------------------------------------------------
+
+def scenario_auth(m):
+    url_body = {"alert": "hello"}
+    status, _, body = m.send("demo/notifications", url_body, sender=None)
+    check("1 no credentials: 401", status == 401, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", url_body, password="wrong-password")
+    check("1 a wrong password: 401", status == 401, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", url_body, sender="ana", password=DEVICE_PASSWORD)
+    check("1 a device user's credentials are not a sender's: 401", status == 401, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", url_body, sender="outsider")
+    check("1 a sender not allowed the app: 403", status == 403, f"({status} {short(body)})")
+    status, _, body = m.send("second/notifications", url_body)
+    check("1 a sender sending to an app it is not allowed: 403", status == 403, f"({status} {short(body)})")
+    status, _, body = m.send("nope/notifications", url_body)
+    check("1 an unknown app: 403 or 404", status in (403, 404), f"({status} {short(body)})")
+    status, _, body = m.status_of("00000000-0000-0000-0000-000000000000", password="wrong-password")
+    check("1 the status with a wrong password: 401", status == 401, f"({status} {short(body)})")
+
+
+def scenario_two_devices(m, apns, fcm):
+    ios = ios_token()
+    android = "fcm-" + secrets.token_urlsafe(24)
+    status, ios_cid, body = m.onboard("ana", {"DeviceType": "iOS", "DeviceModel": "iPhone15,2"})
+    check("2 ana's iPhone onboards", status == 201 and ios_cid, f"({status} {short(body)})")
+    status, _, body = m.set_token("ana", ios_cid, "ios", ios)
+    check("2 its APNs token is stored through SAP's push registration path: 201", status == 201, f"({status} {short(body)})")
+    status, android_cid, body = m.onboard("ana", {"DeviceType": "Android", "AndroidGcmRegistrationId": android})
+    check("2 ana's Android phone onboards with AndroidGcmRegistrationId", status == 201 and android_cid, f"({status} {short(body)})")
+    device = m.connection("ana", ios_cid) or {}
+    check("2 GET Connections shows the iPhone's ApnsDeviceToken", device.get("ApnsDeviceToken") == ios, "(token differs or missing)")
+
+    notification = {"title": "Payslip", "body": "Your payslip for May is ready", "badge": 1, "custom": {"kind": "payslip"}}
+    status, nid, body = m.send_to_users(["ana"], notification)
+    check("2 the send to ana is accepted: 202 with a notificationId", status == 202 and nid, f"({status} {short(body)})")
+    if not nid:
+        return
+    document, last = m.final_status(nid)
+    check("2 the status comes to SENT", overall(document) == "SENT", f"(last seen {last})")
+    got = deliveries(document)
+    check("2 the status has 2 deliveries, both delivered (APNs to the iPhone, FCM to the Android)",
+          len(got) == 2 and got.get(ios_cid, {}).get("status") == "delivered" and got.get(android_cid, {}).get("status") == "delivered"
+          and got.get(ios_cid, {}).get("provider") == "apns" and got.get(android_cid, {}).get("provider") == "fcm", f"({got})")
+    entries = apns_lines_for(apns, nid)
+    entry = entries[0] if entries else {}
+    aps = (entry.get("payload") or {}).get("aps") or {}
+    check("2 APNs got one request for the iPhone's token, answered 200", len(entries) == 1 and entry.get("token") == ios
+          and entry.get("status") == 200, f"({len(entries)} requests, status {entry.get('status')}, reason {entry.get('reason')})")
+    check("2 ... with the app's topic and aps.alert (title and body), badge and the custom member",
+          entry.get("topic") == TOPIC and isinstance(aps.get("alert"), dict) and aps["alert"].get("title") == "Payslip"
+          and aps["alert"].get("body") == notification["body"] and aps.get("badge") == 1
+          and entry.get("payload", {}).get("kind") == "payslip", f"(topic {entry.get('topic')}, aps {aps})")
+    entries = fcm_lines_for(fcm, nid)
+    entry = entries[0] if entries else {}
+    message = entry.get("message") or {}
+    check("2 FCM got one message for the Android's token, answered 200", len(entries) == 1 and entry.get("token") == android
+          and message.get("token") == android and entry.get("status") == 200,
+          f"({len(entries)} requests, status {entry.get('status')}, errorCode {entry.get('errorCode')})")
+    check("2 ... with the notification's title and body and the custom member as data",
+          message.get("notification") == {"title": "Payslip", "body": notification["body"]}
+          and (message.get("data") or {}).get("kind") == "payslip", f"({ {k: v for k, v in message.items() if k != 'token'} })")
+
+    # A new token replaces the old one (PUT on SAP's path), and DELETE removes it.
+    newer = ios_token()
+    status, _, body = m.set_token("ana", ios_cid, "ios", newer, method="PUT")
+    check("2 PUT of a new APNs token: 200", status == 200, f"({status} {short(body)})")
+    status, nid, body = m.send_to_users(["ana"], {"alert": "second"})
+    document, last = m.final_status(nid) if nid else (None, None)
+    check("2 the next notification goes to the new token, not the old one",
+          overall(document) == "SENT" and [e.get("token") for e in apns_lines_for(apns, nid)] == [newer],
+          f"({status} {last} tokens {'new' if lines_with_token(apns, newer) else 'none'})")
+    status, _, body = m.set_token("ana", ios_cid, "ios", None, method="DELETE", body=b"")
+    device = m.connection("ana", ios_cid) or {}
+    check("2 DELETE on SAP's path removes the APNs token: 204, ApnsDeviceToken empty", status == 204 and device.get("ApnsDeviceToken") == "",
+          f"({status} {short(body)})")
+    return ios_cid, android_cid
+
+
+def scenario_locked_blocked(m, apns, fcm):
+    lee_token, bo_token = ios_token(), "fcm-" + secrets.token_urlsafe(24)
+    status, lee_cid, _ = m.onboard("lee", {"DeviceType": "iOS", "ApnsDeviceToken": lee_token})
+    status2, bo_cid, _ = m.onboard("bo", {"DeviceType": "Android", "AndroidGcmRegistrationId": bo_token})
+    fay_token = ios_token()
+    status3, fay_cid, _ = m.onboard("fay", {"DeviceType": "iOS", "ApnsDeviceToken": fay_token})
+    check("3 lee (iOS), bo (Android) and fay (iOS) onboard", status == status2 == status3 == 201, f"({status} {status2} {status3})")
+    status, _, body = m.admin_call("POST", f"/admin/v1/registrations/{lee_cid}/lock")
+    check("3 lee's registration is locked (admin API)", status == 200, f"({status} {short(body)})")
+    status, _, body = m.admin_call("PUT", "/admin/v1/users/bo/block", {"type": "traffic", "reason": "push test"})
+    check("3 bo is blocked (admin API)", status == 200, f"({status} {short(body)})")
+
+    status, nid, body = m.send_to_users(["lee", "bo", "fay"], {"alert": "to lee, bo and fay"})
+    check("3 the send to lee, bo and fay is accepted", status == 202 and nid, f"({status} {short(body)})")
+    if not nid:
+        return
+    document, last = m.final_status(nid)
+    got = deliveries(document)
+    check("3 fay (neither locked nor blocked) is delivered", got.get(fay_cid, {}).get("status") == "delivered", f"({last})")
+    check("3 the blocked user's delivery is skipped", got.get(bo_cid, {}).get("status") == "skipped", f"({got.get(bo_cid)})")
+    check("3 the locked registration is not delivered (skipped or left out)", got.get(lee_cid, {}).get("status") in (None, "skipped"),
+          f"({got.get(lee_cid)})")
+    check("3 APNs never saw the locked registration's token, FCM never the blocked user's",
+          not lines_with_token(apns, lee_token) and not lines_with_token(fcm, bo_token),
+          f"({len(lines_with_token(apns, lee_token))} APNs, {len(lines_with_token(fcm, bo_token))} FCM requests)")
+    status, _, body = m.send("demo/users/lee/devices/" + lee_cid + "/notifications", {"alert": "to the locked device"})
+    check("3 a send to the locked device itself delivers nothing (404: no registration with a token, or 202 then skipped)",
+          status == 404 or (status == 202 and not lines_with_token(apns, lee_token)), f"({status} {short(body)})")
+
+
+def scenario_gone(m, apns, fcm):
+    gone_ios, gone_android = ios_token("0410"), "gone-" + secrets.token_urlsafe(20)
+    status, ios_cid, _ = m.onboard("gina", {"DeviceType": "iOS"})
+    status2, _, body = m.set_token("gina", ios_cid or "-", "ios", gone_ios)
+    status3, android_cid, _ = m.onboard("gina", {"DeviceType": "Android", "AndroidGcmRegistrationId": gone_android})
+    check("4 gina's iPhone (a 0410 token) and Android (a gone- token) are registered", (status, status2, status3) == (201, 201, 201),
+          f"({status} {status2} {status3} {short(body)})")
+    status, nid, body = m.send_to_users(["gina"], {"alert": "are you there?"})
+    check("4 the send to gina is accepted", status == 202 and nid, f"({status} {short(body)})")
+    if not nid:
+        return
+    document, last = m.final_status(nid)
+    got = deliveries(document)
+    check("4 the status is ERROR with both deliveries failed", overall(document) == "ERROR"
+          and [got.get(ios_cid, {}).get("status"), got.get(android_cid, {}).get("status")] == ["failed", "failed"], f"({last})")
+    check("4 APNs was asked once (410 is not retried) and FCM once (UNREGISTERED is not retried)",
+          [e.get("status") for e in lines_with_token(apns, gone_ios)] == [410]
+          and [e.get("errorCode") for e in lines_with_token(fcm, gone_android)] == ["UNREGISTERED"],
+          f"(APNs {[e.get('status') for e in lines_with_token(apns, gone_ios)]}, FCM {[e.get('errorCode') for e in lines_with_token(fcm, gone_android)]})")
+    ios_device = until(lambda: (lambda d: d if d and d.get("ApnsDeviceToken") == "" else None)(m.connection("gina", ios_cid)), seconds=10)
+    check("4 APNs 410 cleared the iPhone's ApnsDeviceToken (GET Connections)", ios_device is not None,
+          f"({'still set' if (m.connection('gina', ios_cid) or {}).get('ApnsDeviceToken') else 'unreadable'})")
+    android_device = until(lambda: (lambda d: d if d and d.get("AndroidGcmRegistrationId") == "" else None)(m.connection("gina", android_cid)), seconds=10)
+    check("4 FCM UNREGISTERED cleared the Android's AndroidGcmRegistrationId (GET Connections)", android_device is not None,
+          f"({'still set' if (m.connection('gina', android_cid) or {}).get('AndroidGcmRegistrationId') else 'unreadable'})")
+    status, _, body = m.send_to_users(["gina"], {"alert": "again"})
+    check("4 a second send to gina finds no token left: 404", status == 404, f"({status} {short(body)})")
+
+
+def scenario_retries(m, apns, fcm):
+    busy_ios, failing_ios = ios_token("0429"), ios_token("0500")
+    busy_android, failing_android = "busy-" + secrets.token_urlsafe(20), "fail-" + secrets.token_urlsafe(20)
+    cids = []
+    for fields in [{"DeviceType": "iOS", "ApnsDeviceToken": busy_ios}, {"DeviceType": "iOS", "ApnsDeviceToken": failing_ios},
+                   {"DeviceType": "Android", "AndroidGcmRegistrationId": busy_android},
+                   {"DeviceType": "Android", "AndroidGcmRegistrationId": failing_android}]:
+        status, cid, _ = m.onboard("rita", fields)
+        cids.append(cid if status == 201 else None)
+    check("5 rita's four devices onboard (0429 and 0500 APNs tokens, busy- and fail- FCM tokens)", all(cids), f"({cids})")
+    status, nid, body = m.send_to_users(["rita"], {"alert": "retry me"})
+    check("5 the send to rita is accepted", status == 202 and nid, f"({status} {short(body)})")
+    if not nid:
+        return
+    document, last = m.final_status(nid)
+    got = deliveries(document)
+    check("5 all four are delivered in the end (SENT)", overall(document) == "SENT"
+          and all(got.get(cid, {}).get("status") == "delivered" for cid in cids), f"({last})")
+    answers = [e.get("status") for e in lines_with_token(apns, busy_ios)]
+    check("5 APNs 429 with Retry-After: 3 attempts in the stand-in's log (429, 429, 200)", answers == [429, 429, 200], f"({answers})")
+    times = [e.get("time") for e in lines_with_token(apns, busy_ios)]
+    check("5 ... each retry no earlier than the Retry-After second",
+          len(times) == 3 and all(b - a >= 0.9 for a, b in zip(times, times[1:])), f"({[round(b - a, 2) for a, b in zip(times, times[1:])]})")
+    check("5 the status counts 3 attempts for it", got.get(cids[0], {}).get("attempts") == 3, f"({got.get(cids[0])})")
+    answers = [e.get("status") for e in lines_with_token(apns, failing_ios)]
+    check("5 APNs 500: retried once, then delivered (500, 200)", answers == [500, 200], f"({answers})")
+    answers = [e.get("status") for e in lines_with_token(fcm, busy_android)]
+    check("5 FCM 429 with Retry-After: 3 attempts (429, 429, 200)", answers == [429, 429, 200], f"({answers})")
+    answers = [e.get("status") for e in lines_with_token(fcm, failing_android)]
+    check("5 FCM 503: retried once, then delivered (503, 200)", answers == [503, 200], f"({answers})")
+
+
+def scenario_hostile(m):
+    notification = {"alert": "x"}
+    status, _, body = m.send("demo/notifications", {"alert": "x", "colour": "red"})
+    check("8 an unknown member: 400 naming it", status == 400 and b"colour" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", {"alert": "y" * 5000})
+    check("8 a 5000-character alert: 400 naming the size", status == 400 and b"4096" in body and b"bytes" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", b'{"alert": "x",')
+    check("8 malformed JSON: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", b'\xff\xfe{"alert":"x"}')
+    check("8 a body that is not UTF-8: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", [notification])
+    check("8 a JSON array instead of an object: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications/users", {"users": "ana", "notification": notification})
+    check("8 users not a list: 400 naming users", status == 400 and b"users" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications/users", {"users": [f"u{n}" for n in range(1001)], "notification": notification})
+    check("8 1001 users: 400 naming the limit", status == 400 and b"1000" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications/users", {"users": [42], "notification": notification})
+    check("8 a user that is a number: 400 naming users[0]", status == 400 and b"users[0]" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", {"alert": "x", "badge": "one"})
+    check("8 a badge that is text: 400 naming badge", status == 400 and b"badge" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", {})
+    check("8 an empty notification: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", b"{" + b'"alert":"' + b"z" * (300 * 1024) + b'"}')
+    check("8 a 300 KB body: 413 or 400, not accepted", status in (400, 413), f"({status} {short(body)})")
+
+    # Another sender asking for a notification it did not send; a made-up id.
+    status, mallory, _ = m.onboard("mallory", {"DeviceType": "iOS", "ApnsDeviceToken": ios_token()})
+    status, nid, body = m.send_to_users(["mallory"], {"alert": "for mallory"})
+    check("8 (a notification of wf to read the status of)", status == 202 and nid, f"({status} {short(body)})")
+    if nid:
+        status, _, body = m.status_of(nid)
+        check("8 its sender reads its status: 200", status == 200, f"({status} {short(body)})")
+        status, _, body = m.status_of(nid, sender="other")
+        check("8 another sender asking its status: 404", status == 404, f"({status} {short(body)})")
+    status, _, body = m.status_of("no-such-notification")
+    check("8 the status of an unknown id: 404", status == 404, f"({status} {short(body)})")
+
+    # Device side.
+    status, _, body = m.set_token("mallory", mallory or "-", "windows", "abcd")
+    check("8 an os other than ios/android: 400 naming it", status == 400 and b"windows" in body, f"({status} {short(body)})")
+    status, _, body = m.set_token("mallory", mallory or "-", "android", "has a space")
+    check("8 a push token with a space: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.set_token("mallory", mallory or "-", "ios", "not-hex-" + "z" * 10)
+    check("8 an iOS push token that is not hex: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.set_token("mallory", mallory or "-", "android", None, body=b"{not json")
+    check("8 a push registration that is not JSON: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.set_token("mallory", mallory or "-", "android", None, body={"pushToken": 5})
+    check("8 a pushToken that is a number: 400", status == 400 and b"pushToken" in body, f"({status} {short(body)})")
+    status, ana_cid, _ = m.onboard("ana", {"DeviceType": "iOS"})
+    status, _, body = call("POST", m.push_path("ios", ana_cid or "-"), {"pushToken": ios_token()},
+                           {"Authorization": basic("mallory", DEVICE_PASSWORD)})
+    check("8 a user setting the token of another user's registration: 403", status == 403, f"({status} {short(body)})")
+    status, _, body = call("POST", m.push_path("ios", mallory or "-"), {"pushToken": ios_token()},
+                           {"Authorization": basic("mallory", "wrong-password"), "X-SMP-APPCID": mallory or "-"})
+    check("8 a push registration with a wrong password: 401", status == 401, f"({status} {short(body)})")
+
+
+def scenario_one_fcm_token(m, fcm):
+    before = fcm.stats() or {}
+    tokens = ["fcm-" + secrets.token_urlsafe(16) for _ in range(5)]
+    for token in tokens:
+        m.onboard("multi", {"DeviceType": "Android", "AndroidGcmRegistrationId": token})
+    ids = []
+    for n in range(4):
+        status, nid, _ = m.send_to_users(["multi"], {"alert": f"many {n}"})
+        ids.append(nid)
+    finals = list(m.final_statuses([nid for nid in ids if nid]).values())
+    after = fcm.stats() or {}
+    sent = after.get("delivered", 0) - before.get("delivered", 0)
+    check("9 20 FCM messages delivered (5 devices x 4 notifications)", all(overall(f) == "SENT" for f in finals) and sent >= 20, f"({sent})")
+    check("9 the FCM access token was fetched once for all messages so far (tokensIssued == 1)", after.get("tokensIssued") == 1,
+          f"(tokensIssued {after.get('tokensIssued')}, FCM messages delivered {after.get('delivered')})")
+
+
+def scenario_durability(m, apns):
+    users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
+    cids = {}
+    for user, token in users.items():
+        status, cid, _ = m.onboard(user, {"DeviceType": "iOS", "ApnsDeviceToken": token})
+        cids[user] = cid if status == 201 else None
+    check("6 dura, latelock and lateblock onboard with iOS tokens", all(cids.values()), f"({cids})")
+    apns.stop()
+    check("6 the APNs stand-in is stopped", apns.process.poll() is not None)
+    sent = []
+    for n in range(6):
+        status, nid, body = m.send_to_users(["dura"], {"alert": f"queued {n}"})
+        sent.append((status, nid))
+    check("6 six notifications to dura accepted while APNs is down: 202 each", all(s == 202 and nid for s, nid in sent), f"({sent})")
+    status, lock_nid, _ = m.send_to_users(["latelock"], {"alert": "to be locked"})
+    status2, block_nid, _ = m.send_to_users(["lateblock"], {"alert": "to be blocked"})
+    check("6 one notification each to latelock and lateblock accepted", status == status2 == 202 and lock_nid and block_nid, f"({status} {status2})")
+    ids = [nid for _, nid in sent if nid] + [nid for nid in (lock_nid, block_nid) if nid]
+
+    def tried():
+        for nid in ids:
+            _, document, _ = m.status_of(nid)
+            if not document or not document.get("deliveries") or any(d.get("attempts", 0) < 1 for d in document["deliveries"]):
+                return False
+        return True
+    check("6 every delivery was tried (and failed) while APNs is down", until(tried) is not None)
+    status, _, body = m.admin_call("POST", f"/admin/v1/registrations/{cids['latelock']}/lock")
+    check("6 latelock's registration is locked between the send and the delivery", status == 200, f"({status} {short(body)})")
+    status, _, body = m.admin_call("PUT", "/admin/v1/users/lateblock/block", {"type": "all", "reason": "push test"})
+    check("6 lateblock is blocked between the send and the delivery", status == 200, f"({status} {short(body)})")
+    m.kill()
+    check("6 Midtier is SIGKILLed", m.process.poll() is not None)
+    check("6 the APNs stand-in starts again", apns.start())
+    check("6 Midtier restarts on the same store", m.start())
+
+    finals = m.final_statuses(ids)
+    dura_ids = [nid for _, nid in sent if nid]
+    check("6 after the restart every notification to dura is SENT",
+          all(overall(finals[nid]) == "SENT" for nid in dura_ids), f"({[(nid[:8], overall(finals[nid])) for nid in dura_ids]})")
+    counts = {nid: len([e for e in apns_lines_for(apns, nid) if e.get("status") == 200]) for nid in dura_ids}
+    check("6 each was delivered exactly once (one 200 per notificationId in the APNs log)", all(c == 1 for c in counts.values()),
+          f"({list(counts.values())})")
+    if lock_nid:
+        got = deliveries(finals[lock_nid])
+        check("6 the registration locked after the send got nothing: skipped, APNs never saw its token",
+              got.get(cids["latelock"], {}).get("status") == "skipped" and not lines_with_token(apns, users["latelock"]),
+              f"({got}, {len(lines_with_token(apns, users['latelock']))} APNs requests)")
+    if block_nid:
+        got = deliveries(finals[block_nid])
+        check("6 the user blocked after the send got nothing: skipped, APNs never saw the token",
+              got.get(cids["lateblock"], {}).get("status") == "skipped" and not lines_with_token(apns, users["lateblock"]),
+              f"({got}, {len(lines_with_token(apns, users['lateblock']))} APNs requests)")
+
+
+def scenario_two_instances(work, k, apns, fcm, hashes):
+    with ThrowawayPostgres() as pg:
+        instances = []
+        for name in ["a", "b"]:
+            folder = os.path.join(work, "pg-" + name)
+            os.makedirs(folder)
+            config, mport, aport = make_config(folder, k, apns.port, fcm.port, hashes,
+                                               store={"url": pg.url})
+            instances.append(Midtier(name, config, mport, aport, os.path.join(folder, "midtier.log")))
+        started = [None, None]
+        threads = [threading.Thread(target=lambda i=i: started.__setitem__(i, instances[i].start())) for i in range(2)]
+        for thread in threads: thread.start()
+        for thread in threads: thread.join()
+        check("7 two instances start on one PostgreSQL", all(started),
+              f"({[open(i.log, 'rb').read()[-800:] for i in instances]})")
+        if not all(started):
+            return [i.log for i in instances]
+        A, B = instances
+        ios, android = ios_token(), "fcm-" + secrets.token_urlsafe(20)
+        status, _, _ = A.onboard("multi", {"DeviceType": "iOS", "ApnsDeviceToken": ios})
+        status2, _, _ = B.onboard("multi", {"DeviceType": "Android", "AndroidGcmRegistrationId": android})
+        check("7 multi onboards an iPhone through A and an Android through B", status == status2 == 201, f"({status} {status2})")
+        ids = []
+        for n in range(40):
+            instance = instances[n % 2]
+            status, nid, body = instance.send_to_users(["multi"], {"alert": f"n{n}"})
+            ids.append((status, nid))
+        check("7 40 notifications accepted, alternately by A and B", all(s == 202 and nid for s, nid in ids),
+              f"({[s for s, _ in ids]})")
+        finals = list(A.final_statuses([nid for _, nid in ids if nid]).values())
+        check("7 every one comes to SENT with both devices delivered",
+              len(finals) == 40 and all(overall(f) == "SENT" and len(f["deliveries"]) == 2
+                                         and all(d["status"] == "delivered" for d in f["deliveries"]) for f in finals),
+              f"({sum(1 for f in finals if overall(f) == 'SENT')} SENT)")
+        apns_counts = [len([e for e in apns_lines_for(apns, nid) if e.get("status") == 200]) for _, nid in ids if nid]
+        fcm_counts = [len([e for e in fcm_lines_for(fcm, nid) if e.get("status") == 200]) for _, nid in ids if nid]
+        twice = sum(1 for c in apns_counts + fcm_counts if c > 1)
+        check("7 each notification reached APNs exactly once", apns_counts == [1] * 40,
+              f"(deliveries per notification: {apns_counts})")
+        check("7 each notification reached FCM exactly once", fcm_counts == [1] * 40,
+              f"(deliveries per notification: {fcm_counts})")
+        print(f"two instances: {twice} of 80 deliveries went out more than once")
+        kill_all([A.process, B.process])
+        return [i.log for i in instances]
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="midtier-push-")
+    logs = []
+    started_at = time.monotonic()
+    try:
+        apns_port, fcm_port = free_port(), free_port()
+        k = keys.generate(os.path.join(work, "keys"), token_uri=f"https://127.0.0.1:{fcm_port}/token")
+        apns = StandIn("apns.py", apns_port, ["--cert", k["cert"], "--key", k["key"], "--auth-key-pub", k["apns_pub"],
+                                              "--team", k["team"], "--key-id", k["apns_key_id"], "--topic", TOPIC],
+                       os.path.join(work, "apns.jsonl"), k["ca"], work)
+        fcm = StandIn("fcm.py", fcm_port, ["--cert", k["cert"], "--key", k["key"], "--service-account-pub", k["sa_pub"],
+                                           "--client-email", k["client_email"], "--project", k["project"],
+                                           "--token-uri", k["token_uri"]],
+                      os.path.join(work, "fcm.jsonl"), k["ca"], work)
+        check("the APNs stand-in starts", apns.start())
+        check("the FCM stand-in starts", fcm.start())
+
+        hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD)}
+        folder = os.path.join(work, "sqlite")
+        os.makedirs(folder)
+        config, mport, aport = make_config(folder, k, apns_port, fcm_port, hashes)
+        result = subprocess.run([BIN, "check-config", "--config", config], cwd=REPO, capture_output=True, text=True)
+        check("check-config accepts the push configuration", result.returncode == 0, f"({result.stdout[-500:]} {result.stderr[-500:]})")
+        key_text = open(k["apns_p8"]).read().splitlines()[1]
+        check("check-config's output holds no key", key_text not in result.stdout + result.stderr)
+
+        m = Midtier("sqlite", config, mport, aport, os.path.join(folder, "midtier.log"))
+        logs.append(m.log)
+        if check_started(m):
+            scenario_auth(m)
+            scenario_hostile(m)
+            scenario_two_devices(m, apns, fcm)
+            scenario_locked_blocked(m, apns, fcm)
+            scenario_gone(m, apns, fcm)
+            scenario_retries(m, apns, fcm)
+            scenario_one_fcm_token(m, fcm)
+            scenario_durability(m, apns)
+            kill_all([m.process])
+        logs += scenario_two_instances(work, k, apns, fcm, hashes) or []
+
+        # The stand-ins check Midtier's JWTs as Apple and Google do (whole-second iat and exp, key,
+        # issuer, topic): no request of Midtier's may have been refused for its credentials.
+        refused = [e.get("reason") for e in apns.lines() if e.get("status") == 403]
+        check("APNs never refused Midtier's provider token (ES256 JWT: kid, iss, whole-second iat)", not refused,
+              f"({len(refused)} refusals: {sorted(set(refused))})")
+        refused = [e.get("errorCode") for e in fcm.lines() if e.get("kind") == "oauth" and e.get("status") != 200]
+        check("Google's token endpoint never refused Midtier's service-account assertion (RS256 JWT: whole-second iat/exp)",
+              not refused, f"({len(refused)} refusals: {sorted(set(refused))})")
+
+        # No secret in Midtier's logs.
+        sa = json.load(open(k["service_account"]))
+        apns_tokens = sorted({e["token"] for e in apns.lines() if e.get("token")})
+        fcm_tokens = sorted({e["token"] for e in fcm.lines() if e.get("token")})
+        values = {"sender password": SENDER_PASSWORD, "device password": DEVICE_PASSWORD, "admin token": ADMIN_TOKEN,
+                  "APNs key": key_text, "service account key": sa["private_key"].splitlines()[1], "FCM access token prefix": "ya29."}
+        values.update({f"APNs device token {n}": t for n, t in enumerate(apns_tokens)})
+        values.update({f"FCM device token {n}": t for n, t in enumerate(fcm_tokens)})
+        found = secrets_in_logs(logs, values)
+        check(f"Midtier's logs hold no password, key, access token or device token ({len(values)} values looked for)", not found,
+              f"(found: {found[:5]})")
+        check("Midtier's logs record accepted notifications (the log was written)",
+              any("push notification accepted" in open(p, errors="replace").read() for p in logs if os.path.exists(p)))
+    finally:
+        kill_all(processes)
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"push: ran for {time.monotonic() - started_at:.0f} s")
+    check.finish()
+
+
+def check_started(m):
+    ok = m.start()
+    check("midtier serve starts with push configured", ok, "" if ok else f"({open(m.log, 'rb').read()[-1500:]!r})")
+    return ok
+
+
+if __name__ == "__main__":
+    main()
