@@ -1,0 +1,297 @@
+import Foundation
+import MidtierCore
+import MidtierStore
+import MidtierTestSupport
+import Testing
+
+/// Push notifications as every store keeps them (docs/push.md, "Delivery"), on SQLite and on
+/// PostgreSQL, through the memory cache as an instance opens them: each delivery leased to one
+/// owner at a time, outcomes recorded, tokens cleared by their exact bytes.
+@Suite struct PushStoreTests {
+    static let alice = UserIdentity.local("alice")
+
+    static func push(_ store: any StateStore) throws -> any PushStore {
+        try #require(store as? any PushStore, "\(type(of: store)) keeps no push notifications")
+    }
+
+    static func notification(_ id: String, app: String = "demo", at createdAt: Int64 = 1_000) -> PushNotificationRecord {
+        PushNotificationRecord(id: id, app: app, sender: "workflow", payload: #"{"alert":"\#(id)"}"#, createdAt: createdAt)
+    }
+
+    /// Deliveries as "notification/registration".
+    static func keys(_ claimed: [ClaimedPushDelivery]) -> [String] {
+        claimed.map { "\($0.notification.id)/\($0.registration)" }
+    }
+
+    static func deliveries(_ push: any PushStore, _ id: String) async throws -> [PushDeliveryRecord] {
+        try #require(try await push.pushNotification(id: id)).1
+    }
+
+    @Test(arguments: StoreKind.allCases) func enqueuedDeliveriesAreClaimedOnce(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            // Duplicates once, by their bytes: a composed and a decomposed "é" are two registrations.
+            let first = Self.notification("n1", at: 1_000)
+            try await push.enqueue(first, registrations: ["r1", "r2", "r1", "r\u{E9}", "re\u{301}"])
+            try await push.enqueue(Self.notification("n2", at: 2_000), registrations: ["r1"])
+            #expect(try await push.pendingPushDeliveries() == 5)
+
+            #expect(try await push.claimPushDeliveries(owner: "A", now: 999, leaseUntil: 60_000, limit: 10).isEmpty,
+                    "nothing is due before it was enqueued")
+            let claimed = try await push.claimPushDeliveries(owner: "A", now: 1_500, leaseUntil: 60_000, limit: 10)
+            #expect(Set(Self.keys(claimed)) == ["n1/r1", "n1/r2", "n1/r\u{E9}", "n1/re\u{301}"])
+            #expect(claimed.count == 4)
+            #expect(claimed.allSatisfy { $0.notification == first && $0.attempts == 0 })
+            #expect(try await push.claimPushDeliveries(owner: "B", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
+                    "a live lease is never handed to another owner")
+            #expect(try await push.claimPushDeliveries(owner: "A", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
+                    "nor to the same owner twice")
+            // Oldest due first, at most `limit`.
+            #expect(try await push.claimPushDeliveries(owner: "B", now: 3_000, leaseUntil: 60_000, limit: 0).isEmpty)
+            #expect(Self.keys(try await push.claimPushDeliveries(owner: "B", now: 3_000, leaseUntil: 60_000, limit: 10)) == ["n2/r1"])
+            #expect(try await push.pendingPushDeliveries() == 5, "leased deliveries are still pending")
+        }
+    }
+
+    /// Two instances, each with several workers claiming at once, share 200 deliveries: every
+    /// delivery goes to exactly one of them.
+    @Test(arguments: StoreKind.allCases) func concurrentClaimsNeverShareADelivery(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let instances = [try Self.push(try await test.open()), try Self.push(try await test.open())]
+            var expected: Set<String> = []
+            for n in 0..<4 {
+                let registrations = (0..<50).map { "reg-\($0)" }
+                try await instances[0].enqueue(Self.notification("n\(n)", at: 1_000 + Int64(n)), registrations: registrations)
+                expected.formUnion(registrations.map { "n\(n)/\($0)" })
+            }
+            let total = expected.count
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for worker in 0..<8 {
+                    let push = instances[worker % 2]
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let claimed = try await push.claimPushDeliveries(owner: "owner-\(worker)", now: 10_000, leaseUntil: 600_000, limit: 7)
+                            mine += Self.keys(claimed)
+                            // More than there are means deliveries were handed out twice: stop.
+                            if claimed.isEmpty || mine.count > total { return mine }
+                        }
+                    }
+                }
+                var all: [[String]] = []
+                for try await claimed in group { all.append(claimed) }
+                return all
+            }
+            let union = claims.flatMap { $0 }
+            #expect(union.count == expected.count, "every delivery claimed once: \(union.count) claims of \(expected.count)")
+            #expect(Set(union) == expected)
+            #expect(try await instances[1].claimPushDeliveries(owner: "late", now: 10_000, leaseUntil: 600_000, limit: 1_000).isEmpty)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func expiredLeaseGoesToAnotherOwner(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1"), registrations: ["r1"])
+            #expect(Self.keys(try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 2_000, limit: 5)) == ["n1/r1"])
+            #expect(try await push.claimPushDeliveries(owner: "B", now: 2_000, leaseUntil: 3_000, limit: 5).isEmpty,
+                    "the lease runs until its end")
+            let again = try await push.claimPushDeliveries(owner: "B", now: 2_001, leaseUntil: 3_000, limit: 5)
+            #expect(Self.keys(again) == ["n1/r1"])
+            #expect(again.first?.attempts == 0)
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "A", outcome: .delivered(.apns),
+                                                      now: 2_100) == false, "the first owner lost its lease")
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "b", outcome: .delivered(.apns),
+                                                      now: 2_100) == false, "owners compare by their bytes")
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
+                                                      now: 2_200))
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
+                                                      now: 2_300) == false, "finishing ends the lease")
+            #expect(try await Self.deliveries(push, "n1") == [
+                PushDeliveryRecord(notification: "n1", registration: "r1", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
+                                   updatedAt: 2_200, provider: .apns, reason: ""),
+            ])
+            #expect(try await push.claimPushDeliveries(owner: "C", now: 100_000, leaseUntil: 200_000, limit: 5).isEmpty)
+            #expect(try await push.pendingPushDeliveries() == 0)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func retryIsDueAgainAtItsTime(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1"), registrations: ["r1"])
+            _ = try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 1_500, limit: 5)
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "A",
+                                                      outcome: .retry(at: 5_000, provider: .fcm, reason: "429"), now: 1_200))
+            #expect(try await push.claimPushDeliveries(owner: "A", now: 4_999, leaseUntil: 10_000, limit: 5).isEmpty,
+                    "not due before its time, though no lease holds it")
+            #expect(try await push.pendingPushDeliveries() == 1)
+            #expect(try await Self.deliveries(push, "n1") == [
+                PushDeliveryRecord(notification: "n1", registration: "r1", state: .pending, attempts: 1, nextAttemptAt: 5_000,
+                                   updatedAt: 1_200, provider: .fcm, reason: "429"),
+            ])
+            let again = try await push.claimPushDeliveries(owner: "B", now: 5_000, leaseUntil: 10_000, limit: 5)
+            #expect(Self.keys(again) == ["n1/r1"])
+            #expect(again.first?.attempts == 1)
+            // A retry without a provider keeps the one recorded.
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B",
+                                                      outcome: .retry(at: 9_000, provider: nil, reason: "timeout"), now: 5_100))
+            #expect(try await Self.deliveries(push, "n1").first?.provider == .fcm)
+            #expect(try await Self.deliveries(push, "n1").first?.attempts == 2)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func outcomesAreRecordedPerDelivery(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            let notification = Self.notification("n1")
+            try await push.enqueue(notification, registrations: ["b", "B", "a", "c"])
+            #expect(try await push.claimPushDeliveries(owner: "W", now: 1_000, leaseUntil: 9_000, limit: 10).count == 4)
+            let outcomes: [(String, PushDeliveryOutcome)] = [
+                ("a", .delivered(.apns)), ("b", .failed(.fcm, reason: "UNREGISTERED")), ("B", .skipped(reason: "locked")),
+                ("c", .retry(at: 8_000, provider: .apns, reason: "500")),
+            ]
+            for (registration, outcome) in outcomes {
+                #expect(try await push.finishPushDelivery(notification: "n1", registration: registration, owner: "W", outcome: outcome,
+                                                          now: 2_000))
+            }
+            let found = try #require(try await push.pushNotification(id: "n1"))
+            #expect(found.0 == notification)
+            // By the bytes of the registration ids.
+            #expect(found.1 == [
+                PushDeliveryRecord(notification: "n1", registration: "B", state: .skipped, attempts: 0, nextAttemptAt: 1_000,
+                                   updatedAt: 2_000, provider: nil, reason: "locked"),
+                PushDeliveryRecord(notification: "n1", registration: "a", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
+                                   updatedAt: 2_000, provider: .apns, reason: ""),
+                PushDeliveryRecord(notification: "n1", registration: "b", state: .failed, attempts: 1, nextAttemptAt: 1_000,
+                                   updatedAt: 2_000, provider: .fcm, reason: "UNREGISTERED"),
+                PushDeliveryRecord(notification: "n1", registration: "c", state: .pending, attempts: 1, nextAttemptAt: 8_000,
+                                   updatedAt: 2_000, provider: .apns, reason: "500"),
+            ])
+            #expect(try await push.pendingPushDeliveries() == 1)
+            #expect(try await push.pushNotification(id: "N1") == nil, "ids compare by their bytes")
+            #expect(try await push.pushNotification(id: "unknown") == nil)
+            #expect(try await push.finishPushDelivery(notification: "n1", registration: "zzz", owner: "W", outcome: .delivered(.apns),
+                                                      now: 2_000) == false, "no such delivery")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func recentNotificationsNewestFirstByApp(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1", app: "d\u{E9}mo", at: 1_000), registrations: [])
+            try await push.enqueue(Self.notification("n2", app: "de\u{301}mo", at: 3_000), registrations: ["r1"])
+            try await push.enqueue(Self.notification("n3", app: "d\u{E9}mo", at: 2_000), registrations: ["r1"])
+            try await push.enqueue(Self.notification("n4", app: "other", at: 4_000), registrations: [])
+            #expect(try await push.recentPushNotifications(app: nil, limit: 10).map(\.id) == ["n4", "n2", "n3", "n1"])
+            #expect(try await push.recentPushNotifications(app: nil, limit: 2).map(\.id) == ["n4", "n2"])
+            #expect(try await push.recentPushNotifications(app: "d\u{E9}mo", limit: 10).map(\.id) == ["n3", "n1"])
+            #expect(try await push.recentPushNotifications(app: "de\u{301}mo", limit: 10) == [Self.notification("n2", app: "de\u{301}mo", at: 3_000)])
+            #expect(try await push.recentPushNotifications(app: "Other", limit: 10).isEmpty)
+            #expect(try await push.recentPushNotifications(app: nil, limit: -1).isEmpty, "a negative limit is no rows, not every row")
+        }
+    }
+
+    /// A push service said a token is gone: it is cleared from the registration if the
+    /// registration still holds exactly it, and memory no longer shows it.
+    @Test(arguments: StoreKind.allCases) func clearingATokenTakesExactlyThatToken(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open()
+            let push = try Self.push(store)
+            let composed = "tok-\u{E9}", decomposed = "tok-e\u{301}"
+            var registration = Registration(id: "r1", appId: "demo", user: Self.alice, deviceType: "iOS", apnsDeviceToken: composed,
+                                            androidGcmRegistrationId: "fcm-1", createdAt: 1_000)
+            #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(try await store.registration(id: "r1")?.apnsDeviceToken == composed, "in memory now")
+            let before = try await Self.newestChange(store)
+
+            #expect(try await push.clearPushToken(registration: "r1", provider: .apns, token: decomposed) == false)
+            #expect(try await push.clearPushToken(registration: "r1", provider: .fcm, token: composed) == false, "another provider's token")
+            #expect(try await push.clearPushToken(registration: "r2", provider: .apns, token: composed) == false, "another registration")
+            #expect(try await push.clearPushToken(registration: "r1", provider: .apns, token: "") == false)
+            #expect(try await store.registration(id: "r1")?.apnsDeviceToken == composed)
+
+            #expect(try await push.clearPushToken(registration: "r1", provider: .apns, token: composed))
+            #expect(try await store.registration(id: "r1")?.apnsDeviceToken == "", "memory forgot the registration")
+            #expect(try await store.registration(id: "r1")?.androidGcmRegistrationId == "fcm-1")
+            #expect(try await test.open(cached: false).registration(id: "r1")?.apnsDeviceToken == "", "the store cleared it")
+            #expect(try await push.clearPushToken(registration: "r1", provider: .apns, token: composed) == false, "nothing left to clear")
+            if let before {
+                // Other instances sharing the store forget it too.
+                let changes = try await Self.changes(store, after: before)
+                #expect(changes == [.device(id: "r1")])
+            }
+
+            // A newer token stays.
+            registration.apnsDeviceToken = ""
+            registration.androidGcmRegistrationId = "fcm-2"
+            #expect(try await store.updateDevice(registration, audit: nil))
+            #expect(try await push.clearPushToken(registration: "r1", provider: .fcm, token: "fcm-1") == false)
+            #expect(try await store.registration(id: "r1")?.androidGcmRegistrationId == "fcm-2")
+            #expect(try await push.clearPushToken(registration: "r1", provider: .fcm, token: "fcm-2"))
+            #expect(try await store.registration(id: "r1")?.androidGcmRegistrationId == "")
+        }
+    }
+
+    static func postgres(_ store: any StateStore) -> PostgresStore? {
+        ((store as? CachedStateStore)?.base ?? store) as? PostgresStore
+    }
+
+    /// The newest change announced (PostgreSQL; nil for a store no other instance shares).
+    static func newestChange(_ store: any StateStore) async throws -> Int64? {
+        try await postgres(store)?.newestChange()
+    }
+
+    static func changes(_ store: any StateStore, after: Int64) async throws -> [StoreChange] {
+        try await postgres(store)?.changes(after: after).changes.map(\.1) ?? []
+    }
+
+    @Test(arguments: StoreKind.allCases) func purgeKeepsNotificationsStillPending(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("done", at: 1_000), registrations: ["r1", "r2"])
+            try await push.enqueue(Self.notification("waiting", at: 1_000), registrations: ["r1", "r2"])
+            try await push.enqueue(Self.notification("nobody", at: 1_000), registrations: [])
+            try await push.enqueue(Self.notification("young", at: 5_000), registrations: ["r1"])
+            let claimed = try await push.claimPushDeliveries(owner: "W", now: 5_000, leaseUntil: 9_000, limit: 10)
+            #expect(claimed.count == 5)
+            for delivery in claimed where !(delivery.notification.id == "waiting" && delivery.registration == "r2") {
+                #expect(try await push.finishPushDelivery(notification: delivery.notification.id, registration: delivery.registration,
+                                                          owner: "W", outcome: .delivered(.apns), now: 6_000))
+            }
+            #expect(try await push.purgePushNotifications(before: 2_000) == 2)
+            #expect(try await push.pushNotification(id: "done") == nil)
+            #expect(try await push.pushNotification(id: "nobody") == nil)
+            #expect(try await Self.deliveries(push, "waiting").count == 2, "a pending delivery keeps its notification, all of it")
+            #expect(try await Self.deliveries(push, "young").count == 1)
+            #expect(try await push.recentPushNotifications(app: nil, limit: 10).map(\.id) == ["young", "waiting"])
+            // The purged notification's deliveries went with it.
+            try await push.enqueue(Self.notification("done", at: 7_000), registrations: [])
+            #expect(try await Self.deliveries(push, "done").isEmpty)
+            #expect(try await push.purgePushNotifications(before: 2_000) == 0)
+        }
+    }
+
+    /// A notification accepted is in the store: an instance that opens it after a restart
+    /// finds it, and its deliveries are due.
+    @Test(arguments: StoreKind.allCases) func enqueuedNotificationsSurviveARestart(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            do {
+                let store = try await test.open(cached: false)
+                try await Self.push(store).enqueue(Self.notification("n1"), registrations: ["r1", "r2"])
+                (store as? PostgresStore)?.close()
+            }
+            let push = try Self.push(try await test.open())
+            #expect(try await push.pushNotification(id: "n1")?.0 == Self.notification("n1"))
+            #expect(try await push.pendingPushDeliveries() == 2)
+            #expect(Set(Self.keys(try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 2_000, limit: 5))) == ["n1/r1", "n1/r2"])
+        }
+    }
+
+    @Test func cacheOverAStoreWithoutPushSaysSo() async throws {
+        try await withTestStore(.sqlite) { test in
+            let cache = CachedStateStore(base: CountingStore(try await test.open(cached: false)))
+            await #expect(throws: StoreError.self) { try await cache.enqueue(Self.notification("n1"), registrations: ["r1"]) }
+        }
+    }
+}
