@@ -336,6 +336,7 @@ let package = Package(
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "PushNotificationsTests", dependencies: ["PushNotifications", "MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the

@@ -1,0 +1,95 @@
+import MidtierJSON
+import Testing
+@testable import PushNotifications
+
+/// SAP's notification object as a sender gives it: what is taken, what is refused (naming the
+/// member), and what APNs and FCM are sent for it.
+@Suite struct PushMessageTests {
+    static func read(_ text: String) throws -> PushMessage {
+        try PushMessage.read(try StrictJSON.value(Array(text.utf8)).get())
+    }
+
+    static func refusal(_ text: String) -> String? {
+        do {
+            _ = try read(text)
+            return nil
+        } catch let error as PushMessageError {
+            return error.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func readsSAPsMembers() throws {
+        let message = try Self.read(#"""
+            {"alert":"New payslip","badge":3,"sound":"default","priority":"normal","data":{"slip":"2026-11"},
+             "custom":{"kind":"payslip"},"sendAsSms":false,"wns":{},
+             "apns":{"alertTitle":"Payroll","alertSubtitle":"November","category":"PAY","threadId":"pay","mutableContent":true,"expiration":1800000000},
+             "gcm":{"title":"Payroll","collapseKey":"pay","timeToLive":"3600s","tag":"pay","color":"#00ff00"}}
+            """#)
+        #expect(message.alert == "New payslip" && message.badge == 3 && message.priority == .normal)
+        #expect(message.data == #"{"slip":"2026-11"}"#, "an object is passed on as its JSON text")
+        #expect(message.custom.map(\.key) == ["kind"])
+        #expect(message.apns.alertTitle == "Payroll" && message.apns.mutableContent && message.apns.expiration == 1_800_000_000)
+        #expect(message.gcm.timeToLive == 3600 && message.gcm.collapseKey == "pay")
+    }
+
+    @Test func refusesWhatItCannotDeliverNamingTheMember() {
+        #expect(Self.refusal(#"{"alert":"x","alret":"y"}"#)?.contains("notification.alret is not a member") == true)
+        #expect(Self.refusal(#"{"alert":5}"#)?.contains("notification.alert must be a string") == true)
+        #expect(Self.refusal(#"{"badge":-1}"#)?.contains("notification.badge must be a whole number") == true)
+        #expect(Self.refusal(#"{"alert":"x","priority":"urgent"}"#)?.contains("high or normal") == true)
+        #expect(Self.refusal(#"{"alert":"x","custom":{"aps":"x"}}"#)?.contains("custom.aps") == true)
+        #expect(Self.refusal(#"{"alert":"x","custom":{"n":1}}"#)?.contains("custom.n must be a string") == true)
+        #expect(Self.refusal(#"{"alert":"x","apns":{"alertTitel":"t"}}"#)?.contains("apns.alertTitel") == true)
+        #expect(Self.refusal(#"{"alert":"x","gcm":{"timeToLive":"forever"}}"#)?.contains("gcm.timeToLive") == true)
+        #expect(Self.refusal(#"{"alert":"x","timeToLive":99999999}"#)?.contains("timeToLive") == true)
+        #expect(Self.refusal(#"{}"#)?.contains("nothing to show") == true)
+        #expect(Self.refusal(#"[1]"#)?.contains("must be an object") == true)
+    }
+
+    @Test func apnsGetsAnAlertWithTitleBadgeSoundAndTheIdentifiers() throws {
+        let message = try Self.read(#"{"alert":"body text","title":"Title","badge":2,"sound":"chime","data":"d","custom":{"k":"v"},"timeToLive":60}"#)
+        let request = message.apnsRequest(notificationID: "n-1", now: 1000)
+        #expect(request.payload == #"{"aps":{"alert":{"title":"Title","body":"body text"},"badge":2,"sound":"chime"},"data":"d","k":"v","notificationId":"n-1"}"#)
+        #expect(request.pushType == "alert" && request.priority == 10 && request.expiration == 1060)
+    }
+
+    @Test func aSilentNotificationIsABackgroundPushAtPriorityFive() throws {
+        let message = try Self.read(#"{"apns":{"contentAvailable":true},"data":"sync"}"#)
+        let request = message.apnsRequest(notificationID: "n-2", now: 0)
+        #expect(request.payload == #"{"aps":{"content-available":1},"data":"sync","notificationId":"n-2"}"#)
+        #expect(request.pushType == "background" && request.priority == 5 && request.expiration == nil)
+    }
+
+    @Test func fcmGetsANotificationDataAsStringsAndAndroidOptions() throws {
+        let message = try Self.read(##"{"alert":"body","badge":4,"priority":"normal","custom":{"k":"v"},"gcm":{"title":"T","collapseKey":"c","timeToLive":120,"color":"#fff"}}"##)
+        let json = message.fcmMessage(token: "tok", notificationID: "n-3").serialized()
+        #expect(json == ##"{"message":{"token":"tok","notification":{"title":"T","body":"body"},"data":{"k":"v","notificationId":"n-3"},"android":{"priority":"NORMAL","ttl":"120s","collapse_key":"c","notification":{"color":"#fff","notification_count":4}}}}"##)
+    }
+
+    /// The notification's id is Midtier's: a custom member of that name cannot replace it.
+    @Test func theNotificationIdCannotBeSetBySender() throws {
+        let message = try Self.read(#"{"alert":"x","custom":{"notificationId":"forged"}}"#)
+        #expect(message.apnsRequest(notificationID: "real", now: 0).payload == #"{"aps":{"alert":"x"},"notificationId":"real"}"#)
+        #expect(message.fcmMessage(token: "t", notificationID: "real")["message"]?["data"] == ["notificationId": "real"])
+    }
+
+    @Test func tooLargeForAPNsIsRefusedNamingTheSize() throws {
+        let message = try Self.read("{\"alert\":\"" + String(repeating: "a", count: 5000) + "\"}")
+        #expect(throws: PushMessageError.self) { try message.checkSize() }
+        do {
+            try message.checkSize()
+        } catch {
+            #expect(error.message.contains("bytes for APNs; at most 4096"))
+        }
+        try Self.read("{\"alert\":\"" + String(repeating: "a", count: 3000) + "\"}").checkSize()
+    }
+
+    @Test func reasonCodesCarryNoTokenOrText() {
+        #expect(reasonCode("BadDeviceToken") == "BadDeviceToken")
+        #expect(reasonCode("token 0410abc\n\"quoted\"") == "token0410abcquoted")
+        #expect(reasonCode(String(repeating: "x", count: 100)).count == 60)
+        #expect(retryAfterSeconds("5") == 5 && retryAfterSeconds("99999") == 3600 && retryAfterSeconds("Wed, 21 Oct 2026 07:28:00 GMT") == 1)
+    }
+}
