@@ -15,7 +15,8 @@ import Registrations
 /// with `{"pushToken": …}` sets the push token of the caller's registration that `{deviceId}`
 /// names (its registration id or its `DeviceId`, as the Storage service's device level);
 /// `DELETE` removes it. `{os}` is `ios` (APNs: the `ApnsDeviceToken`) or `android` (FCM: the
-/// `AndroidGcmRegistrationId`); a new token replaces the old one.
+/// `AndroidGcmRegistrationId`); a new token replaces the old one, and leaves every other
+/// registration of the app that held it (``PushTokenRelease``).
 struct PushRegistrationRoutes: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
@@ -62,7 +63,7 @@ struct PushRegistrationRoutes: Sendable {
             }
         }
         switch outcome {
-        case .updated: break
+        case .updated(let updated): try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
         case .notFound: throw .forbidden("the registration id is not known")
         case .deviceHeld(let held): throw DeviceFields.held(held, "its push token cannot change")
         }

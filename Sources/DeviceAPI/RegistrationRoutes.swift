@@ -84,6 +84,7 @@ struct RegistrationRoutes: Sendable {
             throw Refusal.storeFailed(error, logger)
         }
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
+        try await PushTokenRelease.release(registration, store: registrations.store, logger: logger)
         var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
                                            status: .created, atom: atom)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
@@ -134,7 +135,8 @@ struct RegistrationRoutes: Sendable {
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
                 switch try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
                                                             policy: app.blockWipingPolicy, { $0 = device }) {
-                case .updated:
+                case .updated(let updated):
+                    try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
                     return Response(status: .noContent)
                 case .notFound:
                     throw notFound

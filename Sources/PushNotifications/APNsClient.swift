@@ -37,7 +37,8 @@ package final class APNsClient: Sendable {
     private func token(renew: Bool) async throws -> String {
         let now = ContinuousClock.now
         if !renew, let current = providerToken.withLock({ $0 }), now - current.madeAt < Self.tokenLifetime { return current.value }
-        let claims = ProviderClaims(iss: IssuerClaim(value: settings.teamID), iat: IssuedAtClaim(value: Date()))
+        // Whole seconds: APNs refuses an `iat` with a fraction.
+        let claims = ProviderClaims(iss: IssuerClaim(value: settings.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
         let value = try await keys.sign(claims, kid: JWKIdentifier(string: settings.keyID))
         providerToken.withLock { $0 = (value, now) }
         return value

@@ -47,7 +47,8 @@ package actor FCMClient {
     }
 
     private func fetchToken() async throws -> String {
-        let now = Date()
+        // Whole seconds: Google refuses an `iat` or `exp` with a fraction.
+        let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
         let claims = AssertionClaims(iss: IssuerClaim(value: settings.clientEmail), scope: Self.scope, aud: AudienceClaim(value: settings.tokenURI),
                                      iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600)))
         let assertion = try await keys.sign(claims)

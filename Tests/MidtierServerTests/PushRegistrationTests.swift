@@ -1,0 +1,97 @@
+import Foundation
+import MidtierCore
+import MidtierServer
+import MidtierStore
+import MidtierTestSupport
+import NIOHTTP1
+import Testing
+
+/// SAP's push registration path and the Connection entity's tokens (docs/push.md,
+/// "Registering a device"), through the HTTP routes, on SQLite and on PostgreSQL.
+@Suite struct PushRegistrationTests {
+    static let push = "/mobileservices/push/v1/runtime/applications/demo/os"
+
+    /// The demo app with APNs and FCM settings (no key is loaded unless something is sent).
+    static func withPush(_ kind: StoreKind, _ body: (TestEnvironment) async throws -> Void) async throws {
+        try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
+            configuration.apps["demo"]?.push = PushSettings(
+                apns: APNsSettings(teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused", topic: "com.example.demo", environment: .sandbox),
+                fcm: FCMSettings(projectID: "demo", clientEmail: "push@demo.example", privateKeyPEM: "unused"))
+        }, body)
+    }
+
+    static func tokens(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> (apns: String?, fcm: String?) {
+        let reply = try await env.call(.GET, "\(OnboardingLockTests.connections)('\(id)')", headers: [("Authorization", user.basic), ("Accept", "application/json")])
+        let entity = (reply.json["d"] as? [String: Any]) ?? [:]
+        return (entity["ApnsDeviceToken"] as? String, entity["AndroidGcmRegistrationId"] as? String)
+    }
+
+    @Test(arguments: StoreKind.allCases) func aDeviceSetsReplacesAndRemovesItsToken(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let id = try await UserStorageTests.onboard(env, .alice, device: "phone-1")
+            let set = try await env.call(.POST, "\(Self.push)/ios/devices/\(id)", headers: alice, body: #"{"pushToken":"ab01cd","userLocale":"de"}"#)
+            #expect(set.status == 201, "\(set.status) \(set.text)")
+            #expect(try await Self.tokens(env, .alice, id).apns == "ab01cd")
+            // By DeviceId too, and a new token replaces the old one.
+            let replace = try await env.call(.PUT, "\(Self.push)/ios/devices/phone-1", headers: alice, body: #"{"pushToken":"ef02"}"#)
+            #expect(replace.status == 200, "\(replace.status) \(replace.text)")
+            #expect(try await Self.tokens(env, .alice, id).apns == "ef02")
+            let android = try await env.call(.PUT, "\(Self.push)/android/devices/\(id)", headers: alice, body: #"{"pushToken":"fcm:token-1"}"#)
+            #expect(android.status == 200, "\(android.text)")
+            let remove = try await env.call(.DELETE, "\(Self.push)/ios/devices/\(id)", headers: alice)
+            #expect(remove.status == 204, "\(remove.status) \(remove.text)")
+            let after = try await Self.tokens(env, .alice, id)
+            #expect(after.apns == "" && after.fcm == "fcm:token-1", "\(after)")
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func badRegistrationsAreRefusedNamingWhatIsWrong(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let id = try await UserStorageTests.onboard(env, .alice, device: "phone-2")
+            let cases: [(String, String, Int, String)] = [
+                ("windows", #"{"pushToken":"ab"}"#, 400, "APNs (os ios) and FCM (os android)"),
+                ("ios", #"{"pushToken":"not hex"}"#, 400, "space"),
+                ("ios", #"{"pushToken":"zz"}"#, 400, "hexadecimal"),
+                ("ios", #"{"pushToken":""}"#, 400, "pushToken is missing"),
+                ("android", #"{"pushToken":5}"#, 400, "pushToken is missing"),
+                ("android", #"{"pushToken":"t","pushGroup":7}"#, 400, "pushGroup must be a string"),
+                ("android", #"{"pushToken":"t",}"#, 400, "not a JSON object"),
+            ]
+            for (os, body, status, words) in cases {
+                let reply = try await env.call(.POST, "\(Self.push)/\(os)/devices/\(id)", headers: alice, body: body)
+                #expect(reply.status == status && reply.text.contains(words), "\(os) \(body): \(reply.status) \(reply.text)")
+            }
+            // Another user's registration is not the caller's.
+            let bob = try await env.call(.POST, "\(Self.push)/ios/devices/\(id)", headers: [("Authorization", TestUser.bob.basic)], body: #"{"pushToken":"ab"}"#)
+            #expect(bob.status == 403, "\(bob.status) \(bob.text)")
+            let anonymous = try await env.call(.POST, "\(Self.push)/ios/devices/\(id)", body: #"{"pushToken":"ab"}"#)
+            #expect(anonymous.status == 401)
+        }
+    }
+
+    /// A phone handed to another user: when Bob's registration takes the token Alice's held,
+    /// Alice's registration loses it, so her notifications no longer reach the phone Bob holds
+    /// — through SAP's push path and through the Connection entity alike.
+    @Test(arguments: StoreKind.allCases) func aTokenTakenByAnotherRegistrationLeavesTheEarlierOne(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let bob = [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")]
+            let aliceID = try await UserStorageTests.onboard(env, .alice, device: "shared-phone")
+            #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(aliceID)", headers: alice, body: #"{"pushToken":"aa11"}"#).status == 200)
+            let bobID = try await UserStorageTests.onboard(env, .bob, device: "shared-phone")
+            #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(bobID)", headers: bob, body: #"{"pushToken":"aa11"}"#).status == 200)
+            #expect(try await Self.tokens(env, .alice, aliceID).apns == "", "Alice's registration still holds the phone's token")
+            #expect(try await Self.tokens(env, .bob, bobID).apns == "aa11")
+
+            // The Connection entity's token at onboarding does the same.
+            let android = try await env.call(.PUT, "\(Self.push)/android/devices/\(bobID)", headers: bob, body: #"{"pushToken":"fcm-shared"}"#)
+            #expect(android.status == 200)
+            let again = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"Android","DeviceId":"alices-new","AndroidGcmRegistrationId":"fcm-shared"}"#)
+            let newID = try #require(again.header("X-SMP-APPCID"), "\(again.status) \(again.text)")
+            #expect(try await Self.tokens(env, .bob, bobID).fcm == "", "Bob's registration still holds the token Alice's new registration took")
+            #expect(try await Self.tokens(env, .alice, newID).fcm == "fcm-shared")
+        }
+    }
+}
