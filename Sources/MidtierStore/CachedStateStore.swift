@@ -336,7 +336,39 @@ extension CachedStateStore: PushStore {
         return cleared
     }
 
+    /// Every registration that lost the token changed: memory forgets each. A base that cannot
+    /// say which ones they were makes memory forget every registration it keeps with that token.
+    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
+        if let releasing = base as? any PushTokenReleasing {
+            let released = try await releasing.registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping)
+            if !released.isEmpty {
+                afterWrite { memory in
+                    for id in released { memory.registrations[ExactString(id)] = nil }
+                }
+            }
+            return released.count
+        }
+        let released = try await push.releasePushToken(token, provider: provider, app: app, keeping: keeping)
+        if released > 0 {
+            afterWrite { memory in
+                memory.registrations = memory.registrations.filter { _, registration in
+                    let held = provider == .apns ? registration.apnsDeviceToken : registration.androidGcmRegistrationId
+                    return !held.utf8.elementsEqual(token.utf8)
+                }
+            }
+        }
+        return released
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await push.purgePushNotifications(before: before)
     }
+}
+
+/// A store that can say which registrations `releasePushToken` took the token from, so that
+/// memory forgets exactly those.
+package protocol PushTokenReleasing: PushStore {
+    /// As `releasePushToken`, but the ids of the registrations that lost the token.
+    func registrationsReleasingPushToken(_ token: String, provider: PushProvider, app: String,
+                                         keeping: String) async throws(StoreError) -> [String]
 }

@@ -7,7 +7,7 @@ import PostgresNIO
 // leased row is not due again until its lease runs out. None of these writes is announced
 // (every instance reads them from here) but clearing a token, which changes a registration.
 
-extension PostgresStore: PushStore {
+extension PostgresStore: PushStore, PushTokenReleasing {
     static let notificationColumns = "n.id, n.app_id, n.sender, n.payload, n.created_at"
 
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
@@ -150,6 +150,30 @@ extension PostgresStore: PushStore {
             guard cleared else { return false }
             try await Self.announce(.device(id: registration), at: Self.now(), on: connection, logger: logger)
             return true
+        }
+    }
+
+    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
+        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
+    }
+
+    package func registrationsReleasingPushToken(_ token: String, provider: PushProvider, app: String,
+                                                 keeping: String) async throws(StoreError) -> [String] {
+        // An empty token is no token: no phone holds it.
+        guard !token.isEmpty else { return [] }
+        let column = provider.tokenColumn
+        // The write lock: each change is announced, so that other instances forget the
+        // registrations they keep in memory.
+        return try await write { connection, logger in
+            let rows = try await connection.query("""
+                UPDATE midtier_registration SET \(unescaped: column) = '' WHERE app_id COLLATE "C" = \(app)
+                    AND id COLLATE "C" <> \(keeping) AND \(unescaped: column) COLLATE "C" = \(token) RETURNING id
+                """, logger: logger)
+            var released: [String] = []
+            for try await (id) in rows.decode(String.self) { released.append(id) }
+            let at = Self.now()
+            for id in released { try await Self.announce(.device(id: id), at: at, on: connection, logger: logger) }
+            return released
         }
     }
 

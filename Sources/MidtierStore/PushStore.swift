@@ -119,6 +119,10 @@ package protocol PushStore: Sendable {
     /// Clears `token` from the registration's token for `provider` if it still holds exactly
     /// that token (the push service said it is gone; a newer token stays). True if cleared.
     func clearPushToken(registration: String, provider: PushProvider, token: String) async throws(StoreError) -> Bool
+    /// Takes `token` for `provider` from every registration of `app` other than `keeping` that
+    /// holds exactly that token (bytes), so that a phone now registered by another user no
+    /// longer gets the earlier registration's notifications; how many registrations lost it.
+    func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int
     /// Deletes notifications created before `before` with no pending delivery, and their
     /// deliveries; how many notifications.
     func purgePushNotifications(before: Int64) async throws(StoreError) -> Int

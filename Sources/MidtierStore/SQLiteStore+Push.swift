@@ -28,7 +28,7 @@ extension PushProvider {
     }
 }
 
-extension SQLiteStore: PushStore {
+extension SQLiteStore: PushStore, PushTokenReleasing {
     private static func notification(_ row: Row) -> PushNotificationRecord {
         PushNotificationRecord(id: row["id"], app: row["app_id"], sender: row["sender"], payload: row["payload"], createdAt: row["created_at"])
     }
@@ -129,6 +129,25 @@ extension SQLiteStore: PushStore {
             // BINARY: the token stored must be exactly these bytes.
             try db.execute(sql: "UPDATE registration SET \(column) = '' WHERE id = ? AND \(column) = ?", arguments: [registration, token])
             return db.changesCount == 1
+        }
+    }
+
+    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
+        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
+    }
+
+    package func registrationsReleasingPushToken(_ token: String, provider: PushProvider, app: String,
+                                                 keeping: String) async throws(StoreError) -> [String] {
+        // An empty token is no token: no phone holds it.
+        guard !token.isEmpty else { return [] }
+        let column = provider.tokenColumn
+        return try await write { db in
+            // BINARY: the app id, the kept id and the token are compared by their exact bytes.
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM registration WHERE app_id = ? AND id <> ? AND \(column) = ?",
+                                          arguments: [app, keeping, token])
+            let clear = try db.cachedStatement(sql: "UPDATE registration SET \(column) = '' WHERE id = ? AND \(column) = ?")
+            for id in ids { try clear.execute(arguments: [id, token]) }
+            return ids
         }
     }
 

@@ -233,6 +233,63 @@ import Testing
         }
     }
 
+    /// A phone onboarded again by another user gets the token its earlier registration held:
+    /// the token is taken from every other registration of that app holding exactly those
+    /// bytes, so the earlier user's notifications no longer reach the phone (docs/push.md).
+    @Test(arguments: StoreKind.allCases) func aTokenTakenByAnotherRegistrationIsReleasedFromTheOthers(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open()
+            let push = try Self.push(store)
+            let bob = UserIdentity.local("bob")
+            let token = "tok-\u{E9}", otherForm = "tok-e\u{301}"
+            let app = "d\u{E9}mo", appOtherForm = "de\u{301}mo"
+            let registrations = [
+                Registration(id: "r1", appId: app, user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
+                Registration(id: "r2", appId: app, user: bob, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 2_000),
+                Registration(id: "r3", appId: "other", user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
+                Registration(id: "r4", appId: app, user: Self.alice, apnsDeviceToken: otherForm, androidGcmRegistrationId: "fcm-t", createdAt: 1_000),
+                Registration(id: "r5", appId: appOtherForm, user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
+            ]
+            for registration in registrations {
+                #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+                #expect(try await store.registration(id: registration.id) == registration, "in memory now")
+            }
+            let before = try await Self.newestChange(store)
+
+            #expect(try await push.releasePushToken("", provider: .apns, app: app, keeping: "r2") == 0, "an empty token releases nothing")
+            #expect(try await push.releasePushToken("fcm-T", provider: .apns, app: app, keeping: "r2") == 0, "another provider's token")
+            #expect(try await push.releasePushToken(token, provider: .apns, app: "D\u{E9}mo", keeping: "r2") == 0, "another app")
+            #expect(try await store.registration(id: "r1")?.apnsDeviceToken == token)
+
+            #expect(try await push.releasePushToken(token, provider: .apns, app: app, keeping: "r2") == 1)
+            #expect(try await store.registration(id: "r1")?.apnsDeviceToken == "", "memory forgot the registration that lost it")
+            #expect(try await store.registration(id: "r1")?.androidGcmRegistrationId == "fcm-T", "its other token stays")
+            let durable = try await test.open(cached: false)
+            #expect(try await durable.registration(id: "r1")?.apnsDeviceToken == "", "the store released it")
+            for (id, kept) in [("r2", token), ("r3", token), ("r4", otherForm), ("r5", token)] {
+                #expect(try await store.registration(id: id)?.apnsDeviceToken == kept, "\(id) keeps its token")
+                #expect(try await durable.registration(id: id)?.apnsDeviceToken == kept, "\(id) keeps its token")
+            }
+            #expect(try await push.releasePushToken(token, provider: .apns, app: app, keeping: "r2") == 0, "nothing left to release")
+            if let before {
+                // Other instances sharing the store forget it too.
+                #expect(try await Self.changes(store, after: before) == [.device(id: "r1")])
+            }
+
+            // The FCM token likewise; the kept id is compared by bytes too.
+            #expect(try await push.releasePushToken("fcm-T", provider: .fcm, app: app, keeping: "R2") == 2, "r1 and r2")
+            for id in ["r1", "r2"] {
+                #expect(try await store.registration(id: id)?.androidGcmRegistrationId == "", "\(id) in memory")
+                #expect(try await durable.registration(id: id)?.androidGcmRegistrationId == "", "\(id) in the store")
+            }
+            #expect(try await store.registration(id: "r2")?.apnsDeviceToken == token, "the APNs token stays")
+            for (id, kept) in [("r3", "fcm-T"), ("r4", "fcm-t"), ("r5", "fcm-T")] {
+                #expect(try await store.registration(id: id)?.androidGcmRegistrationId == kept, "\(id) keeps its token")
+            }
+            (durable as? PostgresStore)?.close()
+        }
+    }
+
     static func postgres(_ store: any StateStore) -> PostgresStore? {
         ((store as? CachedStateStore)?.base ?? store) as? PostgresStore
     }
