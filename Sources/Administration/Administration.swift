@@ -3,7 +3,8 @@ import HTTPTypes
 package import Logging
 package import MidtierCore
 package import MidtierHTTP
-import MidtierStore
+package import MidtierStore
+package import PushNotifications
 package import Registrations
 package import TokenExchange
 
@@ -25,6 +26,11 @@ package struct Administration: Sendable {
     /// The JWT issuers of the apps in force: the realms besides `users.json` (docs/identity.md).
     package let realms: @Sendable () -> [String]
     package let reload: @Sendable (AuditActor) async -> ReloadOutcome
+    /// Push notifications (docs/push.md): the store's side, the delivery worker's wake-up and
+    /// the apps in force; nil on a store without push (the console's Push page says so).
+    package let pushStore: (any PushStore)?
+    package let pushWakeUp: PushWakeUp?
+    package let apps: @Sendable () -> [String: AppConfiguration]
     let logger: Logger
 
     /// The longest block reason, in bytes.
@@ -33,7 +39,8 @@ package struct Administration: Sendable {
     package init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
                 knownUser: @escaping @Sendable (UserIdentity) -> Bool, localUserIDs: @escaping @Sendable () -> [String],
                 realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (AuditActor) async -> ReloadOutcome,
-                logger: Logger) {
+                logger: Logger, store pushStore: (any PushStore)? = nil, wakeUp pushWakeUp: PushWakeUp? = nil,
+                apps: @escaping @Sendable () -> [String: AppConfiguration] = { [:] }) {
         self.registrations = registrations
         self.tokens = tokens
         self.destinations = destinations
@@ -41,6 +48,9 @@ package struct Administration: Sendable {
         self.localUserIDs = localUserIDs
         self.realms = realms
         self.reload = reload
+        self.pushStore = pushStore
+        self.pushWakeUp = pushWakeUp
+        self.apps = apps
         self.logger = logger
     }
 

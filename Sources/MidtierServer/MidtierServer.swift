@@ -209,7 +209,7 @@ package final class MidtierServer: Sendable {
             localUserIDs: { runtime.current.configuration.users.values.map(\.id) },
             realms: { runtime.current.jwtAuthenticators.values.map(\.settings.issuer) },
             reload: { actor in await self.reload(by: actor) },
-            logger: logger)
+            logger: logger, store: pushStore, wakeUp: pushWakeUp, apps: { runtime.current.configuration.apps })
         let authenticator = AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
                                                throttle: adminSignIns, limiter: verifications)
         AdminRoutes(administration: administration, authenticator: authenticator).add(to: router)

@@ -1,0 +1,135 @@
+import Foundation
+import HTTPTypes
+import Logging
+package import MidtierCore
+package import MidtierHTTP
+import MidtierJSON
+package import MidtierStore
+import PushNotifications
+package import Registrations
+
+// Push notifications as an admin sees them (docs/console.md, "Push"): the recent notifications
+// with each registration's delivery, and a test notification to one user, stored and woken as
+// a back-end sender's call is (docs/push.md).
+extension Administration {
+    /// The longest test notification's alert, in characters.
+    package static let maximumTestAlert = 200
+
+    /// A notification with its deliveries, as the console shows it.
+    package struct PushNotificationDetail: Sendable {
+        package var notification: PushNotificationRecord
+        package var deliveries: [PushDeliveryRecord]
+        /// SAP's status of the whole notification: `QUEUED`, `SENT` or `ERROR`.
+        package var overall: String
+    }
+
+    /// SAP's status for the whole notification, as a sender's status call reports it:
+    /// `QUEUED` while any delivery is pending, `SENT` when at least one was delivered, `ERROR`
+    /// otherwise.
+    package static func overallPushStatus(_ deliveries: [PushDeliveryRecord]) -> String {
+        if deliveries.contains(where: { $0.state == .pending }) { return "QUEUED" }
+        if deliveries.contains(where: { $0.state == .delivered }) { return "SENT" }
+        return "ERROR"
+    }
+
+    /// The sender a test notification is stored under: `console:` and the admin. A sender's
+    /// name never holds `:` (config/push-senders.json), so no sender can ask for its status.
+    package static func testSender(_ actor: AuditActor) -> String { "console:\(actor.name)" }
+
+    /// The newest notifications first, of `app` (by its bytes) or of every app.
+    package func recentPushNotifications(app: String?, limit: Int) async throws(Refusal) -> [PushNotificationDetail] {
+        let store = try pushEnabledStore()
+        if let app { try Self.checkText(app, named: "the app") }
+        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.recentPushNotifications(app: app, limit: limit)
+        }
+        var shown: [PushNotificationDetail] = []
+        for notification in found {
+            let deliveries = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await store.pushNotification(id: notification.id)?.1
+            } ?? []
+            shown.append(PushNotificationDetail(notification: notification, deliveries: deliveries,
+                                                overall: Self.overallPushStatus(deliveries)))
+        }
+        return shown
+    }
+
+    /// The notification `id` with its deliveries; `404` when there is none.
+    package func pushNotification(id: String) async throws(Refusal) -> PushNotificationDetail {
+        let store = try pushEnabledStore()
+        guard !StoredText.hasControlCharacters(id),
+              let (notification, deliveries) = try await Refusal.unlessStoreFails(logger, { () async throws(StoreError) in
+                  try await store.pushNotification(id: id)
+              }) else {
+            throw .notFound("notification \(Self.codePoints(id)) does not exist (it may have been purged)")
+        }
+        return PushNotificationDetail(notification: notification, deliveries: deliveries, overall: Self.overallPushStatus(deliveries))
+    }
+
+    /// Sends `alert` to `user`'s registrations in `app` as a back-end sender's call would: the
+    /// notification is stored, with one delivery per active registration of the user in the app
+    /// that holds a token for one of the app's push services, before this returns; the delivery
+    /// worker is woken and the action audited (`push.test`, the user as target). `400` for an
+    /// alert that is empty or too long, an app without push or a user without such a
+    /// registration; `404` for an app that is not configured.
+    package func sendTestNotification(user: UserIdentity, app appID: String, alert: String,
+                                      by actor: AuditActor) async throws(Refusal) -> PushNotificationDetail {
+        let store = try pushEnabledStore()
+        try Self.checkText(user.id, named: "the user id")
+        try Self.checkText(user.realm, named: "the realm")
+        try Self.checkText(appID, named: "the app")
+        guard !user.id.isEmpty else { throw .badRequest("the user id is missing") }
+        let text = alert.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !text.isEmpty else { throw .badRequest("the alert text is missing") }
+        guard text.count <= Self.maximumTestAlert else {
+            throw .badRequest("the alert text has \(text.count) characters; at most \(Self.maximumTestAlert)")
+        }
+        try Self.checkText(text, named: "the alert text")
+        guard let app = apps().first(where: { UserIdentity.sameBytes($0.key, appID) })?.value else {
+            throw .notFound("application \(appID) is not configured")
+        }
+        guard app.push.isEnabled else {
+            throw .badRequest("application \(app.id) has no push notifications (neither apns nor fcm in its push section)")
+        }
+        let notification: JSON = ["alert": .string(text)]
+        do {
+            let message = try PushMessage.read(notification)
+            try message.checkSize()
+        } catch {
+            throw .badRequest(error.message)
+        }
+        let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id, state: .active))
+        }
+        let targets = owned.filter { registration in
+            UserIdentity.sameBytes(registration.user.realm, user.realm) && UserIdentity.sameBytes(registration.user.id, user.id)
+                && UserIdentity.sameBytes(registration.appId, app.id)
+                && ((app.push.apns != nil && !registration.apnsDeviceToken.isEmpty)
+                    || (app.push.fcm != nil && !registration.androidGcmRegistrationId.isEmpty))
+        }.map(\.id)
+        guard !targets.isEmpty else {
+            throw .badRequest("user \(user) has no active registration in application \(app.id) with a push token for its push services")
+        }
+        let now = registrations.now()
+        let record = PushNotificationRecord(id: UUID().uuidString.lowercased(), app: app.id, sender: Self.testSender(actor),
+                                            payload: notification.serialized(), createdAt: now)
+        // The audit entry first: the store cannot take both in one transaction, and a test
+        // notification that went out unaudited would be worse than an entry for one that a
+        // failing store then did not keep (the admin sees that failure).
+        let audit = AuditEntry(at: now, actor: actor.name, action: "push.test", target: user.description,
+                               detail: "notification \(record.id) in \(app.id) to \(targets.count) registration(s)", source: actor.source)
+        try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.appendAudit(audit) }
+        try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.enqueue(record, registrations: targets)
+        }
+        pushWakeUp?.nudge()
+        logger.notice("push test notification", metadata: ["notification": "\(record.id)", "app": "\(app.id)", "by": "\(actor.name)",
+                                                          "registrations": "\(targets.count)"])
+        return try await pushNotification(id: record.id)
+    }
+
+    private func pushEnabledStore() throws(Refusal) -> any PushStore {
+        guard let pushStore else { throw Refusal(.serviceUnavailable, code: "PUSH_UNAVAILABLE", "this store keeps no push notifications") }
+        return pushStore
+    }
+}
