@@ -124,6 +124,9 @@ package struct ConsoleRoutes: Sendable {
         router.get("/console/client-logs") { request, context in await show(request, context, clientLogs) }
         router.get("/console/client-usage") { request, context in await show(request, context, clientUsage) }
         router.get("/console/client-usage/report") { request, context in await show(request, context, clientUsageReport) }
+        router.get("/console/push") { request, context in await show(request, context, push) }
+        router.get("/console/push/notification") { request, context in await show(request, context, pushNotification) }
+        router.post("/console/push/test") { request, context in await change(request, context, sendTestPush) }
         for format in OnboardingDownload.Format.allCases {
             router.get("/console/apps/{appId}/\(format.filename)") { request, context in
                 await show(request, context) { _, _ throws(Refusal) in

@@ -14,7 +14,7 @@ enum ConsolePage {
 
     /// The navigation entry of the page shown, `true` for that one only.
     struct Nav: Sendable {
-        enum Entry { case overview, users, registrations, audit, clientLogs, clientUsage, destinations }
+        enum Entry { case overview, users, registrations, audit, clientLogs, clientUsage, push, destinations }
 
         let overview: Bool
         let users: Bool
@@ -22,6 +22,7 @@ enum ConsolePage {
         let audit: Bool
         let clientLogs: Bool
         let clientUsage: Bool
+        let push: Bool
         let destinations: Bool
 
         init(_ entry: Entry) {
@@ -31,6 +32,7 @@ enum ConsolePage {
             audit = entry == .audit
             clientLogs = entry == .clientLogs
             clientUsage = entry == .clientUsage
+            push = entry == .push
             destinations = entry == .destinations
         }
     }

@@ -12,6 +12,7 @@ extension Templates {
       <a href="/console/audit"{{#nav.audit}} aria-current="page"{{/nav.audit}}>Audit</a>
       <a href="/console/client-logs"{{#nav.clientLogs}} aria-current="page"{{/nav.clientLogs}}>Client logs</a>
       <a href="/console/client-usage"{{#nav.clientUsage}} aria-current="page"{{/nav.clientUsage}}>Usage reports</a>
+      <a href="/console/push"{{#nav.push}} aria-current="page"{{/nav.push}}>Push</a>
       <a href="/console/destinations"{{#nav.destinations}} aria-current="page"{{/nav.destinations}}>Destinations</a>
     </nav>
     <form method="post" action="/console/sign-out" class="sign-out">

@@ -19,6 +19,8 @@ enum Templates {
         ("console-client-logs", consoleClientLogs),
         ("console-client-usage", consoleClientUsage),
         ("console-client-usage-report", consoleClientUsageReport),
+        ("console-push", consolePush),
+        ("console-push-notification", consolePushNotification),
         ("me-header", meHeader),
         ("me-sign-in", meSignIn),
         ("me-devices", meDevices),

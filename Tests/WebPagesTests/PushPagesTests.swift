@@ -1,0 +1,228 @@
+import Administration
+import AsyncHTTPClient
+import Foundation
+import MidtierCore
+import MidtierServer
+import MidtierStore
+import MidtierTestSupport
+import NIOCore
+import NIOHTTP1
+import Registrations
+import Testing
+
+/// The console's Push pages (docs/console.md, "Push") on the real admin listener, on SQLite and
+/// PostgreSQL: recent notifications and a notification's deliveries, with sender- and
+/// device-supplied text escaped; the test notification, sent to the user's registrations that
+/// hold a token, audited, refused without push or without such a registration, and only with
+/// the session's CSRF token.
+@Suite struct PushPagesTests {
+    static let alice = UserIdentity.local("alice")
+    /// The app with push (APNs only: an Android token does not count there).
+    static let pushApp = "demo"
+
+    /// Midtier with `demo` set up for APNs and `plain` without push, and a client. No delivery worker runs in
+    /// the test environment, so deliveries stay as the test leaves them.
+    static func withMidtier(_ kind: StoreKind, _ body: (TestEnvironment, any PushStore, HTTPClient) async throws -> Void) async throws {
+        try await withTestStore(kind) { test in
+            try await TestEnvironment.with(adjust: { configuration, _, _ in
+                if let postgres = test.postgres { configuration.server.store = .postgres(postgres) }
+                configuration.apps[pushApp]?.push = PushSettings(apns: APNsSettings(
+                    teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused here", topic: "test.demo", environment: .sandbox,
+                    endpoint: "https://127.0.0.1:9"))
+                configuration.apps["plain"] = AppConfiguration(id: "plain", destinations: ["echo"])
+            }) { env in
+                let store = try #require(env.server.registrations.store as? any PushStore)
+                // Redirects not followed: a form's answer is a 303 to the page it shows next.
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+                do {
+                    try await body(env, store, client)
+                } catch {
+                    try await client.shutdown()
+                    throw error
+                }
+                try await client.shutdown()
+            }
+        }
+    }
+
+    static func register(_ env: TestEnvironment, _ id: String, _ user: UserIdentity, app: String = pushApp, apns: String = "",
+                         fcm: String = "", state: Registration.State = .active) async throws {
+        let registration = Registration(id: id, appId: app, user: user, deviceType: "iOS", apnsDeviceToken: apns,
+                                        androidGcmRegistrationId: fcm, createdAt: 1_000, state: state)
+        #expect(try await env.server.registrations.store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+    }
+
+    @Test func overallStatusIsSAPs() {
+        func delivery(_ state: PushDeliveryState) -> PushDeliveryRecord {
+            PushDeliveryRecord(notification: "n", registration: "r", state: state, attempts: 0, nextAttemptAt: 0, updatedAt: 0,
+                               provider: nil, reason: "")
+        }
+        #expect(Administration.overallPushStatus([delivery(.delivered), delivery(.pending)]) == "QUEUED")
+        #expect(Administration.overallPushStatus([delivery(.failed), delivery(.delivered), delivery(.skipped)]) == "SENT")
+        #expect(Administration.overallPushStatus([delivery(.failed), delivery(.skipped)]) == "ERROR")
+        #expect(Administration.overallPushStatus([]) == "ERROR")
+    }
+
+    @Test(arguments: StoreKind.allCases) func pagesShowNotificationsAndDeliveriesEscaped(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind) { env, store, client in
+            try await Self.register(env, "reg-1", Self.alice, apns: "tok-1")
+            let hostile = PushNotificationRecord(id: "n-1", app: Self.pushApp, sender: "erp<script>x</script>",
+                                                 payload: #"{"alert":"<img src=x onerror=alert(1)>"}"#, createdAt: 5_000)
+            try await store.enqueue(hostile, registrations: ["reg-1", "gone-<i>1</i>"])
+            try await store.enqueue(PushNotificationRecord(id: "n-2", app: "other", sender: "crm", payload: #"{"alert":"b"}"#,
+                                                           createdAt: 6_000), registrations: ["gone-<i>1</i>"])
+            // One delivery failed for a push service's reason, one still pending.
+            let claimed = try await store.claimPushDeliveries(owner: "test", now: Int64.max / 2, leaseUntil: Int64.max / 2 + 1, limit: 10)
+            let first = try #require(claimed.first { $0.notification.id == "n-1" && $0.registration == "reg-1" })
+            #expect(try await store.finishPushDelivery(notification: "n-1", registration: first.registration, owner: "test",
+                                                       outcome: .failed(.apns, reason: "BadDeviceToken <b>"), now: 7_000))
+            for other in claimed where other.registration != first.registration || other.notification.id != "n-1" {
+                _ = try await store.finishPushDelivery(notification: other.notification.id, registration: other.registration, owner: "test",
+                                                       outcome: .retry(at: 0, provider: nil, reason: ""), now: 7_000)
+            }
+
+            let console = try await ConsoleSession.signIn(env, client)
+            let list = try await console.call(client, .GET, "/console/push")
+            #expect(list.status == 200, "\(list.text.prefix(300))")
+            #expect(list.text.contains(#"aria-current="page">Push</a>"#))
+            // Newest first, each with its overall status.
+            let rows = list.text.components(separatedBy: #"<tr class="push-notification">"#).dropFirst()
+            #expect(rows.count == 2)
+            #expect(rows.first?.contains(">n-2</a>") == true && rows.first?.contains("QUEUED") == true)
+            #expect(rows.last?.contains(">n-1</a>") == true && rows.last?.contains("QUEUED") == true)
+            #expect(!list.text.contains("<script>x"))
+            #expect(list.text.contains("erp&lt;script&gt;x&lt;/script&gt;"))
+
+            let filtered = try await console.call(client, .GET, "/console/push?app=other")
+            #expect(filtered.text.contains(">n-2</a>") && !filtered.text.contains(">n-1</a>"), "\(filtered.text.prefix(300))")
+
+            let detail = try await console.call(client, .GET, "/console/push/notification?id=n-1")
+            #expect(detail.status == 200, "\(detail.text.prefix(300))")
+            #expect(!detail.text.contains("<img") && !detail.text.contains("<b>") && !detail.text.contains("<i>"))
+            #expect(detail.text.contains("&lt;img src=x onerror=alert(1)&gt;"))
+            #expect(detail.text.contains("BadDeviceToken &lt;b&gt;"))
+            // The known registration links to its user's registrations; the gone one is plain text.
+            #expect(detail.text.contains(#"<a href="/console/registrations?user=alice">reg-1</a>"#), "\(detail.text)")
+            #expect(detail.text.contains("<td class=\"mono\">gone-&lt;i&gt;1&lt;/i&gt;</td>"))
+            #expect(detail.text.contains(">failed<") && detail.text.contains(">apns<") && detail.text.contains(">pending<"))
+
+            let missing = try await console.call(client, .GET, "/console/push/notification?id=nope")
+            #expect(missing.status == 404)
+            let signedOut = try await ConsoleSession(base: console.base, cookie: "").call(client, .GET, "/console/push")
+            #expect(signedOut.status == 303)
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func testNotificationGoesToTheUsersRegistrationsWithTokensAndIsAudited(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind) { env, store, client in
+            let bob = UserIdentity.local("bob")
+            try await Self.register(env, "a-phone", Self.alice, apns: "tok-a")
+            try await Self.register(env, "a-second", Self.alice, apns: "tok-b")
+            try await Self.register(env, "a-android", Self.alice, fcm: "fcm-a")       // demo has no FCM
+            try await Self.register(env, "a-notoken", Self.alice)
+            try await Self.register(env, "a-locked", Self.alice, apns: "tok-c", state: .locked)
+            try await Self.register(env, "a-plain", Self.alice, app: "plain", apns: "tok-d")
+            try await Self.register(env, "b-phone", bob, apns: "tok-e")
+            try await Self.register(env, "idp-phone", UserIdentity(realm: "https://idp.test", id: "alice"), apns: "tok-f")
+
+            let console = try await ConsoleSession.signIn(env, client)
+            let sent = try await console.call(client, .POST, "/console/push/test",
+                                              body: "csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=Hello+%3Cb%3Ethere")
+            #expect(sent.status == 303, "\(sent.text.prefix(300))")
+            let location = try #require(sent.header("Location"))
+            #expect(location.hasPrefix("/console/push/notification?id="))
+            let id = String(location.dropFirst("/console/push/notification?id=".count))
+            let (record, deliveries) = try #require(try await store.pushNotification(id: id))
+            #expect(Set(deliveries.map(\.registration)) == ["a-phone", "a-second"])
+            #expect(deliveries.allSatisfy { $0.state == .pending })
+            #expect(record.app == "demo" && record.sender == "console:admin#2")
+            #expect(record.payload == #"{"alert":"Hello <b>there"}"#)
+
+            let page = try await console.call(client, .GET, location)
+            #expect(page.status == 200 && page.text.contains("Hello &lt;b&gt;there") && page.text.contains("a-second"))
+
+            let audit = try await env.server.registrations.store.recentAudit(before: nil, about: .user(Self.alice), limit: 10)
+            let entry = try #require(audit.first { $0.action == "push.test" })
+            #expect(entry.actor == "admin#2" && entry.target == Self.alice.description && entry.detail.contains(id))
+        }
+    }
+
+    @Test(arguments: StoreKind.allCases) func testNotificationIsRefusedWithoutPushRegistrationsOrCSRF(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind) { env, store, client in
+            try await Self.register(env, "a-notoken", Self.alice)
+            try await Self.register(env, "a-plain", Self.alice, app: "plain", apns: "tok-d")
+            try await Self.register(env, "b-phone", UserIdentity.local("bob"), apns: "tok-e")
+            let console = try await ConsoleSession.signIn(env, client)
+
+            func post(_ body: String) async throws -> TestEnvironment.Reply {
+                try await console.call(client, .POST, "/console/push/test", body: body)
+            }
+            let noPush = try await post("csrf=\(console.csrf)&realm=&userId=alice&app=plain&alert=hi")
+            #expect(noPush.status == 400 && noPush.text.contains("application plain has no push notifications"), "\(noPush.text)")
+            let noRegistration = try await post("csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=hi")
+            #expect(noRegistration.status == 400 && noRegistration.text.contains("has no active registration"), "\(noRegistration.text)")
+            let tooLong = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=demo&alert=\(String(repeating: "x", count: 201))")
+            #expect(tooLong.status == 400 && tooLong.text.contains("at most 200"), "\(tooLong.text)")
+            let unknownApp = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=nope&alert=hi")
+            #expect(unknownApp.status == 404)
+            let withoutToken = try await post("realm=&userId=bob&app=demo&alert=hi")
+            #expect(withoutToken.status == 403, "\(withoutToken.status) \(withoutToken.text.prefix(300))")
+            let wrongToken = try await post("csrf=\(console.csrf.dropLast())x&realm=&userId=bob&app=demo&alert=hi")
+            #expect(wrongToken.status == 403)
+            // Nothing was stored or audited by any of these.
+            #expect(try await store.recentPushNotifications(app: nil, limit: 10).isEmpty)
+            let audit = try await env.server.registrations.store.recentAudit(before: nil, about: nil, limit: 50)
+            #expect(!audit.contains { $0.action == "push.test" })
+            // The same form with the token goes through.
+            let sent = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=demo&alert=hi")
+            #expect(sent.status == 303)
+        }
+    }
+}
+
+/// A signed-in console session: its cookie and its forms' synchronizer token.
+private struct ConsoleSession {
+    let base: String
+    var cookie: String
+    var csrf = ""
+
+    /// A call as the browser makes it (a form is posted as a form), redirects not followed.
+    func call(_ client: HTTPClient, _ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> TestEnvironment.Reply {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Cookie", value: cookie)
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            request.body = .bytes(ByteBuffer(string: body))
+        }
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let buffer = try await response.body.collect(upTo: 16 << 20)
+        return TestEnvironment.Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                                     body: Array(buffer.readableBytesView))
+    }
+
+    /// Signs in with the admin token (`admin#2`), as a browser would.
+    static func signIn(_ env: TestEnvironment, _ client: HTTPClient) async throws -> ConsoleSession {
+        var console = ConsoleSession(base: "http://127.0.0.1:\(env.adminPort)", cookie: "")
+        let page = try await console.call(client, .GET, "/console/sign-in")
+        let signInToken = try #require(cookie(page, "midtier_console_sign_in"), "\(page.status)")
+        console.cookie = "midtier_console_sign_in=\(signInToken)"
+        let token = TestEnvironment.adminToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let signedIn = try await console.call(client, .POST, "/console/sign-in", body: "csrf=\(signInToken)&token=\(token)")
+        let session = try #require(cookie(signedIn, "midtier_console"), "\(signedIn.status) \(signedIn.text.prefix(300))")
+        console.cookie = "midtier_console=\(session)"
+        let push = try await console.call(client, .GET, "/console/push")
+        let marker = #"name="csrf" value=""#
+        let start = try #require(push.text.range(of: marker), "\(push.status) \(push.text.prefix(300))")
+        console.csrf = String(push.text[start.upperBound...].prefix { $0 != "\"" })
+        return console
+    }
+
+    static func cookie(_ reply: TestEnvironment.Reply, _ name: String) -> String? {
+        for (header, value) in reply.headers where header.lowercased() == "set-cookie" && value.hasPrefix("\(name)=") {
+            let cookie = value.dropFirst(name.count + 1).prefix { $0 != ";" }
+            if !cookie.isEmpty { return String(cookie) }
+        }
+        return nil
+    }
+}
