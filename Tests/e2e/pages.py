@@ -334,6 +334,12 @@ try:
     check("Full report shows the whole report as text", '"report":"r-1"' in (text_of(driver, "report") or "").replace(" ", "") and no_alert(driver),
           text_of(driver, "report"))
 
+    driver.get(f"{admin}/console/push")
+    wait_id(driver, "filter")
+    check("the Push page loads (no app has push here: it says so, no notifications)",
+          driver.find_elements(By.ID, "no-push-apps") != [] and driver.find_elements(By.ID, "no-notifications") != [] and no_alert(driver),
+          driver.find_element(By.TAG_NAME, "main").text[:300])
+
     driver.get(f"{admin}/console/destinations")
     destinations_text = driver.find_element(By.TAG_NAME, "table").text
     check("the destinations page shows sf without secrets", "sf" in destinations_text and "OAuth2SAMLBearerAssertion" in destinations_text
