@@ -14,7 +14,8 @@ run: deps certs build
 ## isolation and identity;
 ## the admin API fuzzed with schemathesis against docs/admin-api.yaml;
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
-## two instances on one PostgreSQL; PostgreSQL over TLS).
+## two instances on one PostgreSQL; PostgreSQL over TLS; push notifications through stand-in
+## APNs and FCM).
 test: deps certs
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
@@ -29,6 +30,8 @@ test: deps certs
 	python3 Tests/e2e/isolation.py $(BIN) --instances 2
 	python3 Tests/e2e/identity.py $(BIN)
 	python3 Tests/e2e/sdk_onboarding.py $(BIN)
+	python3 Tests/e2e/standins/selftest.py
+	python3 Tests/e2e/push.py $(BIN)
 	python3 Tests/e2e/pages.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
