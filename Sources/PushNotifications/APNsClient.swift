@@ -78,10 +78,10 @@ package final class APNsClient: Sendable {
         switch (status, reason) {
         case (200, _): return .delivered
         case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return .tokenGone(reason: described)
-        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"):
-            // Made anew for the next attempt; a key that stays invalid ends after the attempts.
+        case (403, "ExpiredProviderToken"):
+            // Made anew for the next attempt.
             _ = try? await token(renew: true)
-            return .retry(after: 0, reason: described)
+            return .retry(after: 1, reason: described)
         case (429, _), (500...599, _): return .retry(after: retryAfterSeconds(retryAfter), reason: described)
         default: return .refused(reason: described)
         }

@@ -34,7 +34,12 @@ package actor FCMClient {
         func verify(using algorithm: some JWTAlgorithm) throws {}
     }
 
-    struct TokenRefused: Error { var reason: String }
+    /// The token URI refused the service account (`4xx`: the account, its key or the token
+    /// URI is wrong, which another attempt does not mend) or did not answer usably (`5xx`).
+    struct TokenRefused: Error {
+        var reason: String
+        var permanent: Bool
+    }
 
     /// The access token, fetched when there is none or it is about to expire.
     private func token() async throws -> String {
@@ -61,7 +66,8 @@ package actor FCMClient {
         let answer = StrictJSON.object(Array(buffer: body)).get(or: [:])
         guard response.status == .ok, let value = answer["access_token"]?.stringValue, !value.isEmpty,
               value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw TokenRefused(reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))")
+            throw TokenRefused(reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))",
+                               permanent: (400..<500).contains(Int(response.status.code)) && response.status.code != 429)
         }
         let lifetime = max(60, Int(answer["expires_in"]?.doubleValue ?? 3600))
         accessToken = (value, ContinuousClock.now + .seconds(lifetime - 60))
@@ -74,7 +80,7 @@ package actor FCMClient {
         do {
             bearer = try await token()
         } catch let refused as TokenRefused {
-            return .retry(after: nil, reason: refused.reason)
+            return refused.permanent ? .refused(reason: refused.reason) : .retry(after: nil, reason: refused.reason)
         } catch {
             return .retry(after: nil, reason: "FCM token exchange failed")
         }

@@ -2,6 +2,7 @@ import Foundation
 package import Logging
 package import MidtierCore
 import MidtierJSON
+import Synchronization
 package import MidtierMetrics
 package import MidtierStore
 
@@ -24,10 +25,13 @@ package struct PushDeliveryWorker: Sendable {
     package let owner: String
     package let now: @Sendable () -> Int64
 
-    static let batchSize = 64
-    /// Longer than an attempt can take (two 30-second requests at most), so a lease never runs
-    /// out while its owner is still sending.
-    static let leaseMilliseconds: Int64 = 5 * 60 * 1000
+    /// Deliveries sent at once; more are taken as these finish, so one slow push service does
+    /// not hold up the others.
+    static let concurrency = 64
+    /// Longer than an attempt can take (at most two 30-second requests: FCM's token and the
+    /// message), so a lease never runs out while its owner is still sending; short, so that
+    /// the deliveries of an instance that died are sent by another (or after its restart) soon.
+    static let leaseMilliseconds: Int64 = 90 * 1000
     package static let maxAttempts = 8
     static let idlePoll = Duration.seconds(1)
 
@@ -45,41 +49,59 @@ package struct PushDeliveryWorker: Sendable {
         self.now = now
     }
 
-    /// Runs until cancelled.
+    /// Runs until cancelled: takes due deliveries while fewer than `concurrency` are being
+    /// sent, and waits for a nudge (a notification accepted here, a place freed) or a second
+    /// when there is nothing to take.
     package func run() async {
-        while !Task.isCancelled {
-            let sent = await runOnce()
-            if sent == 0 { await wakeUp.wait(upTo: Self.idlePoll) }
+        let inFlight = InFlight()
+        await withDiscardingTaskGroup { group in
+            while !Task.isCancelled {
+                let room = Self.concurrency - inFlight.count.withLock { $0 }
+                let batch = room > 0 ? await claim(limit: room) : []
+                inFlight.count.withLock { $0 += batch.count }
+                for claimed in batch {
+                    group.addTask {
+                        await send(claimed)
+                        let wasFull = inFlight.count.withLock { count -> Bool in
+                            defer { count -= 1 }
+                            return count == Self.concurrency
+                        }
+                        if wasFull { wakeUp.nudge() }
+                    }
+                }
+                if batch.isEmpty { await wakeUp.wait(upTo: Self.idlePoll) }
+            }
         }
     }
 
-    /// Takes one batch and sends it; how many deliveries it took.
-    @discardableResult
-    package func runOnce() async -> Int {
+    /// How many deliveries are being sent.
+    final class InFlight: Sendable {
+        let count = Mutex(0)
+    }
+
+    /// Takes up to `limit` due deliveries (none when the store does not answer).
+    func claim(limit: Int) async -> [ClaimedPushDelivery] {
         let start = now()
-        let batch: [ClaimedPushDelivery]
         do {
-            batch = try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: Self.batchSize)
+            let batch = try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: limit)
             metrics.recordPushQueueDepth(try await store.pendingPushDeliveries())
+            return batch
         } catch {
             logger.warning("push deliveries not read from the store; trying again", metadata: ["error": "\(error)"])
-            return 0
+            return []
         }
-        await withTaskGroup(of: Void.self) { group in
-            for claimed in batch {
-                group.addTask {
-                    let outcome = await deliver(claimed)
-                    do {
-                        _ = try await store.finishPushDelivery(notification: claimed.notification.id, registration: claimed.registration,
-                                                               owner: owner, outcome: outcome, now: now())
-                    } catch {
-                        // The lease runs out and the delivery is tried again (it may then go twice).
-                        logger.warning("a push delivery's outcome was not written", metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
-                    }
-                }
-            }
+    }
+
+    /// Sends one claimed delivery and records its outcome.
+    package func send(_ claimed: ClaimedPushDelivery) async {
+        let outcome = await deliver(claimed)
+        do {
+            _ = try await store.finishPushDelivery(notification: claimed.notification.id, registration: claimed.registration,
+                                                   owner: owner, outcome: outcome, now: now())
+        } catch {
+            // The lease runs out and the delivery is tried again (it may then go twice).
+            logger.warning("a push delivery's outcome was not written", metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
         }
-        return batch.count
     }
 
     /// One attempt at one delivery.
