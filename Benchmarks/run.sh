@@ -93,6 +93,9 @@ PY
 rss_after=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
 "$bench" token-cache-memory --tokens 100000 >"$out/token-cache-memory.txt"
 
+echo "push notifications ..."
+python3 Benchmarks/push_bench.py "$bin" >"$out/push.txt"
+
 burst() { awk -v k="$1" '$1==k {print $2}' "$out/bursts.txt"; }
 read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
 {
@@ -122,6 +125,7 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
   echo "cold burst, 1000 distinct users: $(burst distinct_users_ok)/1000 ok in $(burst distinct_users_seconds)s, $(burst distinct_users_exchanges) exchanges"
   echo "cold burst, 1000 calls of one user: $(burst one_user_ok)/1000 ok in $(burst one_user_seconds)s, $(burst one_user_exchanges) exchange(s) (target 1)"
   echo "RSS idle $((rss_idle / 1024)) MiB; after the bursts $((rss_after / 1024)) MiB"
+  cat "$out/push.txt"
   echo "token cache: 100000 tokens of 256 bytes add $(((cache_after - cache_before) / 1024)) MiB (process $((cache_after / 1024)) MiB; target <= 100 MB)"
 } | tee "$out/summary.txt"
 echo "raw output: $out"
