@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances soak clean format
+.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls soak clean format
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -55,6 +55,10 @@ bench: deps certs
 ## Several instances on PostgreSQL: hot path against SQLite, block-to-refused p50/p99 (docs/benchmarks.md).
 bench-instances: deps certs
 	Benchmarks/instances.sh
+
+## System calls per proxied call: nginx, Caddy, Midtier and the bare SwiftNIO proxy, counted with strace.
+bench-syscalls: deps certs
+	Benchmarks/syscalls.sh
 
 # 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
 soak: deps certs
