@@ -11,7 +11,7 @@ package struct MidtierMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
     /// The per-request metrics by label values, made once each (making one goes through the
     /// registry's lock and builds its label strings: measurable on every proxied call).
-    private let made = MadeMetrics()
+    private let made: MadeMetrics
 
     /// Each server owns its registry (no process-wide bootstrap), so several servers in one
     /// process — tests — keep separate counts.
@@ -24,6 +24,7 @@ package struct MidtierMetrics: Sendable {
             .seconds(5), .seconds(10), .seconds(30),
         ]
         self.factory = factory
+        made = MadeMetrics(factory: factory)
     }
 
     /// A proxied request answered with `status` (to its head) after `duration`.
@@ -90,17 +91,33 @@ package struct MidtierMetrics: Sendable {
 
     /// One push delivery attempt's outcome, through `provider` (`apns`, `fcm`, or `none` when
     /// skipped before one was chosen); for a delivery, the time from acceptance to delivery.
+    /// The metrics are made once per label set (as the request metrics are).
     package func recordPush(_ outcome: PushOutcome, provider: String, sinceAccepted: Duration? = nil) {
-        Counter(label: "midtier_push_deliveries_total", dimensions: [("outcome", outcome.rawValue), ("provider", provider)], factory: factory).increment()
-        if let sinceAccepted {
-            Timer(label: "midtier_push_delivery_seconds", dimensions: [("provider", provider)], factory: factory)
-                .recordNanoseconds(max(0, sinceAccepted.components.seconds * 1_000_000_000 + sinceAccepted.components.attoseconds / 1_000_000_000))
+        let factory = self.factory
+        let (counter, timer) = made.push.withLock { made in
+            let key = "\(outcome.rawValue) \(provider)"
+            let counter = made.counters[key] ?? {
+                let counter = Counter(label: "midtier_push_deliveries_total", dimensions: [("outcome", outcome.rawValue), ("provider", provider)], factory: factory)
+                made.counters[key] = counter
+                return counter
+            }()
+            guard sinceAccepted != nil else { return (counter, nil as CoreMetrics.Timer?) }
+            let timer = made.timers[provider] ?? {
+                let timer = Timer(label: "midtier_push_delivery_seconds", dimensions: [("provider", provider)], factory: factory)
+                made.timers[provider] = timer
+                return timer
+            }()
+            return (counter, timer)
+        }
+        counter.increment()
+        if let sinceAccepted, let timer {
+            timer.recordNanoseconds(max(0, sinceAccepted.components.seconds * 1_000_000_000 + sinceAccepted.components.attoseconds / 1_000_000_000))
         }
     }
 
     /// Deliveries waiting to be sent.
     package func recordPushQueueDepth(_ depth: Int) {
-        Gauge(label: "midtier_push_queue_depth", factory: factory).record(depth)
+        made.pushQueueDepth.record(depth)
     }
 
     /// The text exposition format.
@@ -137,4 +154,15 @@ final class MadeMetrics: Sendable {
     let requests = Mutex(Requests())
     let lookups = Mutex<[MidtierMetrics.CacheResult: CoreMetrics.Counter]>([:])
     let exchanges = Mutex<[String: ExchangeTotals]>([:])
+    /// Push metrics by label set (outcome and provider; provider), made once each.
+    struct Push {
+        var counters: [String: CoreMetrics.Counter] = [:]
+        var timers: [String: CoreMetrics.Timer] = [:]
+    }
+    let push = Mutex(Push())
+    let pushQueueDepth: CoreMetrics.Gauge
+
+    init(factory: PrometheusMetricsFactory) {
+        pushQueueDepth = Gauge(label: "midtier_push_queue_depth", factory: factory)
+    }
 }

@@ -518,6 +518,21 @@ def scenario_one_fcm_token(m, fcm):
           f"(tokensIssued {after.get('tokensIssued')}, FCM messages delivered {after.get('delivered')})")
 
 
+def scenario_metrics(m):
+    """Push metrics on the admin listener's /metrics: deliveries by outcome and provider (labels
+    from a fixed set, never a user or token), the time to delivery and the queue depth."""
+    status, _, body = call("GET", m.admin_base + "/metrics")
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    check("metrics: /metrics answers", status == 200, f"({status})")
+    for needle in ['midtier_push_deliveries_total{outcome="delivered",provider="apns"}',
+                   'midtier_push_deliveries_total{outcome="delivered",provider="fcm"}',
+                   'midtier_push_deliveries_total{outcome="token_gone",provider="apns"}',
+                   'midtier_push_deliveries_total{outcome="retried",provider="apns"}',
+                   'midtier_push_deliveries_total{outcome="skipped",provider="none"}',
+                   "midtier_push_delivery_seconds_bucket", "midtier_push_queue_depth"]:
+        check(f"metrics: {needle.split('{')[0]} {needle[needle.find('{'):] if '{' in needle else ''}".strip(), needle in text)
+
+
 def scenario_durability(m, apns):
     users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
     cids = {}
@@ -657,6 +672,7 @@ def main():
             scenario_gone(m, apns, fcm)
             scenario_retries(m, apns, fcm)
             scenario_one_fcm_token(m, fcm)
+            scenario_metrics(m)
             scenario_durability(m, apns)
             kill_all([m.process])
         logs += scenario_two_instances(work, k, apns, fcm, hashes) or []
