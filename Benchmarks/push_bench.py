@@ -84,11 +84,21 @@ def main():
             time.sleep(0.2)
         last = max([e["time"] for e in apns.lines() + fcm.lines() if e.get("status") == 200] or [started])
         count = delivered()
+
+        # Each (notification, device token) once: a copy would be a delivery made twice.
+        def delivery_key(entry):
+            payload = entry.get("payload") or ((entry.get("message") or {}).get("data") or {})
+            return (payload.get("notificationId"), entry.get("token"))
+        sends = [e for e in apns.lines() + fcm.lines() if e.get("kind") != "oauth"]
+        delivered_ok = [e for e in sends if e.get("status") == 200]
+        twice = len(delivered_ok) - len({delivery_key(e) for e in delivered_ok})
+        refused_by_standins = len(sends) - len(delivered_ok)
         seconds = last - started
         cpu = {name: cpu_seconds(p.pid) - before[name] for name, p in (("midtier", m.process), ("apns", apns.process), ("fcm", fcm.process))}
         print(f"push fan-out: {FAN_OUT_CALLS} notifications x {registrations} registrations = {expected} deliveries; "
               f"{count} delivered in {seconds:.2f} s: {count / seconds:.0f} deliveries/s (target >= 1000); "
-              f"all accepted in {accepted:.2f} s; {len(errors)} refused")
+              f"all accepted in {accepted:.2f} s; {len(errors)} sends refused; {twice} delivered twice; "
+              f"{refused_by_standins} answers other than 200")
         print(f"  CPU in that time: midtier {cpu['midtier']:.1f} s ({cpu['midtier'] / max(count, 1) * 1e6:.0f} us per delivery), "
               f"APNs stand-in {cpu['apns']:.1f} s, FCM stand-in {cpu['fcm']:.1f} s (of {seconds * 2:.1f} s on 2 cores)")
 

@@ -62,6 +62,9 @@ package final class APNsClient: Sendable {
         http.headers.add(name: "apns-push-type", value: request.pushType)
         http.headers.add(name: "apns-priority", value: String(request.priority))
         if let expiration = request.expiration { http.headers.add(name: "apns-expiration", value: String(expiration)) }
+        // A notification sent twice (an answer lost with its connection, then a retry) shows
+        // once: the phone shows notifications with the same collapse id as one.
+        http.headers.add(name: "apns-collapse-id", value: request.collapseID)
         http.headers.add(name: "content-type", value: "application/json")
         http.body = .bytes(ByteBuffer(string: request.payload))
         let status: Int, body: ByteBuffer, retryAfter: String?

@@ -15,6 +15,8 @@ package struct APNsRequest: Sendable, Equatable {
     package var priority: Int
     /// `apns-expiration`: seconds since 1970; 0 means "once, now or never".
     package var expiration: Int?
+    /// `apns-collapse-id`: the notification's id, so that a copy sent again shows once.
+    package var collapseID: String
 }
 
 extension PushMessage {
@@ -46,7 +48,7 @@ extension PushMessage {
         let alerting = aps.contains { ["alert", "badge", "sound"].contains($0.key) }
         let expiration = apns.expiration ?? timeToLive.map { now + $0 }
         return APNsRequest(payload: JSON.object(top).serialized(), pushType: alerting ? "alert" : "background",
-                           priority: alerting && priority == .high ? 10 : 5, expiration: expiration)
+                           priority: alerting && priority == .high ? 10 : 5, expiration: expiration, collapseID: notificationID)
     }
 
     /// FCM HTTP v1's `message` for `token`: a notification (title, body) when there is one to
@@ -73,7 +75,9 @@ extension PushMessage {
         var shown: [JSONMember] = []
         if let sound = gcm.sound ?? sound { shown.append(JSONMember(key: "sound", value: .string(sound))) }
         if let icon = gcm.icon { shown.append(JSONMember(key: "icon", value: .string(icon))) }
-        if let tag = gcm.tag { shown.append(JSONMember(key: "tag", value: .string(tag))) }
+        // The tag replaces a shown notification with the same tag: by default the notification's
+        // id, so that a copy sent again (an answer lost with its connection) shows once.
+        if title != nil || body != nil || gcm.tag != nil { shown.append(JSONMember(key: "tag", value: .string(gcm.tag ?? notificationID))) }
         if let color = gcm.color { shown.append(JSONMember(key: "color", value: .string(color))) }
         if let action = gcm.clickAction { shown.append(JSONMember(key: "click_action", value: .string(action))) }
         if let badge { shown.append(JSONMember(key: "notification_count", value: .number(badge))) }

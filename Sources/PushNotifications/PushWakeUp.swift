@@ -27,7 +27,10 @@ package final class PushWakeUp: Sendable {
     /// Returns at the next nudge, or after `timeout` at the latest.
     package func wait(upTo timeout: Duration) async {
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            // Only a sleep that ran its course wakes the waiter: the timer of a wait that a
+            // nudge ended is cancelled, and must not leave a nudge behind (which would end the
+            // next wait at once, and so on: a busy loop).
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
             self?.nudge()
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

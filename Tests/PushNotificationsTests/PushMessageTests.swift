@@ -53,6 +53,7 @@ import Testing
         let request = message.apnsRequest(notificationID: "n-1", now: 1000)
         #expect(request.payload == #"{"aps":{"alert":{"title":"Title","body":"body text"},"badge":2,"sound":"chime"},"data":"d","k":"v","notificationId":"n-1"}"#)
         #expect(request.pushType == "alert" && request.priority == 10 && request.expiration == 1060)
+        #expect(request.collapseID == "n-1", "a copy sent again shows once")
     }
 
     @Test func aSilentNotificationIsABackgroundPushAtPriorityFive() throws {
@@ -65,7 +66,7 @@ import Testing
     @Test func fcmGetsANotificationDataAsStringsAndAndroidOptions() throws {
         let message = try Self.read(##"{"alert":"body","badge":4,"priority":"normal","custom":{"k":"v"},"gcm":{"title":"T","collapseKey":"c","timeToLive":120,"color":"#fff"}}"##)
         let json = message.fcmMessage(token: "tok", notificationID: "n-3").serialized()
-        #expect(json == ##"{"message":{"token":"tok","notification":{"title":"T","body":"body"},"data":{"k":"v","notificationId":"n-3"},"android":{"priority":"NORMAL","ttl":"120s","collapse_key":"c","notification":{"color":"#fff","notification_count":4}}}}"##)
+        #expect(json == ##"{"message":{"token":"tok","notification":{"title":"T","body":"body"},"data":{"k":"v","notificationId":"n-3"},"android":{"priority":"NORMAL","ttl":"120s","collapse_key":"c","notification":{"tag":"n-3","color":"#fff","notification_count":4}}}}"##)
     }
 
     /// The notification's id is Midtier's: a custom member of that name cannot replace it.

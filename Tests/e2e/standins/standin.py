@@ -134,6 +134,10 @@ def serve(app, port, cert, key, name):
     config.accesslog = None          # the JSONL log is the record; no access log on stdout
     config.errorlog = "-"            # hypercorn's own errors go to stderr
     config.keep_alive_timeout = 75   # keep idle connections open as a real service does
+    # Apple and Google keep a connection for as many requests as it carries; hypercorn's default
+    # closes it after 1 000, losing the answers of the streams still open (which a client then
+    # cannot tell from undelivered ones).
+    config.keep_alive_max_requests = 1_000_000_000
     config.graceful_timeout = 2
 
     async def main():
