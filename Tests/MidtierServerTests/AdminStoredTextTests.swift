@@ -96,56 +96,14 @@ import Testing
         }
     }
 
-    /// A signed-in console session: its cookie and its forms' synchronizer token.
-    struct Console {
-        let base: String
-        var cookie: String
-        var csrf = ""
+    /// The console session helper the console tests share (`MidtierTestSupport`).
+    typealias Console = ConsoleSession
 
-        /// A call as the browser makes it (a form is posted as a form), redirects not followed.
-        func call(_ client: HTTPClient, _ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> TestEnvironment.Reply {
-            var request = HTTPClientRequest(url: base + path)
-            request.method = method
-            request.headers.add(name: "Cookie", value: cookie)
-            if let body {
-                request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-                request.body = .bytes(ByteBuffer(string: body))
-            }
-            let response = try await client.execute(request, timeout: .seconds(30))
-            let buffer = try await response.body.collect(upTo: 16 << 20)
-            return TestEnvironment.Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                         body: Array(buffer.readableBytesView))
-        }
-    }
-
-    /// Signs in to the console with the admin token, as a browser would.
     static func signIn(_ env: TestEnvironment, _ client: HTTPClient) async throws -> Console {
-        var console = Console(base: "http://127.0.0.1:\(env.adminPort)", cookie: "")
-        let page = try await console.call(client, .GET, "/console/sign-in")
-        let signInToken = try #require(Self.cookie(page, "midtier_console_sign_in"), "\(page.status)")
-        console.cookie = "midtier_console_sign_in=\(signInToken)"
-        let signedIn = try await console.call(client, .POST, "/console/sign-in",
-                                              body: "csrf=\(signInToken)&token=\(TestEnvironment.adminToken.percentEncodedForForm)")
-        let session = try #require(Self.cookie(signedIn, "midtier_console"), "\(signedIn.status) \(signedIn.text.prefix(300))")
-        console.cookie = "midtier_console=\(session)"
-        let users = try await console.call(client, .GET, "/console/users")
-        let marker = #"name="csrf" value=""#
-        let start = try #require(users.text.range(of: marker), "\(users.status) \(users.text.prefix(300))")
-        console.csrf = String(users.text[start.upperBound...].prefix { $0 != "\"" })
-        return console
+        try await ConsoleSession.signIn(env, client)
     }
 
     static func cookie(_ reply: TestEnvironment.Reply, _ name: String) -> String? {
-        for (header, value) in reply.headers where header.lowercased() == "set-cookie" && value.hasPrefix("\(name)=") {
-            let cookie = value.dropFirst(name.count + 1).prefix { $0 != ";" }
-            if !cookie.isEmpty { return String(cookie) }
-        }
-        return nil
-    }
-}
-
-extension String {
-    fileprivate var percentEncodedForForm: String {
-        addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? self
+        ConsoleSession.cookie(reply, name)
     }
 }

@@ -81,7 +81,7 @@ import Testing
                                                        outcome: .retry(at: 0, provider: nil, reason: ""), now: 7_000)
             }
 
-            let console = try await ConsoleSession.signIn(env, client)
+            let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
             let list = try await console.call(client, .GET, "/console/push")
             #expect(list.status == 200, "\(list.text.prefix(300))")
             #expect(list.text.contains(#"aria-current="page">Push</a>"#))
@@ -125,7 +125,7 @@ import Testing
             try await Self.register(env, "b-phone", bob, apns: "tok-e")
             try await Self.register(env, "idp-phone", UserIdentity(realm: "https://idp.test", id: "alice"), apns: "tok-f")
 
-            let console = try await ConsoleSession.signIn(env, client)
+            let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
             let sent = try await console.call(client, .POST, "/console/push/test",
                                               body: "csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=Hello+%3Cb%3Ethere")
             #expect(sent.status == 303, "\(sent.text.prefix(300))")
@@ -152,7 +152,7 @@ import Testing
             try await Self.register(env, "a-notoken", Self.alice)
             try await Self.register(env, "a-plain", Self.alice, app: "plain", apns: "tok-d")
             try await Self.register(env, "b-phone", UserIdentity.local("bob"), apns: "tok-e")
-            let console = try await ConsoleSession.signIn(env, client)
+            let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
 
             func post(_ body: String) async throws -> TestEnvironment.Reply {
                 try await console.call(client, .POST, "/console/push/test", body: body)
@@ -177,52 +177,5 @@ import Testing
             let sent = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=demo&alert=hi")
             #expect(sent.status == 303)
         }
-    }
-}
-
-/// A signed-in console session: its cookie and its forms' synchronizer token.
-private struct ConsoleSession {
-    let base: String
-    var cookie: String
-    var csrf = ""
-
-    /// A call as the browser makes it (a form is posted as a form), redirects not followed.
-    func call(_ client: HTTPClient, _ method: HTTPMethod, _ path: String, body: String? = nil) async throws -> TestEnvironment.Reply {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        request.headers.add(name: "Cookie", value: cookie)
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-            request.body = .bytes(ByteBuffer(string: body))
-        }
-        let response = try await client.execute(request, timeout: .seconds(30))
-        let buffer = try await response.body.collect(upTo: 16 << 20)
-        return TestEnvironment.Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                     body: Array(buffer.readableBytesView))
-    }
-
-    /// Signs in with the admin token (`admin#2`), as a browser would.
-    static func signIn(_ env: TestEnvironment, _ client: HTTPClient) async throws -> ConsoleSession {
-        var console = ConsoleSession(base: "http://127.0.0.1:\(env.adminPort)", cookie: "")
-        let page = try await console.call(client, .GET, "/console/sign-in")
-        let signInToken = try #require(cookie(page, "midtier_console_sign_in"), "\(page.status)")
-        console.cookie = "midtier_console_sign_in=\(signInToken)"
-        let token = TestEnvironment.adminToken.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
-        let signedIn = try await console.call(client, .POST, "/console/sign-in", body: "csrf=\(signInToken)&token=\(token)")
-        let session = try #require(cookie(signedIn, "midtier_console"), "\(signedIn.status) \(signedIn.text.prefix(300))")
-        console.cookie = "midtier_console=\(session)"
-        let push = try await console.call(client, .GET, "/console/push")
-        let marker = #"name="csrf" value=""#
-        let start = try #require(push.text.range(of: marker), "\(push.status) \(push.text.prefix(300))")
-        console.csrf = String(push.text[start.upperBound...].prefix { $0 != "\"" })
-        return console
-    }
-
-    static func cookie(_ reply: TestEnvironment.Reply, _ name: String) -> String? {
-        for (header, value) in reply.headers where header.lowercased() == "set-cookie" && value.hasPrefix("\(name)=") {
-            let cookie = value.dropFirst(name.count + 1).prefix { $0 != ";" }
-            if !cookie.isEmpty { return String(cookie) }
-        }
-        return nil
     }
 }
