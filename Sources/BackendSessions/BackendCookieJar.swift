@@ -49,6 +49,9 @@ package final class BackendCookieJar: Sendable {
         /// When an answer last changed it (`clock`), so that a store read that started before
         /// cannot replace it with what the store had then.
         var changedAt: UInt64 = 0
+        /// The stamp of the session held: the store's when it was loaded, or this instance's
+        /// last change. A change made on top of it gets a later stamp (`Change.stamp`).
+        var stamp: Int64 = 0
     }
 
     private struct State {
@@ -68,8 +71,10 @@ package final class BackendCookieJar: Sendable {
     }
 
     /// What an answer changed, for the store: the jar's cookies after it, and a stamp that
-    /// orders this instance's changes (strictly increasing) and, by the wall clock,
-    /// roughly orders them against other instances'.
+    /// orders this instance's changes (strictly increasing), is later than the stamp of the
+    /// session the change was made on (another instance's, read from the store, even within
+    /// the same millisecond), and by the wall clock roughly orders changes against other
+    /// instances'.
     package struct Change: Sendable, Equatable {
         package let cookies: [Cookie]
         package let stamp: Int64
@@ -103,15 +108,19 @@ package final class BackendCookieJar: Sendable {
     }
 
     /// The unexpired cookies of `key`'s jar, or nil when memory does not hold it.
-    package func cookies(for key: Key) -> [Cookie]? {
+    package func cookies(for key: Key) -> [Cookie]? { session(for: key)?.cookies }
+
+    /// The unexpired cookies of `key`'s jar and the stamp of the session they belong to, or nil
+    /// when memory does not hold it.
+    package func session(for key: Key) -> (cookies: [Cookie], stamp: Int64)? {
         let now = wallClock()
         let tick = clock
-        return state.withLock { state -> [Cookie]? in
+        return state.withLock { state -> (cookies: [Cookie], stamp: Int64)? in
             guard var jar = state.jars[key] else { return nil }
             jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
             jar.lastUsed = tick
             state.jars[key] = jar
-            return Array(jar.cookies.values)
+            return (Array(jar.cookies.values), jar.stamp)
         }
     }
 
@@ -135,17 +144,18 @@ package final class BackendCookieJar: Sendable {
         case older
     }
 
-    /// Puts the cookies a store read found (none: an empty jar) in memory, unless the
-    /// registration's sessions ended or the jar was forgotten since the read started.
+    /// Puts the cookies a store read found (none: an empty jar) in memory, with the stamp they
+    /// were stored with, unless the registration's sessions ended or the jar was forgotten
+    /// since the read started.
     @discardableResult
-    package func load(_ cookies: [Cookie], for key: Key, startedAt: UInt64) -> Loading {
+    package func load(_ cookies: [Cookie], stamp: Int64 = 0, for key: Key, startedAt: UInt64) -> Loading {
         let now = wallClock()
         let tick = clock
         return state.withLock { state -> Loading in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
             if state.allForgottenAt >= startedAt || (state.forgottenAt[key].map { $0 >= startedAt } ?? false) { return .superseded }
             if let held = state.jars[key], held.changedAt >= startedAt { return .older }
-            var jar = Jar(lastUsed: tick)
+            var jar = Jar(lastUsed: tick, stamp: stamp)
             for cookie in cookies.prefix(50) where cookie.expiresAt.map({ now < $0 }) ?? true { jar.cookies[cookie.name] = cookie }
             insert(jar, for: key, into: &state)
             return .kept
@@ -153,21 +163,22 @@ package final class BackendCookieJar: Sendable {
     }
 
     /// Takes the `Set-Cookie` values of a back end's answer to a call that started at
-    /// `startedAt` (`clock`) with the cookies `sent`; dropped when the registration's sessions
-    /// ended since. When memory no longer holds the jar (another instance's change, or
-    /// eviction, while the call ran), the answer applies to the cookies the call was sent, so
-    /// that an answer renewing one cookie does not lose the others.
+    /// `startedAt` (`clock`) with the cookies `sent` (stored with `sentStamp`); dropped when
+    /// the registration's sessions ended since. When memory no longer holds the jar (another
+    /// instance's change, or eviction, while the call ran), the answer applies to the cookies
+    /// the call was sent, so that an answer renewing one cookie does not lose the others.
     ///
     /// Returns the jar's cookies when they changed in a way the store should learn (a cookie
     /// set, changed or deleted, or an expiry moved by more than a minute); nil otherwise.
     @discardableResult
-    package func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64, sent: [Cookie] = []) -> Change? {
+    package func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64,
+                       sent: [Cookie] = [], sentStamp: Int64 = 0) -> Change? {
         guard !setCookies.isEmpty else { return nil }
         let now = wallClock()
         let tick = clock
         return state.withLock { state -> Change? in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }
-            var jar = state.jars[key] ?? Jar(cookies: Dictionary(sent.map { ($0.name, $0) }, uniquingKeysWith: { $1 }))
+            var jar = state.jars[key] ?? Jar(cookies: Dictionary(sent.map { ($0.name, $0) }, uniquingKeysWith: { $1 }), stamp: sentStamp)
             let before = jar.cookies
             for header in setCookies {
                 guard let cookie = Self.parse(header, requestPath: requestPath, now: now) else { continue }
@@ -181,8 +192,9 @@ package final class BackendCookieJar: Sendable {
             guard Self.differ(before, jar.cookies) else { return nil }
             jar.lastUsed = tick
             jar.changedAt = tick
+            state.lastStamp = max(state.lastStamp + 1, now * 1000, jar.stamp + 1)
+            jar.stamp = state.lastStamp
             insert(jar, for: key, into: &state)
-            state.lastStamp = max(state.lastStamp + 1, now * 1000)
             return Change(cookies: jar.cookies.values.sorted { $0.name < $1.name }, stamp: state.lastStamp)
         }
     }

@@ -32,6 +32,8 @@ package final class BackendSessions: Sendable {
         let startedAt: UInt64
         /// Every cookie of the session the call went with (not only those its path matched).
         let sent: [Cookie]
+        /// The stamp of the session `sent` belongs to.
+        let sentStamp: Int64
         /// The `Cookie` header for the back end, or nil.
         package let cookieHeader: String?
     }
@@ -61,20 +63,21 @@ package final class BackendSessions: Sendable {
         let key = Key(registration: registration, destination: destination)
         let startedAt = jar.clock
         if sealer != nil, modifying || !jar.holds(key), let read = await read(key),
-           jar.load(read, for: key, startedAt: startedAt) == .superseded {
+           jar.load(read.cookies, stamp: read.stamp, for: key, startedAt: startedAt) == .superseded {
             // Another instance changed the session while it was read (its notice came in
             // between): this call goes with what was read, the next one reads again.
-            return Call(key: key, path: path, startedAt: startedAt, sent: read,
-                        cookieHeader: BackendCookieJar.header(read, path: path, now: wallClock()))
+            return Call(key: key, path: path, startedAt: startedAt, sent: read.cookies, sentStamp: read.stamp,
+                        cookieHeader: BackendCookieJar.header(read.cookies, path: path, now: wallClock()))
         }
-        let cookies = jar.cookies(for: key) ?? []
-        return Call(key: key, path: path, startedAt: startedAt, sent: cookies,
-                    cookieHeader: BackendCookieJar.header(cookies, path: path, now: wallClock()))
+        let held = jar.session(for: key) ?? ([], 0)
+        return Call(key: key, path: path, startedAt: startedAt, sent: held.cookies, sentStamp: held.stamp,
+                    cookieHeader: BackendCookieJar.header(held.cookies, path: path, now: wallClock()))
     }
 
     /// Takes the `Set-Cookie` values of the back end's answer to `call`.
     package func finish(_ call: Call, setCookies: [String]) async {
-        guard let change = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt, sent: call.sent),
+        guard let change = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt,
+                                     sent: call.sent, sentStamp: call.sentStamp),
               let sealer, storeAnswers else { return }
         let registration = call.key.registration.value
         let destination = call.key.destination.value
@@ -111,9 +114,10 @@ package final class BackendSessions: Sendable {
     /// Changes were missed: every session is read from the store again.
     package func forgetAll() { jar.forgetAll() }
 
-    /// The session's cookies as the store has them (none when it has none, or when what it has
-    /// does not open); nil when the store did not answer (memory serves then).
-    private func read(_ key: Key) async -> [Cookie]? {
+    /// The session's cookies as the store has them, with their stamp (none when it has none,
+    /// or when what it has does not open); nil when the store did not answer (memory serves
+    /// then).
+    private func read(_ key: Key) async -> (cookies: [Cookie], stamp: Int64)? {
         guard let sealer, storeAnswers else { return nil }
         let registration = key.registration.value
         let destination = key.destination.value
@@ -127,15 +131,15 @@ package final class BackendSessions: Sendable {
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
             return nil
         }
-        guard let found else { return [] }
+        guard let found else { return ([], 0) }
         do {
             let plaintext = try sealer.open(found.sealed, registration: registration, destination: destination)
-            return try SealedCookies.cookies(plaintext)
+            return (try SealedCookies.cookies(plaintext), found.stamp)
         } catch {
             // The back end starts a new session (a device fetches a new CSRF token).
             logger.warning("a stored back-end session does not open; starting without it",
                            metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
-            return []
+            return ([], found.stamp)
         }
     }
 

@@ -103,6 +103,25 @@ import Testing
         #expect(jar.load(read, for: composed, startedAt: beforeAll) == .superseded)
     }
 
+    /// A change made on top of another instance's session is stamped after it, even when both
+    /// came within the same millisecond: the store keeps the later of the two.
+    @Test func aChangeIsStampedAfterTheSessionItWasMadeOn() throws {
+        let jar = BackendCookieJar(wallClock: { 1_800_000_000_000 })
+        let key = BackendCookieJar.Key(registration: "r1", destination: "gw")
+        let theirs: Int64 = 1_800_000_000_000 * 1000 + 5
+        #expect(jar.load([.init(name: "s", value: "1", path: "/", expiresAt: nil)], stamp: theirs, for: key, startedAt: jar.clock) == .kept)
+        let held = try #require(jar.session(for: key))
+        #expect(held.stamp == theirs)
+        let mine = try #require(jar.store(["s=2"], for: key, requestPath: "/", startedAt: jar.clock))
+        #expect(mine.stamp > theirs)
+        // Memory lost the jar while a call ran: the answer builds on what the call was sent.
+        jar.forget(key)
+        let late = try #require(jar.store(["t=1"], for: key, requestPath: "/", startedAt: jar.clock,
+                                          sent: held.cookies, sentStamp: theirs + 100))
+        #expect(late.stamp > theirs + 100)
+        #expect(late.cookies.map(\.name) == ["s", "t"])
+    }
+
     @Test(arguments: StoreKind.allCases) func storeKeepsSealedSessionsWhileTheRegistrationIsActive(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
@@ -145,8 +164,11 @@ import Testing
             let storeA = try await test.open(cached: false), storeB = try await test.open(cached: false)
             #expect(try await storeA.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil) == .inserted)
             // In the middle of a key rotation: A seals with the old key, B with the new; both open both.
-            let a = BackendSessions(store: storeA, keys: [Self.key1, Self.key2], logger: Self.logger)
-            let b = BackendSessions(store: storeB, keys: [Self.key2, Self.key1], logger: Self.logger)
+            // Both instances' wall clocks stand still: every answer below comes within the same
+            // millisecond, as on a fast machine, and each still replaces the one it followed.
+            let frozen: @Sendable () -> Int64 = { 1_800_000_000_000 }
+            let a = BackendSessions(store: storeA, keys: [Self.key1, Self.key2], logger: Self.logger, wallClock: frozen)
+            let b = BackendSessions(store: storeB, keys: [Self.key2, Self.key1], logger: Self.logger, wallClock: frozen)
 
             let early = await b.begin(registration: "r1", destination: "gw", path: "/sap/opu/odata/x", modifying: false)
             #expect(early.cookieHeader == nil)
