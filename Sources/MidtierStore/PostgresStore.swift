@@ -33,15 +33,17 @@ package final class PostgresStore: StateStore {
     let logger: Logger
     let operationTimeout: Duration
     /// The deadline of session reads and saves, which run on the request path.
-    static let sessionTimeout = Duration.seconds(1)
+    let sessionTimeout: Duration
     private let runner: Task<Void, Never>
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
     /// instances starting at once migrate one after the other.
-    package init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), logger: Logger) async throws(StoreError) {
+    package init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), sessionTimeout: Duration = .seconds(1),
+                 logger: Logger) async throws(StoreError) {
         self.location = location
         self.logger = logger
         self.operationTimeout = operationTimeout
+        self.sessionTimeout = sessionTimeout
         let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
         self.client = client
         self.runner = Task { await client.run() }
@@ -388,7 +390,7 @@ package final class PostgresStore: StateStore {
 
     package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
-        try await read(within: Self.sessionTimeout) { client, logger in
+        try await read(within: sessionTimeout) { client, logger in
             let rows = try await client.query("""
                 SELECT sealed, expires_at, stamp FROM midtier_backend_session
                 WHERE registration_id = \(registration) AND destination = \(destination) AND (expires_at IS NULL OR expires_at > \(now))
@@ -404,7 +406,7 @@ package final class PostgresStore: StateStore {
     package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         // Under the write lock like every announced change (the change feed reads changes in
         // sequence order), with the request path's short deadline.
-        try await write(within: Self.sessionTimeout) { connection, logger in
+        try await write(within: sessionTimeout) { connection, logger in
             try await connection.query("DELETE FROM midtier_backend_session WHERE expires_at <= \(now)", logger: logger)
             var active = false
             for try await _ in try await connection.query("""

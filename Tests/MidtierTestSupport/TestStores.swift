@@ -71,7 +71,9 @@ package final class TestStore: Sendable {
         let base: any StateStore
         switch kind {
         case .sqlite: base = try SQLiteStore(path: sqlitePath!)
-        case .postgres: base = try await PostgresStore(postgres!, logger: Self.logger)
+        // Back-end session reads and saves get the other operations' deadline here, not the
+        // request path's 1 s: a loaded test machine can take longer than that to answer.
+        case .postgres: base = try await PostgresStore(postgres!, sessionTimeout: .seconds(5), logger: Self.logger)
         }
         return cached ? CachedStateStore(base: base) : base
     }
