@@ -17,13 +17,18 @@ package struct MidtierResponder: HTTPResponder {
     }
 
     package func respond(to request: Request, context: MidtierRequestContext) async throws -> Response {
-        var context = context
-        context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
-        let first = request.uri.path.dropFirst().prefix { $0 != "/" }
-        guard ReservedPathSegments.isOwnRoute(first) else {
+        guard Self.isOwnRoute(request) else {
             return await proxy.handle(request, context: context)
         }
+        var context = context
+        context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
         return try await ownRoutes.respond(to: request, context: context)
+    }
+
+    /// Whether `request` is for one of Midtier's own routes rather than a destination: its
+    /// first path segment, exactly as sent, is a reserved name.
+    static func isOwnRoute(_ request: Request) -> Bool {
+        ReservedPathSegments.isOwnRoute(request.uri.path.dropFirst().prefix { $0 != "/" })
     }
 }
 

@@ -39,6 +39,8 @@ package struct ProxyHandler: Sendable {
 
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
         let start = ContinuousClock.now
+        var context = context
+        context.believeForwardedFor(request, trusting: runtime.current.configuration.server.trustedProxies)
         let response: Response
         do {
             response = try await proxy(request, context: context)

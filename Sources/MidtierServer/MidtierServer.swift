@@ -173,10 +173,10 @@ package final class MidtierServer: Sendable {
             responder: responder,
             // Slow and idle clients (docs/operations.md): behind trusted proxies every client
             // comes through them, so their connections are not counted per address.
-            server: .guardedHTTP1(settings: {
+            server: .device(settings: {
                 let server = runtime.current.configuration.server
                 return .init(limits: server.connectionLimits, uncounted: server.trustedProxies)
-            }, logger: logger),
+            }, proxy: proxy, logger: logger),
             configuration: .init(address: address ?? .hostname(settings.listen.host, port: settings.listen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger
