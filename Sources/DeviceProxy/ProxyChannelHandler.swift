@@ -1,5 +1,4 @@
 import Forwarding
-import Foundation
 import HTTPTypes
 import Hummingbird
 package import Logging
@@ -29,10 +28,16 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     enum Turn: Equatable {
         /// No request under way.
         case idle
-        /// Hummingbird answers the request under way; its parts go on to Hummingbird until its end.
-        case hummingbird(requestEnded: Bool, answerEnded: Bool)
-        /// This handler answers the request under way; `close` once answered (`Connection: close`).
+        /// Hummingbird answers the request under way; its parts go on to Hummingbird until its
+        /// end. `close`: Hummingbird ends the connection after this answer (`Connection: close`).
+        case hummingbird(requestEnded: Bool, answerEnded: Bool, close: Bool)
+        /// This handler answers the request under way; `close`: the connection ends after it.
         case proxy(requestEnded: Bool, answerEnded: Bool, close: Bool)
+        /// The connection ends: an answer to a `Connection: close` request was given, or
+        /// Hummingbird was handed an error or the end of the input, which end its loop. Nothing
+        /// more is answered: request parts are dropped, reads pass (so the end of the input is
+        /// seen), errors and the end of the input go on to Hummingbird.
+        case closing
     }
 
     /// An inbound event that waits for its turn.
@@ -68,6 +73,7 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     // MARK: Inbound: requests
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard turn != .closing else { return }
         let part = unwrapInboundIn(data)
         guard waiting.isEmpty, takesInbound else {
             waiting.append(.part(part))
@@ -77,6 +83,10 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        guard turn != .closing else {
+            context.fireErrorCaught(error)
+            return
+        }
         guard waiting.isEmpty, takesInbound else {
             waiting.append(.error(error))
             return
@@ -85,7 +95,7 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard case .inputClosed? = event as? ChannelEvent else {
+        guard case .inputClosed? = event as? ChannelEvent, turn != .closing else {
             context.fireUserInboundEventTriggered(event)
             return
         }
@@ -97,7 +107,7 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     }
 
     package func read(context: ChannelHandlerContext) {
-        guard waiting.isEmpty else {
+        guard waiting.isEmpty || turn == .closing else {
             readHeld = true
             return
         }
@@ -109,7 +119,8 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     private var takesInbound: Bool {
         switch turn {
         case .idle: true
-        case .hummingbird(let requestEnded, _), .proxy(let requestEnded, _, _): !requestEnded
+        case .hummingbird(let requestEnded, _, _), .proxy(let requestEnded, _, _): !requestEnded
+        case .closing: false
         }
     }
 
@@ -123,21 +134,23 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
             }
             let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
             guard !MidtierResponder.isOwnRoute(request), Forwarder.isReplayable(request) else {
-                turn = .hummingbird(requestEnded: false, answerEnded: false)
+                turn = .hummingbird(requestEnded: false, answerEnded: false, close: Self.asksToClose(head))
                 context.fireChannelRead(wrapInboundOut(part))
                 return
             }
             turn = .proxy(requestEnded: false, answerEnded: false, close: Self.asksToClose(head))
             answer(request, context: context)
-        case .hummingbird(_, let answerEnded):
+        case .hummingbird(_, let answerEnded, let close):
             context.fireChannelRead(wrapInboundOut(part))
             guard case .end = part else { return }
-            turn = answerEnded ? .idle : .hummingbird(requestEnded: true, answerEnded: false)
+            // (An answer with `close` ended the turn already: see `write`.)
+            turn = answerEnded ? .idle : .hummingbird(requestEnded: true, answerEnded: false, close: close)
         case .proxy(_, let answerEnded, let close):
             // A call answered here has no body: only its end comes.
             guard case .end = part else { return }
-            // After an answer that closes the connection, nothing more is taken.
-            turn = answerEnded && !close ? .idle : .proxy(requestEnded: true, answerEnded: answerEnded, close: close)
+            turn = answerEnded ? .idle : .proxy(requestEnded: true, answerEnded: false, close: close)
+        case .closing:
+            return
         }
     }
 
@@ -150,7 +163,9 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
             if answerEnded { nextTurn(context: context) }
             return
         }
+        // Hummingbird ends its loop on an error (a parse error is answered 400 first).
         context.fireErrorCaught(error)
+        endTurns(context: context)
     }
 
     private func receiveInputClosed(context: ChannelHandlerContext) {
@@ -161,13 +176,27 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
             return
         }
         context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        endTurns(context: context)
+    }
+
+    /// The connection ends (`Turn.closing`): what waits is dropped, and a held read goes out
+    /// so that the end of the input is seen.
+    private func endTurns(context: ChannelHandlerContext) {
+        turn = .closing
+        waiting.removeAll()
+        if readHeld {
+            readHeld = false
+            context.read()
+        }
     }
 
     /// After an answer ended: what waited is taken in order, until a request is under way
     /// again; reading resumes once nothing waits.
     private func nextTurn(context: ChannelHandlerContext) {
-        if case .proxy(true, true, false) = turn { turn = .idle }
-        if case .hummingbird(true, true) = turn { turn = .idle }
+        switch turn {
+        case .proxy(true, true, _), .hummingbird(true, true, _): turn = .idle
+        default: break
+        }
         var replayed = false
         while takesInbound, let next = waiting.popFirst() {
             replayed = true
@@ -185,19 +214,24 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
         }
     }
 
-    /// `Connection: close` on the request: the connection closes after the answer.
+    /// `Connection: close` on the request: the connection ends after the answer. The same rule
+    /// as Hummingbird's request loop (the header's value exactly `close`), so that a request
+    /// ends the connection whichever of the two answers it.
     static func asksToClose(_ head: HTTPRequest) -> Bool {
-        head.headerFields[values: .connection].contains { value in
-            value.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "close" }
-        }
+        head.headerFields[.connection] == "close"
     }
 
     // MARK: Outbound: Hummingbird's answers
 
     package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
-        guard case .end = unwrapOutboundIn(data), case .hummingbird(let requestEnded, false) = turn else { return }
-        turn = .hummingbird(requestEnded: requestEnded, answerEnded: true)
+        guard case .end = unwrapOutboundIn(data), case .hummingbird(let requestEnded, false, let close) = turn else { return }
+        // After a `Connection: close` request Hummingbird's loop stops and closes its side.
+        if close {
+            endTurns(context: context)
+            return
+        }
+        turn = .hummingbird(requestEnded: requestEnded, answerEnded: true, close: false)
         if requestEnded { nextTurn(context: context) }
     }
 
@@ -232,11 +266,14 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
         }
     }
 
-    fileprivate func writeHead(_ head: HTTPResponse) throws {
+    /// Writes the head of the answer; flushed with `flush` (a streamed body: the device sees
+    /// the status before the back end's first bytes), else with the body.
+    fileprivate func writeHead(_ head: HTTPResponse, flush: Bool) throws {
         guard let context, context.channel.isActive else { throw ChannelError.ioOnClosedChannel }
         var head = head
         head.headerFields[.date] = HTTPDate.now
         context.write(wrapOutboundOut(.head(head)), promise: nil)
+        if flush { context.flush() }
     }
 
     /// Writes a part of the body; flushed with `flush`, and when the connection takes no more
@@ -260,7 +297,7 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
             let written = context.eventLoop.makePromise(of: Void.self)
             context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: written)
             written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-            turn = .proxy(requestEnded: requestEnded, answerEnded: true, close: true)
+            endTurns(context: context)
             return
         }
         context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
@@ -286,8 +323,9 @@ struct ProxyAnswerWriter: ResponseBodyWriter {
     var written = 0
 
     func writeHead(_ head: HTTPResponse) async throws {
+        let flush = contentLength == nil
         try await perform { handler in
-            try handler.writeHead(head)
+            try handler.writeHead(head, flush: flush)
             return nil
         }
     }

@@ -66,6 +66,16 @@ import Testing
             try await channel.pipeline.addHandler(reads)
             try await channel.pipeline.addHandler(ProxyChannelHandler(respond: { request, _ in
                 await gate.pass(request.uri.path)
+                guard request.uri.path != "/dest/stream" else {
+                    // A streamed body whose first bytes come only when the test says so.
+                    let (body, source) = AsyncStream<ByteBuffer>.makeStream()
+                    Task {
+                        await gate.pass("/dest/stream/body")
+                        source.yield(ByteBuffer(string: "late"))
+                        source.finish()
+                    }
+                    return Response(status: .ok, body: ResponseBody(asyncSequence: body))
+                }
                 return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "answer to \(request.uri.path)")))
             }, logger: Logger(label: "test")))
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8080))
@@ -92,8 +102,17 @@ import Testing
         /// The answer written to the connection next: status and body. A test whose answer never
         /// comes fails after a while rather than hanging the run.
         func answer() async throws -> (status: Int, body: String, date: Bool) {
+            try await within { try await self.nextAnswer() }
+        }
+
+        /// The next part written (and flushed) to the connection, or a failure after a while.
+        func nextPart() async throws -> HTTPResponsePart {
+            try await within { try await self.channel.waitForOutboundWrite(as: HTTPResponsePart.self) }
+        }
+
+        private func within<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
             try await withThrowingTaskGroup { group in
-                group.addTask { try await self.nextAnswer() }
+                group.addTask { try await body() }
                 group.addTask {
                     try await Task.sleep(for: .seconds(20))
                     // Closing ends the wait for a write, which takes no cancellation.
@@ -207,12 +226,47 @@ import Testing
     @Test func connectionCloseClosesAfterTheAnswer() async throws {
         let connection = try await Connection()
         connection.gate.open("/dest/last")
-        try await connection.send("/dest/last", [.connection: "keep-alive, Close"])
+        try await connection.send("/dest/last", [.connection: "close"])
         try await connection.send("/dest/never")
         #expect(try await connection.answer().body == "answer to /dest/last")
         try await connection.settle()
         #expect(!connection.channel.isActive, "the connection closed after the answer")
         #expect(connection.gate.calls == ["/dest/last"], "nothing after a Connection: close request is answered")
+    }
+
+    /// After Hummingbird's answer to a `Connection: close` request its loop stops: a call sent
+    /// behind it is neither answered nor sent to the back end.
+    @Test func nothingIsAnsweredAfterHummingbirdsConnectionClose() async throws {
+        let connection = try await Connection()
+        connection.gate.open("/dest/after")
+        try await connection.send("/healthz", [.connection: "close"])
+        try await connection.send("/dest/after")
+        #expect(try await connection.passedOn() == ["/healthz"])
+        try await connection.hummingbirdAnswers()
+        try await connection.settle()
+        #expect(connection.gate.calls == [], "the call behind it was not made")
+        #expect(try await connection.channel.readOutbound(as: HTTPResponsePart.self) == nil)
+        // A read still goes out, so that the end of the input is seen.
+        let before = connection.reads.count.load(ordering: .relaxed)
+        connection.channel.read()
+        try await connection.settle()
+        #expect(connection.reads.count.load(ordering: .relaxed) == before + 1)
+    }
+
+    /// The head of a streamed answer goes out before its body: the device sees the status while
+    /// the back end is still silent.
+    @Test func theHeadOfAStreamedAnswerIsFlushedAtOnce() async throws {
+        let connection = try await Connection()
+        connection.gate.open("/dest/stream")
+        try await connection.send("/dest/stream")
+        guard case .head(let head) = try await connection.nextPart() else {
+            Issue.record("the head comes first")
+            return
+        }
+        #expect(head.status == .ok)
+        connection.gate.open("/dest/stream/body")
+        #expect(try await connection.nextPart() == .body(ByteBuffer(string: "late")))
+        #expect(try await connection.nextPart() == .end(nil))
     }
 
     /// A parse error behind a call under way reaches Hummingbird (which answers 400 and closes)
