@@ -6,9 +6,10 @@ package import NIOHTTPTypes
 
 /// Closes the connections of clients that are too slow, and refuses connections over
 /// `maxConnectionsPerAddress` (docs/operations.md, "Slow and idle clients"). One per connection
-/// on both listeners, between the HTTP/1 codec and Hummingbird (`guardedHTTP1`): it sees the
-/// request's parts, the end of every socket read (also of one that completes no part, as half a
-/// head), Midtier's requests for more bytes and the answer's end; ``ConnectionDeadlines`` decides.
+/// on both listeners, right after the HTTP/1 codec (`guardedHTTP1` on `adminListen`,
+/// `DeviceProxy/DeviceChannel` on `listen`): it sees the request's parts, the end of every
+/// socket read (also of one that completes no part, as half a head), Midtier's requests for
+/// more bytes and the answer's end, whoever gives it; ``ConnectionDeadlines`` decides.
 /// Its one timer runs on the connection's event loop and is cancelled when the connection closes.
 package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     package typealias InboundIn = HTTPRequestPart
@@ -170,8 +171,8 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
 extension ConnectionGuard: Sendable {}
 
 extension HTTPServerBuilder {
-    /// HTTP/1.1 with a ``ConnectionGuard`` on every connection, the connections counted per
-    /// address across the listener. `settings` is read for each new connection, so a reload
+    /// HTTP/1.1 with a ``ConnectionGuard`` on every connection (the admin listener), the
+    /// connections counted per address across the listener. `settings` is read for each new connection, so a reload
     /// applies to the connections opened after it.
     package static func guardedHTTP1(settings: @escaping @Sendable () -> ConnectionGuard.Settings, logger: Logger) -> HTTPServerBuilder {
         let connections = ConnectionsPerAddress()
