@@ -42,12 +42,18 @@ done
 # server (no proxying, no checks): what a Swift server costs per call before any of Midtier's work.
 # And a bare NIO server forwarding to the upstream over Midtier's own connection pool (no
 # checks, no rewriting): what a proxied call could cost with the device side in NIO handlers.
-hport=$(free_port); nport=$(free_port); pport=$(free_port)
-"$bench" floors --hummingbird-port "$hport" --nio-port "$nport" --proxy-port "$pport" --upstream "http://127.0.0.1:$up" >/dev/null 2>&1 & floors=$!; pids+=($floors)
-wait_for "http://127.0.0.1:$hport/tiny"; wait_for "http://127.0.0.1:$nport/tiny"; wait_for "http://127.0.0.1:$pport/tiny"
+# And that bare proxy in the shape of Midtier's request path (a Swift task per call,
+# Hummingbird's Request and Response values), still without checks: the stack's own floor.
+hport=$(free_port); nport=$(free_port); pport=$(free_port); tport=$(free_port)
+"$bench" floors --hummingbird-port "$hport" --nio-port "$nport" --proxy-port "$pport" --task-proxy-port "$tport" \
+  --upstream "http://127.0.0.1:$up" >/dev/null 2>&1 & floors=$!; pids+=($floors)
+for port in $hport $nport $pport $tport; do wait_for "http://127.0.0.1:$port/tiny"; done
 cpu_pids=$floors run_wrk floor-hummingbird 64 2 "http://127.0.0.1:$hport/tiny"
 cpu_pids=$floors run_wrk floor-nio 64 2 "http://127.0.0.1:$nport/tiny"
 cpu_pids="$nginx_workers $floors" run_wrk floor-nio-proxy 64 2 "http://127.0.0.1:$pport/tiny"
+cpu_pids="$nginx_workers $floors" run_wrk floor-task-proxy 64 2 "http://127.0.0.1:$tport/tiny"
+run_wrk floor-nio-proxy-1 1 1 "http://127.0.0.1:$pport$path"
+run_wrk floor-task-proxy-1 1 1 "http://127.0.0.1:$tport$path"
 kill $floors 2>/dev/null || true
 
 run_wrk direct-1 1 1 "http://127.0.0.1:$up$path"
@@ -119,8 +125,16 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
   printf "  Midtier's proxied call (tiny) less the Hummingbird floor: %.1f us\n" "$(echo "$(cpu_us midtier-tiny-64) - $(cpu_us direct-tiny-64) - $(cpu_us floor-hummingbird)" | bc -l)"
   printf "  bare NIO proxy over Midtier's connection pool (tiny, no checks): %s req/s, %.1f us per call (nginx %.1f us)\n" \
     "$(rps floor-nio-proxy)" "$(echo "$(cpu_us floor-nio-proxy) - $(cpu_us direct-tiny-64)" | bc -l)" "$(echo "$(cpu_us nginx-tiny-64) - $(cpu_us direct-tiny-64)" | bc -l)"
+  printf "  the same bare proxy as a task per call with Hummingbird's Request and Response (tiny, no checks): %s req/s, %.1f us per call\n" \
+    "$(rps floor-task-proxy)" "$(echo "$(cpu_us floor-task-proxy) - $(cpu_us direct-tiny-64)" | bc -l)"
+  printf "  midtier / bare NIO proxy CPU per call (tiny) %.2f (target <= 1.3); bare NIO proxy / caddy req/s (tiny) %.2f, task proxy / caddy %.2f\n" \
+    "$(echo "($(cpu_us midtier-tiny-64) - $(cpu_us direct-tiny-64)) / ($(cpu_us floor-nio-proxy) - $(cpu_us direct-tiny-64))" | bc -l)" \
+    "$(echo "$(rps floor-nio-proxy) / $(rps caddy-tiny-64)" | bc -l)" "$(echo "$(rps floor-task-proxy) / $(rps caddy-tiny-64)" | bc -l)"
   printf "latency p50 c=1 (entity)  direct %s us, nginx %s us, caddy %s us, midtier %s us\n" "$(p50 direct-1)" "$(p50 nginx-1)" "$(p50 caddy-1)" "$(p50 midtier-1)"
-  printf "  added over direct: midtier %.0f us (target <= 150), nginx %.0f us, caddy %.0f us\n" "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 caddy-1) - $(p50 direct-1)" | bc -l)"
+  printf "  floors at c=1: bare NIO proxy %s us, task proxy %s us\n" "$(p50 floor-nio-proxy-1)" "$(p50 floor-task-proxy-1)"
+  printf "  added over direct: midtier %.0f us (target <= 150), nginx %.0f us, caddy %.0f us, bare NIO proxy %.0f us, task proxy %.0f us\n" \
+    "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 caddy-1) - $(p50 direct-1)" | bc -l)" \
+    "$(echo "$(p50 floor-nio-proxy-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 floor-task-proxy-1) - $(p50 direct-1)" | bc -l)"
   printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"
   echo "cold burst, 1000 distinct users: $(burst distinct_users_ok)/1000 ok in $(burst distinct_users_seconds)s, $(burst distinct_users_exchanges) exchanges"
   echo "cold burst, 1000 calls of one user: $(burst one_user_ok)/1000 ok in $(burst one_user_seconds)s, $(burst one_user_exchanges) exchange(s) (target 1)"

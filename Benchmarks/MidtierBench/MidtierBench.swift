@@ -4,7 +4,10 @@ import Forwarding
 import Foundation
 import Hummingbird
 import NIOCore
+import HTTPTypes
 import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import NIOPosix
 import MidtierCore
 import SAMLSigning
@@ -63,6 +66,11 @@ struct MidtierBench: AsyncParsableCommand {
         /// upstream through Midtier's own connection pool, and nothing else (no checks, no
         /// rewriting): what a proxied call could cost with the device side in NIO handlers.
         @Option(name: .customLong("proxy-port")) var proxyPort: Int?
+        /// With `--upstream`: the same bare proxy written as Midtier's request path is — each
+        /// call in a Swift task started on the connection's event loop, with Hummingbird's
+        /// `Request` and `Response` values on NIO's HTTP types codec — and still no checks:
+        /// what the stack Midtier is written in costs per proxied call before any of its work.
+        @Option(name: .customLong("task-proxy-port")) var taskProxyPort: Int?
         @Option var upstream: String?
 
         static let body = #"{"d":{"results":[{"externalCode":"PRR-100001","amount":"1"}]}}"#
@@ -92,6 +100,21 @@ struct MidtierBench: AsyncParsableCommand {
                     }
                     .bind(host: "127.0.0.1", port: proxyPort).get()
             }
+            var taskProxy: (any Channel)?
+            if let taskProxyPort, let upstream, let origin = UpstreamOrigin(url: upstream) {
+                let pool = UpstreamConnectionPool()
+                taskProxy = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .serverChannelOption(.backlog, value: 256)
+                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                            try channel.pipeline.syncOperations.addHandler(TaskProxy(pool: pool, origin: origin))
+                        }
+                    }
+                    .bind(host: "127.0.0.1", port: taskProxyPort).get()
+            }
             let router = Router()
             router.get("**") { _, _ in
                 Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: Self.body)))
@@ -100,6 +123,59 @@ struct MidtierBench: AsyncParsableCommand {
             try await app.runService()
             try await nio.close()
             try await proxy?.close()
+            try await taskProxy?.close()
+        }
+    }
+
+    /// ``BareProxy`` in the shape of Midtier's request path: the call runs in a task started on
+    /// the event loop after its reads (as `ProxyChannelHandler` starts it), the request is a
+    /// Hummingbird `Request` and the answer a `Response`, written back from the task.
+    final class TaskProxy: ChannelInboundHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPRequestPart
+        typealias OutboundOut = HTTPResponsePart
+        let pool: UpstreamConnectionPool
+        let origin: UpstreamOrigin
+        var head: HTTPRequest?
+
+        init(pool: UpstreamConnectionPool, origin: UpstreamOrigin) {
+            self.pool = pool
+            self.origin = origin
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let request): head = request
+            case .body: break
+            case .end:
+                guard let head else { return }
+                let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
+                let loop = context.eventLoop
+                let bound = NIOLoopBound((self, context), eventLoop: loop)
+                let pool = self.pool
+                let origin = self.origin
+                loop.execute {
+                    Task.immediate {
+                        var headers = HTTPHeaders()
+                        headers.add(name: "Host", value: origin.authority)
+                        let upstreamHead = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+                                                           uri: request.uri.description, headers: headers)
+                        let response: Response
+                        do {
+                            let answer = try await pool.start(upstreamHead, to: origin, hasBody: false, deadline: .now() + .seconds(30)).answer.get()
+                            guard case .whole(let body) = answer.body else { throw ChannelError.ioOnClosedChannel }
+                            response = Response(status: .init(code: Int(answer.head.status.code)),
+                                                headers: [.contentType: answer.head.headers.first(name: "Content-Type") ?? "application/octet-stream",
+                                                          .contentLength: String(body.readableBytes)],
+                                                body: .init(byteBuffer: body))
+                        } catch {
+                            response = Response(status: .badGateway, headers: [.contentLength: "0"])
+                        }
+                        let writer = Writer(bound: bound)
+                        try? await writer.run { handler, context in context.write(handler.wrapOutboundOut(.head(response.head)), promise: nil) }
+                        try? await response.body.write(writer)
+                    }
+                }
+            }
         }
     }
 
@@ -139,6 +215,28 @@ struct MidtierBench: AsyncParsableCommand {
                     context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
                 }
             }
+        }
+    }
+
+    /// Writes a `Response` body to the connection from the task, on the connection's loop.
+    struct Writer: ResponseBodyWriter {
+        let bound: NIOLoopBound<(TaskProxy, ChannelHandlerContext)>
+
+        func run(_ work: @escaping @Sendable (TaskProxy, ChannelHandlerContext) -> Void) async throws {
+            let bound = self.bound
+            if bound.eventLoop.inEventLoop {
+                work(bound.value.0, bound.value.1)
+            } else {
+                try await bound.eventLoop.submit { work(bound.value.0, bound.value.1) }.get()
+            }
+        }
+
+        mutating func write(_ buffer: ByteBuffer) async throws {
+            try await run { handler, context in context.write(handler.wrapOutboundOut(.body(buffer)), promise: nil) }
+        }
+
+        consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+            try await run { handler, context in context.writeAndFlush(handler.wrapOutboundOut(.end(trailingHeaders)), promise: nil) }
         }
     }
 
