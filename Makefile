@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls soak clean format
+.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations soak clean format
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -59,6 +59,10 @@ bench-instances: deps certs
 ## System calls per proxied call: nginx, Caddy, Midtier and the bare SwiftNIO proxy, counted with strace.
 bench-syscalls: deps certs
 	Benchmarks/syscalls.sh
+
+## Heap allocations per proxied call: Midtier and the two bare proxies, counted by a preloaded malloc counter.
+bench-allocations: deps certs
+	Benchmarks/allocations.sh
 
 # 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
 soak: deps certs

@@ -110,7 +110,8 @@ json.dump(a, open(f"{c}/apps/demo.json", "w"))
 PY
 "$bench" make-users --count 1002 >"$work/config/users.json"
 "$bin" sandbox --port "$sport" >/dev/null 2>&1 & pids+=($!)
-"$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
+# (MIDTIER_WRAPPER: a command Midtier runs under, e.g. `env LD_PRELOAD=…` for allocations.sh.)
+${MIDTIER_WRAPPER:-} "$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
 wait_for "http://127.0.0.1:$up/tiny"; wait_for "http://127.0.0.1:$proxy/tiny"; wait_for "http://127.0.0.1:$caddy/tiny"; wait_for "http://127.0.0.1:$mport/healthz"; wait_for "http://127.0.0.1:$sport/sandbox/stats"
 rss_idle=$(awk '/VmRSS/ {print $2}' /proc/$midtier/status)
 

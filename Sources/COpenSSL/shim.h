@@ -18,8 +18,9 @@ static inline void midtier_openssl_free(void *p) { CRYPTO_free(p, __FILE__, __LI
 /// `BIO_get_mem_data` is a macro and does not import.
 static inline long midtier_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
 
-/// An HMAC-SHA256 context keyed with `key`, to be copied (`EVP_MAC_CTX_dup`) per message:
-/// the one-shot `HMAC()` fetches the algorithm by name on every call. NULL on failure.
+/// An HMAC-SHA256 context keyed with `key`, to be started again (`EVP_MAC_init` without a key)
+/// for each message: the one-shot `HMAC()` fetches the algorithm by name on every call. NULL
+/// on failure.
 /// (`OSSL_PARAM_construct_utf8_string` takes a mutable string, which Swift cannot pass.)
 static inline EVP_MAC_CTX *midtier_hmac_sha256_new(const unsigned char *key, size_t key_length) {
     EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);

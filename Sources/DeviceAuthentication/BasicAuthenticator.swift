@@ -256,14 +256,19 @@ enum Decoy {
 /// a secret that reveals nothing about it, even to someone reading the process's memory
 /// dump without the key.
 ///
-/// The keyed context is made once and copied per message (OpenSSL allows copying one context
-/// from several threads at once); the one-shot `HMAC()` looked the algorithm up by name on
-/// every call, which cost about 3 % of a proxied call's CPU (docs/benchmarks.md).
+/// Keyed contexts are kept for reuse: each digest takes one (or makes one), starts it again
+/// under the same key (`EVP_MAC_init` without a key), and puts it back. The one-shot `HMAC()`
+/// looked the algorithm up by name and allocated its contexts on every call, about 3 % of a
+/// proxied call's CPU (docs/benchmarks.md).
 package final class KeyedDigester: Sendable {
-    /// The keyed `EVP_MAC_CTX`, only read after `init`; nil when OpenSSL could not make one
-    /// (then every digest takes the one-shot path).
-    private nonisolated(unsafe) let keyed: OpaquePointer?
+    /// Keyed `EVP_MAC_CTX`s not in use (each used by one caller at a time).
+    private let spare = Mutex<[UnsafeSendableContext]>([])
     private let key: [UInt8]
+
+    /// An `EVP_MAC_CTX` handed between threads through `spare`, never used by two at once.
+    private struct UnsafeSendableContext: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
 
     package convenience init() {
         var key = [UInt8](repeating: 0, count: 32)
@@ -274,38 +279,49 @@ package final class KeyedDigester: Sendable {
     /// A digester under a given key (tests; everything else uses a random key).
     package init(key: [UInt8]) {
         self.key = key
-        self.keyed = key.withUnsafeBufferPointer { midtier_hmac_sha256_new($0.baseAddress, $0.count) }
+        spare.withLock { $0.reserveCapacity(16) }
     }
 
     deinit {
-        if let keyed { EVP_MAC_CTX_free(keyed) }
+        spare.withLock { contexts in
+            for context in contexts { EVP_MAC_CTX_free(context.pointer) }
+        }
     }
 
     /// HMAC over the length-prefixed fields, so that no two field lists share an input.
     package func digest(_ fields: [String]) -> CredentialDigest {
         var message: [UInt8] = []
+        message.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.utf8.count })
         for field in fields {
             withUnsafeBytes(of: UInt32(field.utf8.count).bigEndian) { message.append(contentsOf: $0) }
             message.append(contentsOf: field.utf8)
         }
-        return CredentialDigest(mac(message))
+        return mac(message).withUnsafeBufferPointer { CredentialDigest($0) }
     }
 
     /// HMAC-SHA256 of `message` under this digester's key.
     package func mac(_ message: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
-        var copied = false
-        if let keyed, let context = EVP_MAC_CTX_dup(keyed) {
+        let context = spare.withLock { $0.popLast() }
+            ?? key.withUnsafeBufferPointer { key in midtier_hmac_sha256_new(key.baseAddress, key.count).map(UnsafeSendableContext.init) }
+        var done = false
+        if let context {
             var length = 0
-            copied = message.withUnsafeBufferPointer { data in
+            done = message.withUnsafeBufferPointer { data in
                 output.withUnsafeMutableBufferPointer { out in
-                    EVP_MAC_update(context, data.baseAddress, data.count) == 1
-                        && EVP_MAC_final(context, out.baseAddress, &length, out.count) == 1 && length == 32
+                    EVP_MAC_init(context.pointer, nil, 0, nil) == 1 && EVP_MAC_update(context.pointer, data.baseAddress, data.count) == 1
+                        && EVP_MAC_final(context.pointer, out.baseAddress, &length, out.count) == 1 && length == 32
                 }
             }
-            EVP_MAC_CTX_free(context)
+            let kept = done && spare.withLock { spare in
+                guard spare.count < 64 else { return false }
+                spare.append(context)
+                return true
+            }
+            if !kept { EVP_MAC_CTX_free(context.pointer) }
         }
-        if !copied {
+        if !done {
+            // OpenSSL could not make or use a context: the one-shot call.
             var length: UInt32 = 0
             _ = key.withUnsafeBufferPointer { key in
                 message.withUnsafeBufferPointer { data in
@@ -322,7 +338,7 @@ package final class KeyedDigester: Sendable {
 /// 32 bytes of HMAC output as four words: cheap to hash and compare.
 package struct CredentialDigest: Hashable, Sendable {
     let a: UInt64, b: UInt64, c: UInt64, d: UInt64
-    init(_ bytes: [UInt8]) {
+    init(_ bytes: UnsafeBufferPointer<UInt8>) {
         func word(_ offset: Int) -> UInt64 { bytes[offset..<offset + 8].reduce(0) { $0 << 8 | UInt64($1) } }
         a = word(0); b = word(8); c = word(16); d = word(24)
     }

@@ -150,6 +150,7 @@ package struct Forwarder: Sendable {
     func requestHeaders(of request: Request, destination: UpstreamDestination, context: ForwardingContext) -> HTTPHeaders {
         let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
         var headers = HTTPHeaders()
+        headers.reserveCapacity(request.headers.count + destination.fixedHeaders.count + 6)
         for field in request.headers {
             let name = field.name.rawName
             if HeaderPolicy.forwardsRequestHeader(name, connectionTokens: connectionTokens) {
@@ -177,8 +178,10 @@ package struct Forwarder: Sendable {
     }
 
     func responseHeaders(_ upstream: HTTPHeaders, redacting redaction: CredentialRedaction) -> HTTPFields {
-        let connectionTokens = HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init))
+        let connectionTokens = upstream.contains(name: "connection")
+            ? HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init)) : []
         var fields = HTTPFields()
+        fields.reserveCapacity(upstream.count)
         for (name, value) in upstream {
             guard let fieldName = HTTPField.Name(name),
                   HeaderPolicy.forwardsResponseHeader(lowercased: fieldName.canonicalName, connectionTokens: connectionTokens) else { continue }
