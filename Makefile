@@ -15,7 +15,7 @@ run: deps certs build
 ## the admin API fuzzed with schemathesis against docs/admin-api.yaml;
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
 ## two instances on one PostgreSQL; PostgreSQL over TLS; push notifications through stand-in
-## APNs and FCM).
+## APNs and FCM; traces to a stand-in OpenTelemetry collector).
 test: deps certs
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
@@ -35,6 +35,7 @@ test: deps certs
 	python3 Tests/e2e/pages.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
+	python3 Tests/e2e/tracing.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -42,6 +42,10 @@ let package = Package(
         // "Client logs and usage"); ZIPFoundation inflates through the system zlib.
         .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
+        // Traces (docs/operations.md, "Traces"): OpenTelemetry over OTLP/HTTP only (the gRPC
+        // exporter's trait stays off: it would bring grpc-swift into the build).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -76,10 +80,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // OAuth2 SAML bearer exchange and the per-(destination, user) token cache.
+        // Traces of device requests (OpenTelemetry, W3C trace context): the request's trace
+        // as a task-local, its spans, the OTLP exporter (docs/operations.md, "Traces").
+        .target(
+            name: "RequestTracing",
+            dependencies: [
+                "MidtierCore",
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TokenExchange",
             dependencies: [
-                "MidtierJSON", "SAMLSigning", "MidtierCore",
+                "MidtierJSON", "SAMLSigning", "MidtierCore", "RequestTracing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ExtrasBase64", package: "swift-extras-base64"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -91,7 +108,7 @@ let package = Package(
         .target(
             name: "DeviceAuthentication",
             dependencies: [
-                "MidtierJSON", "MidtierCore", "COpenSSL",
+                "MidtierJSON", "MidtierCore", "COpenSSL", "RequestTracing",
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
@@ -255,7 +272,7 @@ let package = Package(
             name: "DeviceProxy",
             dependencies: [
                 "MidtierJSON", "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
-                "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions",
+                "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions", "RequestTracing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -288,7 +305,7 @@ let package = Package(
             dependencies: [
                 "PushNotifications", "PushAPI", "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
-                "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI",
+                "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI", "RequestTracing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -316,7 +333,7 @@ let package = Package(
             name: "midtier",
             dependencies: [
                 "MidtierServer", "ConfigurationFiles", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore", "RequestTracing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -36,12 +36,14 @@ fi
 # Python packages the end-to-end tests use, from PyPI, when missing: a real OData client
 # (pyodata), what the admin API contract test validates with, selenium for the browser
 # tests, and for the push stand-ins (Tests/e2e/standins) hypercorn (HTTP/2 over TLS), PyJWT and
-# cryptography (JWTs, test keys) and httpx with h2 (their selftest's HTTP/2 client)
+# cryptography (JWTs, test keys) and httpx with h2 (their selftest's HTTP/2 client), and the
+# OpenTelemetry protocol's messages for the stand-in trace collector (Tests/e2e/tracing.py)
 # (module:pip package).
 for pair in "pyodata:pyodata==1.12.1" "requests:requests" "yaml:PyYAML" "jsonschema:jsonschema" "referencing:jsonschema>=4.18" \
             "rfc3339_validator:rfc3339-validator" "openapi_spec_validator:openapi-spec-validator" \
             "selenium:selenium" \
-            "hypercorn:hypercorn" "jwt:PyJWT" "cryptography:cryptography" "httpx:httpx" "h2:h2"; do
+            "hypercorn:hypercorn" "jwt:PyJWT" "cryptography:cryptography" "httpx:httpx" "h2:h2" \
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2:opentelemetry-proto"; do
   python3 -c "import ${pair%%:*}" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "${pair#*:}"
 done
 # schemathesis fuzzes the admin API (Tests/e2e/admin_fuzz.py); pinned, because its run is the

@@ -115,6 +115,17 @@ final class ObjectReader {
         return number
     }
 
+    /// A number from 0 to 1 (a share), written as a JSON number, as `0.05` or `1`.
+    func fraction(_ name: String, required: Bool = false) -> Double? {
+        guard let value = value(name, required: required) else { return nil }
+        guard case .number(let literal) = value, let number = Double(literal), number.isFinite, (0...1).contains(number) else {
+            let found = if case .number = value { "a number outside 0 to 1" } else { value.kind }
+            problem(name, "must be a number from 0 to 1, as 0.05 (found \(found))")
+            return nil
+        }
+        return number
+    }
+
     /// A boolean, written as JSON `true`/`false` or as the string `"true"`/`"false"` (any
     /// letter case), as a pasted BTP destination carries it.
     func bool(_ name: String, required: Bool = false) -> Bool? {

@@ -89,8 +89,34 @@ extension ConfigurationLoader {
         if let count = reader.integer("maxConnectionsPerAddress", in: 1...1_000_000) { settings.connectionLimits.maxConnectionsPerAddress = count }
 
         if let uploads = reader.object("clientUploads") { settings.clientUploads = clientUploadSettings(uploads) }
+        if let tracing = reader.object("tracing") { settings.tracing = tracingSettings(tracing) }
         reader.reportUnknownKeys()
         return settings
+    }
+}
+
+extension ConfigurationLoader {
+    /// `tracing`: `endpoint` (required), `samplingRatio`, `serviceName`, `maxQueuedSpans`.
+    func tracingSettings(_ reader: ObjectReader) -> TracingSettings? {
+        var endpoint: String?
+        if let text = reader.string("endpoint", required: true) {
+            switch checkHTTPURL(text, allowQuery: false) {
+            case .success(let url): endpoint = url
+            case .failure(let problem): reader.problem("endpoint", problem.message + " (the collector's OTLP/HTTP traces URL, as http://collector:4318/v1/traces)")
+            }
+        }
+        var settings = TracingSettings(endpoint: endpoint ?? "")
+        if let ratio = reader.fraction("samplingRatio") { settings.samplingRatio = ratio }
+        if let name = reader.string("serviceName") {
+            if name.isEmpty || name.utf8.count > 100 || containsControlCharacters(name) {
+                reader.problem("serviceName", "must be 1 to 100 characters without control characters")
+            } else {
+                settings.serviceName = name
+            }
+        }
+        if let count = reader.integer("maxQueuedSpans", in: 1...1_000_000) { settings.maxQueuedSpans = count }
+        reader.reportUnknownKeys()
+        return endpoint == nil ? nil : settings
     }
 }
 

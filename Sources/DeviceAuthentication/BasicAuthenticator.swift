@@ -4,6 +4,7 @@ import Foundation
 import HummingbirdBcrypt
 package import MidtierCore
 import NIOPosix
+import RequestTracing
 import Synchronization
 
 /// A user whose credentials were verified.
@@ -142,6 +143,8 @@ package final class BasicAuthenticator: Sendable {
             state.inFlight[digest] = task
             return .wait(task)
         }
+        // The trace says which answered: memory, or bcrypt (docs/operations.md, "Traces").
+        RequestTrace.currentSpan.set("midtier.credential", { if case .remembered = step { "remembered" } else { "verified" } }())
         switch step {
         case .remembered(let user):
             return .success(user)

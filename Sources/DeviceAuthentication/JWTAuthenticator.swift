@@ -5,6 +5,7 @@ import JWTKit
 package import MidtierCore
 import MidtierJSON
 import Synchronization
+import RequestTracing
 
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the
 /// app's configured issuer, audience and user claim, never anything taken from the token
@@ -145,8 +146,10 @@ package final class JWTAuthenticator: Sendable {
         let wallNow = now()
         let upNow = uptime()
         if let cached = cache.withLock({ $0[digest] }), upNow < cached.until, wallNow < cached.expiresAt {
+            RequestTrace.currentSpan.set("midtier.credential", "remembered")
             return .success(cached.user)
         }
+        RequestTrace.currentSpan.set("midtier.credential", "verified")
         switch await verify(token, at: wallNow) {
         case .failure(let failure):
             return .failure(failure)

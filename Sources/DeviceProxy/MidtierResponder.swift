@@ -2,6 +2,7 @@ import HTTPTypes
 package import Hummingbird
 import MidtierCore
 package import MidtierHTTP
+import RequestTracing
 
 /// The device-facing listener's responder: Midtier's own routes (health, onboarding, settings)
 /// go through a Hummingbird router; every other path is a destination call for the proxy.
@@ -22,7 +23,24 @@ package struct MidtierResponder: HTTPResponder {
         }
         var context = context
         context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
-        return try await ownRoutes.respond(to: request, context: context)
+        let segment = request.uri.path.dropFirst().prefix { $0 != "/" }
+        guard let trace = proxy.tracer.start("\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
+                                             propagation: request.propagationHeaders) else {
+            return try await ownRoutes.respond(to: request, context: context)
+        }
+        // (Thrown errors become Hummingbird's answers: traced as the status they carry.)
+        let outcome: Result<Response, any Error> = await trace.run {
+            do { return .success(try await ownRoutes.respond(to: request, context: context)) } catch { return .failure(error) }
+        }
+        switch outcome {
+        case .success(var response):
+            trace.finish(status: response.status.code)
+            response.headers[.traceresponse] = trace.traceresponse
+            return response
+        case .failure(let error):
+            trace.finish(status: (error as? any HTTPResponseError)?.status.code ?? 500)
+            throw error
+        }
     }
 
     /// Whether `request` is for one of Midtier's own routes rather than a destination: its

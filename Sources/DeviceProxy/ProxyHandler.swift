@@ -12,6 +12,7 @@ import MidtierJSON
 package import MidtierMetrics
 import MidtierStore
 package import Registrations
+package import RequestTracing
 package import TokenExchange
 
 /// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
@@ -24,20 +25,33 @@ package struct ProxyHandler: Sendable {
     let forwarder: Forwarder
     let sessions: BackendSessions
     let metrics: MidtierMetrics
+    let tracer: RequestTracer
     let logger: Logger
 
     package init(runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache, forwarder: Forwarder,
-                 sessions: BackendSessions, metrics: MidtierMetrics, logger: Logger) {
+                 sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger) {
         self.runtime = runtime
         self.registrations = registrations
         self.tokens = tokens
         self.forwarder = forwarder
         self.sessions = sessions
         self.metrics = metrics
+        self.tracer = tracer
         self.logger = logger
     }
 
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
+        guard let trace = tracer.start(request.method.rawValue + " /{destination}", method: request.method.rawValue, route: "/{destination}/*",
+                                       propagation: request.propagationHeaders) else {
+            return await answer(request, context: context)
+        }
+        var response = await trace.run { await answer(request, context: context) }
+        trace.finish(status: response.status.code)
+        response.headers[.traceresponse] = trace.traceresponse
+        return response
+    }
+
+    private func answer(_ request: Request, context: MidtierRequestContext) async -> Response {
         let start = ContinuousClock.now
         var context = context
         context.believeForwardedFor(request, trusting: runtime.current.configuration.server.trustedProxies)
@@ -98,16 +112,22 @@ package struct ProxyHandler: Sendable {
             registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
         }
         // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without a lookup.
-        let found: RegistrationAndBlock? = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
+        let found: RegistrationAndBlock? = try await RequestTrace.span("registration lookup") { _ throws(Refusal) in
+            try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
+            }
         }
         guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
             _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
             throw .forbidden("the registration id is not known")
         }
+        RequestTrace.requestSpan.set("midtier.app", app.id)
         let user: AuthenticatedUser
         do {
-            user = try await runtime.authenticate(request, app: app, client: context.clientIP)
+            user = try await RequestTrace.span("authenticate") { span throws(Refusal) in
+                span.set("midtier.authentication", app.authentication == .basic ? "basic" : "jwt")
+                return try await runtime.authenticate(request, app: app, client: context.clientIP)
+            }
         } catch {
             // A Basic failure against a basic app is already what any realm would answer;
             // everything else is answered as for an unknown id.
@@ -119,10 +139,12 @@ package struct ProxyHandler: Sendable {
 
         // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
         //    longer than the app's policy allows, lets the call through.
-        let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
+        try await RequestTrace.span("admission") { span throws(Refusal) in
+            let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
+            }
+            try admission.refuseUnlessAdmitted()
         }
-        try admission.refuseUnlessAdmitted()
         // The SDK names its app on every call; it must be the registration's.
         if let named = request.headers[Self.appHeader], !UserIdentity.sameBytes(named, found.registration.appId) {
             throw .forbidden("X-SMP-APPID names another app than the registration's")
@@ -135,6 +157,7 @@ package struct ProxyHandler: Sendable {
         }
 
         let destination = upstream.configuration
+        RequestTrace.requestSpan.set("midtier.destination", name)
 
         // 6. Nothing that could leave the destination's base path.
         if let problem = ProxyPath.problem(in: path.remainder) { throw .badRequest(problem) }
@@ -156,8 +179,12 @@ package struct ProxyHandler: Sendable {
             }
             let key = TokenCacheKey(destination: name, user: user.identity, nameID: nameID)
             tokenKey = key
-            let (cached, outcome) = try await mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
-                try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID))
+            let (cached, outcome) = try await RequestTrace.span("token") { span throws(Refusal) in
+                let found = try await mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
+                    try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID))
+                }
+                span.set("midtier.token.cache", found.1 == .hit ? "hit" : found.1 == .miss ? "miss" : "wait")
+                return found
             }
             metrics.recordTokenLookup(outcome == .hit ? .hit : outcome == .miss ? .miss : .wait)
             logger.debug("token lookup", metadata: ["destination": "\(name)", "user": "\(user.identity)", "outcome": "\(outcome)"])
@@ -176,8 +203,10 @@ package struct ProxyHandler: Sendable {
            let exchange = runtime.exchanges[name] {
             // (An unread streamed body closes its connection when dropped.)
             logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
-            let renewed = try await mapExchangeErrors { () async throws -> AccessToken in
-                try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value))
+            let renewed = try await RequestTrace.span("token renewal") { _ throws(Refusal) in
+                try await mapExchangeErrors { () async throws -> AccessToken in
+                    try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value))
+                }
             }
             forwarding.authorization = "Bearer " + renewed.value
             answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
@@ -191,7 +220,10 @@ package struct ProxyHandler: Sendable {
            path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata") {
             return try await patchedMetadata(answer, destination: destination)
         }
-        return answer.deviceResponse(rewriter: upstream.rewriter)
+        return await RequestTrace.span("answer") { span in
+            span.set("midtier.rewrite", upstream.rewriter == nil ? "none" : "urls")
+            return answer.deviceResponse(rewriter: upstream.rewriter)
+        }
     }
 
     private func patchedMetadata(_ upstream: UpstreamResponse, destination: DestinationConfiguration) async throws(Refusal) -> Response {
@@ -221,8 +253,26 @@ package struct ProxyHandler: Sendable {
         }
     }
 
+    /// The back-end call, in a client span whose `traceparent` the back end receives.
     private func forward(_ request: Request, to destination: UpstreamDestination, remainder: Substring,
                          context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
+        try await RequestTrace.span("backend call", kind: .client) { span throws(Refusal) in
+            if let origin = destination.origin {
+                span.set("server.address", origin.host)
+                span.set("server.port", origin.port)
+            }
+            var context = context
+            context.propagation = RequestTrace.propagationHeaders()
+            let answer = try await forwardUntraced(request, to: destination, remainder: remainder, context: context)
+            span.set("http.response.status_code", answer.status)
+            if let bytes = answer.wholeBodyBytes { span.set("http.response.body.size", bytes) }
+            if answer.status >= 500 { span.fail() }
+            return answer
+        }
+    }
+
+    private func forwardUntraced(_ request: Request, to destination: UpstreamDestination, remainder: Substring,
+                                 context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
         do {
             return try await forwarder.forward(request, to: destination, remainder: remainder, context: context, logger: logger)
         } catch {
@@ -242,7 +292,10 @@ package struct ProxyHandler: Sendable {
             logger.debug("exchanging a token", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(nameID)",
                                                           "tokenService": "\(exchange.settings.tokenServiceURL)", "newToken": "\(forceNew)"])
             do {
-                let token = try await exchange.exchange(nameID: nameID, newToken: forceNew)
+                let token = try await RequestTrace.span("token exchange", kind: .client) { span in
+                    span.set("midtier.destination", key.destination.value)
+                    return try await exchange.exchange(nameID: nameID, newToken: forceNew)
+                }
                 metrics.recordExchange(destination: key.destination.value, succeeded: true)
                 logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])
                 return token

@@ -29,6 +29,9 @@ package struct ForwardingContext: Sendable {
     package var authorization: String?
     /// The back end's own cookies for this registration (from `BackendSessions`).
     package var backendCookies: String?
+    /// `traceparent` and `tracestate` naming Midtier's span of this call, which replace the
+    /// device's (none with tracing off: then the device's pass as they came).
+    package var propagation: [(name: String, value: String)] = []
 
     package init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {
         self.clientAddress = clientAddress
@@ -171,6 +174,11 @@ package struct Forwarder: Sendable {
         if let authorization = context.authorization {
             headers.replaceOrAdd(name: "Authorization", value: authorization)
         }
+        if !context.propagation.isEmpty {
+            headers.remove(name: "traceparent")
+            headers.remove(name: "tracestate")
+            for (name, value) in context.propagation { headers.add(name: name, value: value) }
+        }
         if let address = context.clientAddress { headers.add(name: "X-Forwarded-For", value: address) }
         headers.add(name: "X-Forwarded-Host", value: context.publicHost)
         headers.add(name: "X-Forwarded-Proto", value: context.publicScheme)
@@ -201,6 +209,12 @@ package struct UpstreamResponse: Sendable {
     package let redaction: CredentialRedaction
 
     package var status: Int { Int(head.status.code) }
+
+    /// The body's size when it was read whole (small answers); nil while it streams.
+    package var wholeBodyBytes: Int? {
+        if case .whole(let buffer) = body { return buffer.readableBytes }
+        return nil
+    }
 
     /// The back end's `Set-Cookie` values (kept by Midtier, never sent to the device).
     package var setCookies: [String] { head.headers["Set-Cookie"] }

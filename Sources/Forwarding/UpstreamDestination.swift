@@ -71,7 +71,7 @@ package struct UpstreamDestination: Sendable {
     package let configuration: DestinationConfiguration
     /// Nil only for a URL the loader would have refused, or certificates NIOSSL cannot load;
     /// calls to it answer 502.
-    let origin: UpstreamOrigin?
+    package let origin: UpstreamOrigin?
     /// Why `trustedCertificates` could not be used, if so.
     let trustProblem: String?
     /// The destination URL's path ("" or "/odata/v2"), to which the device's remainder is added.

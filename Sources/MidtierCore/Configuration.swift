@@ -140,6 +140,8 @@ package struct ServerSettings: Sendable {
     package var connectionLimits: ConnectionLimits
     /// `clientUploads`: the client log and usage uploads' limits and retention.
     package var clientUploads: ClientUploadSettings
+    /// `tracing`: OpenTelemetry traces over OTLP/HTTP; nil (the default): none.
+    package var tracing: TracingSettings?
 
     package init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -154,7 +156,8 @@ package struct ServerSettings: Sendable {
         backendSessionKeys: [BackendSessionKey] = [],
         trustedProxies: [AddressRange] = [],
         connectionLimits: ConnectionLimits = ConnectionLimits(),
-        clientUploads: ClientUploadSettings = ClientUploadSettings()
+        clientUploads: ClientUploadSettings = ClientUploadSettings(),
+        tracing: TracingSettings? = nil
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -169,6 +172,7 @@ package struct ServerSettings: Sendable {
         self.trustedProxies = trustedProxies
         self.connectionLimits = connectionLimits
         self.clientUploads = clientUploads
+        self.tracing = tracing
     }
 }
 

@@ -24,6 +24,8 @@ package struct JSONLogHandler: LogHandler {
     package func log(event: LogEvent) {
         var members: [String: JSON] = [:]
         for (key, value) in metadata { members[key] = Self.plain(value) }
+        // (The request's trace id, docs/operations.md "Traces".)
+        for (key, value) in metadataProvider?.get() ?? [:] { members[key] = Self.plain(value) }
         for (key, value) in event.metadata ?? [:] { members[key] = Self.plain(value) }
         members["time"] = .string(Date().formatted(.iso8601))
         members["level"] = .string(event.level.rawValue)

@@ -18,6 +18,7 @@ import PushAPI
 package import PushNotifications
 import NIOCore
 package import Registrations
+package import RequestTracing
 import SAMLSigning
 package import ServiceLifecycle
 package import TokenExchange
@@ -54,14 +55,17 @@ package final class MidtierServer: Sendable {
     let verifications: VerificationLimiter
     /// Where `reload` reads from; nil when the configuration was built in memory (tests).
     let configurationDirectory: String?
+    /// Traces of device requests (docs/operations.md, "Traces"); off unless `tracing` is configured.
+    let tracer: RequestTracer
     let logger: Logger
 
     package init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
-                tokenCache: TokenCache = TokenCache(),
+                tokenCache: TokenCache = TokenCache(), tracer: RequestTracer = .off,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
         let verifications = VerificationLimiter()
+        self.tracer = tracer
         self.deviceSignIns = deviceSignIns
         self.verifications = verifications
         do {
@@ -167,7 +171,7 @@ package final class MidtierServer: Sendable {
                               logger: logger).add(to: router)
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
-                                 sessions: sessions, metrics: metrics, logger: logger)
+                                 sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(
             responder: responder,

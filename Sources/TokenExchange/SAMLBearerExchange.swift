@@ -5,6 +5,7 @@ package import MidtierCore
 import MidtierJSON
 import NIOCore
 import NIOHTTP1
+import RequestTracing
 package import SAMLSigning
 
 /// The OAuth 2.0 SAML bearer grant (RFC 7522) against a SuccessFactors-style `/oauth/token`:
@@ -66,6 +67,8 @@ package struct SAMLBearerExchange: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
+        // The token service's call is part of the device request's trace (docs/operations.md, "Traces").
+        for (name, value) in RequestTrace.propagationHeaders() { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
 
         let status: Int

@@ -6,6 +6,7 @@ import MetadataPatching
 import ConfigurationFiles
 import MidtierCore
 import MidtierServer
+import RequestTracing
 import ServiceLifecycle
 import UnixSignals
 
@@ -18,20 +19,35 @@ struct Serve: AsyncParsableCommand {
     func run() async throws {
         let configuration = try configurationOrExit(config, last: { "midtier: not starting: \($0) configuration problem(s)" })
         let level = Logger.Level(rawValue: configuration.server.logLevel) ?? .info
-        LoggingSystem.bootstrap { JSONLogHandler(label: $0, level: level) }
+        // A request's log lines carry its trace id (docs/operations.md, "Traces").
+        LoggingSystem.bootstrap({ label, provider in
+            var handler = JSONLogHandler(label: label, level: level)
+            handler.metadataProvider = provider
+            return handler
+        }, metadataProvider: RequestTrace.loggingMetadata)
         let logger = Logger(label: "midtier")
         for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { logger.warning("\(warning)") }
 
         let server: MidtierServer
+        // The exporter stops after the listeners (a service group stops its services in
+        // reverse order), so the last requests' spans go out.
+        var tracing: [ServiceGroupConfiguration.ServiceConfiguration] = []
         do {
+            var tracer = RequestTracer.off
+            if let settings = configuration.server.tracing {
+                let exporter = try RequestTracer.otlp(settings, logger: Logger(label: "midtier.tracing"))
+                tracer = exporter.tracer
+                tracing.append(.init(service: exporter.service))
+                logger.info("exporting traces", metadata: ["endpoint": "\(settings.endpoint)", "samplingRatio": "\(settings.samplingRatio)"])
+            }
             let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
-            server = try MidtierServer(configuration: configuration, configurationDirectory: config, store: store, logger: logger)
+            server = try MidtierServer(configuration: configuration, configurationDirectory: config, store: store, logger: logger, tracer: tracer)
         } catch {
             printError("midtier: not starting: \(error)")
             throw ExitCode.failure
         }
         let services = ServiceGroup(configuration: .init(
-            services: [
+            services: tracing + [
                 .init(service: server.contactWriter()),
                 .init(service: server.clientUploadSweeper()),
                 .init(service: server.pushDeliverer()),

@@ -1,0 +1,94 @@
+package import Logging
+package import Tracing
+
+/// The trace of the device request being answered (docs/operations.md, "Traces"): a
+/// task-local, set for as long as the request is answered when tracing is on, and nil
+/// otherwise — then every function here only runs what it is given.
+///
+/// Spans carry names, routes, configured app and destination names, status codes, byte counts
+/// and back-end addresses; never a user id, a credential, a cookie, a header value, a query or
+/// an error's text.
+package struct RequestTrace: Sendable {
+    @TaskLocal package static var current: RequestTrace?
+
+    let tracer: any Tracer
+    /// The device request's span.
+    let request: any Span
+    /// The span that children start under: the request's, or a child's while it runs.
+    let span: any Span
+    /// The request's trace id, 32 lowercase hex digits.
+    package let traceID: String
+    /// `00-<trace id>-<the request span's id>-<flags>`: the W3C `traceresponse` header the
+    /// device is answered with.
+    package let traceresponse: String
+
+    /// What a child span stands for.
+    package enum Kind: Sendable {
+        /// Work inside Midtier.
+        case `internal`
+        /// A call out of Midtier (the back end, the token service).
+        case client
+    }
+
+    /// Runs `body` in a child span `name` of the current span; without a trace, just runs it.
+    /// A span whose body throws ends with the error status, without the error's text.
+    package static func span<T, Failure: Error>(_ name: String, kind: Kind = .internal,
+                                                _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
+        guard let trace = current else { return try await body(TraceSpan(nil)) }
+        let child = trace.tracer.startSpan(name, context: trace.span.context, ofKind: kind == .client ? .client : .internal)
+        defer { child.end() }
+        let inner = RequestTrace(tracer: trace.tracer, request: trace.request, span: child, traceID: trace.traceID, traceresponse: trace.traceresponse)
+        let result: Result<T, Failure> = await $current.withValue(inner) {
+            do throws(Failure) {
+                return .success(try await body(TraceSpan(child)))
+            } catch {
+                return .failure(error)
+            }
+        }
+        if case .failure = result { child.setStatus(SpanStatus(code: .error)) }
+        return try result.get()
+    }
+
+    /// The current span: where an attribute set from code below the request path lands (the
+    /// credential check marks whether a remembered credential answered). Does nothing without a trace.
+    package static var currentSpan: TraceSpan { TraceSpan(current?.span) }
+
+    /// The device request's own span (its app and destination are known only on the way).
+    package static var requestSpan: TraceSpan { TraceSpan(current?.request) }
+
+    /// `traceparent` (and `tracestate`, when there is one) for a call Midtier makes now, naming
+    /// the current span as its parent; empty without a trace.
+    package static func propagationHeaders() -> [(name: String, value: String)] {
+        guard let trace = current else { return [] }
+        var carrier = PropagationHeaders()
+        trace.tracer.inject(trace.span.context, into: &carrier, using: PropagationHeaders.Injector())
+        return carrier.fields
+    }
+
+    /// Log lines written while a request is answered carry its `trace_id`.
+    package static let loggingMetadata = Logger.MetadataProvider {
+        guard let trace = current else { return [:] }
+        return ["trace_id": .string(trace.traceID)]
+    }
+}
+
+/// A span to set attributes on, or nothing (tracing off): callers need not ask which.
+package struct TraceSpan: Sendable {
+    let span: (any Span)?
+
+    init(_ span: (any Span)?) { self.span = span }
+
+    package func set(_ key: String, _ value: String) {
+        span?.attributes[key] = value
+    }
+
+    package func set(_ key: String, _ value: Int) {
+        span?.attributes[key] = value
+    }
+
+    /// The span ends with the error status (a failure that is not an exception: a refusal, a
+    /// status of 500 or more).
+    package func fail() {
+        span?.setStatus(SpanStatus(code: .error))
+    }
+}
