@@ -61,6 +61,36 @@ run_wrk nginx-1 1 1 "http://127.0.0.1:$proxy$path"
 run_wrk caddy-1 1 1 "http://127.0.0.1:$caddy$path" "$auth"
 run_wrk midtier-1 1 1 "http://127.0.0.1:$mport/bench$path" "$auth" "X-SMP-APPCID: $appcid"
 
+# Tracing's cost: a second Midtier on the same state with `tracing` at 1 % to a collector
+# stand-in, against the first (tracing off), in alternating rounds (this machine drifts between
+# runs more than the difference); medians.
+echo "tracing cost ..."
+sink_port=$(free_port); tport2=$(free_port); taport=$(free_port)
+python3 Benchmarks/otlp_sink.py "$sink_port" "$out/otlp-sink.txt" & sink=$!; pids+=($sink)
+cp -r "$work/config" "$work/config-traced"
+python3 - "$work/config-traced/midtier.json" "$tport2" "$taport" "$sink_port" <<'PY'
+import json, sys
+path, port, admin, sink = sys.argv[1:]
+settings = json.load(open(path))
+settings.update({"listen": f"127.0.0.1:{port}", "adminListen": f"127.0.0.1:{admin}", "publicURL": f"http://127.0.0.1:{port}",
+                 "tracing": {"endpoint": f"http://127.0.0.1:{sink}/v1/traces", "samplingRatio": 0.01}})
+json.dump(settings, open(path, "w"))
+PY
+"$bin" serve --config "$work/config-traced" >"$out/midtier-traced.log" 2>&1 & traced=$!; pids+=($traced)
+wait_for "http://127.0.0.1:$tport2/healthz"
+wrk -c 64 -t 2 -d 2s "http://127.0.0.1:$tport2/bench$tiny" -H "$auth" -H "X-SMP-APPCID: $appcid" >/dev/null
+for round in 1 2 3; do
+  order="off on"; [ $round = 2 ] && order="on off"
+  for mode in $order; do
+    if [ $mode = off ]; then cpu_pids=$midtier run_wrk tracing-off-$round 64 2 "http://127.0.0.1:$mport/bench$tiny" "$auth" "X-SMP-APPCID: $appcid"
+    else cpu_pids=$traced run_wrk tracing-on-$round 64 2 "http://127.0.0.1:$tport2/bench$tiny" "$auth" "X-SMP-APPCID: $appcid"; fi
+  done
+done
+kill $traced 2>/dev/null || true; kill $sink 2>/dev/null || true; wait $sink 2>/dev/null || true
+median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
+tracing_off_us=$(median3 "$(cpu_us tracing-off-1)" "$(cpu_us tracing-off-2)" "$(cpu_us tracing-off-3)")
+tracing_on_us=$(median3 "$(cpu_us tracing-on-1)" "$(cpu_us tracing-on-2)" "$(cpu_us tracing-on-3)")
+
 echo "assertion signing ..."
 "$bench" assertions --key certs/demo-signing.key --certificate certs/demo-signing.crt --seconds 5 >"$out/assertions.txt"
 openssl speed -seconds 5 rsa2048 >"$out/openssl-speed.txt" 2>/dev/null
@@ -135,6 +165,8 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
   printf "  added over direct: midtier %.0f us (target <= 150), nginx %.0f us, caddy %.0f us, bare NIO proxy %.0f us, task proxy %.0f us\n" \
     "$(echo "$(p50 midtier-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 nginx-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 caddy-1) - $(p50 direct-1)" | bc -l)" \
     "$(echo "$(p50 floor-nio-proxy-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 floor-task-proxy-1) - $(p50 direct-1)" | bc -l)"
+  printf "tracing sampled at 1 %% (tiny, c=64, medians of 3 alternating rounds): CPU per call %.1f us against %.1f us with tracing off: %+.1f %% (target <= 5 %%); %s\n" \
+    "$tracing_on_us" "$tracing_off_us" "$(echo "($tracing_on_us - $tracing_off_us) * 100 / $tracing_off_us" | bc -l)" "$(cat "$out/otlp-sink.txt" 2>/dev/null || echo "no exports counted")"
   printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"
   echo "cold burst, 1000 distinct users: $(burst distinct_users_ok)/1000 ok in $(burst distinct_users_seconds)s, $(burst distinct_users_exchanges) exchanges"
   echo "cold burst, 1000 calls of one user: $(burst one_user_ok)/1000 ok in $(burst one_user_seconds)s, $(burst one_user_exchanges) exchange(s) (target 1)"

@@ -24,7 +24,7 @@ package struct MidtierResponder: HTTPResponder {
         var context = context
         context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
         let segment = request.uri.path.dropFirst().prefix { $0 != "/" }
-        guard let trace = proxy.tracer.start("\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
+        guard proxy.tracer.isOn, let trace = proxy.tracer.start("\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
                                              propagation: request.propagationHeaders) else {
             return try await ownRoutes.respond(to: request, context: context)
         }

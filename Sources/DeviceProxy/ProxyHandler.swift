@@ -41,8 +41,8 @@ package struct ProxyHandler: Sendable {
     }
 
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
-        guard let trace = tracer.start(request.method.rawValue + " /{destination}", method: request.method.rawValue, route: "/{destination}/*",
-                                       propagation: request.propagationHeaders) else {
+        guard tracer.isOn, let trace = tracer.start(request.method.rawValue + " /{destination}", method: request.method.rawValue,
+                                                     route: "/{destination}/*", propagation: request.propagationHeaders) else {
             return await answer(request, context: context)
         }
         var response = await trace.run { await answer(request, context: context) }
@@ -51,6 +51,7 @@ package struct ProxyHandler: Sendable {
         return response
     }
 
+    @inline(__always)
     private func answer(_ request: Request, context: MidtierRequestContext) async -> Response {
         let start = ContinuousClock.now
         var context = context

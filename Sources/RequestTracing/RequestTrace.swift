@@ -32,9 +32,18 @@ package struct RequestTrace: Sendable {
 
     /// Runs `body` in a child span `name` of the current span; without a trace, just runs it.
     /// A span whose body throws ends with the error status, without the error's text.
+    /// (Inlined: with tracing off a call is the body's call and one task-local read, with no
+    /// frame of its own — frames deepen the task's stack, which costs allocations.)
+    @inlinable
     package static func span<T, Failure: Error>(_ name: String, kind: Kind = .internal,
                                                 _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
         guard let trace = current else { return try await body(TraceSpan(nil)) }
+        return try await traced(trace, name, kind: kind, body)
+    }
+
+    @usableFromInline
+    static func traced<T, Failure: Error>(_ trace: RequestTrace, _ name: String, kind: Kind,
+                                          _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
         let child = trace.tracer.startSpan(name, context: trace.span.context, ofKind: kind == .client ? .client : .internal)
         defer { child.end() }
         let inner = RequestTrace(tracer: trace.tracer, request: trace.request, span: child, traceID: trace.traceID, traceresponse: trace.traceresponse)
@@ -74,9 +83,9 @@ package struct RequestTrace: Sendable {
 
 /// A span to set attributes on, or nothing (tracing off): callers need not ask which.
 package struct TraceSpan: Sendable {
-    let span: (any Span)?
+    @usableFromInline let span: (any Span)?
 
-    init(_ span: (any Span)?) { self.span = span }
+    @usableFromInline init(_ span: (any Span)?) { self.span = span }
 
     package func set(_ key: String, _ value: String) {
         span?.attributes[key] = value
