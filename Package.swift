@@ -46,6 +46,8 @@ let package = Package(
         // exporter's trait stays off: it would bring grpc-swift into the build).
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // W3C trace context values (already in the graph through swift-otel).
+        .package(url: "https://github.com/swift-otel/swift-w3c-trace-context.git", from: "1.0.0"),
     ],
     targets: [
         // C libraries from the system, through pkg-config.
@@ -85,7 +87,8 @@ let package = Package(
         .target(
             name: "RequestTracing",
             dependencies: [
-                "MidtierCore",
+                "MidtierCore", "COpenSSL",
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
@@ -362,6 +365,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushNotificationsTests", dependencies: ["PushNotifications", "MidtierJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "RequestTracingTests", dependencies: [
+            "RequestTracing",
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
+            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+            .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
+        ], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the

@@ -11,16 +11,25 @@ package import Tracing
 package struct RequestTrace: Sendable {
     @TaskLocal package static var current: RequestTrace?
 
-    let tracer: any Tracer
-    /// The device request's span.
-    let request: any Span
-    /// The span that children start under: the request's, or a child's while it runs.
-    let span: any Span
+    /// The spans of a sampled request.
+    @usableFromInline
+    struct Recording: Sendable {
+        let tracer: any Tracer
+        /// The device request's span.
+        let request: any Span
+        /// The span that children start under: the request's, or a child's while it runs.
+        let span: any Span
+    }
+
+    /// Nil for a request that is not sampled: it has ids, and no spans.
+    @usableFromInline let recording: Recording?
     /// The request's trace id, 32 lowercase hex digits.
     package let traceID: String
     /// `00-<trace id>-<the request span's id>-<flags>`: the W3C `traceresponse` header the
-    /// device is answered with.
+    /// device is answered with, and for a request not sampled the `traceparent` of its calls.
     package let traceresponse: String
+    /// The `tracestate` its calls carry on (the device's).
+    let tracestate: String?
 
     /// What a child span stands for.
     package enum Kind: Sendable {
@@ -37,16 +46,17 @@ package struct RequestTrace: Sendable {
     @inlinable
     package static func span<T, Failure: Error>(_ name: String, kind: Kind = .internal,
                                                 _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
-        guard let trace = current else { return try await body(TraceSpan(nil)) }
-        return try await traced(trace, name, kind: kind, body)
+        guard let trace = current, let recording = trace.recording else { return try await body(TraceSpan(nil)) }
+        return try await traced(trace, recording, name, kind: kind, body)
     }
 
     @usableFromInline
-    static func traced<T, Failure: Error>(_ trace: RequestTrace, _ name: String, kind: Kind,
+    static func traced<T, Failure: Error>(_ trace: RequestTrace, _ recording: Recording, _ name: String, kind: Kind,
                                           _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
-        let child = trace.tracer.startSpan(name, context: trace.span.context, ofKind: kind == .client ? .client : .internal)
+        let child = recording.tracer.startSpan(name, context: recording.span.context, ofKind: kind == .client ? .client : .internal)
         defer { child.end() }
-        let inner = RequestTrace(tracer: trace.tracer, request: trace.request, span: child, traceID: trace.traceID, traceresponse: trace.traceresponse)
+        let inner = RequestTrace(recording: Recording(tracer: recording.tracer, request: recording.request, span: child),
+                                 traceID: trace.traceID, traceresponse: trace.traceresponse, tracestate: trace.tracestate)
         let result: Result<T, Failure> = await $current.withValue(inner) {
             do throws(Failure) {
                 return .success(try await body(TraceSpan(child)))
@@ -60,17 +70,23 @@ package struct RequestTrace: Sendable {
 
     /// The current span: where an attribute set from code below the request path lands (the
     /// credential check marks whether a remembered credential answered). Does nothing without a trace.
-    package static var currentSpan: TraceSpan { TraceSpan(current?.span) }
+    package static var currentSpan: TraceSpan { TraceSpan(current?.recording?.span) }
 
     /// The device request's own span (its app and destination are known only on the way).
-    package static var requestSpan: TraceSpan { TraceSpan(current?.request) }
+    package static var requestSpan: TraceSpan { TraceSpan(current?.recording?.request) }
 
     /// `traceparent` (and `tracestate`, when there is one) for a call Midtier makes now, naming
     /// the current span as its parent; empty without a trace.
     package static func propagationHeaders() -> [(name: String, value: String)] {
         guard let trace = current else { return [] }
+        guard let recording = trace.recording else {
+            // Not sampled: the calls name the request (its span id, unrecorded) as their parent.
+            var fields = [(name: "traceparent", value: trace.traceresponse)]
+            if let state = trace.tracestate { fields.append((name: "tracestate", value: state)) }
+            return fields
+        }
         var carrier = PropagationHeaders()
-        trace.tracer.inject(trace.span.context, into: &carrier, using: PropagationHeaders.Injector())
+        recording.tracer.inject(recording.span.context, into: &carrier, using: PropagationHeaders.Injector())
         return carrier.fields
     }
 

@@ -1,27 +1,42 @@
+import COpenSSL
 package import Logging
 package import MidtierCore
 import OTel
 package import ServiceLifecycle
 package import Tracing
+import W3CTraceContext
 
 /// Starts the traces of device requests (docs/operations.md, "Traces"), or nothing: with
 /// tracing off (``off``) a request costs one check of an optional.
+///
+/// Sampling is decided here, from the trace id, before any span exists: a request that is not
+/// sampled gets a trace id, a `traceresponse` and a `traceparent` for the calls it makes, and
+/// no span at all (making and dropping a dozen spans per request cost more than half of a
+/// proxied call's CPU, docs/benchmarks.md).
 package struct RequestTracer: Sendable {
     let tracer: (any Tracer)?
+    /// Requests whose trace id falls under this bound are sampled (`samplingRatio` of 2^64).
+    let sampledBelow: UInt64
+    let samplesAll: Bool
 
     /// No traces.
-    package static let off = RequestTracer(tracer: nil)
+    package static let off = RequestTracer(tracer: nil, samplingRatio: 0)
 
-    /// Traces with `tracer` (tests give an in-memory one).
-    package init(tracer: (any Tracer)?) { self.tracer = tracer }
+    /// Traces with `tracer` (tests give an in-memory one), sampling `samplingRatio` (0 to 1) of
+    /// the requests.
+    package init(tracer: (any Tracer)?, samplingRatio: Double = 1) {
+        self.tracer = tracer
+        let ratio = min(1, max(0, samplingRatio.isNaN ? 0 : samplingRatio))
+        self.samplesAll = ratio >= 1
+        self.sampledBelow = ratio >= 1 ? .max : UInt64(ratio * 18_446_744_073_709_551_615.0)
+    }
 
     package var isOn: Bool { tracer != nil }
 
-    /// Exports to the OTLP/HTTP collector `settings` names (protobuf), sampling by trace id:
-    /// a device's `traceparent` is continued, but its sampled flag does not decide. The
-    /// service exports in batches and flushes at shutdown; run it in the service group, listed
-    /// before the listeners so that it stops after them. The standard `OTEL_*` environment
-    /// variables, which every OpenTelemetry SDK reads, override these settings.
+    /// Exports to the OTLP/HTTP collector `settings` names (protobuf). The service exports in
+    /// batches and flushes at shutdown; run it in the service group, listed before the
+    /// listeners so that it stops after them. The standard `OTEL_*` environment variables,
+    /// which every OpenTelemetry SDK reads, override these settings.
     package static func otlp(_ settings: TracingSettings, logger: Logger) throws -> (tracer: RequestTracer, service: any Service) {
         var configuration = OTel.Configuration.default
         configuration.serviceName = settings.serviceName
@@ -30,31 +45,64 @@ package struct RequestTracer: Sendable {
         configuration.propagators = [.traceContext]
         configuration.diagnosticLogger = .custom(logger)
         configuration.traces.exporter = .otlp
-        // A ratio of 0 keeps trace ids (unlike the constant "off" sampler, which drops them).
-        configuration.traces.sampler = .traceIDRatio(ratio: min(1, max(0, settings.samplingRatio)))!
+        // What reaches the tracer is sampled already (`start`).
+        configuration.traces.sampler = .alwaysOn
         configuration.traces.batchSpanProcessor.maxQueueSize = settings.maxQueuedSpans
         configuration.traces.batchSpanProcessor.maxExportBatchSize = min(512, settings.maxQueuedSpans)
         configuration.traces.otlpExporter.endpoint = settings.endpoint
         configuration.traces.otlpExporter.protocol = .httpProtobuf
         let backend = try OTel.makeTracingBackend(configuration: configuration)
-        return (RequestTracer(tracer: backend.factory), backend.service)
+        return (RequestTracer(tracer: backend.factory, samplingRatio: settings.samplingRatio), backend.service)
     }
 
-    /// Starts the trace of a device request: a server span `name`, the child of the device's
-    /// W3C trace context when it sent one. Nil when tracing is off. End it with
-    /// ``RequestTrace/finish(status:)``.
+    /// Starts the trace of a device request, continuing the device's W3C trace context when it
+    /// sent a valid one: a server span `name` when the trace id is sampled, only ids when it
+    /// is not. Nil when tracing is off. End it with ``RequestTrace/finish(status:)``.
     package func start(_ name: String, method: String, route: String, propagation: PropagationHeaders) -> RequestTrace? {
         guard let tracer else { return nil }
+        let incoming = propagation.traceparent.flatMap {
+            try? TraceContext(traceParentHeaderValue: $0, traceStateHeaderValue: propagation.tracestate)
+        }
+        var random = OpenSSLRandom()
+        let traceID = incoming?.traceID ?? TraceID.random(using: &random)
+        guard isSampled(traceID) else {
+            let own = TraceContext(traceID: traceID, spanID: SpanID.random(using: &random), flags: [], state: incoming?.state ?? TraceState())
+            return RequestTrace(recording: nil, traceID: traceID.description, traceresponse: own.traceParentHeaderValue,
+                                tracestate: own.traceStateHeaderValue)
+        }
         var parent = ServiceContext.topLevel
-        if propagation.traceparent != nil { tracer.extract(propagation, into: &parent, using: PropagationHeaders.Extractor()) }
+        if incoming != nil { tracer.extract(propagation, into: &parent, using: PropagationHeaders.Extractor()) }
         let span = tracer.startSpan(name, context: parent, ofKind: .server)
         span.attributes["http.request.method"] = method
         span.attributes["http.route"] = route
         var carrier = PropagationHeaders()
         tracer.inject(span.context, into: &carrier, using: PropagationHeaders.Injector())
         let traceresponse = carrier.traceparent ?? ""
-        let traceID = traceresponse.split(separator: "-").dropFirst().first.map(String.init) ?? ""
-        return RequestTrace(tracer: tracer, request: span, span: span, traceID: traceID, traceresponse: traceresponse)
+        let ownTraceID = traceresponse.split(separator: "-").dropFirst().first.map(String.init) ?? traceID.description
+        return RequestTrace(recording: .init(tracer: tracer, request: span, span: span), traceID: ownTraceID, traceresponse: traceresponse,
+                            tracestate: carrier.tracestate)
+    }
+
+    /// The trace id's last eight bytes against the ratio: every span of a trace is decided
+    /// alike, on every instance.
+    func isSampled(_ traceID: TraceID) -> Bool {
+        if samplesAll { return true }
+        let bytes = traceID.bytes
+        let value = [bytes.8, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return value < sampledBelow
+    }
+}
+
+/// Random ids from OpenSSL's generator (in user space; the system generator is a system call
+/// per number).
+struct OpenSSLRandom: RandomNumberGenerator {
+    mutating func next() -> UInt64 {
+        var value: UInt64 = 0
+        if withUnsafeMutableBytes(of: &value, { RAND_bytes($0.baseAddress, 8) }) != 1 {
+            var system = SystemRandomNumberGenerator()
+            return system.next()
+        }
+        return value
     }
 }
 
@@ -64,10 +112,12 @@ extension RequestTrace {
         await Self.$current.withValue(self, operation: body)
     }
 
-    /// Ends the device request's span with the answer's status.
+    /// Ends the device request's span with the answer's status (nothing to end when the
+    /// request was not sampled).
     package func finish(status: Int) {
-        request.attributes["http.response.status_code"] = status
-        if status >= 500 { request.setStatus(SpanStatus(code: .error)) }
-        request.end()
+        guard let recording else { return }
+        recording.request.attributes["http.response.status_code"] = status
+        if status >= 500 { recording.request.setStatus(SpanStatus(code: .error)) }
+        recording.request.end()
     }
 }
