@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "RequestTracing",
             dependencies: [
-                "MidtierCore", "COpenSSL",
+                "MidtierCore",
                 .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),

@@ -8,7 +8,9 @@ package import Tracing
 /// Spans carry names, routes, configured app and destination names, status codes, byte counts
 /// and back-end addresses; never a user id, a credential, a cookie, a header value, a query or
 /// an error's text.
-package struct RequestTrace: Sendable {
+/// (A class: the task-local is read at every step of the request path, and a reference is
+/// cheaper to hand out than a copy of the ids and spans.)
+package final class RequestTrace: Sendable {
     @TaskLocal package static var current: RequestTrace?
 
     /// The spans of a sampled request.
@@ -30,6 +32,13 @@ package struct RequestTrace: Sendable {
     package let traceresponse: String
     /// The `tracestate` its calls carry on (the device's).
     let tracestate: String?
+
+    init(recording: Recording?, traceID: String, traceresponse: String, tracestate: String?) {
+        self.recording = recording
+        self.traceID = traceID
+        self.traceresponse = traceresponse
+        self.tracestate = tracestate
+    }
 
     /// What a child span stands for.
     package enum Kind: Sendable {
