@@ -76,44 +76,19 @@ struct MidtierBench: AsyncParsableCommand {
         static let body = #"{"d":{"results":[{"externalCode":"PRR-100001","amount":"1"}]}}"#
 
         func run() async throws {
-            let nio = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 256)
-                .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                        try channel.pipeline.syncOperations.addHandler(FixedAnswer())
-                    }
-                }
-                .bind(host: "127.0.0.1", port: nioPort).get()
+            let nio = try await MidtierBench.serve(on: nioPort) { try $0.addHandler(FixedAnswer()) }
             var proxy: (any Channel)?
             if let proxyPort, let upstream, let origin = UpstreamOrigin(url: upstream) {
                 let pool = UpstreamConnectionPool()
-                proxy = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(.backlog, value: 256)
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                            try channel.pipeline.syncOperations.addHandler(BareProxy(pool: pool, origin: origin))
-                        }
-                    }
-                    .bind(host: "127.0.0.1", port: proxyPort).get()
+                proxy = try await MidtierBench.serve(on: proxyPort) { try $0.addHandler(BareProxy(pool: pool, origin: origin)) }
             }
             var taskProxy: (any Channel)?
             if let taskProxyPort, let upstream, let origin = UpstreamOrigin(url: upstream) {
                 let pool = UpstreamConnectionPool()
-                taskProxy = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .serverChannelOption(.backlog, value: 256)
-                    .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-                            try channel.pipeline.syncOperations.addHandler(TaskProxy(pool: pool, origin: origin))
-                        }
-                    }
-                    .bind(host: "127.0.0.1", port: taskProxyPort).get()
+                taskProxy = try await MidtierBench.serve(on: taskProxyPort) { pipeline in
+                    try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+                    try pipeline.addHandler(TaskProxy(pool: pool, origin: origin))
+                }
             }
             let router = Router()
             router.get("**") { _, _ in
@@ -125,6 +100,20 @@ struct MidtierBench: AsyncParsableCommand {
             try await proxy?.close()
             try await taskProxy?.close()
         }
+    }
+
+    /// A bare NIO HTTP/1 server on loopback `port`: NIO's server codec, then `handlers`.
+    static func serve(on port: Int, _ handlers: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void) async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try handlers(channel.pipeline.syncOperations)
+                }
+            }
+            .bind(host: "127.0.0.1", port: port).get()
     }
 
     /// ``BareProxy`` in the shape of Midtier's request path: the call runs in a task started on
