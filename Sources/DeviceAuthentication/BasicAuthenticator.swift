@@ -61,7 +61,9 @@ package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConv
 /// credential share one bcrypt verification. bcrypt runs on NIO's blocking thread pool, never
 /// on an event loop, behind a bounded queue with a budget of checks per second for all
 /// clients together (``VerificationLimiter``) and the failed sign-in throttle (``SignInThrottle``);
-/// neither touches a credential that is already remembered.
+/// neither touches a credential that is already remembered. A `Basic` header that verified is
+/// remembered by its exact bytes too (its HMAC, under the same key), until the credential it
+/// carries expires, so that a device's next calls skip decoding it.
 /// Failures are not remembered.
 package final class BasicAuthenticator: Sendable {
     private struct CachedCredential {
@@ -70,7 +72,7 @@ package final class BasicAuthenticator: Sendable {
     }
 
     private enum Verification: Sendable {
-        case verified(AuthenticatedUser)
+        case verified(AuthenticatedUser, expiresAt: UInt64)
         case wrong
         case busy
         case throttled(Int)
@@ -78,6 +80,8 @@ package final class BasicAuthenticator: Sendable {
 
     private struct State {
         var verified: [CredentialDigest: CachedCredential] = [:]
+        /// Verified `Authorization` values, by the HMAC of their exact bytes.
+        var verifiedHeaders: [CredentialDigest: CachedCredential] = [:]
         var inFlight: [CredentialDigest: Task<Verification, Never>] = [:]
     }
 
@@ -115,27 +119,54 @@ package final class BasicAuthenticator: Sendable {
     /// failed sign-in throttle).
     package func authenticate(authorization: String?, client: String? = nil) async -> Result<AuthenticatedUser, AuthenticationFailure> {
         guard let authorization, !authorization.isEmpty else { return .failure(.missingCredentials) }
+        let header = cacheNanoseconds > 0 ? digester.digest([Self.headerField, authorization]) : nil
+        if let header {
+            let now = self.now()
+            if let cached = state.withLock({ $0.verifiedHeaders[header] }), now < cached.expiresAt {
+                RequestTrace.currentSpan.set("midtier.credential", "remembered")
+                return .success(cached.user)
+            }
+        }
         switch Self.decodeBasic(authorization) {
-        case .success(let (user, password)): return await authenticate(user: user, password: password, client: client)
-        case .failure(let failure): return .failure(failure)
+        case .success(let (user, password)):
+            let (result, expiresAt) = await authenticate(user: user, password: password, client: client)
+            if let header, let expiresAt, case .success(let user) = result {
+                state.withLock { state in
+                    Self.remember(CachedCredential(user: user, expiresAt: expiresAt), under: header, in: &state.verifiedHeaders,
+                                  capacity: capacity, now: now())
+                }
+            }
+            return result
+        case .failure(let failure):
+            return .failure(failure)
         }
     }
+
+    /// The first field of a header's digest (a user's digest has the user name there).
+    private static let headerField = "Authorization"
 
     /// Verifies a user name and password given some other way than a Basic header (the
     /// self-service page's form), with the same rules: control characters refused, the
     /// throttle and the queue in front of bcrypt, verified credentials remembered.
     package func authenticate(user: String, password: String, client: String?) async -> Result<AuthenticatedUser, AuthenticationFailure> {
-        guard !user.isEmpty else { return .failure(.malformedCredentials("the user name is empty")) }
+        await authenticate(user: user, password: password, client: client).result
+    }
+
+    /// ``authenticate(user:password:client:)`` and, for a success, until when the verified
+    /// credential is remembered (nil: not remembered).
+    private func authenticate(user: String, password: String,
+                              client: String?) async -> (result: Result<AuthenticatedUser, AuthenticationFailure>, expiresAt: UInt64?) {
+        guard !user.isEmpty else { return (.failure(.malformedCredentials("the user name is empty")), nil) }
         // The one check of stored text (docs/identity.md, "Stored text"): C0, DEL and C1.
         guard !StoredText.hasControlCharacters(user), !StoredText.hasControlCharacters(password) else {
-            return .failure(.malformedCredentials("the user name or password contains control characters"))
+            return (.failure(.malformedCredentials("the user name or password contains control characters")), nil)
         }
         let digest = credentialDigest(user: user, password: password)
         let now = self.now()
-        enum Step { case remembered(AuthenticatedUser), wait(Task<Verification, Never>), refuse(AuthenticationFailure) }
+        enum Step { case remembered(CachedCredential), wait(Task<Verification, Never>), refuse(AuthenticationFailure) }
         let step: Step = state.withLock { state in
             if let cached = state.verified[digest], now < cached.expiresAt, cached.user.id.utf8.elementsEqual(user.utf8) {
-                return .remembered(cached.user)
+                return .remembered(cached)
             }
             if let running = state.inFlight[digest] { return .wait(running) }
             if let seconds = throttle.retryAfter(address: client, user: user) { return .refuse(.throttled(retryAfterSeconds: seconds)) }
@@ -146,21 +177,22 @@ package final class BasicAuthenticator: Sendable {
         // The trace says which answered: memory, or bcrypt (docs/operations.md, "Traces").
         RequestTrace.currentSpan.set("midtier.credential", { if case .remembered = step { "remembered" } else { "verified" } }())
         switch step {
-        case .remembered(let user):
-            return .success(user)
+        case .remembered(let cached):
+            return (.success(cached.user), cached.expiresAt)
         case .refuse(let failure):
-            return .failure(failure)
+            return (.failure(failure), nil)
         case .wait(let task):
             switch await task.value {
-            case .verified(let user): return .success(user)
-            case .wrong: return .failure(.invalidCredentials)
-            case .busy: return .failure(.busy(retryAfterSeconds: 1))
-            case .throttled(let seconds): return .failure(.throttled(retryAfterSeconds: seconds))
+            case .verified(let user, let expiresAt): return (.success(user), cacheNanoseconds > 0 ? expiresAt : nil)
+            case .wrong: return (.failure(.invalidCredentials), nil)
+            case .busy: return (.failure(.busy(retryAfterSeconds: 1)), nil)
+            case .throttled(let seconds): return (.failure(.throttled(retryAfterSeconds: seconds)), nil)
             }
         }
     }
 
     private func verify(user: String, password: String, digest: CredentialDigest, client: String?) async -> Verification {
+        let expiresAt = now() + cacheNanoseconds
         let account = users[ExactString(user)]
         let outcome: Verification
         if password.utf8.count > Self.maximumPasswordBytes {
@@ -181,7 +213,8 @@ package final class BasicAuthenticator: Sendable {
             switch (attempt, account) {
             case (nil, _): outcome = .busy
             case (.throttled(let seconds)?, _): outcome = .throttled(seconds)
-            case (.matched(true)?, let account?): outcome = .verified(AuthenticatedUser(identity: .local(account.id), attributes: account.attributes))
+            case (.matched(true)?, let account?):
+                outcome = .verified(AuthenticatedUser(identity: .local(account.id), attributes: account.attributes), expiresAt: expiresAt)
             default: outcome = .wrong
             }
         }
@@ -190,18 +223,22 @@ package final class BasicAuthenticator: Sendable {
         case .wrong: throttle.recordFailure(address: client, user: user)
         case .busy, .throttled: break
         }
-        let expiresAt = now() + cacheNanoseconds
         state.withLock { state in
             state.inFlight[digest] = nil
-            guard case .verified(let verified) = outcome, cacheNanoseconds > 0 else { return }
-            if state.verified.count >= capacity {
-                let now = self.now()
-                state.verified = state.verified.filter { now < $0.value.expiresAt }
-                if state.verified.count >= capacity { state.verified.removeAll() }
-            }
-            state.verified[digest] = CachedCredential(user: verified, expiresAt: expiresAt)
+            guard case .verified(let verified, let expiresAt) = outcome, cacheNanoseconds > 0 else { return }
+            Self.remember(CachedCredential(user: verified, expiresAt: expiresAt), under: digest, in: &state.verified, capacity: capacity, now: now())
         }
         return outcome
+    }
+
+    /// Keeps `credential`; when `capacity` is reached, the expired ones go first, then all.
+    private static func remember(_ credential: CachedCredential, under digest: CredentialDigest,
+                                 in remembered: inout [CredentialDigest: CachedCredential], capacity: Int, now: UInt64) {
+        if remembered[digest] == nil, remembered.count >= capacity {
+            remembered = remembered.filter { now < $0.value.expiresAt }
+            if remembered.count >= capacity { remembered.removeAll() }
+        }
+        remembered[digest] = credential
     }
 
     /// `Basic base64(user:password)` → (user, password).

@@ -223,7 +223,7 @@ package struct ProxyHandler: Sendable {
         }
         return await RequestTrace.span("answer") { span in
             span.set("midtier.rewrite", upstream.rewriter == nil ? "none" : "urls")
-            return answer.deviceResponse(rewriter: upstream.rewriter)
+            return answer.deviceResponse()
         }
     }
 

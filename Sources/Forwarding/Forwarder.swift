@@ -118,9 +118,9 @@ package struct Forwarder: Sendable {
             logger.warning("back end unreachable", metadata: ["destination": "\(destination.name)", "error": "\(String(describing: error))"])
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
         }
-        let redaction = CredentialRedaction(authorization: context.authorization)
-        return UpstreamResponse(head: answer.head, body: answer.body, headers: responseHeaders(answer.head.headers, redacting: redaction),
-                                redaction: redaction)
+        let tables = destination.answerTables.tables(for: context.authorization)
+        return UpstreamResponse(head: answer.head, body: answer.body, headers: responseHeaders(answer.head.headers, redacting: tables.redaction),
+                                tables: tables)
     }
 
     /// Streams the device's body to the back end, part by part as the connection takes them.
@@ -154,11 +154,8 @@ package struct Forwarder: Sendable {
         let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headers.count + destination.fixedHeaders.count + 6)
-        for field in request.headers {
-            let name = field.name.rawName
-            if HeaderPolicy.forwardsRequestHeader(name, connectionTokens: connectionTokens) {
-                headers.add(name: name, value: field.value)
-            }
+        for field in request.headers where HeaderPolicy.forwardsRequestHeader(lowercased: field.name.canonicalName, connectionTokens: connectionTokens) {
+            headers.add(name: field.name.rawName, value: field.value)
         }
         // HTTP/1.1 allows one Cookie header: the back end's session cookies that Midtier keeps,
         // then those of the device's own cookies the destination lists (none by default).
@@ -205,8 +202,12 @@ package struct UpstreamResponse: Sendable {
     let body: UpstreamAnswer.Body
     /// The headers that may reach the device.
     package let headers: HTTPFields
+    /// The credential Midtier sent (kept out of what the device sees) and the destination's URL
+    /// rewriting.
+    let tables: AnswerTables
+
     /// The credential Midtier sent, kept out of what the device sees.
-    package let redaction: CredentialRedaction
+    package var redaction: CredentialRedaction { tables.redaction }
 
     package var status: Int { Int(head.status.code) }
 
@@ -221,25 +222,21 @@ package struct UpstreamResponse: Sendable {
 
     package var contentType: String? { head.headers.first(name: "Content-Type") }
 
-    /// The answer for the device, its body streamed from the back end (small ones read whole);
-    /// with a `rewriter`, `Location`/`Content-Location` and textual bodies have the back end's
-    /// URLs rewritten; the credential Midtier added is redacted from every body, read whole or
-    /// streamed (one pass does both). A streamed body that is rewritten goes out chunked; one
+    /// The answer for the device, its body streamed from the back end (small ones read whole):
+    /// `Location`/`Content-Location` and textual bodies have the back end's URLs rewritten; the
+    /// credential Midtier added is redacted from every body, read whole or streamed (one pass
+    /// does both). A streamed body that is rewritten goes out chunked; one
     /// that is only redacted keeps its `Content-Length` (`CredentialRedaction.keepingLength`).
     /// A streamed body the back end does not finish in time is cut off (the answer has begun:
     /// the device sees the connection close before the end of the body).
-    package func deviceResponse(rewriter: URLRewriter? = nil) -> Response {
+    package func deviceResponse() -> Response {
         let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         var headers = headers
-        let encoding = head.headers.first(name: "Content-Encoding")?.lowercased() ?? "identity"
-        let rewrite = rewriter.flatMap { URLRewriter.isRewritable(contentType: contentType) && encoding == "identity" ? $0 : nil }
-        if let rewriter {
-            for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
-                if let value = headers[name] { headers[name] = rewriter.rewrite(value) }
-            }
+        let rewrite = URLRewriter.isRewritable(contentType: contentType) && Self.isIdentity(head.headers.first(name: "Content-Encoding"))
+        for name in [HTTPField.Name.location, HTTPField.Name.contentLocation] {
+            if let value = headers[name] { headers[name] = tables.rewriter.rewrite(value) }
         }
-        // The credential first: a URL never holds it whole.
-        let replacements = rewrite.map { redaction.replacements + $0.replacements } ?? redaction.replacements
+        let replacements = rewrite ? tables.redactingAndRewriting : redaction.replacements
         switch body {
         case .whole(var buffer):
             if !replacements.isEmpty {
@@ -251,12 +248,18 @@ package struct UpstreamResponse: Sendable {
             return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
         case .stream(let body):
             guard !replacements.isEmpty else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
-            if rewrite == nil, headers[.contentLength] != nil {
+            if !rewrite, headers[.contentLength] != nil {
                 return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: redaction.keepingLength.replacing(body)))
             }
             headers[.contentLength] = nil
             return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: replacements.replacing(body)))
         }
+    }
+
+    /// No `Content-Encoding`, or `identity`: a body whose bytes are its text.
+    static func isIdentity(_ encoding: String?) -> Bool {
+        guard let encoding else { return true }
+        return encoding.utf8.elementsEqual("identity".utf8) || encoding.lowercased() == "identity"
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).

@@ -42,16 +42,24 @@ package enum HeaderPolicy {
     ]
 
     static func normalize(_ name: String) -> String {
-        let lower = name.lowercased()
+        normalize(lowercased: name.lowercased())
+    }
+
+    /// `normalize` for a name already in lower case.
+    static func normalize(lowercased lower: String) -> String {
         guard lower.utf8.contains(UInt8(ascii: "_")) else { return lower }
         return String(String.UnicodeScalarView(lower.unicodeScalars.map { $0 == "_" ? "-" : $0 }))
     }
 
     /// Whether a device's request header may be copied to the back end.
     package static func forwardsRequestHeader(_ name: String, connectionTokens: Set<String>) -> Bool {
-        let lower = name.lowercased()
-        return !hopByHop.contains(lower) && !replacedOnRequest.contains(lower) && !connectionTokens.contains(lower)
-            && !isIdentityHeader(normalized: normalize(lower))
+        forwardsRequestHeader(lowercased: name.lowercased(), connectionTokens: connectionTokens)
+    }
+
+    /// `forwardsRequestHeader` for a name already in lower case (`HTTPField.Name.canonicalName`).
+    static func forwardsRequestHeader(lowercased lower: String, connectionTokens: Set<String>) -> Bool {
+        !hopByHop.contains(lower) && !replacedOnRequest.contains(lower) && (connectionTokens.isEmpty || !connectionTokens.contains(lower))
+            && !isIdentityHeader(normalized: normalize(lowercased: lower))
     }
 
     /// Whether a back end's response header may be copied to the device. `Set-Cookie` stays
@@ -61,16 +69,19 @@ package enum HeaderPolicy {
     }
 
     static func forwardsResponseHeader(lowercased lower: String, connectionTokens: Set<String>) -> Bool {
-        return !hopByHop.contains(lower) && !connectionTokens.contains(lower) && lower != "set-cookie"
+        return !hopByHop.contains(lower) && (connectionTokens.isEmpty || !connectionTokens.contains(lower)) && lower != "set-cookie"
             && lower != "set-cookie2"
     }
 
-    /// The names listed in `Connection` headers (also hop-by-hop).
+    /// The names listed in `Connection` headers (also hop-by-hop), in lower case, but for
+    /// `close` and the names that are hop-by-hop anyway (`keep-alive`): so that the common
+    /// `Connection: keep-alive` makes no set at all.
     package static func connectionTokens(_ values: [String]) -> Set<String> {
         var tokens: Set<String> = []
         for value in values {
             for token in value.split(separator: ",") {
-                tokens.insert(token.trimmingCharacters(in: " \t").lowercased())
+                let name = token.trimmingCharacters(in: " \t").lowercased()
+                if name != "close", !hopByHop.contains(name) { tokens.insert(name) }
             }
         }
         return tokens

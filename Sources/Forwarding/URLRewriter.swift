@@ -44,9 +44,21 @@ package struct URLRewriter: Sendable {
     /// EDMX, AtomPub service documents) and OData `$batch` multipart answers.
     package static func isRewritable(contentType: String?) -> Bool {
         guard let contentType else { return false }
-        let type = contentType.prefix { $0 != ";" }.trimmingCharacters(in: " \t").lowercased()
-        return type == "application/json" || type.hasSuffix("+json") || type == "application/xml" || type == "text/xml"
-            || type.hasSuffix("+xml") || type == "multipart/mixed"
+        // The media type's bytes, before any parameter, without surrounding blanks; compared
+        // in ASCII lower case (no copy: this runs on every answer).
+        var type = Substring(contentType).utf8.prefix { $0 != UInt8(ascii: ";") }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let first = type.first, isBlank(first) { type = type.dropFirst() }
+        while let last = type.last, isBlank(last) { type = type.dropLast() }
+        func lowered(_ byte: UInt8) -> UInt8 { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte }
+        func `is`(_ name: StaticString) -> Bool {
+            name.withUTF8Buffer { type.lazy.map(lowered).elementsEqual($0) }
+        }
+        func ends(with suffix: StaticString) -> Bool {
+            suffix.withUTF8Buffer { type.count >= $0.count && type.suffix($0.count).lazy.map(lowered).elementsEqual($0) }
+        }
+        return `is`("application/json") || ends(with: "+json") || `is`("application/xml") || `is`("text/xml")
+            || ends(with: "+xml") || `is`("multipart/mixed")
     }
 
     /// A header value (`Location`, `Content-Location`) with the base URL rewritten.

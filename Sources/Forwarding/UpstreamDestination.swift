@@ -84,6 +84,8 @@ package struct UpstreamDestination: Sendable {
     let fixedHeaders: [(name: String, value: String)]
     /// The back end's absolute URLs → Midtier's, in answers.
     package let rewriter: URLRewriter
+    /// What answers get replaced, per back-end credential.
+    let answerTables: AnswerTableMemo
 
     /// - Parameter publicURL: the server's `publicURL`.
     package init(_ destination: DestinationConfiguration, publicURL: String) {
@@ -113,6 +115,7 @@ package struct UpstreamDestination: Sendable {
         fixedQueryNames = destination.extraQueries.map { ($0.name.lowercased(), $0.name.uppercased()) }
         fixedHeaders = destination.extraHeaders
         rewriter = URLRewriter(backendBase: destination.url, deviceBase: publicURL + "/" + destination.name)
+        answerTables = AnswerTableMemo(rewriter: rewriter)
     }
 
     package var name: String { configuration.name }

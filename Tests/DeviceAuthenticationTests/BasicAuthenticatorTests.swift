@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import Synchronization
 import Testing
 @testable import DeviceAuthentication
 
@@ -107,6 +108,33 @@ import Testing
         gate.continuation.yield()
         _ = await blocker.value
         #expect(try await busy.authenticate(authorization: header("alice", "right")).get().id == "alice")
+    }
+
+    /// A header that verified is remembered by its bytes, and only as long as the credential it
+    /// carries: bcrypt (here a verification queue with no place left) is not asked again until
+    /// the credential's own memory ends, not `cacheSeconds` after the header was first seen.
+    @Test func aVerifiedHeaderIsRememberedUntilItsCredentialExpires() async throws {
+        let clock = Mutex<UInt64>(1_000_000_000)
+        let limiter = VerificationLimiter(concurrent: 1, waiting: 0)
+        let authenticator = BasicAuthenticator(users: Self.users, cacheSeconds: 300, limiter: limiter, now: { clock.withLock { $0 } })
+        // Verified through the form's path at t = 0; the header is seen first at t = 200 s.
+        #expect(try await authenticator.authenticate(user: "alice", password: "right", client: nil).get().id == "alice")
+        clock.withLock { $0 += 200_000_000_000 }
+        let gate = AsyncStream<Void>.makeStream()
+        let blocker = Task { await limiter.run { for await _ in gate.stream { break } } }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
+        #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
+        // Other bytes for the same credential are not the remembered header, but the credential is remembered.
+        #expect(try await authenticator.authenticate(authorization: "basic " + header("alice", "right").dropFirst(6)).get().id == "alice")
+        // A wrong password is never served from the header memory.
+        #expect(await authenticator.authenticate(authorization: header("alice", "wrong")) == .failure(.busy(retryAfterSeconds: 1)))
+        // t = 301 s: the credential's memory ended, and with it the header's.
+        clock.withLock { $0 += 101_000_000_000 }
+        #expect(await authenticator.authenticate(authorization: header("alice", "right")) == .failure(.busy(retryAfterSeconds: 1)))
+        gate.continuation.yield()
+        _ = await blocker.value
+        #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
     }
 
     /// The keyed digest is HMAC-SHA256 (RFC 4231, test cases 1 and 2), from reused keyed

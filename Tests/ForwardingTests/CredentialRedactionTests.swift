@@ -22,6 +22,42 @@ import Testing
     }
 }
 
+/// The replacement tables are made once per credential and destination, and a credential's
+/// table only ever serves that credential's exact bytes.
+@Suite struct AnswerTableMemoTests {
+    let rewriter = URLRewriter(backendBase: "http://backend/base", deviceBase: "https://m.example/sf")
+
+    @Test func oneTablePerCredentialByItsBytes() {
+        let memo = AnswerTableMemo(rewriter: rewriter)
+        // Canonically equivalent (Swift's == says equal), different bytes: two credentials.
+        let composed = "Bearer token-caf\u{E9}-0001", decomposed = "Bearer token-cafe\u{301}-0001"
+        #expect(composed == decomposed, "the premise")
+        let first = memo.tables(for: composed)
+        #expect(memo.tables(for: composed).redaction.redact("echo token-caf\u{E9}-0001") == "echo [redacted]")
+        #expect(memo.count == 1)
+        let second = memo.tables(for: decomposed)
+        #expect(memo.count == 2)
+        #expect(second.redaction.redact("echo token-cafe\u{301}-0001") == "echo [redacted]")
+        #expect(first.redaction.redact("echo token-cafe\u{301}-0001") == nil)
+        #expect(memo.tables(for: nil).redaction.isEmpty)
+        #expect(memo.count == 2)
+        // Redaction first, then the back end's URLs.
+        let body = ByteBuffer(string: "{\"uri\":\"http://backend/base/X\",\"t\":\"token-caf\u{E9}-0001\"}")
+        var carry: ByteBuffer?
+        #expect(String(buffer: first.redactingAndRewriting.replace(body, carry: &carry, final: true))
+                == "{\"uri\":\"https://m.example/sf/X\",\"t\":\"[redacted]\"}")
+    }
+
+    @Test func boundedByCapacity() {
+        let memo = AnswerTableMemo(rewriter: rewriter, capacity: 3)
+        for index in 0..<3 { _ = memo.tables(for: "Bearer token-number-\(index)") }
+        #expect(memo.count == 3)
+        _ = memo.tables(for: "Bearer token-number-3")
+        #expect(memo.count == 1)
+        #expect(memo.tables(for: "Bearer token-number-0").redaction.redact("token-number-0") == "[redacted]")
+    }
+}
+
 /// The credential in a streamed answer, cut at every chunk boundary, alone and together with
 /// URL rewriting (one pass does both).
 @Suite struct StreamedRedactionTests {

@@ -72,6 +72,10 @@ import Testing
         #expect(HeaderPolicy.forwardsRequestHeader("Accept", connectionTokens: tokens))
         #expect(!HeaderPolicy.forwardsResponseHeader("Set-Cookie", connectionTokens: []))
         #expect(HeaderPolicy.forwardsResponseHeader("Content-Type", connectionTokens: []))
+        // `close` and names that are hop-by-hop anyway make no token.
+        #expect(HeaderPolicy.connectionTokens(["keep-alive", "Close", " Keep-Alive , TE"]).isEmpty)
+        #expect(HeaderPolicy.connectionTokens(["keep-alive, X-Custom ", "x-other"]) == ["x-custom", "x-other"])
+        #expect(!HeaderPolicy.forwardsResponseHeader("X-Other", connectionTokens: HeaderPolicy.connectionTokens(["x-other"])))
     }
 
     /// The device's own cookies reach the back end only when its destination lists them, by

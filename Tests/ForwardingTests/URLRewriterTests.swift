@@ -35,5 +35,13 @@ import Testing
         #expect(URLRewriter.isRewritable(contentType: "multipart/mixed; boundary=x"))
         #expect(!URLRewriter.isRewritable(contentType: "application/pdf"))
         #expect(!URLRewriter.isRewritable(contentType: nil))
+        // Letter case and blanks around the type do not matter; the type must match whole.
+        #expect(URLRewriter.isRewritable(contentType: " \tApplication/JSON ; charset=utf-8"))
+        #expect(URLRewriter.isRewritable(contentType: "application/HAL+Json"))
+        #expect(URLRewriter.isRewritable(contentType: "TEXT/XML"))
+        for other in ["", ";", "application/jsonp", "json", "+json", "xml", "text/html", "application/json-patch", "multipart/form-data",
+                      "application/js on", "application/\u{212A}ml"] {
+            #expect(URLRewriter.isRewritable(contentType: other) == (other == "+json"), "\(other)")
+        }
     }
 }
