@@ -52,8 +52,17 @@ package struct RequestTracer: Sendable {
         configuration.traces.otlpExporter.endpoint = settings.endpoint
         configuration.traces.otlpExporter.protocol = .httpProtobuf
         let backend = try OTel.makeTracingBackend(configuration: configuration)
+        keptForTheProcess.withLock { $0.append(contentsOf: [backend.factory, backend.service] as [any Sendable]) }
         return (RequestTracer(tracer: backend.factory, samplingRatio: settings.samplingRatio), backend.service)
     }
+
+    /// The OTLP backends made, never released. swift-otel's OTLP/HTTP exporter shuts its HTTP
+    /// client down with `syncShutdown()` when it is released (a backstop after the service's
+    /// own shutdown), and AsyncHTTPClient stops the process when that happens on an event
+    /// loop — where, with Swift concurrency on NIO's event loops (`midtier serve`), every task
+    /// runs, the one that ends `serve` too. The service shuts the client down at a graceful
+    /// shutdown; the objects themselves end with the process (one backend per `serve`).
+    private static let keptForTheProcess = Mutex<[any Sendable]>([])
 
     /// Starts the trace of a device request, continuing the device's W3C trace context when it
     /// sent a valid one: a server span `name` when the trace id is sampled, only ids when it
