@@ -56,6 +56,8 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     private var readHeld = false
     /// nil once the handler is removed (the connection closed).
     private var context: ChannelHandlerContext?
+    /// The connection's peer, worked out at its first proxied request.
+    private var peer: MidtierRequestContext.Peer?
 
     package convenience init(proxy: ProxyHandler, logger: Logger) {
         self.init(respond: proxy.handle, logger: logger)
@@ -244,7 +246,9 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     /// wait; with Swift concurrency on NIO's event loops (`midtier serve`) it resumes on the
     /// loop that woke it, which for the back end's answer is this one.
     private func answer(_ request: Request, context: ChannelHandlerContext) {
-        let requestContext = MidtierRequestContext(source: .init(channel: context.channel, logger: logger))
+        let peer = self.peer ?? MidtierRequestContext.peer(of: context.channel)
+        self.peer = peer
+        let requestContext = MidtierRequestContext(source: .init(channel: context.channel, logger: logger), peer: peer)
         let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
         let respond = self.respond
         context.eventLoop.execute {

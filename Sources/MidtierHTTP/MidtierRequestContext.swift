@@ -11,9 +11,23 @@ package struct MidtierRequestContext: RequestContext {
     package var clientIP: String?
 
     package init(source: ApplicationRequestContextSource) {
+        self.init(source: source, peer: Self.peer(of: source.channel))
+    }
+
+    /// A context for a request on a connection whose ``peer(of:)`` is known already (worked out
+    /// once per connection rather than once per request).
+    package init(source: ApplicationRequestContextSource, peer: Peer) {
         self.coreContext = .init(source: source)
-        self.remoteAddress = source.channel.remoteAddress
-        self.clientIP = remoteAddress?.ipAddress
+        self.remoteAddress = peer.address
+        self.clientIP = peer.ip
+    }
+
+    /// A connection's peer: its address, and the IP address as text.
+    package typealias Peer = (address: SocketAddress?, ip: String?)
+
+    package static func peer(of channel: any Channel) -> Peer {
+        let address = channel.remoteAddress
+        return (address, address?.ipAddress)
     }
 
     /// Registration bodies are small; the proxy streams and never collects.
