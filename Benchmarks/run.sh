@@ -86,7 +86,10 @@ for round in 1 2 3; do
     else cpu_pids=$traced run_wrk tracing-on-$round 64 2 "http://127.0.0.1:$tport2/bench$tiny" "$auth" "X-SMP-APPCID: $appcid"; fi
   done
 done
-kill $traced 2>/dev/null || true; kill $sink 2>/dev/null || true; wait $sink 2>/dev/null || true
+# Stopped as an operator stops it: a graceful stop must end with exit code 0 (a crash here once
+# went unnoticed, docs/reliability.md "Stopping with traces on").
+kill $traced 2>/dev/null || true; traced_exit=0; wait $traced 2>/dev/null || traced_exit=$?
+kill $sink 2>/dev/null || true; wait $sink 2>/dev/null || true
 median3() { printf '%s\n' "$@" | sort -n | sed -n 2p; }
 tracing_off_us=$(median3 "$(cpu_us tracing-off-1)" "$(cpu_us tracing-off-2)" "$(cpu_us tracing-off-3)")
 tracing_on_us=$(median3 "$(cpu_us tracing-on-1)" "$(cpu_us tracing-on-2)" "$(cpu_us tracing-on-3)")
@@ -167,6 +170,7 @@ read -r cache_before cache_after cache_count <"$out/token-cache-memory.txt"
     "$(echo "$(p50 floor-nio-proxy-1) - $(p50 direct-1)" | bc -l)" "$(echo "$(p50 floor-task-proxy-1) - $(p50 direct-1)" | bc -l)"
   printf "tracing sampled at 1 %% (tiny, c=64, medians of 3 alternating rounds): CPU per call %.1f us against %.1f us with tracing off: %+.1f %% (target <= 5 %%); %s\n" \
     "$tracing_on_us" "$tracing_off_us" "$(echo "($tracing_on_us - $tracing_off_us) * 100 / $tracing_off_us" | bc -l)" "$(cat "$out/otlp-sink.txt" 2>/dev/null || echo "no exports counted")"
+  echo "  the traced Midtier stopped on SIGTERM with exit code $traced_exit (0 expected)"
   printf "assertions/s (build+sign, 1 core) %s vs openssl rsa2048 sign/s %s: %.2f (target >= 0.8)\n" "$(cat "$out/assertions.txt")" "$openssl_sign" "$(echo "$(cat "$out/assertions.txt") / $openssl_sign" | bc -l)"
   echo "cold burst, 1000 distinct users: $(burst distinct_users_ok)/1000 ok in $(burst distinct_users_seconds)s, $(burst distinct_users_exchanges) exchanges"
   echo "cold burst, 1000 calls of one user: $(burst one_user_ok)/1000 ok in $(burst one_user_seconds)s, $(burst one_user_exchanges) exchange(s) (target 1)"
