@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations soak clean format
+.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -64,6 +64,10 @@ bench-syscalls: deps certs
 ## Heap allocations per proxied call: Midtier and the two bare proxies, counted by a preloaded malloc counter.
 bench-allocations: deps certs
 	Benchmarks/allocations.sh
+
+## One step A/B: BEFORE=<saved release binary> against the current build, alternating rounds (docs/benchmarks.md).
+bench-ab: deps certs
+	Benchmarks/ab.sh
 
 # 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
 soak: deps certs
