@@ -128,6 +128,7 @@ final class UpstreamLoopPool: UpstreamConnectionOwner, @unchecked Sendable {
         loop.preconditionInEventLoop()
         guard !isShutDown else { return exchange.finish(failing: .shutDown) }
         exchange.startClock()
+        guard !exchange.isFinished else { return }
         if var connections = idle[exchange.origin], let handler = connections.popLast() {
             idle[exchange.origin] = connections
             handler.start(exchange)

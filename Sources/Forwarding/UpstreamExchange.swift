@@ -49,7 +49,7 @@ final class UpstreamExchange {
     let connected: EventLoopPromise<any Channel>
     let loop: any EventLoop
     private var deadline: NIODeadline
-    private var timer: Scheduled<Void>?
+    private var timer: NIOScheduledCallback?
     /// The connection carrying the call, once there is one: told first when the timer fires
     /// (it closes, a half-sent request or half-read answer being of no further use).
     weak var connection: UpstreamChannelHandler?
@@ -71,14 +71,31 @@ final class UpstreamExchange {
     }
 
     /// Starts the clock; when it runs out, the call fails with `.timedOut` (and its connection,
-    /// if it still has one, closes).
+    /// if it still has one, closes). A loop that is shutting down takes no timer: the call
+    /// fails at once.
     func startClock() {
         loop.preconditionInEventLoop()
-        timer = loop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
-            timer = nil
-            connection?.fail(self, .timedOut)
-            finish(failing: .timedOut)
+        do {
+            // A scheduled callback rather than a task: no closure, promise or future per call.
+            timer = try loop.scheduleCallback(at: deadline, handler: Deadline(exchange: self))
+        } catch {
+            connection?.fail(self, .shutDown)
+            finish(failing: .shutDown)
         }
+    }
+
+    /// The call's deadline, as the event loop holds it until it fires or is cancelled.
+    /// Scheduled on the call's loop and run there only, as everything of the call is.
+    private struct Deadline: NIOScheduledCallbackHandler, @unchecked Sendable {
+        let exchange: UpstreamExchange
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            exchange.timer = nil
+            exchange.connection?.fail(exchange, .timedOut)
+            exchange.finish(failing: .timedOut)
+        }
+
+        func didCancelScheduledCallback(eventLoop: some EventLoop) {}
     }
 
     /// Stops the clock, keeping the time left (a streamed answer the device holds back).
