@@ -328,46 +328,73 @@ package final class KeyedDigester: Sendable {
         }
     }
 
-    /// HMAC over the length-prefixed fields, so that no two field lists share an input.
+    /// HMAC over the length-prefixed fields, so that no two field lists share an input. The
+    /// fields go into the MAC one after the other and the output stays on the stack: no copy of
+    /// a credential is made on the way.
     package func digest(_ fields: [String]) -> CredentialDigest {
-        var message: [UInt8] = []
-        message.reserveCapacity(fields.reduce(0) { $0 + 4 + $1.utf8.count })
-        for field in fields {
-            withUnsafeBytes(of: UInt32(field.utf8.count).bigEndian) { message.append(contentsOf: $0) }
-            message.append(contentsOf: field.utf8)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { output in
+            let done = withContext { context in
+                guard EVP_MAC_init(context, nil, 0, nil) == 1 else { return false }
+                for field in fields {
+                    var length = UInt32(field.utf8.count).bigEndian
+                    guard withUnsafeBytes(of: &length, { EVP_MAC_update(context, $0.baseAddress, 4) }) == 1 else { return false }
+                    var field = field
+                    guard field.isEmpty || field.withUTF8({ EVP_MAC_update(context, $0.baseAddress, $0.count) }) == 1 else { return false }
+                }
+                var written = 0
+                return EVP_MAC_final(context, output.baseAddress, &written, output.count) == 1 && written == 32
+            }
+            if !done {
+                var message: [UInt8] = []
+                for field in fields {
+                    withUnsafeBytes(of: UInt32(field.utf8.count).bigEndian) { message.append(contentsOf: $0) }
+                    message.append(contentsOf: field.utf8)
+                }
+                _ = output.initialize(from: oneShot(message))
+            }
+            return CredentialDigest(UnsafeBufferPointer(output))
         }
-        return mac(message).withUnsafeBufferPointer { CredentialDigest($0) }
     }
 
     /// HMAC-SHA256 of `message` under this digester's key.
     package func mac(_ message: [UInt8]) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
-        let context = spare.withLock { $0.popLast() }
-            ?? key.withUnsafeBufferPointer { key in midtier_hmac_sha256_new(key.baseAddress, key.count).map(UnsafeSendableContext.init) }
-        var done = false
-        if let context {
+        let done = withContext { context in
             var length = 0
-            done = message.withUnsafeBufferPointer { data in
+            return message.withUnsafeBufferPointer { data in
                 output.withUnsafeMutableBufferPointer { out in
-                    EVP_MAC_init(context.pointer, nil, 0, nil) == 1 && EVP_MAC_update(context.pointer, data.baseAddress, data.count) == 1
-                        && EVP_MAC_final(context.pointer, out.baseAddress, &length, out.count) == 1 && length == 32
+                    EVP_MAC_init(context, nil, 0, nil) == 1 && EVP_MAC_update(context, data.baseAddress, data.count) == 1
+                        && EVP_MAC_final(context, out.baseAddress, &length, out.count) == 1 && length == 32
                 }
             }
-            let kept = done && spare.withLock { spare in
-                guard spare.count < 64 else { return false }
-                spare.append(context)
-                return true
-            }
-            if !kept { EVP_MAC_CTX_free(context.pointer) }
         }
-        if !done {
-            // OpenSSL could not make or use a context: the one-shot call.
-            var length: UInt32 = 0
-            _ = key.withUnsafeBufferPointer { key in
-                message.withUnsafeBufferPointer { data in
-                    output.withUnsafeMutableBufferPointer { out in
-                        HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress, data.count, out.baseAddress, &length)
-                    }
+        return done ? output : oneShot(message)
+    }
+
+    /// Runs `body` with a keyed context taken from the spares (or made), and puts it back
+    /// after a success; false when OpenSSL could not make or use one.
+    private func withContext(_ body: (OpaquePointer) -> Bool) -> Bool {
+        guard let context = spare.withLock({ $0.popLast() })
+            ?? key.withUnsafeBufferPointer({ key in midtier_hmac_sha256_new(key.baseAddress, key.count).map(UnsafeSendableContext.init) })
+        else { return false }
+        let done = body(context.pointer)
+        let kept = done && spare.withLock { spare in
+            guard spare.count < 64 else { return false }
+            spare.append(context)
+            return true
+        }
+        if !kept { EVP_MAC_CTX_free(context.pointer) }
+        return done
+    }
+
+    /// OpenSSL could not make or use a context: the one-shot call.
+    private func oneShot(_ message: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        _ = key.withUnsafeBufferPointer { key in
+            message.withUnsafeBufferPointer { data in
+                output.withUnsafeMutableBufferPointer { out in
+                    HMAC(EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress, data.count, out.baseAddress, &length)
                 }
             }
         }

@@ -155,5 +155,16 @@ import Testing
         // Field lists are length-prefixed: ["ab", "c"] and ["a", "bc"] differ.
         #expect(first.digest(["ab", "c"]) != first.digest(["a", "bc"]))
         #expect(first.digest(["ab", "c"]) == first.digest(["ab", "c"]))
+        // Fed field by field, it is the HMAC of the length-prefixed message (an empty field and
+        // a non-ASCII one included), from a fresh digester and from reused contexts alike.
+        let fields = ["user", "", "p\u{E4}ssword:\u{301}"]
+        var message: [UInt8] = []
+        for field in fields {
+            message += withUnsafeBytes(of: UInt32(field.utf8.count).bigEndian) { Array($0) }
+            message += Array(field.utf8)
+        }
+        let expectedDigest = first.mac(message).withUnsafeBufferPointer { CredentialDigest($0) }
+        for _ in 0..<3 { #expect(first.digest(fields) == expectedDigest) }
+        #expect(KeyedDigester(key: [UInt8](repeating: 0x0b, count: 20)).digest(fields) == expectedDigest)
     }
 }
