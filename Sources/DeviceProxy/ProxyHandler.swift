@@ -100,10 +100,10 @@ package struct ProxyHandler: Sendable {
         // 3. The registration names the app; its authentication names the user. Whether the id
         //    is known never changes the answer to a caller who is not signed in
         //    (docs/identity.md): the same 401 for a known and an unknown id.
-        guard request.headers[values: Self.registrationHeader].count <= 1 else {
+        guard request.headers.count(of: Self.registrationHeader) <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
-        guard request.headers[values: Self.appHeader].count <= 1, request.headers[values: Self.deviceHeader].count <= 1 else {
+        guard request.headers.count(of: Self.appHeader) <= 1, request.headers.count(of: Self.deviceHeader) <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPID or X-SMP-DEVICEID header")
         }
         let registrationID: String
@@ -382,9 +382,16 @@ package struct ProxyHandler: Sendable {
     /// `X-SMP-APPCID` from the header, else from the cookie of that name Midtier set at
     /// onboarding.
     package static func registrationID(of request: Request) -> String? {
-        let headers = request.headers[values: Self.registrationHeader]
-        guard headers.allSatisfy({ $0.utf8.elementsEqual(headers[0].utf8) }) else { return nil }
-        if let header = headers.first, !header.isEmpty { return header }
+        // Repeated, the header must say the same bytes each time.
+        var first: String?
+        for field in request.headers where field.name == Self.registrationHeader {
+            guard let seen = first else {
+                first = field.value
+                continue
+            }
+            guard seen.utf8.elementsEqual(field.value.utf8) else { return nil }
+        }
+        if let header = first, !header.isEmpty { return header }
         return request.cookies["X-SMP-APPCID"].flatMap { $0.value.isEmpty ? nil : $0.value }
     }
 }
