@@ -259,7 +259,7 @@ package struct UpstreamResponse: Sendable {
     /// No `Content-Encoding`, or `identity`: a body whose bytes are its text.
     static func isIdentity(_ encoding: String?) -> Bool {
         guard let encoding else { return true }
-        return encoding.utf8.elementsEqual("identity".utf8) || encoding.lowercased() == "identity"
+        return encoding.lowercased() == "identity"
     }
 
     /// The whole body, up to `limit` bytes (for `$metadata` patching).

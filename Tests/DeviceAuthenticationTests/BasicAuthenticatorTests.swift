@@ -100,12 +100,11 @@ import Testing
         #expect(try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.9").get().id == "alice")
 
         let limiter = VerificationLimiter(concurrent: 1, waiting: 0)
-        let gate = AsyncStream<Void>.makeStream()
-        let blocker = Task { await limiter.run { for await _ in gate.stream { break } } }
-        try await Task.sleep(for: .milliseconds(50))
+        // The only place in the queue is taken (known, not waited for by time) until `gate` opens.
+        let (gate, blocker) = await Self.occupy(limiter)
         let busy = BasicAuthenticator(users: Self.users, cacheSeconds: 0, limiter: limiter)
         #expect(await busy.authenticate(authorization: header("alice", "right")) == .failure(.busy(retryAfterSeconds: 1)))
-        gate.continuation.yield()
+        gate.yield()
         _ = await blocker.value
         #expect(try await busy.authenticate(authorization: header("alice", "right")).get().id == "alice")
     }
@@ -120,9 +119,8 @@ import Testing
         // Verified through the form's path at t = 0; the header is seen first at t = 200 s.
         #expect(try await authenticator.authenticate(user: "alice", password: "right", client: nil).get().id == "alice")
         clock.withLock { $0 += 200_000_000_000 }
-        let gate = AsyncStream<Void>.makeStream()
-        let blocker = Task { await limiter.run { for await _ in gate.stream { break } } }
-        try await Task.sleep(for: .milliseconds(50))
+        // The only place in the queue is taken (known, not waited for by time) until `gate` opens.
+        let (gate, blocker) = await Self.occupy(limiter)
         #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
         #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
         // Other bytes for the same credential are not the remembered header, but the credential is remembered.
@@ -132,9 +130,24 @@ import Testing
         // t = 301 s: the credential's memory ended, and with it the header's.
         clock.withLock { $0 += 101_000_000_000 }
         #expect(await authenticator.authenticate(authorization: header("alice", "right")) == .failure(.busy(retryAfterSeconds: 1)))
-        gate.continuation.yield()
+        gate.yield()
         _ = await blocker.value
         #expect(try await authenticator.authenticate(authorization: header("alice", "right")).get().id == "alice")
+    }
+
+    /// Takes a place in `limiter` until the returned gate is opened (`yield()`), and returns
+    /// once the place is taken.
+    static func occupy(_ limiter: VerificationLimiter) async -> (gate: AsyncStream<Void>.Continuation, blocker: Task<Void?, Never>) {
+        let gate = AsyncStream<Void>.makeStream()
+        let entered = AsyncStream<Void>.makeStream()
+        let blocker = Task {
+            await limiter.run {
+                entered.continuation.yield()
+                for await _ in gate.stream { break }
+            }
+        }
+        for await _ in entered.stream { break }
+        return (gate.continuation, blocker)
     }
 
     /// The keyed digest is HMAC-SHA256 (RFC 4231, test cases 1 and 2), from reused keyed
