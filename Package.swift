@@ -39,8 +39,6 @@ let package = Package(
         // base64 and base64url, one encoder (already in the graph through jwt-kit).
         .package(url: "https://github.com/swift-extras/swift-extras-base64.git", from: "1.2.0"),
         // Client log uploads arrive zipped or as multipart/form-data (docs/device-api.md,
-        // "Client logs and usage"); ZIPFoundation inflates through the system zlib.
-        .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
         .package(url: "https://github.com/vapor/multipart-kit.git", from: "4.7.1"),
         // Traces (docs/operations.md, "Traces"): OpenTelemetry over OTLP/HTTP only (the gRPC
         // exporter's trait stays off: it would bring grpc-swift into the build).
@@ -53,6 +51,9 @@ let package = Package(
         // C libraries from the system, through pkg-config.
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // libarchive: the zip reader for uploaded client logs, built for hostile input
+        // (docs/reliability.md, "Zip archives").
+        .systemLibrary(name: "CLibArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
 
         // JSON: one value type, the strict reader (RFC 8259, errors that say where) and the
         // one writer every JSON answer goes through; no dependencies.
@@ -155,8 +156,7 @@ let package = Package(
         .target(
             name: "ClientUploads",
             dependencies: [
-                "MidtierJSON", "MidtierStore", "MidtierCore",
-                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                "MidtierJSON", "MidtierStore", "MidtierCore", "CLibArchive",
                 .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: swiftSettings
@@ -380,6 +380,7 @@ let package = Package(
             name: "MidtierTestSupport",
             dependencies: [
                 "ConfigurationFiles", "DeviceAuthentication", "MidtierCore", "MidtierServer", "MidtierStore", "SuccessFactorsSandbox",
+                "CLibArchive",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -399,8 +400,7 @@ let package = Package(
                                                             .product(name: "HTTPTypes", package: "swift-http-types")], swiftSettings: swiftSettings),
         .testTarget(name: "BackendSessionsTests", dependencies: ["BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
                                                                   .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
-        .testTarget(name: "ClientUploadsTests", dependencies: ["ClientUploads", "MidtierStore",
-                                                                .product(name: "ZIPFoundation", package: "ZIPFoundation")], swiftSettings: swiftSettings),
+        .testTarget(name: "ClientUploadsTests", dependencies: ["ClientUploads", "MidtierStore", "MidtierTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "DeviceAuthenticationTests", dependencies: ["DeviceAuthentication", "MidtierCore", "MidtierTestSupport",
                                                                        .product(name: "AsyncHTTPClient", package: "async-http-client"),
                                                                        .product(name: "HTTPTypes", package: "swift-http-types")],
@@ -443,7 +443,6 @@ let package = Package(
                 "DeviceAuthentication", "TokenExchange", "SAMLSigning", "SuccessFactorsSandbox", "Forwarding", "MetadataPatching",
                 "MidtierHTTP", "AdminAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -7,7 +7,7 @@ packages=(
   libssl-dev      # OpenSSL libcrypto: keys, certificates, RSA-SHA256
   libxml2-dev     # libxml2: parsing, exclusive c14n, $metadata patching
   libsqlite3-dev  # SQLite, for GRDB
-  zlib1g-dev      # zlib, which ZIPFoundation inflates zipped client log uploads with
+  libarchive-dev  # libarchive: the zip reader for uploaded client logs (built for hostile input)
   xmlsec1         # independent XML-DSig verifier used by the tests
   openssl         # generates the demo keys
   curl            # a real HTTP client for the end-to-end tests

@@ -2,7 +2,7 @@ import ClientUploads
 import Foundation
 import MidtierStore
 import Testing
-import ZIPFoundation
+import MidtierTestSupport
 
 /// SAP's client log format and the bodies the log upload takes (docs/device-api.md, "Client
 /// logs and usage"): plain, zipped, multipart.
@@ -28,13 +28,7 @@ import ZIPFoundation
 
     /// A zip archive of `files` (name, text), deflated.
     static func zip(_ files: [(String, [UInt8])]) throws -> [UInt8] {
-        let archive = try Archive(data: Data(), accessMode: .create)
-        for (name, bytes) in files {
-            try archive.addEntry(with: name, type: .file, uncompressedSize: Int64(bytes.count), compressionMethod: .deflate) { position, size in
-                Data(bytes[Int(position)..<(Int(position) + size)])
-            }
-        }
-        return Array(try #require(archive.data))
+        TestZip.make(files)
     }
 
     static func multipart(_ parts: [(String, [UInt8])], boundary: String = "XyZ123") -> [UInt8] {
@@ -146,6 +140,47 @@ import ZIPFoundation
         #expect(Self.failure(many, contentType: "application/zip")?.kind == .tooLarge)
         let files = try Self.zip((0..<6).map { ("f\($0).log", Array(Self.sample.utf8)) })
         #expect(Self.failure(files, contentType: "application/zip")?.message.contains("more than 5 files") == true)
+    }
+
+    /// Where the central directory entry of `zip`'s first file starts (`PK\x01\x02`).
+    static func centralEntry(_ zip: [UInt8]) throws -> Int {
+        try #require((0..<(zip.count - 4)).first { zip[$0..<($0 + 4)].elementsEqual([0x50, 0x4B, 0x01, 0x02]) })
+    }
+
+    /// `zip` with the 4-byte little-endian field at `offset` set to `value`.
+    static func patched(_ zip: [UInt8], at offset: Int, _ value: UInt32) -> [UInt8] {
+        var zip = zip
+        for byte in 0..<4 { zip[offset + byte] = UInt8(truncatingIfNeeded: value >> (8 * UInt32(byte))) }
+        return zip
+    }
+
+    /// A central directory whose offsets and sizes point past the data stopped the process in
+    /// ZIPFoundation ("Range requires lowerBound <= upperBound"); libarchive answers an error.
+    @Test(arguments: [(42, UInt32(0xFFFF_FF00)), (42, UInt32(60)), (20, UInt32(0x7FFF_FFFF)), (24, UInt32(0xFFFF_FFFF)), (28, UInt32(0xFFFF))])
+    func aZipWhoseDirectoryLiesIsAnError(field: Int, value: UInt32) throws {
+        let zip = try Self.zip([("a.log", Array(Self.sample.utf8))])
+        let damaged = Self.patched(zip, at: try Self.centralEntry(zip) + field, value)
+        for type in ["application/zip", "text/plain", nil] {
+            // An answer either way, never a trap: an error, or what the local headers hold.
+            let outcome = Result { () throws(ClientUploadError) in try ClientLogBody.entries(of: damaged, contentType: type, upload: "u1", limits: Self.limits) }
+            if case .success(let entries) = outcome { #expect(entries.allSatisfy { $0.message.utf8.count <= 64 * 1024 }) }
+        }
+        // The review's exact case: the local header's offset past the end of the body.
+        let past = Self.patched(zip, at: try Self.centralEntry(zip) + 42, UInt32(zip.count + 100))
+        #expect(Self.failure(past, contentType: "application/zip") != nil)
+    }
+
+    /// Every single-byte change of a valid zip gives entries or an error (a seeded walk, the
+    /// same every run; `make fuzz` searches further).
+    @Test func changedBytesOfAZipNeverTrap() throws {
+        let zip = try Self.zip([("a.log", Array(Self.sample.utf8)), ("b.log", Array("#2020-01-02T03:04:05Z#DEBUG####third#".utf8))])
+        var random = UInt64(0x2545_F491_4F6C_DD1D)
+        for _ in 0..<2000 {
+            random ^= random << 13; random ^= random >> 7; random ^= random << 17
+            var changed = zip
+            changed[Int(random % UInt64(zip.count))] = UInt8(truncatingIfNeeded: random >> 32)
+            _ = Result { () throws(ClientUploadError) in try ClientLogBody.entries(of: changed, contentType: "application/zip", upload: "u", limits: Self.limits) }
+        }
     }
 
     @Test func multipartPartsAreLogsZippedOrNot() throws {

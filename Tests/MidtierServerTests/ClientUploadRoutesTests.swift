@@ -10,7 +10,6 @@ import NIOCore
 import NIOHTTP1
 import Registrations
 import Testing
-import ZIPFoundation
 
 /// SAP's client log upload and client usage upload (docs/device-api.md, "Client logs and
 /// usage"), through the device listener, on SQLite and on PostgreSQL.
@@ -47,12 +46,7 @@ import ZIPFoundation
     }
 
     static func zip(_ text: String) throws -> [UInt8] {
-        let bytes = Array(text.utf8)
-        let archive = try Archive(data: Data(), accessMode: .create)
-        try archive.addEntry(with: "client.log", type: .file, uncompressedSize: Int64(bytes.count), compressionMethod: .deflate) { position, size in
-            Data(bytes[Int(position)..<(Int(position) + size)])
-        }
-        return Array(try #require(archive.data))
+        TestZip.make([("client.log", Array(text.utf8))])
     }
 
     static func logs(_ env: TestEnvironment, registration: String) async throws -> [ClientLogRecord] {
