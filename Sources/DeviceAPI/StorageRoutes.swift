@@ -31,9 +31,15 @@ struct StorageRoutes: Sendable {
     let registrations: RegistrationService
     let logger: Logger
 
-    /// The most bytes of one document (its JSON text as stored), and of all a user's documents.
+    /// The most bytes of one document (its JSON text as stored), and of all a user's documents
+    /// (each counted with its name, ``StorageKey/storedSize(of:)``).
     static let documentLimit = 64 * 1024
     static let userLimit = 1024 * 1024
+    /// The most segments after the level (the document name and up to 31 keys inside it), and
+    /// the most bytes of one segment once percent-decoded (docs/device-api.md, "User and device
+    /// storage"). Checked before anything is built from the path.
+    static let maximumSegments = 32
+    static let segmentLimit = 256
 
     static let roots = ["/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}",
                         "/mobileservices/Storage/v1/runtime/application/{appId}"]
@@ -101,12 +107,12 @@ struct StorageRoutes: Sendable {
             guard let text, let value = Self.storedValue(at: inside, in: Self.document(text)) else { throw .notFound("nothing is stored at \(place)") }
             return .json(value)
         case .put:
-            let value = try await Self.body(request)
+            let value = try await Self.body(request, inside: inside.count)
             return try await write(key, place: place) { current throws(Refusal) in
                 try Self.setting(value, at: inside[...], in: current.map(Self.document) ?? [:], place: place)
             }
         case .post:
-            let value = try await Self.body(request)
+            let value = try await Self.body(request, inside: inside.count)
             return try await write(key, place: place) { current throws(Refusal) in
                 let document = current.map(Self.document) ?? [:]
                 if current != nil, Self.storedValue(at: inside, in: document) != nil {
@@ -115,7 +121,7 @@ struct StorageRoutes: Sendable {
                 return try Self.setting(value, at: inside[...], in: document, place: place)
             }
         case .patch:
-            let patch = try await Self.body(request)
+            let patch = try await Self.body(request, inside: inside.count)
             return try await write(key, place: place) { current throws(Refusal) in
                 let document = current.map(Self.document) ?? [:]
                 let merged = Self.mergePatch(Self.storedValue(at: inside, in: document) ?? .null, with: patch)
@@ -186,12 +192,18 @@ struct StorageRoutes: Sendable {
         return .object(object)
     }
 
-    /// A PUT, POST or PATCH body: one JSON object, at most `documentLimit` bytes.
-    private static func body(_ request: Request) async throws(Refusal) -> JSON {
+    /// A PUT, POST or PATCH body: one JSON object, at most `documentLimit` bytes, that nests
+    /// no deeper than the stored document may once it is set `inside` keys deep (the strict
+    /// reader's ``StrictJSON/maximumDepth``, so that every stored document reads back).
+    private static func body(_ request: Request, inside: Int) async throws(Refusal) -> JSON {
         var body = request
         let bytes = try await body.collectBody(upTo: documentLimit, describedAs: "storage document")
         switch StrictJSON.value(Array(buffer: bytes)) {
-        case .success(let value) where value.members != nil: return value
+        case .success(let value) where value.members != nil:
+            guard inside + value.nestingDepth <= StrictJSON.maximumDepth else {
+                throw .badRequest("the document would nest more than \(StrictJSON.maximumDepth) levels deep (\(inside) keys in the path and \(value.nestingDepth) levels in the body)")
+            }
+            return value
         case .success(let value): throw .badRequest("the body is not a JSON object: it is \(value.kind)")
         case .failure(let error): throw .badRequest("the body is not a JSON object: \(error)")
         }
@@ -311,9 +323,23 @@ struct StorageRoutes: Sendable {
 
     /// The key path after the level, each segment percent-decoded.
     static func keyPath(_ context: MidtierRequestContext) throws(Refusal) -> [String] {
+        try keyPath(context.parameters.getCatchAll())
+    }
+
+    /// `segments` percent-decoded, within ``maximumSegments`` and ``segmentLimit``: counted
+    /// before any is decoded, so that a path of thousands of segments costs nothing more.
+    package static func keyPath(_ segments: some Collection<Substring>) throws(Refusal) -> [String] {
+        guard segments.count <= maximumSegments else {
+            throw .badRequest("the path names \(segments.count) segments after the level; at most \(maximumSegments) (a document name and up to \(maximumSegments - 1) keys)")
+        }
         var keys: [String] = []
-        for segment in context.parameters.getCatchAll() {
-            guard let key = segment.removingPercentEncoding else { throw .badRequest("the key path segment \(segment) is not percent-encoded correctly") }
+        for segment in segments {
+            guard let key = segment.removingPercentEncoding else {
+                throw .badRequest("the key path segment \(segment.prefix(64)) is not percent-encoded correctly")
+            }
+            guard key.utf8.count <= segmentLimit else {
+                throw .badRequest("a document name or key is longer than \(segmentLimit) bytes")
+            }
             keys.append(key)
         }
         return keys

@@ -50,6 +50,17 @@ extension JSON {
         }
     }
 
+    /// How deep objects and arrays nest in the value: 0 for a scalar, 1 for an object or array
+    /// of scalars (or none). Recursive: for values of the strict reader, which bounds nesting
+    /// (``StrictJSON/maximumDepth``), or built by Midtier.
+    package var nestingDepth: Int {
+        switch self {
+        case .null, .bool, .number, .string: 0
+        case .array(let values): 1 + values.reduce(0) { max($0, $1.nestingDepth) }
+        case .object(let members): 1 + members.reduce(0) { max($0, $1.value.nestingDepth) }
+        }
+    }
+
     /// The members of an object; nil for any other value.
     package var members: [JSONMember]? {
         if case .object(let members) = self { return members }

@@ -2,6 +2,10 @@
 /// commas, no single quotes, no duplicate keys, bounded nesting, numbers a `Double` holds, and
 /// an error that says where. (Foundation's `JSONSerialization` accepts some of these.)
 package enum StrictJSON {
+    /// The deepest nesting the reader takes (objects and arrays, the outermost counted as 1):
+    /// a deeper document is refused before it is built, so no input exhausts the stack.
+    package static var maximumDepth: Int { JSONParser.maximumDepth }
+
     /// A whole document, members kept in order with their exact keys; a message saying what is
     /// wrong otherwise.
     package static func value(_ bytes: [UInt8]) -> Result<JSON, StrictJSONError> {

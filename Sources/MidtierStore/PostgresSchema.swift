@@ -186,6 +186,10 @@ enum PostgresSchema {
             """,
             "CREATE INDEX midtier_push_deliveries_due ON midtier_push_deliveries (state, next_attempt_at)",
         ]),
+        (9, "storage sizes count document names", [
+            // A document's size is its name and its text (StorageKey.storedSize), as the quota counts it.
+            "UPDATE midtier_user_storage SET size = size + octet_length(name)",
+        ]),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

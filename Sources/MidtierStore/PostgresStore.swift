@@ -571,7 +571,7 @@ package final class PostgresStore: StateStore {
                     """, logger: logger)
                 var others: Int64 = 0
                 for try await (sum) in sums.decode(Int64.self) { others = sum }
-                let size = Int64(text.storageSize)
+                let size = Int64(key.storedSize(of: text))
                 guard others + size <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
                 try await connection.query("""
                     INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)

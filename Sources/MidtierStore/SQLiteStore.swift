@@ -219,6 +219,10 @@ package final class SQLiteStore: StateStore {
                 CREATE INDEX push_deliveries_due ON push_deliveries(state, next_attempt_at);
                 """)
         }
+        migrator.registerMigration("v11: storage sizes count document names") { db in
+            // A document's size is its name and its text (StorageKey.storedSize), as the quota counts it.
+            try db.execute(sql: "UPDATE user_storage SET size = size + length(CAST(name AS BLOB))")
+        }
         return migrator
     }
 
@@ -537,11 +541,11 @@ package final class SQLiteStore: StateStore {
                     SELECT COALESCE(SUM(size), 0) FROM user_storage WHERE user_realm = ? AND user_id = ?
                         AND NOT (app_id = ? AND registration_id = ? AND name = ?)
                     """, arguments: place) ?? 0
-                guard others + text.storageSize <= userLimit else { return .overUserLimit(limit: userLimit) }
+                guard others + key.storedSize(of: text) <= userLimit else { return .overUserLimit(limit: userLimit) }
                 try db.execute(sql: """
                     INSERT OR REPLACE INTO user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
                     VALUES (?,?,?,?,?,?,?,?)
-                    """, arguments: place + [text, text.storageSize, now])
+                    """, arguments: place + [text, key.storedSize(of: text), now])
                 return .written
             }
         }

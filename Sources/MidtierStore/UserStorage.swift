@@ -33,7 +33,7 @@ package struct StorageKey: Sendable, Equatable {
 /// A stored document as admins see it: its place and size, never its value.
 package struct StorageEntry: Sendable, Equatable {
     package var key: StorageKey
-    /// The document's size in bytes (its UTF-8 text).
+    /// The document's size in bytes: its name and its UTF-8 text (``StorageKey/storedSize(of:)``).
     package var size: Int
     /// Milliseconds since 1970.
     package var updatedAt: Int64
@@ -68,7 +68,8 @@ package enum StorageWrite<Reason: Sendable>: Sendable {
     case registrationInactive
 }
 
-extension String {
-    /// A storage document's size: its UTF-8 bytes.
-    var storageSize: Int { utf8.count }
+extension StorageKey {
+    /// What a document with `text` under this key takes in the user's quota: the bytes of its
+    /// name and of its JSON text, as stored (docs/device-api.md, "User and device storage").
+    package func storedSize(of text: String) -> Int { name.utf8.count + text.utf8.count }
 }

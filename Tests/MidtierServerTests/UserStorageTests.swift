@@ -170,7 +170,8 @@ import Testing
             let tooMuch: StorageWrite<String> = try await second.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: "More"),
                                                                               userLimit: 100, now: 2) { _ in .set(String(repeating: "x", count: 95)) }
             guard case .overUserLimit(100) = tooMuch else { Issue.record("\(tooMuch)"); return }
-            #expect(try await first.storageEntries(of: user).map(\.size) == [7])
+            // A document's size counts its name: "Prefs" and {"a":1}.
+            #expect(try await first.storageEntries(of: user).map(\.size) == [5 + 7])
         }
     }
 
@@ -185,6 +186,62 @@ import Testing
                 #expect(reply.status == 200, "\(reply.status) \(reply.text)")
             }
             #expect(refused, "the 1 MiB per user is enforced")
+        }
+    }
+
+    /// A path of thousands of segments stopped the process (the document was built key by key,
+    /// recursively, before its size was checked). The path, its names and the document's
+    /// nesting are bounded before anything is built, each refusal naming the limit.
+    @Test func theKeyPathNamesAndNestingAreBoundedFirst() async throws {
+        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let deep = try await env.curl("\(Self.root)/currentuser/d" + String(repeating: "/a", count: 16_000), method: "PUT", headers: alice, body: "{}")
+            #expect(deep.status == 400 && deep.body.contains("at most 32"), "\(deep.status) \(deep.body.prefix(300))")
+            let most = try await env.call(.PUT, "\(Self.root)/currentuser/d" + String(repeating: "/a", count: 31), headers: alice, body: "{}")
+            #expect(most.status == 200, "32 segments are fine: \(most.status) \(most.text)")
+            let readBack = try await env.call(.GET, "\(Self.root)/currentuser/d" + String(repeating: "/a", count: 31), headers: alice)
+            #expect(readBack.status == 200 && readBack.text == "{}", "\(readBack.status) \(readBack.text)")
+            // 31 keys and a body nested 80 deep would be a document of 111 levels, which the
+            // strict reader could not read back.
+            let nested = String(repeating: #"{"n":"#, count: 79) + "{}" + String(repeating: "}", count: 79)
+            let tooDeep = try await env.call(.PUT, "\(Self.root)/currentuser/e" + String(repeating: "/a", count: 31), headers: alice, body: nested)
+            #expect(tooDeep.status == 400 && tooDeep.text.contains("100 levels"), "\(tooDeep.status) \(tooDeep.text)")
+            let fits = try await env.call(.PUT, "\(Self.root)/currentuser/e" + String(repeating: "/a", count: 20), headers: alice, body: nested)
+            #expect(fits.status == 200, "20 keys and 80 levels are 100: \(fits.status) \(fits.text)")
+            let stored = try await env.call(.GET, "\(Self.root)/currentuser/e", headers: alice)
+            #expect(stored.status == 200 && stored.text.utf8.count > nested.utf8.count, "the stored document reads back whole: \(stored.status)")
+            // Names and keys: at most 256 bytes once decoded.
+            let longName = try await env.curl("\(Self.root)/currentuser/" + String(repeating: "n", count: 30_000), method: "PUT", headers: alice, body: "{}")
+            #expect(longName.status == 400 && longName.body.contains("256 bytes"), "\(longName.status) \(longName.body.prefix(200))")
+            let longKey = try await env.call(.PUT, "\(Self.root)/currentuser/k/" + String(repeating: "%C3%A9", count: 129), headers: alice, body: "{}")
+            #expect(longKey.status == 400, "258 bytes decoded: \(longKey.status)")
+            let fullName = try await env.call(.PUT, "\(Self.root)/currentuser/" + String(repeating: "n", count: 256), headers: alice, body: #"{"a":1}"#)
+            #expect(fullName.status == 200, "\(fullName.status) \(fullName.text)")
+            // The quota counts the name: what admins see is name and text.
+            let listed = try await env.admin(.GET, "/admin/v1/users/alice")
+            let storage = listed.json["storage"] as? [[String: Any]] ?? []
+            #expect(storage.contains { $0["name"] as? String == String(repeating: "n", count: 256) && $0["size"] as? Int == 256 + 7 }, "\(listed.text.prefix(600))")
+            #expect(try await env.call(.GET, "/healthz").status == 200)
+        }
+    }
+
+    /// Names count in the per-user quota: many documents of long names and tiny bodies reach
+    /// it (before, only the texts counted: 300 names of 70 000 bytes were free).
+    @Test func namesCountInTheUsersQuota() async throws {
+        try await withTestStore(.sqlite) { test in
+            let store = try await test.open()
+            let user = UserIdentity(realm: "", id: "alice")
+            let name = String(repeating: "n", count: 90)
+            let first: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "1"),
+                                                                           userLimit: 200, now: 1) { _ in .set("{}") }
+            guard case .written = first else { Issue.record("\(first)"); return }
+            // 93 bytes kept; another 93 fit, a third does not.
+            let second: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "2"),
+                                                                            userLimit: 200, now: 2) { _ in .set("{}") }
+            guard case .written = second else { Issue.record("\(second)"); return }
+            let third: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "3"),
+                                                                           userLimit: 200, now: 3) { _ in .set("{}") }
+            guard case .overUserLimit(200) = third else { Issue.record("names are not counted: \(third)"); return }
         }
     }
 
@@ -207,7 +264,7 @@ import Testing
                 let listed = try await env.admin(.GET, "/admin/v1/users/alice")
                 let storage = listed.json["storage"] as? [[String: Any]] ?? []
                 #expect(storage.contains { $0["registration"] as? String == id && $0["name"] as? String == "Prefs"
-                            && $0["size"] as? Int == #"{"theme":"dark"}"#.utf8.count && $0["appId"] as? String == "demo" },
+                            && $0["size"] as? Int == "Prefs".utf8.count + #"{"theme":"dark"}"#.utf8.count && $0["appId"] as? String == "demo" },
                         "admins see the device's documents and sizes: \(listed.text)")
                 #expect(!listed.text.contains("dark"), "never their values")
                 #expect(try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains { $0.key.registration == id })
