@@ -14,6 +14,10 @@ package import NIOCore
 ///   it back), nothing is counted against the client.
 /// - While Midtier answers (a slow back end, a download the device reads slowly): no limit; the
 ///   destination's `timeout` is for back ends.
+/// - After an early answer (a 401 or 413 sent before the request's body was all read): the
+///   rest of the body must come within `requestBodySeconds` of the answer in all — progress
+///   does not extend it — and be at most ``drainLimit`` bytes; else the connection closes. A
+///   trickled body cannot hold a connection that has nothing more to say.
 package struct ConnectionDeadlines {
     /// The limits a connection can be closed by, named by their configuration keys.
     package enum Limit: String, Sendable {
@@ -38,6 +42,13 @@ package struct ConnectionDeadlines {
     private var headStarted: NIODeadline?
     /// Since when Midtier has asked for bytes that have not come yet; nil when it is not reading.
     private var readingSince: NIODeadline?
+    /// When the answer to a request whose body was still coming was sent; nil otherwise.
+    private var answeredEarlyAt: NIODeadline?
+    /// Body bytes read since that early answer.
+    private var drained = 0
+
+    /// The most body bytes read after an early answer before the connection is closed.
+    package static let drainLimit = 1 << 20
 
     package init(_ limits: ConnectionLimits, openedAt now: NIODeadline) {
         requestHead = .seconds(Int64(limits.requestHeadSeconds))
@@ -48,6 +59,9 @@ package struct ConnectionDeadlines {
 
     /// The limit that applies now and when it runs out; nil while none does.
     package var deadline: (at: NIODeadline, limit: Limit)? {
+        if readingBody, let answeredEarlyAt {
+            return (answeredEarlyAt + requestBody, .requestBody)
+        }
         if readingBody {
             return readingSince.map { ($0 + requestBody, .requestBody) }
         }
@@ -75,9 +89,19 @@ package struct ConnectionDeadlines {
         headStarted = nil
     }
 
+    /// Body bytes of the current request were read. False when, after an early answer, more
+    /// than ``drainLimit`` have come: close the connection.
+    package mutating func bodyRead(_ count: Int) -> Bool {
+        guard answeredEarlyAt != nil else { return true }
+        drained += count
+        return drained <= Self.drainLimit
+    }
+
     /// A request's body (if any) is complete.
     package mutating func endRead(at now: NIODeadline) {
         readingBody = false
+        answeredEarlyAt = nil
+        drained = 0
         if answersOwed == 0 { waitingSince = now }
     }
 
@@ -85,6 +109,7 @@ package struct ConnectionDeadlines {
     package mutating func answerSent(at now: NIODeadline) {
         answersOwed = max(0, answersOwed - 1)
         answered = true
+        if readingBody, answeredEarlyAt == nil { answeredEarlyAt = now }
         if answersOwed == 0, !readingBody {
             waitingSince = now
             headStarted = nil

@@ -71,7 +71,13 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head: deadlines?.headRead()
-        case .body: break
+        case .body(let bytes):
+            if deadlines?.bodyRead(bytes.readableBytes) == false {
+                logger.debug("closed a connection: more than the drain limit of body bytes came after its early answer",
+                             metadata: ["peer": "\(context.channel.remoteAddress?.ipAddress ?? "")"])
+                close(context)
+                return
+            }
         case .end: deadlines?.endRead(at: .now())
         }
         context.fireChannelRead(data)

@@ -88,6 +88,44 @@ import Testing
         #expect(deadlines.deadline?.limit == .idle)
     }
 
+    /// A 401 at once, then one byte every ten seconds kept the connection 100 s and more: the
+    /// body deadline wanted only some progress. After an early answer the rest of the body has
+    /// `requestBodySeconds` from the answer in all, and at most `drainLimit` bytes.
+    @Test func aTrickledBodyAfterAnEarlyAnswerDoesNotHoldTheConnection() {
+        var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        deadlines.headRead()
+        deadlines.answerSent(at: Self.at(1))
+        for second in stride(from: Int64(2), through: 30, by: 2) {
+            deadlines.readRequested(at: Self.at(second))
+            deadlines.bytesArrived(at: Self.at(second))
+            let kept = deadlines.bodyRead(1)
+            #expect(kept)
+            #expect(deadlines.deadline?.at == Self.at(31), "progress does not move it (second \(second))")
+            #expect(deadlines.deadline?.limit == .requestBody)
+        }
+        // The byte budget closes a fast drain sooner.
+        var flooded = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        flooded.headRead()
+        let early = flooded.bodyRead(ConnectionDeadlines.drainLimit * 4)
+        #expect(early, "before the answer, the body is the handler's to limit")
+        flooded.answerSent(at: Self.at(1))
+        let withinBudget = flooded.bodyRead(ConnectionDeadlines.drainLimit)
+        #expect(withinBudget)
+        let overBudget = flooded.bodyRead(1)
+        #expect(!overBudget)
+        // A body that ends in time leaves the connection as usual, and the next body is timed anew.
+        var finished = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
+        finished.headRead()
+        finished.answerSent(at: Self.at(1))
+        finished.endRead(at: Self.at(3))
+        #expect(finished.deadline?.limit == .idle)
+        finished.headRead()
+        finished.readRequested(at: Self.at(10))
+        #expect(finished.deadline?.at == Self.at(40))
+        let nextBody = finished.bodyRead(ConnectionDeadlines.drainLimit * 2)
+        #expect(nextBody)
+    }
+
     @Test func connectionsAreCountedPerAddressAndPerIPv6Slash64() throws {
         let connections = ConnectionsPerAddress()
         let v4 = ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "203.0.113.9")))
