@@ -22,10 +22,14 @@ package struct MidtierResponder: HTTPResponder {
             return await proxy.handle(request, context: context)
         }
         var context = context
-        context.believeForwardedFor(request, trusting: proxy.runtime.current.configuration.server.trustedProxies)
+        let server = proxy.runtime.current.configuration.server
+        let trustedCaller = server.trustedProxies.includes(context.clientIP)
+        context.believeForwardedFor(request, trusting: server.trustedProxies)
+        // A browser's request from another site changes nothing (docs/device-api.md).
+        if let refusal = BrowserRequests.crossSiteRefusal(request, publicURL: server.publicURL) { return refusal.response }
         let segment = request.uri.path.dropFirst().prefix { $0 != "/" }
         guard proxy.tracer.isOn, let trace = proxy.tracer.start("\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
-                                             propagation: request.propagationHeaders) else {
+                                             propagation: request.propagationHeaders, trustedCaller: trustedCaller) else {
             return try await ownRoutes.respond(to: request, context: context)
         }
         // (Thrown errors become Hummingbird's answers: traced as the status they carry.)

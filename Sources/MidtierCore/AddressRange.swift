@@ -70,6 +70,12 @@ package struct AddressRange: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension Array where Element == AddressRange {
+    /// Whether `peer` (an address in text form) is in one of the ranges.
+    package func includes(_ peer: String?) -> Bool {
+        guard !isEmpty, let peer, let bytes = AddressRange.bytes(of: peer) else { return false }
+        return contains { $0.contains(bytes) }
+    }
+
     /// The client a request comes from (docs/operations.md, "Behind a load balancer"): the
     /// connection's peer, unless the peer is a trusted proxy; then the rightmost address in
     /// `X-Forwarded-For` that is not a trusted proxy, reading from the right (each proxy appends

@@ -9,10 +9,12 @@ import W3CTraceContext
 /// Starts the traces of device requests (docs/operations.md, "Traces"), or nothing: with
 /// tracing off (``off``) a request costs one check of an optional.
 ///
-/// Sampling is decided here, from the trace id, before any span exists: a request that is not
-/// sampled gets a trace id, a `traceresponse` and a `traceparent` for the calls it makes, and
-/// no span at all (making and dropping a dozen spans per request cost more than half of a
-/// proxied call's CPU, docs/benchmarks.md).
+/// Sampling is decided here, by Midtier, before any span exists: a request that is not sampled
+/// gets a trace id, a `traceresponse` and a `traceparent` for the calls it makes, and no span
+/// at all (making and dropping a dozen spans per request cost more than half of a proxied
+/// call's CPU, docs/benchmarks.md). The caller's trace id is continued, but its choice of
+/// sampling counts only from a trusted proxy (docs/operations.md, "Traces"): a device that
+/// picks its trace ids, or sets the sampled flag, cannot make Midtier export its requests.
 package struct RequestTracer: Sendable {
     let tracer: (any Tracer)?
     package let isOn: Bool
@@ -65,16 +67,25 @@ package struct RequestTracer: Sendable {
     private static let keptForTheProcess = Mutex<[any Sendable]>([])
 
     /// Starts the trace of a device request, continuing the device's W3C trace context when it
-    /// sent a valid one: a server span `name` when the trace id is sampled, only ids when it
-    /// is not. Nil when tracing is off. End it with ``RequestTrace/finish(status:)``.
-    package func start(_ name: String, method: String, route: String, propagation: PropagationHeaders) -> RequestTrace? {
+    /// sent a valid one: a server span `name` when the request is sampled, only ids when it is
+    /// not. `trustedCaller`: the request came through a trusted proxy, whose sampled flag is
+    /// followed; anyone else's is not (Midtier draws). Nil when tracing is off. End it with
+    /// ``RequestTrace/finish(status:)``.
+    package func start(_ name: String, method: String, route: String, propagation: PropagationHeaders,
+                       trustedCaller: Bool = false) -> RequestTrace? {
         guard let tracer else { return nil }
         let incoming = propagation.traceparent.flatMap {
             try? TraceContext(traceParentHeaderValue: $0, traceStateHeaderValue: propagation.tracestate)
         }
         var random = TraceIDs()
         let traceID = incoming?.traceID ?? TraceID.random(using: &random)
-        guard isSampled(traceID) else {
+        let sampled: Bool
+        if trustedCaller, let incoming {
+            sampled = incoming.flags.contains(.sampled)
+        } else {
+            sampled = isSampled(draw: random.next())
+        }
+        guard sampled else {
             let own = TraceContext(traceID: traceID, spanID: SpanID.random(using: &random), flags: [], state: incoming?.state ?? TraceState())
             let traceparent = own.traceParentHeaderValue
             // `00-<trace id>-…`: the id is the 32 characters after the version.
@@ -95,13 +106,9 @@ package struct RequestTracer: Sendable {
                             tracestate: carrier.tracestate)
     }
 
-    /// The trace id's last eight bytes against the ratio: every span of a trace is decided
-    /// alike, on every instance.
-    func isSampled(_ traceID: TraceID) -> Bool {
-        if samplesAll { return true }
-        let bytes = traceID.bytes
-        let value = [bytes.8, bytes.9, bytes.10, bytes.11, bytes.12, bytes.13, bytes.14, bytes.15].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        return value < sampledBelow
+    /// Midtier's own draw against the ratio (never the caller's trace id, which it chooses).
+    func isSampled(draw: UInt64) -> Bool {
+        samplesAll || draw < sampledBelow
     }
 }
 

@@ -86,17 +86,34 @@ import W3CTraceContext
         #expect(fresh.traceID.count == 32 && fresh.traceID != "0af7651916cd43dd8448eb211c80319c")
     }
 
-    /// Sampling follows the trace id: an id is decided alike every time (on every instance),
-    /// and about the configured share of ids is sampled.
-    @Test func samplingFollowsTheTraceID() {
-        let half = RequestTracer(tracer: InMemoryTracer(), samplingRatio: 0.5)
-        var random = SystemRandomNumberGenerator()
-        let ids = (0..<2000).map { _ in TraceID.random(using: &random) }
-        let sampled = ids.filter { half.isSampled($0) }.count
-        #expect((800...1200).contains(sampled), "\(sampled) of 2000 at 0.5")
-        #expect(ids.allSatisfy { half.isSampled($0) == half.isSampled($0) })
-        #expect(ids.allSatisfy { RequestTracer(tracer: InMemoryTracer(), samplingRatio: 1).isSampled($0) })
-        #expect(!ids.contains { RequestTracer(tracer: InMemoryTracer(), samplingRatio: 0).isSampled($0) })
+    /// Sampling is Midtier's draw: a device that picks trace ids the old rule sampled (low
+    /// bytes zero) and sets the sampled flag gets about the configured share exported, not all
+    /// (before, 300 such requests at 0.001 exported 210 KB). A trusted proxy's flag is followed.
+    @Test func samplingIsMidtiersDrawNotTheCallers() {
+        let tracer = InMemoryTracer()
+        let rare = RequestTracer(tracer: tracer, samplingRatio: 0.001)
+        let chosen = PropagationHeaders(traceparent: "00-0af7651916cd43dd0000000000000000-b7ad6b7169203331-01")
+        func share(_ tracer: RequestTracer, of count: Int) -> Int {
+            var sampled = 0
+            for _ in 0..<count {
+                guard let trace = tracer.start("GET /x", method: "GET", route: "/x", propagation: chosen) else { continue }
+                #expect(trace.traceID == "0af7651916cd43dd0000000000000000", "the caller's trace id is continued")
+                if trace.recording != nil { sampled += 1 }
+                trace.finish(status: 200)
+            }
+            return sampled
+        }
+        let rareShare = share(rare, of: 1000)
+        #expect(rareShare <= 10, "\(rareShare) of 1000 at 0.001")
+        let halfShare = share(RequestTracer(tracer: InMemoryTracer(), samplingRatio: 0.5), of: 400)
+        #expect((140...260).contains(halfShare), "\(halfShare) of 400 at 0.5")
+        // Through a trusted proxy, its decision holds either way.
+        let never = RequestTracer(tracer: InMemoryTracer(), samplingRatio: 0)
+        #expect(never.start("GET /x", method: "GET", route: "/x", propagation: chosen, trustedCaller: true)?.recording != nil)
+        let always = RequestTracer(tracer: InMemoryTracer(), samplingRatio: 1)
+        let unsampled = PropagationHeaders(traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")
+        #expect(always.start("GET /x", method: "GET", route: "/x", propagation: unsampled, trustedCaller: true)?.recording == nil)
+        #expect(always.start("GET /x", method: "GET", route: "/x", propagation: unsampled)?.recording != nil)
     }
 
     /// A propagator that reports a malformed `traceparent` sees only the two trace headers.
