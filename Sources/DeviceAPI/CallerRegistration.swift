@@ -20,7 +20,7 @@ enum CallerRegistration {
             try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
         }
         var matching = candidates.filter { UserIdentity.sameBytes($0.id, device) }
-        if matching.isEmpty { matching = candidates.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, device) } }
+        if matching.isEmpty { matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, device) } }
         if let named { matching = matching.filter { UserIdentity.sameBytes($0.id, named) } }
         guard let only = matching.first else {
             if named != nil { throw .forbidden("the device \(device) is not the registration the call names (X-SMP-APPCID)") }

@@ -198,7 +198,7 @@ package struct RegistrationService: Sendable {
         guard registration.state == .active else { return .deviceHeld(registration) }
         var device = DeviceDetails(of: registration)
         change(&device)
-        if !UserIdentity.sameBytes(device.deviceId, registration.deviceId),
+        if !DeviceIdentity.same(device.deviceId, registration.deviceId),
            let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
             return .deviceHeld(held)
         }
@@ -215,17 +215,17 @@ package struct RegistrationService: Sendable {
     }
 
     /// The user's registration of the device `deviceId` in `app` that holds it — locked or
-    /// wiped, a wiped one first — or nil (docs/identity.md, "The same device": app, `DeviceId`
-    /// and user, each by exact bytes). An active registration of the device that the app's
+    /// wiped, a wiped one first — or nil (docs/identity.md, "The same device": app and user by
+    /// exact bytes, the `DeviceId` by its normal form, ``DeviceIdentity``). An active registration of the device that the app's
     /// offline policy would lock or wipe is locked or wiped now, as the device's next call
     /// would do. A registration without a `DeviceId` names no device: nil.
     ///
     /// Read from the durable store, so a lock made through another instance holds at once.
     package func heldRegistration(app: String, user: UserIdentity, deviceId: String,
                                  policy: BlockWipingPolicy) async throws(StoreError) -> Registration? {
-        guard !deviceId.utf8.isEmpty else { return nil }
+        guard DeviceIdentity.namesADevice(deviceId) else { return nil }
         let sameDevice = try await store.registrations(matching: RegistrationFilter(user: user, app: app))
-            .filter { UserIdentity.sameBytes($0.deviceId, deviceId) && $0.user == user }
+            .filter { DeviceIdentity.same($0.deviceId, deviceId) && $0.user == user }
         if let held = sameDevice.first(where: { $0.state == .wiped }) ?? sameDevice.first(where: { $0.state == .locked }) {
             return held
         }

@@ -103,6 +103,34 @@ import Testing
     /// A lock made through one instance holds at once on another that still has the
     /// registration in memory as active: the device cannot move off its `DeviceId` there, and
     /// cannot onboard again there.
+    /// Respelling the `DeviceId` (case, spaces at the ends, a zero-width space, fullwidth
+    /// letters) onboarded the locked device again; "the same device" is now the id's normal
+    /// form (``DeviceIdentity``, docs/identity.md). Another id is another device.
+    @Test func aRespelledDeviceIdIsTheSameLockedDevice() async throws {
+        try await Self.withMidtier(.sqlite) { env in
+            let first = try await Self.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bob-dev-1"}"#)
+            let id = try #require(first.header("X-SMP-APPCID"), "\(first.status) \(first.text)")
+            let locked = try await env.admin(.POST, "/admin/v1/registrations/\(id)/lock")
+            #expect(locked.status == 200, "\(locked.text)")
+            for spelling in ["bob-dev-1", "BOB-DEV-1", "bob-dev-1 ", " bob-dev-1", "bob-dev-1\u{200B}", "\u{FF42}\u{FF4F}\u{FF42}-dev-1", "Bob-\u{00AD}dev-1"] {
+                let escaped = spelling.unicodeScalars.map { $0.isASCII ? String($0) : String(format: "\\u%04X", $0.value) }.joined()
+                let again = try await Self.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"\#(escaped)"}"#)
+                #expect(again.status == 403 && again.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(escaped): \(again.status) \(again.text)")
+                // Nor through the SDK's headers without X-SMP-APPCID.
+                let bySDK = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", TestUser.bob.basic), ("X-SMP-APPID", "demo"),
+                                                                                    ("X-SMP-DEVICEID", spelling.trimmingCharacters(in: .whitespaces))])
+                #expect(bySDK.status == 403, "\(escaped): \(bySDK.status) \(bySDK.text)")
+            }
+            let other = try await Self.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bob-dev-2"}"#)
+            #expect(other.status == 201, "another device onboards: \(other.status) \(other.text)")
+            // Nor can another registration take the locked device's id respelled.
+            let otherID = try #require(other.header("X-SMP-APPCID"))
+            let moved = try await env.call(.PUT, "\(Self.connections)('\(otherID)')", headers: [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")],
+                                           body: #"{"DeviceId":"BOB-DEV-1"}"#)
+            #expect(moved.status == 403 && moved.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(moved.status) \(moved.text)")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aLockThroughAnotherInstanceHoldsAtOnce(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let one = RegistrationService(store: try await test.open()), other = RegistrationService(store: try await test.open())
