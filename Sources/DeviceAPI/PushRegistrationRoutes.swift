@@ -55,6 +55,8 @@ struct PushRegistrationRoutes: Sendable {
         if request.method != .delete {
             (token, fields) = try await Self.body(request, os: os)
         }
+        try await PushTokenRelease.refuseTakingFromAnotherUser(apns: os == "ios" ? token : "", fcm: os == "android" ? token : "",
+                                                               app: app.id, user: user.identity, store: registrations.store, logger: logger)
         let source = context.clientIP ?? ""
         let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: source, policy: app.blockWipingPolicy) { device in
@@ -77,6 +79,7 @@ struct PushRegistrationRoutes: Sendable {
     /// `{"pushToken": …}` and the optional members SAP's SDKs send, kept in the registration's
     /// details (`PushGroup`, `UserLocale`, `TimeZone`).
     static func body(_ request: Request, os: String) async throws(Refusal) -> (token: String, fields: [String: String]) {
+        guard BrowserRequests.isJSONOrUnlabelled(request) else { throw .unsupportedMediaType(request, takes: "application/json") }
         var request = request
         let bytes = try await request.collectBody(upTo: 16 * 1024, describedAs: "push registration")
         let object: [String: JSON]

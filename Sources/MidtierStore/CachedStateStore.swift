@@ -360,6 +360,10 @@ extension CachedStateStore: PushStore {
         return released
     }
 
+    package func pushTokenHolders(_ token: String, provider: PushProvider, app: String) async throws(StoreError) -> [UserIdentity] {
+        try await push.pushTokenHolders(token, provider: provider, app: app)
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await push.purgePushNotifications(before: before)
     }

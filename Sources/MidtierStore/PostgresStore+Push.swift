@@ -177,6 +177,20 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         }
     }
 
+    package func pushTokenHolders(_ token: String, provider: PushProvider, app: String) async throws(StoreError) -> [UserIdentity] {
+        guard !token.isEmpty else { return [] }
+        let column = provider.tokenColumn
+        return try await read { client, logger in
+            let rows = try await client.query("""
+                SELECT DISTINCT user_realm, user_id FROM midtier_registration
+                WHERE app_id COLLATE "C" = \(app) AND \(unescaped: column) COLLATE "C" = \(token)
+                """, logger: logger)
+            var users: [UserIdentity] = []
+            for try await (realm, id) in rows.decode((String, String).self) { users.append(UserIdentity(realm: realm, id: id)) }
+            return users
+        }
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await write(lock: nil) { connection, logger in
             let rows = try await connection.query("""

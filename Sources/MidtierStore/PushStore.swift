@@ -123,6 +123,9 @@ package protocol PushStore: Sendable {
     /// holds exactly that token (bytes), so that a phone now registered by another user no
     /// longer gets the earlier registration's notifications; how many registrations lost it.
     func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int
+    /// The users whose registrations of `app` hold exactly `token` for `provider` (bytes), so
+    /// that a token is never taken from another user without a word (docs/push.md).
+    func pushTokenHolders(_ token: String, provider: PushProvider, app: String) async throws(StoreError) -> [UserIdentity]
     /// Deletes notifications created before `before` with no pending delivery, and their
     /// deliveries; how many notifications.
     func purgePushNotifications(before: Int64) async throws(StoreError) -> Int

@@ -151,6 +151,15 @@ extension SQLiteStore: PushStore, PushTokenReleasing {
         }
     }
 
+    package func pushTokenHolders(_ token: String, provider: PushProvider, app: String) async throws(StoreError) -> [UserIdentity] {
+        guard !token.isEmpty else { return [] }
+        let column = provider.tokenColumn
+        return try await read { db in
+            try Row.fetchAll(db, sql: "SELECT DISTINCT user_realm, user_id FROM registration WHERE app_id = ? AND \(column) = ?",
+                             arguments: [app, token]).map { UserIdentity(realm: $0["user_realm"], id: $0["user_id"]) }
+        }
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await write { db in
             let ids = try String.fetchAll(db, sql: """

@@ -71,27 +71,35 @@ import Testing
         }
     }
 
-    /// A phone handed to another user: when Bob's registration takes the token Alice's held,
-    /// Alice's registration loses it, so her notifications no longer reach the phone Bob holds
-    /// — through SAP's push path and through the Connection entity alike.
-    @Test(arguments: StoreKind.allCases) func aTokenTakenByAnotherRegistrationLeavesTheEarlierOne(_ kind: StoreKind) async throws {
+    /// A push token moves only between one user's own registrations. Bob naming the token Alice's
+    /// registration holds moved it to him silently, and her notifications reached whoever had
+    /// named it: now that is 409 and Alice keeps it — through SAP's push path and the Connection
+    /// entity alike. Alice's own new registration takes it from her earlier one, as before.
+    @Test(arguments: StoreKind.allCases) func aTokenMovesOnlyBetweenOneUsersRegistrations(_ kind: StoreKind) async throws {
         try await Self.withPush(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let bob = [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")]
-            let aliceID = try await UserStorageTests.onboard(env, .alice, device: "shared-phone")
+            let aliceID = try await UserStorageTests.onboard(env, .alice, device: "alices-phone")
             #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(aliceID)", headers: alice, body: #"{"pushToken":"aa11"}"#).status == 200)
-            let bobID = try await UserStorageTests.onboard(env, .bob, device: "shared-phone")
-            #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(bobID)", headers: bob, body: #"{"pushToken":"aa11"}"#).status == 200)
-            #expect(try await Self.tokens(env, .alice, aliceID).apns == "", "Alice's registration still holds the phone's token")
-            #expect(try await Self.tokens(env, .bob, bobID).apns == "aa11")
+            let bobID = try await UserStorageTests.onboard(env, .bob, device: "bobs-phone")
+            let taken = try await env.call(.PUT, "\(Self.push)/ios/devices/\(bobID)", headers: bob, body: #"{"pushToken":"aa11"}"#)
+            #expect(taken.status == 409, "\(taken.status) \(taken.text)")
+            #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11", "Alice keeps her phone's token")
+            #expect(try await Self.tokens(env, .bob, bobID).apns == "")
+            let onboarding = try await OnboardingLockTests.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bobs-other","ApnsDeviceToken":"aa11"}"#)
+            #expect(onboarding.status == 409 && onboarding.header("X-SMP-APPCID") == nil, "\(onboarding.status) \(onboarding.text)")
+            let entity = try await env.call(.PUT, "\(OnboardingLockTests.connections)('\(bobID)')", headers: bob, body: #"{"ApnsDeviceToken":"aa11"}"#)
+            #expect(entity.status == 409, "\(entity.status) \(entity.text)")
+            #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11")
 
-            // The Connection entity's token at onboarding does the same.
-            let android = try await env.call(.PUT, "\(Self.push)/android/devices/\(bobID)", headers: bob, body: #"{"pushToken":"fcm-shared"}"#)
-            #expect(android.status == 200)
-            let again = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"Android","DeviceId":"alices-new","AndroidGcmRegistrationId":"fcm-shared"}"#)
+            // Alice's own new registration takes her token from her earlier one.
+            let again = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"iOS","DeviceId":"alices-new","ApnsDeviceToken":"aa11"}"#)
             let newID = try #require(again.header("X-SMP-APPCID"), "\(again.status) \(again.text)")
-            #expect(try await Self.tokens(env, .bob, bobID).fcm == "", "Bob's registration still holds the token Alice's new registration took")
-            #expect(try await Self.tokens(env, .alice, newID).fcm == "fcm-shared")
+            #expect(try await Self.tokens(env, .alice, aliceID).apns == "", "her earlier registration no longer holds it")
+            #expect(try await Self.tokens(env, .alice, newID).apns == "aa11")
+            // Once Alice's registrations let go of it (she signs out: deletes it), Bob's phone may take it.
+            #expect(try await env.call(.DELETE, "\(OnboardingLockTests.connections)('\(newID)')", headers: alice).status == 204)
+            #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(bobID)", headers: bob, body: #"{"pushToken":"aa11"}"#).status == 200)
         }
     }
 }
