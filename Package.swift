@@ -372,6 +372,7 @@ let package = Package(
             .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
         ], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
+        .testTarget(name: "MidtierCoreTests", dependencies: ["MidtierCore"], swiftSettings: swiftSettings),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the
         // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL
@@ -442,6 +443,7 @@ let package = Package(
                 "MidtierJSON", "MidtierTestSupport", "MidtierServer", "MidtierCore", "MidtierStore", "ConfigurationFiles", "Registrations",
                 "DeviceAuthentication", "TokenExchange", "SAMLSigning", "SuccessFactorsSandbox", "Forwarding", "MetadataPatching",
                 "MidtierHTTP", "AdminAPI",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

@@ -42,7 +42,8 @@ package struct ProxyHandler: Sendable {
 
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
         guard tracer.isOn, let trace = tracer.start(request.method.rawValue + " /{destination}", method: request.method.rawValue,
-                                                     route: "/{destination}/*", propagation: request.propagationHeaders) else {
+                                                     route: "/{destination}/*", propagation: request.propagationHeaders,
+                                                     trustedCaller: runtime.current.configuration.server.trustedProxies.includes(context.clientIP)) else {
             return await answer(request, context: context)
         }
         var response = await trace.run { await answer(request, context: context) }
@@ -83,6 +84,8 @@ package struct ProxyHandler: Sendable {
         guard !Self.refusedMethods.contains(request.method.rawValue.uppercased()) else {
             throw .methodNotAllowed("the method \(request.method.rawValue) is not forwarded to back ends", allow: Self.allowHeader)
         }
+        // A browser's request from another site changes nothing (docs/device-api.md).
+        if let refusal = BrowserRequests.crossSiteRefusal(request, publicURL: runtime.configuration.server.publicURL) { throw refusal }
 
         // 1. HTTP hygiene the parser leaves to us: exactly one Host.
         guard request.head.authority != nil else { throw .badRequest("the request has no Host header") }
@@ -97,9 +100,10 @@ package struct ProxyHandler: Sendable {
         // 2. The destination is the first path segment.
         guard let path = ProxyPath(rawPath: request.uri.path) else { throw .notFound("no destination in the path") }
 
-        // 3. The registration names the app; its authentication names the user. Whether the id
-        //    is known never changes the answer to a caller who is not signed in
-        //    (docs/identity.md): the same 401 for a known and an unknown id.
+        // 3. Who calls, before the registration id is looked at: a caller without valid
+        //    credentials is refused before anything is read about the id, so neither the
+        //    answer nor its time tells whether the id exists (docs/identity.md). Then the
+        //    registration names the app, and the app's own sign-in must take the caller too.
         guard request.headers.count(of: Self.registrationHeader) <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
@@ -107,9 +111,16 @@ package struct ProxyHandler: Sendable {
             throw .badRequest("the request has more than one X-SMP-APPID or X-SMP-DEVICEID header")
         }
         let registrationID: String
+        let caller: AuthenticatedUser?
         if let id = Self.registrationID(of: request) {
+            caller = try await RequestTrace.span("authenticate") { span throws(Refusal) in
+                let scheme = request.headers[.authorization].map { $0.prefix(7).lowercased() == "bearer " ? "jwt" : "basic" } ?? "none"
+                span.set("midtier.authentication", scheme)
+                return try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
+            }
             registrationID = id
         } else {
+            caller = nil
             registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
         }
         // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without a lookup.
@@ -119,23 +130,25 @@ package struct ProxyHandler: Sendable {
             }
         }
         guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
-            _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
             throw .forbidden("the registration id is not known")
         }
         RequestTrace.requestSpan.set("midtier.app", app.id)
         let user: AuthenticatedUser
-        do {
-            user = try await RequestTrace.span("authenticate") { span throws(Refusal) in
-                span.set("midtier.authentication", app.authentication == .basic ? "basic" : "jwt")
-                return try await runtime.authenticate(request, app: app, client: context.clientIP)
+        let isBasic = request.headers[.authorization].map { $0.prefix(6).lowercased() == "basic " } ?? false
+        if let caller, case .basic = app.authentication, isBasic {
+            // Basic callers are checked against the one users.json every basic app shares.
+            user = caller
+        } else {
+            do {
+                user = try await RequestTrace.span("app sign-in") { span throws(Refusal) in
+                    span.set("midtier.authentication", app.authentication == .basic ? "basic" : "jwt")
+                    return try await runtime.authenticate(request, app: app, client: context.clientIP)
+                }
+            } catch {
+                // Signed in, but not as this app signs its users in (another issuer or
+                // audience, Basic for a jwt app): answered as for an unknown id.
+                throw .forbidden("the registration id is not known")
             }
-        } catch {
-            // A Basic failure against a basic app is already what any realm would answer;
-            // everything else is answered as for an unknown id.
-            let isBasic = request.headers[.authorization].map { $0.prefix(6).lowercased() == "basic " } ?? false
-            if case .basic = app.authentication, isBasic { throw error }
-            _ = try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
-            throw .forbidden("the registration id is not known")
         }
 
         // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
@@ -341,7 +354,7 @@ package struct ProxyHandler: Sendable {
         let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
         }
-        let matching = candidates.filter { UserIdentity.sameBytes($0.deviceId, deviceID) }
+        let matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, deviceID) }
         guard let only = matching.first else {
             guard app.implicitRegistration else {
                 throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app")
