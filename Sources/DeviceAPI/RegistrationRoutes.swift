@@ -69,6 +69,8 @@ struct RegistrationRoutes: Sendable {
             if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
                 throw Refusal.userBlocked(block.kind)
             }
+            try await PushTokenRelease.refuseTakingFromAnotherUser(apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
+                                                                   app: app.id, user: user.identity, store: registrations.store, logger: logger)
             switch try await registrations.register(app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
                                                     device: device, source: context.clientIP ?? "", policy: app.blockWipingPolicy) {
             case .registered(let made):
@@ -133,6 +135,8 @@ struct RegistrationRoutes: Sendable {
                 guard let existing = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 var body = request
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
+                try await PushTokenRelease.refuseTakingFromAnotherUser(apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
+                                                                       app: app.id, user: user.identity, store: registrations.store, logger: logger)
                 switch try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
                                                             policy: app.blockWipingPolicy, { $0 = device }) {
                 case .updated(let updated):
@@ -232,6 +236,9 @@ struct RegistrationRoutes: Sendable {
     /// as null). Both go through the same checks. Fields that are not given keep their
     /// `existing` values; unknown fields are ignored, as SAP does.
     static func deviceDetails(from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails) async throws(Refusal) -> DeviceDetails {
+        guard ConnectionAtom.isBody(request) || BrowserRequests.isJSONOrUnlabelled(request) else {
+            throw .unsupportedMediaType(request, takes: "application/json, or Atom: application/atom+xml, application/xml")
+        }
         let buffer = try await request.collectBody(upTo: context.maxUploadSize, describedAs: "registration body")
         guard buffer.readableBytes > 0 else { return existing }
         let bytes = Array(buffer.readableBytesView)

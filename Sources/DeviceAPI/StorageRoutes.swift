@@ -196,6 +196,7 @@ struct StorageRoutes: Sendable {
     /// no deeper than the stored document may once it is set `inside` keys deep (the strict
     /// reader's ``StrictJSON/maximumDepth``, so that every stored document reads back).
     private static func body(_ request: Request, inside: Int) async throws(Refusal) -> JSON {
+        guard BrowserRequests.isJSONOrUnlabelled(request) else { throw .unsupportedMediaType(request, takes: "application/json") }
         var body = request
         let bytes = try await body.collectBody(upTo: documentLimit, describedAs: "storage document")
         switch StrictJSON.value(Array(buffer: bytes)) {
