@@ -128,6 +128,14 @@ extension ConfigurationLoader {
         var settings = ClientUploadSettings()
         if let bytes = reader.integer("maxUploadBytes", in: 1024...(1 << 30)) { settings.maxUploadBytes = bytes }
         if let bytes = reader.integer("maxStoredBytesPerRegistration", in: 1024...(1 << 40)) { settings.maxStoredBytesPerRegistration = bytes }
+        if let bytes = reader.integer("maxStoredBytesPerUser", in: 1024...(1 << 40)) {
+            settings.maxStoredBytesPerUser = bytes
+            if bytes < settings.maxStoredBytesPerRegistration {
+                reader.problem("maxStoredBytesPerUser", "must not be smaller than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))")
+            }
+        } else {
+            settings.maxStoredBytesPerUser = max(ClientUploadSettings.defaultStoredBytesPerUser, settings.maxStoredBytesPerRegistration)
+        }
         if let count = reader.integer("maxUploadsPerHour", in: 1...100_000) { settings.maxUploadsPerHour = count }
         if let days = reader.integer("retentionDays", in: 1...3650) { settings.retentionDays = days }
         if settings.maxUploadBytes > settings.maxStoredBytesPerRegistration {

@@ -60,8 +60,8 @@ struct ClientUploadRoutes: Sendable {
         let named = try Self.namedDevice(request, context)
         let registration = try await admitted(request, app: app, user: user.identity, namedDevice: named)
         // The upload is the caller's registration's: a deviceId naming another device is a
-        // mistake, never a way into another registration.
-        if let named, !named.isEmpty, !registration.deviceId.isEmpty, !UserIdentity.sameBytes(named, registration.deviceId) {
+        // mistake, never a way into another registration (docs/identity.md, "The same device").
+        if let named, !named.isEmpty, !registration.deviceId.isEmpty, !DeviceIdentity.same(named, registration.deviceId) {
             throw .badRequest("the deviceId is not the device of the caller's registration")
         }
 
@@ -75,7 +75,7 @@ struct ClientUploadRoutes: Sendable {
         }
         let received = Array(buffer: bytes)
         let id = UUID().uuidString.lowercased()
-        let entries: [ClientLogEntry]
+        var entries: [ClientLogEntry]
         let report: String
         do {
             switch kind {
@@ -95,10 +95,22 @@ struct ClientUploadRoutes: Sendable {
         }
 
         let now = registrations.now()
+        // An entry dated more than a day after it arrived (a device clock far off, or
+        // 9999-12-31) is kept at its arrival, so it never sorts before every real entry.
+        for index in entries.indices where entries[index].time > now + 24 * Self.hour {
+            entries[index].time = now
+        }
+        // The quotas count what is stored, not the body as sent: a small zip of many entries
+        // is as large as its entries (docs/device-api.md, "Client logs and usage").
+        let stored = kind == .log ? entries.reduce(0) { $0 + $1.storedSize } : report.utf8.count
+        guard stored <= settings.maxStoredBytesPerRegistration else {
+            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE",
+                          "the upload would take \(stored) bytes stored, more than clientUploads.maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))")
+        }
+        // The registration's own device, whatever the call names (it was checked above).
         let upload = ClientUpload(id: id, kind: kind, app: app.id, user: user.identity, registration: registration.id,
-                                  deviceId: named.flatMap { $0.isEmpty ? nil : $0 } ?? registration.deviceId,
-                                  receivedAt: now, size: received.count, report: report)
-        let bounds = ClientUploadBounds(bytesPerRegistration: settings.maxStoredBytesPerRegistration,
+                                  deviceId: registration.deviceId, receivedAt: now, size: stored, report: report)
+        let bounds = ClientUploadBounds(bytesPerRegistration: settings.maxStoredBytesPerRegistration, bytesPerUser: settings.maxStoredBytesPerUser,
                                         uploadsPerWindow: settings.maxUploadsPerHour, window: Self.hour)
         let store = registrations.store
         let saved = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
@@ -107,7 +119,8 @@ struct ClientUploadRoutes: Sendable {
         switch saved {
         case .saved(let dropped):
             logger.info("client upload kept", metadata: ["kind": "\(kind.rawValue)", "app": "\(app.id)", "registration": "\(registration.id)",
-                                                         "bytes": "\(received.count)", "entries": "\(entries.count)", "droppedOlder": "\(dropped)"])
+                                                         "bytes": "\(received.count)", "storedBytes": "\(stored)", "entries": "\(entries.count)",
+                                                         "droppedOlder": "\(dropped)"])
             return Response(status: .noContent)
         case .tooMany:
             throw Refusal(.tooManyRequests, code: "TOO_MANY_REQUESTS",
@@ -170,7 +183,7 @@ struct ClientUploadRoutes: Sendable {
             let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await store.registrations(matching: RegistrationFilter(user: user, app: app.id))
             }
-            let matching = candidates.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, device) }
+            let matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, device) }
             guard let only = matching.first else {
                 throw .forbidden("the user has no registration of this device in this app")
             }

@@ -179,21 +179,27 @@ package struct ServerSettings: Sendable {
 /// `clientUploads` in `midtier.json`: how much devices may upload through the client log and
 /// usage services, and how long it is kept (docs/configuration.md, docs/device-api.md).
 package struct ClientUploadSettings: Sendable, Equatable {
+    package static let defaultStoredBytesPerUser = 100 * 1024 * 1024
     /// `maxUploadBytes`: the largest upload body (as sent, before unzipping). Default 5 MiB,
     /// the SAP SDK's default largest log file.
     package var maxUploadBytes: Int
     /// `maxStoredBytesPerRegistration`: the most bytes one registration's kept uploads of one
-    /// kind take together; the oldest go to make room. Default 20 MiB.
+    /// kind take together, as stored (a log's entries, a usage report's text); the oldest go
+    /// to make room, and a single upload larger than this is refused. Default 20 MiB.
     package var maxStoredBytesPerRegistration: Int
+    /// `maxStoredBytesPerUser`: the same over all of one user's registrations. Default 100 MiB
+    /// (never below `maxStoredBytesPerRegistration`).
+    package var maxStoredBytesPerUser: Int
     /// `maxUploadsPerHour`: the most uploads of one kind per registration in an hour. Default 60.
     package var maxUploadsPerHour: Int
     /// `retentionDays`: uploads older than this are deleted. Default 14.
     package var retentionDays: Int
 
     package init(maxUploadBytes: Int = 5 * 1024 * 1024, maxStoredBytesPerRegistration: Int = 20 * 1024 * 1024,
-                 maxUploadsPerHour: Int = 60, retentionDays: Int = 14) {
+                 maxStoredBytesPerUser: Int? = nil, maxUploadsPerHour: Int = 60, retentionDays: Int = 14) {
         self.maxUploadBytes = maxUploadBytes
         self.maxStoredBytesPerRegistration = maxStoredBytesPerRegistration
+        self.maxStoredBytesPerUser = maxStoredBytesPerUser ?? max(Self.defaultStoredBytesPerUser, maxStoredBytesPerRegistration)
         self.maxUploadsPerHour = maxUploadsPerHour
         self.retentionDays = retentionDays
     }

@@ -22,7 +22,8 @@ package struct ClientUpload: Sendable, Equatable {
     package var deviceId: String
     /// Milliseconds since 1970.
     package var receivedAt: Int64
-    /// The body's size in bytes as received (before unzipping).
+    /// What the upload takes in the store, in bytes (``ClientLogEntry/storedSize`` of its
+    /// entries, or a usage report's text): what the quotas count, not the body as sent.
     package var size: Int
     /// For `usage`: the report's JSON text as sent. For `log`: "".
     package var report: String
@@ -81,6 +82,13 @@ package struct ClientLogEntry: Sendable, Equatable {
     }
 }
 
+extension ClientLogEntry {
+    /// What the entry takes in the store: its texts' bytes and 64 for the rest of its row
+    /// (upload id, sequence, time, severity), so that a hundred thousand empty entries weigh
+    /// what they cost (docs/device-api.md, "Client logs and usage").
+    package var storedSize: Int { 64 + correlationId.utf8.count + source.utf8.count + location.utf8.count + message.utf8.count }
+}
+
 /// An entry with the upload it came in, as admins list them.
 package struct ClientLogRecord: Sendable, Equatable {
     package var entry: ClientLogEntry
@@ -136,15 +144,18 @@ package struct ClientUploadCursor: Sendable, Equatable {
 
 /// The bounds one registration's uploads are kept within.
 package struct ClientUploadBounds: Sendable, Equatable {
-    /// The most bytes (as received) a registration's kept uploads of one kind may take
+    /// The most bytes (as stored) a registration's kept uploads of one kind may take
     /// together; the oldest are dropped to make room.
     package var bytesPerRegistration: Int
+    /// The same for all of one user's registrations together.
+    package var bytesPerUser: Int
     /// The most uploads of one kind a registration may make in `window` milliseconds.
     package var uploadsPerWindow: Int
     package var window: Int64
 
-    package init(bytesPerRegistration: Int, uploadsPerWindow: Int, window: Int64) {
+    package init(bytesPerRegistration: Int, bytesPerUser: Int = .max, uploadsPerWindow: Int, window: Int64) {
         self.bytesPerRegistration = bytesPerRegistration
+        self.bytesPerUser = bytesPerUser
         self.uploadsPerWindow = uploadsPerWindow
         self.window = window
     }
@@ -152,7 +163,7 @@ package struct ClientUploadBounds: Sendable, Equatable {
 
 /// The result of keeping an upload.
 package enum ClientUploadSave: Sendable, Equatable {
-    /// Kept; `dropped` older uploads of the registration made room.
+    /// Kept; `dropped` older uploads of the registration or the user made room.
     case saved(dropped: Int)
     /// The registration already made `bounds.uploadsPerWindow` uploads of this kind in the
     /// window; nothing was written.

@@ -507,6 +507,7 @@ package final class PostgresStore: StateStore {
     /// The lock class of storage writes, taken per user (with a hash of the user) so that the
     /// per-user size limit sees every write of the user before it.
     static let storageLock: Int32 = 0x4D74_5304
+    static let uploadLock: Int32 = 0x4D74_5505
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
         try await read { client, logger in
@@ -643,6 +644,10 @@ package final class PostgresStore: StateStore {
             var active = false
             for try await _ in rows { active = true }
             guard active else { return ClientUploadSave.registrationInactive }
+            // The user's uploads one after the other too, for the per-user bound; the realm's
+            // length keeps realm and id apart.
+            let user = "\(upload.user.realm.utf8.count):\(upload.user.realm)\(upload.user.id)"
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.uploadLock), hashtext(\(user)))", logger: logger)
             let counted = try await connection.query("""
                 SELECT COUNT(*) FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
                     AND received_at >= \(now - bounds.window)
@@ -677,6 +682,17 @@ package final class PostgresStore: StateStore {
             for old in kept where total > Int64(bounds.bytesPerRegistration) {
                 dropped.append(old.id)
                 total -= old.size
+            }
+            // Then the user's, over all registrations, the same way.
+            var userKept: [(id: String, size: Int64)] = []
+            for try await (id, size) in try await connection.query("""
+                SELECT id, size FROM midtier_client_uploads WHERE user_realm = \(upload.user.realm) AND user_id = \(upload.user.id)
+                    AND kind = \(upload.kind.rawValue) AND id <> \(upload.id) ORDER BY received_at, id
+                """, logger: logger).decode((String, Int64).self) where !dropped.contains(id) { userKept.append((id, size)) }
+            var userTotal = userKept.reduce(Int64(upload.size)) { $0 + $1.size }
+            for old in userKept where userTotal > Int64(bounds.bytesPerUser) {
+                dropped.append(old.id)
+                userTotal -= old.size
             }
             if !dropped.isEmpty {
                 try await connection.query("DELETE FROM midtier_client_log_entries WHERE upload_id = ANY(\(dropped)::text[])", logger: logger)

@@ -629,6 +629,17 @@ package final class SQLiteStore: StateStore {
                 total -= old.size
                 dropped += 1
             }
+            // Then the user's, over all registrations, the same way.
+            let userKept = try Row.fetchAll(db, sql: """
+                SELECT id, size FROM client_uploads WHERE user_realm = ? AND user_id = ? AND kind = ? AND id <> ? ORDER BY received_at, id
+                """, arguments: [upload.user.realm, upload.user.id, upload.kind.rawValue, upload.id]).map { (id: $0["id"] as String, size: $0["size"] as Int) }
+            var userTotal = userKept.reduce(upload.size) { $0 + $1.size }
+            for old in userKept where userTotal > bounds.bytesPerUser {
+                try deleteEntries.execute(arguments: [old.id])
+                try deleteUpload.execute(arguments: [old.id])
+                userTotal -= old.size
+                dropped += 1
+            }
             return .saved(dropped: dropped)
         }
     }

@@ -68,7 +68,8 @@ import Testing
             #expect(failed.entry.message == "Order #7 failed" && failed.entry.correlationId == "corr-1" && failed.entry.location == "Orders.swift:42")
             #expect(failed.upload.user == UserIdentity(realm: "local", id: "alice") || failed.upload.user.id == "alice")
             #expect(failed.upload.deviceId == "phone-a" && failed.upload.app == "demo" && failed.upload.kind == .log)
-            #expect(failed.upload.size == Self.log.utf8.count)
+            // Its size is what it takes stored: its entries, not the body as sent.
+            #expect(failed.upload.size == kept.reduce(0) { $0 + $1.entry.storedSize })
 
             // Zipped, found by the SDK's X-SMP-DEVICEID alone (no X-SMP-APPCID).
             let zipped = try Self.zip(Self.log)
@@ -190,6 +191,54 @@ import Testing
         }
     }
 
+    /// A 10 KB zip of 99 999 entries was kept as 10 KB and added 21 MB to the store: the quotas
+    /// now count what is stored (each entry's texts and its row), per registration and per user.
+    @Test func quotasCountWhatIsStoredNotWhatWasSent() async throws {
+        try await Self.withMidtier(.sqlite, adjust: { configuration in
+            configuration.server.clientUploads = ClientUploadSettings(maxUploadBytes: 64 * 1024, maxStoredBytesPerRegistration: 256 * 1024,
+                                                                      maxStoredBytesPerUser: 300 * 1024, maxUploadsPerHour: 100, retentionDays: 14)
+        }) { env in
+            let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
+            let line = "#2024-05-06T07:08:09Z#INFO####x#\n"
+            // 7 000 entries: 238 000 bytes unzipped (within four times maxUploadBytes), a few KB
+            // zipped, and 7 000 × 65 = 455 000 bytes stored: more than the registration may keep.
+            let many = try Self.zip(String(repeating: line, count: 7000))
+            #expect(many.count < 16 * 1024)
+            let refused = try await Self.post(env, Self.logPath, many, headers: Self.headers(.alice, alice) + [("Content-Type", "application/zip")])
+            #expect(refused.status == 413 && refused.errorMessage?.contains("maxStoredBytesPerRegistration") == true, "\(refused.status) \(refused.text)")
+            #expect(try await Self.logs(env, registration: alice).isEmpty)
+
+            // 1 000 entries are 65 000 bytes stored; two registrations of the user keep at most
+            // 300 KiB together, the oldest going first.
+            let second = try await UserStorageTests.onboard(env, .alice, device: "phone-b")
+            let thousand = try Self.zip(String(repeating: line, count: 1000))
+            for registration in [alice, second, alice, second, alice, second] {
+                let kept = try await Self.post(env, Self.logPath, thousand, headers: Self.headers(.alice, registration) + [("Content-Type", "application/zip")])
+                #expect(kept.status == 204, "\(kept.status) \(kept.text)")
+            }
+            let store = env.server.registrations.store
+            let uploads = try await store.clientUploads(.log, matching: ClientUploadFilter(user: UserIdentity(realm: "", id: "alice")), after: nil, limit: 100)
+            #expect(uploads.allSatisfy { $0.size == 65_000 }, "\(uploads.map(\.size))")
+            #expect(uploads.count == 4 && uploads.reduce(0) { $0 + $1.size } <= 300 * 1024, "\(uploads.count) uploads kept")
+        }
+    }
+
+    /// The upload records the registration's own device, whatever the call names; an entry dated
+    /// far in the future is kept at its arrival.
+    @Test func anUploadRecordsItsRegistrationsDeviceAndNoFarFutureTimes() async throws {
+        try await Self.withMidtier(.sqlite) { env in
+            let onboarded = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"iOS"}"#)
+            let alice = try #require(onboarded.header("X-SMP-APPCID"), "\(onboarded.status) \(onboarded.text)")
+            let log = "#9999-12-31T00:00:00Z#ERROR####from the far future#\n#2024-05-06T07:08:09Z#INFO####now#\n"
+            let reply = try await Self.post(env, Self.logPath + "?deviceId=someone-else", Array(log.utf8), headers: Self.headers(.alice, alice))
+            #expect(reply.status == 204, "\(reply.status) \(reply.text)")
+            let kept = try await Self.logs(env, registration: alice)
+            #expect(kept.count == 2 && kept.allSatisfy { $0.upload.deviceId == "" }, "\(kept.map(\.upload.deviceId))")
+            let future = try #require(kept.first { $0.entry.message == "from the far future" })
+            #expect(future.entry.time <= future.upload.receivedAt, "\(future.entry.time) \(future.upload.receivedAt)")
+        }
+    }
+
     /// `clientUploads` in `midtier.json`: defaults, values read, bad values are problems naming the key.
     @Test func theSettingsAreReadAndCheckedNamingTheKey() throws {
         func load(_ text: String) throws -> Result<ClientUploadSettings, ConfigurationErrors> {
@@ -211,6 +260,7 @@ import Testing
                             (#"{"clientUploads":{"maxUploadsPerHour":"many"}}"#, "clientUploads.maxUploadsPerHour"),
                             (#"{"clientUploads":{"retentionDays":0}}"#, "clientUploads.retentionDays"),
                             (#"{"clientUploads":{"maxStoredBytesPerRegistration":2048}}"#, "clientUploads.maxUploadBytes"),
+                            (#"{"clientUploads":{"maxStoredBytesPerUser":2048}}"#, "clientUploads.maxStoredBytesPerUser"),
                             (#"{"clientUploads":{"retention":3}}"#, "clientUploads.retention"),
                             (#"{"clientUploads":14}"#, "clientUploads")] {
             guard case .failure(let errors) = try load(text) else {
