@@ -154,7 +154,12 @@ def raw_answer(port, data, timeout=5):
 
 
 def call(port, method, path, headers=None, body=None, timeout=10):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    headers = dict(headers or {})
+    if body is not None and not any(name.lower() == "content-type" for name in headers):
+        # urllib would label it a form (application/x-www-form-urlencoded), which the device
+        # API refuses as a body type a browser sends cross-site (415).
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, dict(response.headers), response.read()
