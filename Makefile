@@ -24,6 +24,7 @@ test: deps certs
 	python3 Tests/e2e/lifecycle.py $(BIN)
 	python3 Tests/e2e/pyodata_client.py $(BIN)
 	python3 Tests/e2e/hostile.py $(BIN)
+	python3 Tests/e2e/crash_proofing.py $(BIN)
 	python3 Tests/e2e/slow_clients.py $(BIN)
 	python3 Tests/e2e/admin_fuzz.py $(BIN)
 	python3 Tests/e2e/isolation.py $(BIN)

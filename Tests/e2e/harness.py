@@ -29,6 +29,16 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
+def labelled(headers, body):
+    """`headers` with `Content-Type: application/json` added when there is a body and no type:
+    urllib labels such a body a form (application/x-www-form-urlencoded), which the device API
+    refuses with 415 as a type a browser sends cross-site (docs/device-api.md)."""
+    headers = dict(headers or {})
+    if body is not None and not any(name.lower() == "content-type" for name in headers):
+        headers["Content-Type"] = "application/json"
+    return headers
+
+
 def free_port():
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as s:

@@ -9,7 +9,7 @@ Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.request
-from harness import Checks, basic, demo_config, free_port, header, kill_all
+from harness import Checks, basic, demo_config, free_port, header, kill_all, labelled
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -154,12 +154,7 @@ def raw_answer(port, data, timeout=5):
 
 
 def call(port, method, path, headers=None, body=None, timeout=10):
-    headers = dict(headers or {})
-    if body is not None and not any(name.lower() == "content-type" for name in headers):
-        # urllib would label it a form (application/x-www-form-urlencoded), which the device
-        # API refuses as a body type a browser sends cross-site (415).
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers)
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=labelled(headers, body))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, dict(response.headers), response.read()

@@ -29,7 +29,7 @@ Standard library and the `openssl` command only; every process is killed at the 
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
-from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, start_sandbox_and_midtier, wait_for
+from harness import Checks, b64url, basic, demo_config, free_port, header, idp_key, jwt, kill_all, start_sandbox_and_midtier, wait_for, labelled
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -40,7 +40,7 @@ check = Checks("identity")
 
 
 def call(port, method, path, headers=None, body=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=labelled(headers, body))
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=20) as response:

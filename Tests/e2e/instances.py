@@ -34,7 +34,7 @@ Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exi
 import base64, hashlib, http.client, json, os, re, shutil, ssl, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1])
@@ -46,7 +46,7 @@ opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def call(port, method, path, headers=None, body=None, timeout=10):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=labelled(headers, body))
     try:
         with opener.open(request, timeout=timeout) as response:
             return response.status, dict(response.headers), response.read()

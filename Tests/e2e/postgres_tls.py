@@ -17,7 +17,7 @@ failure.
 """
 import json, os, shutil, subprocess, sys, tempfile
 import urllib.error, urllib.request
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit("usage: postgres_tls.py PATH-TO-MIDTIER")
@@ -28,7 +28,7 @@ opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def call(port, method, path, headers=None, body=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=labelled(headers, body))
     try:
         with opener.open(request, timeout=10) as response:
             return response.status, dict(response.headers), response.read()

@@ -24,7 +24,7 @@ Usage: tracing.py PATH-TO-MIDTIER. Prints `tracing: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
-from harness import Checks, basic, demo_config, free_port, kill_all, start_sandbox_and_midtier, wait_for
+from harness import Checks, basic, demo_config, free_port, kill_all, start_sandbox_and_midtier, wait_for, labelled
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
 
 BIN = os.path.abspath(sys.argv[1])
@@ -117,7 +117,7 @@ def serve(handler):
 
 
 def call(port, method, path, headers=None, body=None):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=headers or {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, method=method, headers=labelled(headers, body))
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(request, timeout=30) as response:
