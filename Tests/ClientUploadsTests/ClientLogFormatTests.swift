@@ -196,6 +196,21 @@ import MidtierTestSupport
         #expect(Self.failure(body, contentType: "multipart/form-data; boundary=other")?.kind == .invalid)
     }
 
+    /// MultipartKit 4.7.1 traps on a header name byte of 0x80 or more (found by `make fuzz`:
+    /// ten bytes stopped the process); such bodies are refused before it sees them.
+    @Test func aPartHeaderThatIsNotASCIIIsAnError() throws {
+        let type = "multipart/form-data; boundary=XyZ"
+        for body in [Array("--XyZ\r\n".utf8) + [0xFF], Array("--XyZ\r\nContent-Type: text/plain\r\nX".utf8) + [0xC3, 0xA9] + Array(": 1\r\n\r\nbody\r\n--XyZ--".utf8),
+                     Array("preamble --XyZ\r\n".utf8) + [0x80] + Array(": x\r\n\r\n".utf8)] {
+            let error = Self.failure(body, contentType: type)
+            #expect(error?.kind == .invalid && error?.message.contains("not ASCII") == true, "\(String(describing: error))")
+        }
+        // Bytes of 0x80 and more in a part's body are the log's own (UTF-8 text).
+        let text = Array("#2020-01-02T03:04:05Z#INFO####caf\u{E9}#".utf8)
+        let fine = Self.multipart([("a.log", text)], boundary: "XyZ")
+        #expect(try ClientLogBody.entries(of: fine, contentType: type, upload: "u1", limits: Self.limits).map(\.message) == ["caf\u{E9}"])
+    }
+
     @Test func usageReportsAreChecked() throws {
         let good = #"{"report":"8f4d2c1e-0000-4000-8000-000000000001","appInfo":{"application":"demo","appVersion":"1.0"},"deviceInfo":{"platform":"iOS"},"sessions":[{"sessionInfo":{"sessionId":"s"},"events":[{"time":"2020-01-02T03:04:05Z","type":"tap"}]}]}"#
         #expect(try ClientUsageReport.check(Array(good.utf8), limit: 4096) == good)
