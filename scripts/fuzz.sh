@@ -10,6 +10,7 @@
 #
 #   FUZZ_SECONDS=300 make fuzz
 #   FUZZ_TARGETS="json client-log" make fuzz
+#   FUZZ_FLAGS=-detect_leaks=0 …   (more libFuzzer flags, for every target)
 #   FUZZ_SKIP_BUILD=1 …   (use the binary already built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,9 @@ TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 SCRATCH=.build-fuzz
 FINDINGS=${FUZZ_FINDINGS:-$SCRATCH/findings}
 BIN=$SCRATCH/debug/midtier-fuzz
+# The Swift runtime's crash handler and ASan get in each other's way (ASan reports the handler's
+# own memory reads); without it, a Swift trap is reported by libFuzzer with the whole stack.
+export SWIFT_BACKTRACE=enable=no
 
 # The longest input worth trying, per target.
 max_len() {
@@ -62,7 +66,7 @@ for target in $TARGETS; do
   status=0
   MIDTIER_FUZZ_TARGET=$target "$BIN" "$work/$target/corpus" \
     -max_total_time="$SECONDS_EACH" -max_len="$(max_len "$target")" -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="$FINDINGS/$target/" -print_final_stats=1 >"$log" 2>&1 || status=$?
+    -artifact_prefix="$FINDINGS/$target/" -print_final_stats=1 ${FUZZ_FLAGS:-} >"$log" 2>&1 || status=$?
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(echo "$last" | grep -oE 'cov: [0-9]+' | awk '{print $2}' || true)

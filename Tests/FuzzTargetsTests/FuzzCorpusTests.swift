@@ -21,9 +21,13 @@ import Testing
     func seedsAndCrashersRunThrough(_ target: FuzzTarget) async throws {
         let seeds = Self.inputs("corpus", target)
         #expect(!seeds.isEmpty, "no seed corpus for \(target.rawValue)")
-        for file in seeds + Self.inputs("crashers", target) {
-            let bytes = try [UInt8](Data(contentsOf: file))
-            await target.runAsync(bytes)
+        for file in seeds {
+            await target.runAsync(try [UInt8](Data(contentsOf: file)))
+        }
+        for file in Self.inputs("crashers", target) {
+            // Named first, so that a crasher that still crashes is found in the output.
+            FileHandle.standardError.write(Data("FuzzTargetsTests: crasher \(target.rawValue)/\(file.lastPathComponent)\n".utf8))
+            await target.runAsync(try [UInt8](Data(contentsOf: file)))
         }
     }
 
