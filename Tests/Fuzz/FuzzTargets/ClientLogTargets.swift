@@ -11,8 +11,9 @@ enum ClientLogTarget {
     static func run(_ bytes: [UInt8]) {
         guard let first = bytes.first else { return }
         let contentType = contentTypes[Int(first) % contentTypes.count]
-        _ = try? ClientLogBody.entries(of: Array(bytes.dropFirst()), contentType: contentType, upload: "fuzz",
-                                       limits: .forUploads(of: 1 << 20))
+        _ = try? ClientLogBody.entries(
+            of: Array(bytes.dropFirst()), contentType: contentType, upload: "fuzz",
+            limits: .forUploads(of: 1 << 20))
     }
 }
 

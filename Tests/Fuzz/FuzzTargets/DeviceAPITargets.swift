@@ -1,6 +1,6 @@
 import DeviceAPI
-import Foundation
 import DeviceProxy
+import Foundation
 import MidtierJSON
 import Registrations
 import SAMLSigning

@@ -13,8 +13,9 @@ enum JWTTarget {
         FileManager.default.createFile(atPath: path, contents: Data(FuzzKeys.jwks.utf8))
         let settings = JWTAuthentication(issuer: "https://idp.fuzz.example", audience: "midtier-fuzz", jwks: .file(path: path))
         // No token cache: every input is verified (cacheSeconds 0), at a fixed time.
-        let authenticator = JWTAuthenticator(settings: settings, httpClient: nil, cacheSeconds: 0, capacity: 16,
-                                             now: { 1_800_000_000 })
+        let authenticator = JWTAuthenticator(
+            settings: settings, httpClient: nil, cacheSeconds: 0, capacity: 16,
+            now: { 1_800_000_000 })
         try? FileManager.default.removeItem(atPath: path)
         return authenticator
     }()

@@ -21,11 +21,13 @@ enum SAMLTarget {
 
     /// A valid signed assertion for the seed corpus (`midtier-fuzz make-seed saml`).
     static func signedSample() throws -> String {
-        let signer = try AssertionSigner(keyPEM: Array(FuzzKeys.samlKeyPEM.utf8), passphrase: nil,
-                                         certificatePEM: Array(FuzzKeys.samlCertificatePEM.utf8))
-        let assertion = SAMLAssertion(id: "_0123456789abcdef0123456789abcdef", issueInstant: Date(timeIntervalSince1970: 1_800_000_000),
-                                      issuer: "fuzz-client", nameID: "alice", recipient: "https://sf.fuzz.example/oauth/token",
-                                      sessionIndex: "_fedcba9876543210fedcba9876543210", apiKey: "fuzz-client")
+        let signer = try AssertionSigner(
+            keyPEM: Array(FuzzKeys.samlKeyPEM.utf8), passphrase: nil,
+            certificatePEM: Array(FuzzKeys.samlCertificatePEM.utf8))
+        let assertion = SAMLAssertion(
+            id: "_0123456789abcdef0123456789abcdef", issueInstant: Date(timeIntervalSince1970: 1_800_000_000),
+            issuer: "fuzz-client", nameID: "alice", recipient: "https://sf.fuzz.example/oauth/token",
+            sessionIndex: "_fedcba9876543210fedcba9876543210", apiKey: "fuzz-client")
         return try signer.sign(assertion)
     }
 }

@@ -1,5 +1,5 @@
-import FuzzTargets
 import Foundation
+import FuzzTargets
 
 // midtier-fuzz (docs/reliability.md, "Fuzzing"). Built with `-sanitize=fuzzer,address -DFUZZING`
 // (scripts/fuzz.sh) it is a libFuzzer binary for the target named by MIDTIER_FUZZ_TARGET. In the
@@ -28,8 +28,10 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 /// uint8_t *, size_t))`), declared here for want of a header: its arguments are pointers, passed
 /// alike by the C and Swift conventions on x86_64 and arm64.
 @_silgen_name("LLVMFuzzerRunDriver")
-func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
+) -> CInt
 
 /// SwiftPM links an executable's `main` to the module's own entry point (`midtier_fuzz_main`), so
 /// libFuzzer's `main` is not used: this one starts libFuzzer's driver with the same arguments.
@@ -52,8 +54,9 @@ enum MidtierFuzz {
         }
         guard let name = arguments.first, let target = FuzzTarget(rawValue: name), arguments.count > 1 else {
             let names = FuzzTarget.allCases.map(\.rawValue).joined(separator: " ")
-            fail("usage: midtier-fuzz <target> <file or folder>…  (replays inputs through a target)\n"
-                + "       midtier-fuzz make-seed saml  (prints the signed seed assertion)\ntargets: \(names)")
+            fail(
+                "usage: midtier-fuzz <target> <file or folder>…  (replays inputs through a target)\n"
+                    + "       midtier-fuzz make-seed saml  (prints the signed seed assertion)\ntargets: \(names)")
         }
         var count = 0
         for path in arguments.dropFirst() {
