@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format
+.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -69,6 +69,11 @@ bench-allocations: deps certs
 ## One step A/B: BEFORE=<saved release binary> against the current build, alternating rounds (docs/benchmarks.md).
 bench-ab: deps certs
 	Benchmarks/ab.sh
+
+## Fuzz every parser of device and back-end bytes with libFuzzer + ASan, FUZZ_SECONDS each (default 60;
+## FUZZ_TARGETS="json client-log" picks targets); crashers go to Tests/Fuzz/crashers/ (docs/reliability.md).
+fuzz:
+	scripts/fuzz.sh
 
 # 30 minutes at half the measured maximum rate; fails on RSS or fd drift over 10 % (not in CI).
 soak: deps certs

@@ -457,5 +457,25 @@ let package = Package(
         // The connection pool to the back ends (Forwarding's Upstream* types), over NIO's
         // embedded channels and loopback sockets.
         .testTarget(name: "SandboxODataTests", dependencies: ["SuccessFactorsSandbox"], swiftSettings: swiftSettings),
+        // Fuzzing (docs/reliability.md, "Fuzzing"): one function per parser that reads device or
+        // back-end bytes, the libFuzzer binary (`make fuzz`; a replayer in the normal build), and
+        // the tests that run every seed and crasher through the functions.
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "MidtierJSON", "MidtierCore", "MidtierHTTP", "ClientUploads", "MidtierStore", "Forwarding", "DeviceAPI", "DeviceProxy",
+                "Registrations", "SAMLSigning", "PushNotifications", "DeviceAuthentication", "TokenExchange", "BackendSessions",
+                "MetadataPatching", "ConfigurationFiles",
+            ],
+            path: "Tests/Fuzz/FuzzTargets",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "midtier-fuzz",
+            dependencies: ["FuzzTargets"],
+            path: "Tests/Fuzz/MidtierFuzz",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets"], swiftSettings: swiftSettings),
     ]
 )

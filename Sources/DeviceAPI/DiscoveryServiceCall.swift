@@ -1,18 +1,18 @@
 import DeviceProxy
 import MidtierCore
-import MidtierHTTP
+package import MidtierHTTP
 
 /// The function call in SAP's Discovery Service path (docs/device-api.md, "Discovery Service"):
 /// `getApplicationConfiguration(AppConfigID='{appId}[:{version}]',EmailAddress='{email}')`,
 /// parameters in OData v2 literal syntax (single quotes, `''` for a quote), in either order.
-struct DiscoveryServiceCall: Equatable {
+package struct DiscoveryServiceCall: Equatable {
     var appConfigID: String
     var emailAddress: String
 
     static let function = "getApplicationConfiguration"
 
     /// Reads the call from its path segment (already percent-decoded), or says what is wrong.
-    static func parse(_ segment: String) throws(Refusal) -> DiscoveryServiceCall {
+    package static func parse(_ segment: String) throws(Refusal) -> DiscoveryServiceCall {
         guard segment.hasPrefix(function + "("), segment.hasSuffix(")") else {
             throw .notFound("unknown function \(segment.prefix(80)); the Discovery Service answers \(function)(AppConfigID='…',EmailAddress='…')")
         }

@@ -101,12 +101,12 @@ enum FormEncoding {
 }
 
 /// Reading the token service's JSON answers.
-enum TokenResponse {
+package enum TokenResponse {
     /// The longest token lifetime believed; longer ones are capped (a typo in the back end
     /// should not keep a token for a year).
     static let maximumLifetime = 24 * 3600
 
-    static func parse(_ bytes: [UInt8]) throws(TokenExchangeError) -> AccessToken {
+    package static func parse(_ bytes: [UInt8]) throws(TokenExchangeError) -> AccessToken {
         let object: [String: JSON]
         switch StrictJSON.object(bytes) {
         case .success(let parsed): object = parsed
@@ -141,7 +141,7 @@ enum TokenResponse {
 
     /// The back end's reason from an error body (SuccessFactors' `errorMessage`, OAuth's
     /// `error_description`/`error`), cut short and cleaned; never anything from `avoiding`.
-    static func reason(fromErrorBody bytes: [UInt8], avoiding secrets: [String]) -> String {
+    package static func reason(fromErrorBody bytes: [UInt8], avoiding secrets: [String]) -> String {
         var reason = "no reason given"
         if case .success(let object) = StrictJSON.object(bytes) {
             for key in ["errorMessage", "error_description", "message", "error"] {
