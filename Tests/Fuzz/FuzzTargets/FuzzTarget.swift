@@ -17,6 +17,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case setCookie = "set-cookie"
     case metadata
     case config
+    case storage
 
     /// Runs the target over one input (synchronously; an async target blocks the calling
     /// thread until it is done, which is fine for libFuzzer's thread, not for a task).
@@ -35,6 +36,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .setCookie: SetCookieTarget.run(bytes)
         case .metadata: MetadataTarget.run(bytes)
         case .config: ConfigTarget.run(bytes)
+        case .storage: StorageTarget.run(bytes)
         }
     }
 
