@@ -316,17 +316,12 @@ final class EventLoopTaskExecutor: TaskExecutor {
         #expect(made.status == 0, "\(made.output)")
         let (probe, port) = listenOnLoopback()
         Glibc.close(probe)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        server.arguments = ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try spawn("/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", certificate, "-key", key, "-www", "-quiet"])
         defer {
             // SIGKILL: the child inherits the test process's signal mask, which blocks SIGTERM,
             // so terminate() left one orphaned s_server behind per run.
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
+            kill(server, SIGKILL)
+            waitForExit(server)
         }
         for _ in 0..<100 {
             let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,4 +1,5 @@
 package import Foundation
+import Glibc
 
 /// Key pairs made by the `openssl` command line for one test, in a temporary directory.
 package struct TestKeyPair {
@@ -32,25 +33,87 @@ package struct TestFailure: Error, CustomStringConvertible {
 /// Runs a program to completion; returns its exit status and combined output.
 @discardableResult
 package func run(_ executable: String, _ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    let inputPipe = Pipe()
-    process.standardInput = inputPipe
-    try process.run()
-    if let input { inputPipe.fileHandleForWriting.write(input) }
-    try inputPipe.fileHandleForWriting.close()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    var input = input.map { [UInt8]($0) } ?? []
+    let (stdinRead, stdinWrite) = try cloexecPipe()
+    let (outputRead, outputWrite) = try cloexecPipe()
+    let pid: pid_t
+    do {
+        pid = try spawn(executable, arguments, stdin: stdinRead, output: outputWrite)
+    } catch {
+        [stdinRead, stdinWrite, outputRead, outputWrite].forEach { _ = Glibc.close($0) }
+        throw error
+    }
+    _ = Glibc.close(stdinRead)
+    _ = Glibc.close(outputWrite)
+    var written = 0
+    while written < input.count {
+        let count = input.withUnsafeMutableBytes { Glibc.write(stdinWrite, $0.baseAddress! + written, $0.count - written) }
+        if count <= 0 { break }
+        written += count
+    }
+    _ = Glibc.close(stdinWrite)
+    var output: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { Glibc.read(outputRead, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        output += buffer[0..<count]
+    }
+    _ = Glibc.close(outputRead)
+    return (waitForExit(pid), String(decoding: output, as: UTF8.self))
 }
 
-/// `run`, on a thread of its own rather than one of Swift concurrency's pool threads, which a
-/// blocking wait would hold (and a test whose program calls back into the test process, as
-/// curl calls the in-process server, would deadlock).
+/// Starts `executable` with `arguments` and returns its process id: standard input from
+/// `stdin`, standard output and error to `output` (each /dev/null when nil). With posix_spawn,
+/// not Foundation's `Process`: on Linux (Swift 6.3.1) `Process.run()` now and then reads past
+/// a buffer while it lists /proc/self/fd and stops the whole test process
+/// (swift-corelibs-foundation PR 5472; seen here once in a clean `make test`).
+package func spawn(_ executable: String, _ arguments: [String], stdin: Int32? = nil, output: Int32? = nil) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    if let stdin {
+        posix_spawn_file_actions_adddup2(&actions, stdin, 0)
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    }
+    if let output {
+        posix_spawn_file_actions_adddup2(&actions, output, 1)
+        posix_spawn_file_actions_adddup2(&actions, output, 2)
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    }
+    let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+    guard status == 0 else { throw TestFailure("cannot start \(executable): \(String(cString: strerror(status)))") }
+    return pid
+}
+
+/// Waits for the process `pid` to end; its exit status (128 + the signal when a signal ended it).
+@discardableResult
+package func waitForExit(_ pid: pid_t) -> Int32 {
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let signal = status & 0x7F
+    return signal == 0 ? (status >> 8) & 0xFF : 128 + signal
+}
+
+/// A pipe whose ends are closed in any program started later (a second child must not keep
+/// another's output open, or its reader would wait for that child too). (`pipe2` is not
+/// imported; between `pipe` and `fcntl` another thread's child could still inherit an end,
+/// which only delays that reader's end of file until the child exits.)
+private func cloexecPipe() throws -> (read: Int32, write: Int32) {
+    var ends: [Int32] = [0, 0]
+    guard pipe(&ends) == 0 else { throw TestFailure("pipe failed: \(String(cString: strerror(errno)))") }
+    for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+    return (ends[0], ends[1])
+}
+
 package func runOffThePool(_ executable: String, _ arguments: [String], input: Data? = nil) async throws -> (status: Int32, output: String) {
     try await offThePool { try run(executable, arguments, input: input) }
 }
