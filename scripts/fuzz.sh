@@ -2,7 +2,8 @@
 # make fuzz (docs/reliability.md, "Fuzzing"): builds midtier-fuzz with libFuzzer and
 # AddressSanitizer (in .build-fuzz; the first build takes minutes, it rebuilds the
 # dependencies), then runs every fuzz target for FUZZ_SECONDS (default 60) from a copy of its
-# seed corpus (Tests/Fuzz/corpus/<target>/; the committed corpus stays small). Inputs that
+# seed corpus (Tests/Fuzz/corpus/<target>/; the committed corpus stays small), after replaying
+# the target's committed crashers (Tests/Fuzz/crashers/<target>/) once each. Inputs that
 # crash, trap, trip a sanitizer, time out (10 s) or take more than 2 GB land in
 # $FUZZ_FINDINGS/<target>/ (default .build-fuzz/findings). Prints per target the executions,
 # the coverage (cov:/ft: of libFuzzer's last status line) and the findings; exits 1 if a
@@ -59,6 +60,20 @@ summary=()
 failed=0
 for target in $TARGETS; do
   mkdir -p "$work/$target" "$FINDINGS/$target"
+  # First the committed crashers, once each, under the sanitizer: a finding that only the
+  # sanitized build shows (a leak) comes back here, not only in a run that happens on it again.
+  crashers=$(find "Tests/Fuzz/crashers/$target" -type f ! -name '.*' | sort)
+  if [ -n "$crashers" ]; then
+    replay="$FINDINGS/$target/crashers.log"
+    # shellcheck disable=SC2086
+    if ! MIDTIER_FUZZ_TARGET=$target "$BIN" -timeout=10 -rss_limit_mb=2048 ${FUZZ_FLAGS:-} $crashers >"$replay" 2>&1; then
+      failed=1
+      summary+=("$(printf '%-17s committed crashers: FINDING (log: %s)' "$target" "$replay")")
+      grep -m1 -E 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|Fatal error|SUMMARY' "$replay" >&2 || true
+    else
+      summary+=("$(printf '%-17s committed crashers: %s replayed, none found anything' "$target" "$(echo "$crashers" | wc -l)")")
+    fi
+  fi
   cp -R "Tests/Fuzz/corpus/$target" "$work/$target/corpus"
   log="$FINDINGS/$target/fuzz.log"
   before=$(ls "$FINDINGS/$target" | grep -E '^(crash|leak|timeout|oom|slow-unit)-' | sort || true)
