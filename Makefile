@@ -37,6 +37,7 @@ test: deps certs
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
 	python3 Tests/e2e/tracing.py $(BIN)
+	python3 Tests/e2e/principal_propagation.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -33,6 +33,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        // Users' certificates for principal propagation (already in the graph through jwt-kit).
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // jwt-kit needs ≥ 4.1.0 (../shared/TOOLCHAIN.md); AES-GCM for back-end sessions.
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
@@ -80,6 +83,18 @@ let package = Package(
         .target(
             name: "SAMLSigning",
             dependencies: ["CLibXML2", "COpenSSL"],
+            swiftSettings: swiftSettings
+        ),
+        // Principal propagation: users' short-lived X.509 certificates from the operator's CA,
+        // and their per-user cache (docs/forwarding.md, "PrincipalPropagation").
+        .target(
+            name: "PrincipalPropagation",
+            dependencies: [
+                "MidtierCore", "COpenSSL",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
             swiftSettings: swiftSettings
         ),
         // OAuth2 SAML bearer exchange and the per-(destination, user) token cache.
@@ -276,6 +291,8 @@ let package = Package(
             dependencies: [
                 "MidtierJSON", "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
                 "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions", "RequestTracing",
+                "PrincipalPropagation",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -308,7 +325,8 @@ let package = Package(
             dependencies: [
                 "PushNotifications", "PushAPI", "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
-                "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI", "RequestTracing",
+                "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI", "RequestTracing", "PrincipalPropagation",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -336,7 +354,7 @@ let package = Package(
             name: "midtier",
             dependencies: [
                 "MidtierServer", "ConfigurationFiles", "SAMLSigning", "SuccessFactorsSandbox",
-                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore", "RequestTracing",
+                "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore", "RequestTracing", "PrincipalPropagation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -373,6 +391,8 @@ let package = Package(
         ], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierCoreTests", dependencies: ["MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
+                    swiftSettings: swiftSettings),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the
         // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL

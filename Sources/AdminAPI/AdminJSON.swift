@@ -131,6 +131,9 @@ struct DestinationJSON {
         let d = summary
         let members: [String: JSON?] = [
             "audience": d.audience.map(JSON.string),
+            "certificateValidityMinutes": d.certificateValidityMinutes.map { JSON.number($0) },
+            "principalPropagationMode": d.principalPropagationMode.map(JSON.string),
+            "subjectPattern": d.subjectPattern.map(JSON.string),
             "authentication": .string(d.authentication),
             "clientKey": d.clientKey.map(JSON.string),
             "companyId": d.companyId.map(JSON.string),
@@ -139,7 +142,9 @@ struct DestinationJSON {
             "name": .string(d.name),
             "nameIdFormat": d.nameIdFormat.map(JSON.string),
             "queries": .strings(d.queries),
+            "scope": d.scope.map(JSON.string),
             "timeout": .number(d.timeoutMilliseconds),
+            "tokenServiceUser": d.tokenServiceUser.map(JSON.string),
             "tokenServiceURL": d.tokenServiceURL.map(JSON.string),
             "url": .string(d.url),
             "user": d.user.map(JSON.string),

@@ -224,7 +224,7 @@ package struct Administration: Sendable {
     package struct DestinationSummary: Sendable {
         package var name: String
         package var url: String
-        /// `NoAuthentication`, `BasicAuthentication` or `OAuth2SAMLBearerAssertion`.
+        /// The destination's `Authentication` type.
         package var authentication: String
         /// The back-end user of a Basic destination.
         package var user: String?
@@ -234,7 +234,14 @@ package struct Administration: Sendable {
         package var companyId: String?
         package var audience: String?
         package var nameIdFormat: String?
+        /// The scopes asked for, and the token service's client user (not its password).
+        package var scope: String?
+        package var tokenServiceUser: String?
         package var userIdSource: String?
+        /// A `PrincipalPropagation` destination's mode, subject pattern and validity.
+        package var principalPropagationMode: String?
+        package var subjectPattern: String?
+        package var certificateValidityMinutes: Int?
         package var timeoutMilliseconds: Int
         /// The names of the headers and query parameters it adds (not their values).
         package var headers: [String]
@@ -264,6 +271,15 @@ package struct Administration: Sendable {
                 summary.companyId = settings.companyId
                 summary.audience = settings.audience
                 summary.nameIdFormat = settings.nameIdFormat
+                summary.scope = settings.scope
+                summary.tokenServiceUser = settings.tokenServiceUser
+            case .principalPropagation(let settings):
+                summary.authentication = "PrincipalPropagation"
+                summary.principalPropagationMode = settings.mode.rawValue
+                summary.subjectPattern = settings.subjectPattern.description
+                summary.certificateValidityMinutes = settings.validityMinutes
+            case .clientCertificate:
+                summary.authentication = "ClientCertificateAuthentication"
             }
             return summary
         }

@@ -19,6 +19,10 @@ package struct ConfigurationLoader: Sendable {
     package let directory: String
     let environment: [String: String]
     let validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)?
+    /// Checks a destination's key material that only other modules can load
+    /// (`KeyStoreLocation`, the principal-propagation CA): nil when it loads, else the key and
+    /// what is wrong.
+    let validateDestination: (@Sendable (DestinationConfiguration) -> (key: String, message: String)?)?
 
     /// `validateSigningMaterial` is called for each OAuth2SAMLBearerAssertion destination after
     /// its files are read; it returns nil when the key loads and matches the certificate, else
@@ -26,8 +30,10 @@ package struct ConfigurationLoader: Sendable {
     package init(
         directory: String,
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)? = nil
+        validateSigningMaterial: (@Sendable (SAMLBearerSettings) -> (key: String, message: String)?)? = nil,
+        validateDestination: (@Sendable (DestinationConfiguration) -> (key: String, message: String)?)? = nil
     ) {
+        self.validateDestination = validateDestination
         self.directory = directory
         self.environment = environment
         self.validateSigningMaterial = validateSigningMaterial

@@ -9,8 +9,17 @@ extension ConfigurationLoader {
     static let samlKeys = [
         "tokenServiceURL", "clientKey", "companyId", "audience", "assertionIssuer", "assertionRecipient",
         "nameIdFormat", "authnContextClassRef", "userIdSource", "samlAssertionEncoding",
-        "signingKey", "signingKeyPassphrase", "signingCertificate",
+        "signingKey", "signingKeyPassphrase", "signingCertificate", "tokenServiceUser", "tokenServicePassword", "scope",
+        "nameQualifier", "assertionAttributes",
     ]
+    /// Keys that only `PrincipalPropagation` uses (Midtier's own: it makes the certificates
+    /// that SAP Cloud Connector would).
+    static let principalPropagationKeys = [
+        "principalPropagationMode", "subjectPattern", "certificateValidityMinutes", "caCertificate", "caKey", "caKeyPassphrase",
+    ]
+    /// `ClientCertificateAuthentication`'s keys; `PrincipalPropagation` uses them for
+    /// Midtier's own certificate.
+    static let keyStoreKeys = ["KeyStoreLocation", "KeyStorePassword"]
     /// Headers that HTTP itself or Midtier's forwarding controls; a destination cannot add them.
     static let forbiddenHeaders: Set<String> = [
         "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
@@ -30,7 +39,8 @@ extension ConfigurationLoader {
             }
         }
         _ = reader.choice("Type", ["HTTP"])
-        _ = reader.choice("ProxyType", ["Internet"])
+        // `OnPremise` as BTP writes it for principal propagation; Midtier calls the URL directly.
+        _ = reader.choice("ProxyType", ["Internet", "OnPremise"])
         _ = reader.string("Description", allowEmpty: true)
 
         var url: String?
@@ -44,7 +54,8 @@ extension ConfigurationLoader {
         let timeout = reader.integer("timeout", in: 1...86_400_000) ?? 30000
 
         let type = reader.choice(
-            "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion"], required: true
+            "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion", "PrincipalPropagation",
+                               "ClientCertificateAuthentication"], required: true
         )
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
@@ -62,32 +73,54 @@ extension ConfigurationLoader {
 
         var authentication: DestinationAuthentication?
         var userIdSource: String?
+        var clientIdentity: ClientIdentity?
+        let others = Self.basicKeys + Self.samlKeys + Self.principalPropagationKeys + Self.keyStoreKeys
         switch type {
         case "NoAuthentication":
-            reader.accept(Self.basicKeys + Self.samlKeys)
+            reader.accept(others)
             authentication = .noAuthentication
         case "BasicAuthentication":
-            reader.accept(Self.samlKeys)
+            reader.accept(others.filter { !Self.basicKeys.contains($0) })
             let reason = "needed for BasicAuthentication"
             let user = reader.string("User", required: true, requiredBecause: reason)
             let password = secret(reader, "Password", required: true, requiredBecause: reason)
             if let user, let password { authentication = .basic(user: user, password: password) }
         case "OAuth2SAMLBearerAssertion":
-            reader.accept(Self.basicKeys)
+            reader.accept(others.filter { !Self.samlKeys.contains($0) })
             userIdSource = reader.string("userIdSource")
             if let settings = samlSettings(reader) { authentication = .samlBearer(settings) }
+        case "PrincipalPropagation":
+            reader.accept(Self.basicKeys + Self.samlKeys.filter { $0 != "userIdSource" })
+            userIdSource = reader.string("userIdSource")
+            let settings = principalPropagationSettings(reader, url: url)
+            if settings?.mode == .header || reader.contains("KeyStoreLocation") {
+                clientIdentity = keyStore(reader, reason: "needed for PrincipalPropagation with principalPropagationMode header (Midtier's own certificate)")
+            } else {
+                reader.accept(Self.keyStoreKeys)
+            }
+            if let settings, settings.mode == .mutualTLS || clientIdentity != nil { authentication = .principalPropagation(settings) }
+        case "ClientCertificateAuthentication":
+            reader.accept(others.filter { !Self.keyStoreKeys.contains($0) })
+            if let url, !url.lowercased().hasPrefix("https://") { reader.problem("URL", "must be https for ClientCertificateAuthentication") }
+            clientIdentity = keyStore(reader, reason: "needed for ClientCertificateAuthentication")
+            if clientIdentity != nil { authentication = .clientCertificate }
         default:
             // Authentication is missing or wrong, which is reported; do not add noise.
-            reader.accept(Self.basicKeys + Self.samlKeys)
+            reader.accept(others)
         }
 
         reader.reportUnknownKeys()
         guard let name, let url, let authentication else { return nil }
-        return DestinationConfiguration(
+        let destination = DestinationConfiguration(
             name: name, url: url, authentication: authentication, userIdSource: userIdSource,
             timeoutMilliseconds: timeout, extraHeaders: headers, extraQueries: queries, metadataPatches: patches,
-            trustedCertificatesPEM: trusted, forwardDeviceCookies: deviceCookies
+            trustedCertificatesPEM: trusted, forwardDeviceCookies: deviceCookies, clientIdentity: clientIdentity
         )
+        if let validate = validateDestination, let failure = validate(destination) {
+            reader.problem(failure.key, failure.message)
+            return nil
+        }
+        return destination
     }
 
     /// `URL.headers.<Name>`: added to every forwarded request. The name must be an HTTP token
@@ -219,8 +252,35 @@ extension ConfigurationLoader {
             }
         }
         let clientKey = reader.string("clientKey", required: true, requiredBecause: reason)
-        let companyId = reader.string("companyId", required: true, requiredBecause: reason)
-        let audience = reader.string("audience")
+        // SuccessFactors' company; other token services (the ABAP OAuth 2.0 server, S/4HANA
+        // Cloud) have none, and then `audience` names the target system.
+        let companyId = reader.string("companyId")
+        let audience = reader.string("audience", required: !reader.contains("companyId"),
+                                     requiredBecause: "needed for OAuth2SAMLBearerAssertion without companyId (the target system's SAML name)")
+        let tokenServiceUser = reader.string("tokenServiceUser")
+        let tokenServicePassword = secret(reader, "tokenServicePassword", required: tokenServiceUser != nil,
+                                          requiredBecause: "needed with tokenServiceUser")
+        if tokenServicePassword != nil, tokenServiceUser == nil, !reader.problems.has(under: "tokenServiceUser") {
+            reader.problem("tokenServicePassword", "is given without tokenServiceUser")
+        }
+        let scope = reader.string("scope")
+        let nameQualifier = reader.string("nameQualifier")
+        var assertionAttributes: [String] = []
+        if let elements = reader.array("assertionAttributes") {
+            for (path, value) in elements {
+                guard case .string(let name) = value, !name.isEmpty, !containsControlCharacters(name) else {
+                    reader.problems.add(path, "must be the name of a user attribute")
+                    continue
+                }
+                if assertionAttributes.contains(where: { $0.utf8.elementsEqual(name.utf8) }) {
+                    reader.problems.add(path, "the attribute \(name) is listed twice")
+                } else if name == "api_key" {
+                    reader.problems.add(path, "api_key is SuccessFactors' attribute, which Midtier sets from clientKey when companyId is set")
+                } else {
+                    assertionAttributes.append(name)
+                }
+            }
+        }
         let assertionIssuer = reader.string("assertionIssuer")
         let assertionRecipient = reader.string("assertionRecipient")
         let nameIdFormat = reader.string("nameIdFormat")
@@ -237,12 +297,16 @@ extension ConfigurationLoader {
         }
         let certificate = pemFile(reader, "signingCertificate", reason: reason, label: "CERTIFICATE", what: "a PEM certificate")
 
-        guard let tokenServiceURL, let clientKey, let companyId, let key, let certificate,
+        guard let tokenServiceURL, let clientKey, let key, let certificate,
+              reader.contains("companyId") == (companyId != nil), audience != nil || companyId != nil,
+              !reader.problems.has(under: "tokenServicePassword"), !reader.problems.has(under: "assertionAttributes"),
               !reader.problems.has(under: "signingKey"), !reader.problems.has(under: "signingKeyPassphrase"),
               !reader.problems.has(under: "samlAssertionEncoding")
         else { return nil }
         let settings = SAMLBearerSettings(
             tokenServiceURL: tokenServiceURL, clientKey: clientKey, companyId: companyId,
+            tokenServiceUser: tokenServiceUser, tokenServicePassword: tokenServicePassword, scope: scope,
+            nameQualifier: nameQualifier, assertionAttributes: assertionAttributes,
             audience: audience ?? "www.successfactors.com",
             assertionIssuer: assertionIssuer, assertionRecipient: assertionRecipient,
             nameIdFormat: nameIdFormat ?? "urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified",
@@ -255,6 +319,71 @@ extension ConfigurationLoader {
             return nil
         }
         return settings
+    }
+
+    /// The `PrincipalPropagation` keys (docs/forwarding.md): how the certificate travels, its
+    /// subject pattern and validity, and the CA that signs it.
+    private func principalPropagationSettings(_ reader: ObjectReader, url: String?) -> PrincipalPropagationSettings? {
+        let reason = "needed for PrincipalPropagation"
+        let mode = reader.choice("principalPropagationMode", ["header", "mutualTLS"]).flatMap(PrincipalPropagationMode.init) ?? .header
+        if let url, !url.lowercased().hasPrefix("https://") {
+            reader.problem("URL", "must be https for PrincipalPropagation (the user's certificate is only believed over mutual TLS)")
+        }
+        var pattern: SubjectPattern? = .standard
+        if let text = reader.string("subjectPattern") {
+            do {
+                pattern = try SubjectPattern(text)
+            } catch {
+                reader.problem("subjectPattern", error.message)
+                pattern = nil
+            }
+        }
+        let minutes = reader.integer("certificateValidityMinutes", in: 1...1440) ?? 10
+        let certificate = pemFile(reader, "caCertificate", reason: reason, label: "CERTIFICATE", what: "a PEM certificate")
+        let passphrase = secret(reader, "caKeyPassphrase", required: false)
+        let key = pemFile(reader, "caKey", reason: reason, label: "PRIVATE KEY", what: "a PEM private key")
+        if let key, passphrase == nil, !reader.contains("caKeyPassphrase") {
+            let text = String(decoding: key, as: UTF8.self)
+            if text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
+                reader.problem("caKey", "the key is encrypted: give caKeyPassphrase")
+            }
+        }
+        guard let pattern, let certificate, let key, !reader.problems.has(under: "caKey"), !reader.problems.has(under: "caKeyPassphrase"),
+              !reader.problems.has(under: "certificateValidityMinutes"), !reader.problems.has(under: "principalPropagationMode")
+        else { return nil }
+        return PrincipalPropagationSettings(mode: mode, subjectPattern: pattern, validityMinutes: minutes,
+                                            caCertificatePEM: certificate, caKeyPEM: key, caKeyPassphrase: passphrase)
+    }
+
+    /// `KeyStoreLocation` (a `.p12`/`.pfx` PKCS#12 file, or a `.pem` file with the certificate
+    /// chain and the private key) and `KeyStorePassword`; whether it opens is checked by
+    /// `validateDestination`.
+    private func keyStore(_ reader: ObjectReader, reason: String) -> ClientIdentity? {
+        let password = secret(reader, "KeyStorePassword", required: false)
+        guard let path = reader.string("KeyStoreLocation", required: true, requiredBecause: reason) else { return nil }
+        let lower = path.lowercased()
+        let isPKCS12 = lower.hasSuffix(".p12") || lower.hasSuffix(".pfx")
+        guard isPKCS12 || lower.hasSuffix(".pem") else {
+            reader.problem("KeyStoreLocation", "must name a .p12, .pfx or .pem file")
+            return nil
+        }
+        switch readFile(path) {
+        case .failure(let error):
+            reader.problem("KeyStoreLocation", "cannot read file \(path): \(error.message)")
+            return nil
+        case .success(let bytes):
+            if isPKCS12 { return .pkcs12(bytes, passphrase: password) }
+            let text = String(decoding: bytes, as: UTF8.self)
+            guard text.contains("CERTIFICATE-----"), text.contains("PRIVATE KEY-----") else {
+                reader.problem("KeyStoreLocation", "file \(path) must hold the certificate (chain) and the private key, PEM")
+                return nil
+            }
+            if password == nil, text.contains("ENCRYPTED PRIVATE KEY") || text.contains("Proc-Type: 4,ENCRYPTED") {
+                reader.problem("KeyStoreLocation", "the key is encrypted: give KeyStorePassword")
+                return nil
+            }
+            return .pem(bytes, passphrase: password)
+        }
     }
 
     /// Reads a PEM file named by a key and checks that it holds a `-----BEGIN … <label>-----`

@@ -14,6 +14,8 @@ import MidtierStore
 package import Registrations
 package import RequestTracing
 package import TokenExchange
+package import NIOSSL
+package import PrincipalPropagation
 
 /// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
 /// the request path of Midtier, top to bottom (docs/architecture.md). Each step either refuses
@@ -22,14 +24,18 @@ package struct ProxyHandler: Sendable {
     let runtime: RuntimeHolder
     let registrations: RegistrationService
     let tokens: TokenCache
+    /// Users' certificates for `PrincipalPropagation`, with the TLS context of `mutualTLS`.
+    let certificates: UserCertificateCache<NIOSSLContext?>
     let forwarder: Forwarder
     let sessions: BackendSessions
     let metrics: MidtierMetrics
     let tracer: RequestTracer
     let logger: Logger
 
-    package init(runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache, forwarder: Forwarder,
+    package init(runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache,
+                 certificates: UserCertificateCache<NIOSSLContext?>, forwarder: Forwarder,
                  sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger) {
+        self.certificates = certificates
         self.runtime = runtime
         self.registrations = registrations
         self.tokens = tokens
@@ -181,9 +187,19 @@ package struct ProxyHandler: Sendable {
         var tokenKey: TokenCacheKey?
         var token: AccessToken?
         var authorization: String?
+        var credentialHeaders: [(name: String, value: String)] = []
+        var clientTLS: NIOSSLContext?
         switch destination.authentication {
-        case .noAuthentication:
+        case .noAuthentication, .clientCertificate:
             break
+        case .principalPropagation(let settings):
+            let entry = try await RequestTrace.span("user certificate") { _ throws(Refusal) in
+                try userCertificate(for: user, destination: upstream, settings: settings, runtime: runtime)
+            }
+            switch settings.mode {
+            case .header: credentialHeaders = [(Self.clientCertificateHeader, entry.certificate.headerValue)]
+            case .mutualTLS: clientTLS = entry.extra
+            }
         case .basic:
             authorization = runtime.basicAuthorizations[name]
         case .samlBearer:
@@ -195,7 +211,7 @@ package struct ProxyHandler: Sendable {
             tokenKey = key
             let (cached, outcome) = try await RequestTrace.span("token") { span throws(Refusal) in
                 let found = try await mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
-                    try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID))
+                    try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID, attributes: user.attributes))
                 }
                 span.set("midtier.token.cache", found.1 == .hit ? "hit" : found.1 == .miss ? "miss" : "wait")
                 return found
@@ -212,6 +228,8 @@ package struct ProxyHandler: Sendable {
         var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
                                            publicHost: runtime.publicHost, authorization: authorization,
                                            backendCookies: session.cookieHeader)
+        forwarding.credentialHeaders = credentialHeaders
+        forwarding.clientTLS = clientTLS
         var answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
         if answer.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
            let exchange = runtime.exchanges[name] {
@@ -219,7 +237,7 @@ package struct ProxyHandler: Sendable {
             logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
             let renewed = try await RequestTrace.span("token renewal") { _ throws(Refusal) in
                 try await mapExchangeErrors { () async throws -> AccessToken in
-                    try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value))
+                    try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value, attributes: user.attributes))
                 }
             }
             forwarding.authorization = "Bearer " + renewed.value
@@ -237,6 +255,50 @@ package struct ProxyHandler: Sendable {
         return await RequestTrace.span("answer") { span in
             span.set("midtier.rewrite", upstream.rewriter == nil ? "none" : "urls")
             return answer.deviceResponse()
+        }
+    }
+
+    /// SAP's name for the header that carries the user's certificate from a trusted proxy
+    /// (SAP Cloud Connector, Web Dispatcher) to the ICM: base64 DER on one line.
+    static let clientCertificateHeader = "SSL_CLIENT_CERT"
+
+    /// The user's certificate for a `PrincipalPropagation` destination, from the cache or newly
+    /// issued: its subject from `subjectPattern` over the user (docs/forwarding.md).
+    private func userCertificate(for user: AuthenticatedUser, destination upstream: UpstreamDestination,
+                                 settings: PrincipalPropagationSettings,
+                                 runtime: Runtime) throws(Refusal) -> UserCertificateCache<NIOSSLContext?>.Entry {
+        let destination = upstream.configuration
+        guard let authority = runtime.userCertificateAuthorities[destination.name] else {
+            throw .badGateway("destination \(destination.name) has no certificate authority")
+        }
+        let subject: [(type: SubjectPattern.AttributeType, value: String)]
+        do {
+            subject = try settings.subjectPattern.fill(userID: user.id, attributes: user.attributes, userIdSource: destination.userIdSource)
+        } catch {
+            throw .forbidden("user \(user.id) cannot be named for destination \(destination.name): \(error.message)")
+        }
+        let key = UserCertificateKey(destination: destination.name, user: user.identity,
+                                     subject: subject.map { $0.type.rawValue + "=" + $0.value }.joined(separator: "\u{1F}"))
+        do {
+            return try certificates.entry(for: key) { () throws(UserCertificateError) in
+                let issued = try authority.issue(subject: subject)
+                var context: NIOSSLContext?
+                if settings.mode == .mutualTLS {
+                    do {
+                        context = try upstream.userTLS(certificateDER: issued.certificateDER, issuerDER: issued.caCertificateDER,
+                                                       keyDER: issued.keyDER)
+                    } catch {
+                        throw UserCertificateError("the TLS context could not be made: \(error)")
+                    }
+                }
+                logger.info("user certificate issued", metadata: ["destination": "\(destination.name)", "user": "\(user.identity)",
+                                                                  "subject": "\(issued.subject)"])
+                return (issued, context, settings.validityMinutes * 60)
+            }
+        } catch {
+            logger.error("user certificate failed", metadata: ["destination": "\(destination.name)", "user": "\(user.identity)",
+                                                               "error": "\(error.message)"])
+            throw .badGateway("Midtier could not make the user's certificate for destination \(destination.name)")
         }
     }
 
@@ -299,7 +361,7 @@ package struct ProxyHandler: Sendable {
         }
     }
 
-    private func exchangeFunction(_ exchange: SAMLBearerExchange, nameID: String) -> TokenCache.Exchange {
+    private func exchangeFunction(_ exchange: SAMLBearerExchange, nameID: String, attributes: [String: String]) -> TokenCache.Exchange {
         let logger = self.logger
         let metrics = self.metrics
         return { key, forceNew in
@@ -308,7 +370,7 @@ package struct ProxyHandler: Sendable {
             do {
                 let token = try await RequestTrace.span("token exchange", kind: .client) { span in
                     span.set("midtier.destination", key.destination.value)
-                    return try await exchange.exchange(nameID: nameID, newToken: forceNew)
+                    return try await exchange.exchange(nameID: nameID, attributes: attributes, newToken: forceNew)
                 }
                 metrics.recordExchange(destination: key.destination.value, succeeded: true)
                 logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])

@@ -7,6 +7,7 @@ package import Hummingbird
 package import Logging
 package import MidtierHTTP
 package import MidtierCore
+package import PrincipalPropagation
 package import SAMLSigning
 import Synchronization
 package import TokenExchange
@@ -18,6 +19,8 @@ package final class Runtime: Sendable {
     package let configuration: MidtierConfiguration
     /// SAML bearer exchanges by destination name.
     package let exchanges: [String: SAMLBearerExchange]
+    /// The CAs of `PrincipalPropagation` destinations, by destination name (keys loaded once).
+    package let userCertificateAuthorities: [String: UserCertificateAuthority]
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
     let basicAuthorizations: [String: String]
     package let basicAuthenticator: BasicAuthenticator
@@ -41,6 +44,7 @@ package final class Runtime: Sendable {
         self.configuration = configuration
         var exchanges: [String: SAMLBearerExchange] = [:]
         var basic: [String: String] = [:]
+        var authorities: [String: UserCertificateAuthority] = [:]
         for (name, destination) in configuration.destinations {
             switch destination.authentication {
             case .samlBearer(let settings):
@@ -48,10 +52,17 @@ package final class Runtime: Sendable {
                                                          timeoutMilliseconds: destination.timeoutMilliseconds)
             case .basic(let user, let password):
                 basic[name] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
-            case .noAuthentication:
+            case .principalPropagation(let settings):
+                do {
+                    authorities[name] = try UserCertificateAuthority(settings)
+                } catch {
+                    throw SigningError(.invalidCertificate, "the principal propagation CA of destination \(name): \(error.message)")
+                }
+            case .noAuthentication, .clientCertificate:
                 break
             }
         }
+        self.userCertificateAuthorities = authorities
         self.exchanges = exchanges
         self.basicAuthorizations = basic
         self.upstreams = configuration.destinations.mapValues { UpstreamDestination($0, publicURL: configuration.server.publicURL) }

@@ -4,6 +4,7 @@ package import Logging
 import MidtierCore
 import NIOCore
 import NIOHTTP1
+package import NIOSSL
 
 /// Why a call was not forwarded, or how the back end failed. Each maps to one status
 /// (docs/device-api.md, "Refusals").
@@ -32,6 +33,12 @@ package struct ForwardingContext: Sendable {
     /// `traceparent` and `tracestate` naming Midtier's span of this call, which replace the
     /// device's (none with tracing off: then the device's pass as they came).
     package var propagation: [(name: String, value: String)] = []
+    /// Headers Midtier adds for the destination's authentication (`SSL_CLIENT_CERT` of
+    /// `PrincipalPropagation`); the device's of these names never pass (``HeaderPolicy``).
+    package var credentialHeaders: [(name: String, value: String)] = []
+    /// One user's TLS context (`PrincipalPropagation` over mutual TLS), in place of the
+    /// destination's.
+    package var clientTLS: NIOSSLContext?
 
     package init(clientAddress: String?, publicScheme: String, publicHost: String, authorization: String?, backendCookies: String? = nil) {
         self.clientAddress = clientAddress
@@ -73,7 +80,7 @@ package struct Forwarder: Sendable {
         context: ForwardingContext,
         logger: Logger
     ) async throws(ForwardingError) -> UpstreamResponse {
-        guard let origin = destination.origin else {
+        guard let origin = destination.origin(presenting: context.clientTLS) else {
             throw .unreachable(destination.trustProblem ?? "the URL of destination \(destination.name) cannot be called")
         }
         var headers = requestHeaders(of: request, destination: destination, context: context)
@@ -171,6 +178,7 @@ package struct Forwarder: Sendable {
         if let authorization = context.authorization {
             headers.replaceOrAdd(name: "Authorization", value: authorization)
         }
+        for (name, value) in context.credentialHeaders { headers.replaceOrAdd(name: name, value: value) }
         if !context.propagation.isEmpty {
             headers.remove(name: "traceparent")
             headers.remove(name: "tracestate")

@@ -28,6 +28,13 @@ package enum HeaderPolicy {
         if normalized.hasPrefix("x-forwarded") || normalized.hasPrefix("x-smp-") || normalized.hasPrefix("x-auth-request-") {
             return true
         }
+        // A client certificate as a TLS-terminating proxy passes it on: `SSL_CLIENT_CERT` (SAP's
+        // ICM and Web Dispatcher, Apache's `SSL_*` variables), `Client-Cert` (RFC 9440) and
+        // their variants. Only Midtier's own (`PrincipalPropagation`) reaches a back end.
+        if normalized.hasPrefix("ssl-") || normalized.hasPrefix("x-ssl-") || normalized.hasPrefix("client-cert")
+            || normalized.hasPrefix("x-client-cert") || normalized.hasPrefix("x-arr-clientcert") || normalized.hasPrefix("x-client-verify") {
+            return true
+        }
         if (normalized.hasPrefix("sap-") || normalized.hasPrefix("x-sap-")) && normalized.contains("user") {
             return true
         }

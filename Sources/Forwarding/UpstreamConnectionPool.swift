@@ -190,7 +190,7 @@ final class UpstreamLoopPool: UpstreamConnectionOwner, @unchecked Sendable {
     /// Takes a connection whose call has ended back into the pool, or closes it.
     func release(_ handler: UpstreamChannelHandler) {
         var connections = idle[handler.origin] ?? []
-        guard !isShutDown, connections.count < UpstreamConnectionPool.maximumIdlePerOrigin else { return handler.close() }
+        guard !isShutDown, connections.count < handler.origin.maximumIdle else { return handler.close() }
         handler.idleSince = .now()
         connections.append(handler)
         idle[handler.origin] = connections

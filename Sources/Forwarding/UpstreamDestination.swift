@@ -1,7 +1,7 @@
 import Foundation
 package import MidtierCore
 import NIOHTTP1
-import NIOSSL
+package import NIOSSL
 
 /// Where a destination's back end listens, and whom it must prove to be: what one pooled
 /// connection is for.
@@ -14,6 +14,9 @@ package struct UpstreamOrigin: Hashable, Sendable, CustomStringConvertible {
     /// For https with `trustedCertificates`: the TLS context that trusts only those (else the
     /// pool's, with the system's roots). Connections are pooled per context too.
     var trust: NIOSSLContext?
+    /// The most idle connections kept per event loop: fewer for one user's own TLS context
+    /// (`PrincipalPropagation` over mutual TLS). Not part of what a connection is for.
+    var maximumIdle = UpstreamConnectionPool.maximumIdlePerOrigin
 
     package static func == (a: Self, b: Self) -> Bool {
         a.tls == b.tls && a.port == b.port && a.host == b.host && a.trust.map(ObjectIdentifier.init) == b.trust.map(ObjectIdentifier.init)
@@ -74,6 +77,8 @@ package struct UpstreamDestination: Sendable {
     package let origin: UpstreamOrigin?
     /// Why `trustedCertificates` could not be used, if so.
     let trustProblem: String?
+    /// The TLS client settings of the destination (its trust), for one user's own context.
+    let baseTLS: TLSConfiguration
     /// The destination URL's path ("" or "/odata/v2"), to which the device's remainder is added.
     let basePath: String
     /// `URL.queries.*`, encoded, joined with `&`; nil when there are none.
@@ -92,17 +97,23 @@ package struct UpstreamDestination: Sendable {
         configuration = destination
         var origin = UpstreamOrigin(url: destination.url)
         var problem: String?
-        if let pem = destination.trustedCertificatesPEM, origin?.tls == true {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.minimumTLSVersion = .tlsv12
+        if origin?.tls == true, destination.trustedCertificatesPEM != nil || destination.clientIdentity != nil {
             do {
-                var tls = TLSConfiguration.makeClientConfiguration()
-                tls.minimumTLSVersion = .tlsv12
-                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+                if let pem = destination.trustedCertificatesPEM {
+                    tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(pem))
+                }
+                if let identity = destination.clientIdentity {
+                    try Self.present(identity, in: &tls)
+                }
                 origin?.trust = try NIOSSLContext(configuration: tls)
             } catch {
                 origin = nil
-                problem = "the trustedCertificates of destination \(destination.name) cannot be used: \(error)"
+                problem = "the trustedCertificates or KeyStoreLocation of destination \(destination.name) cannot be used: \(error)"
             }
         }
+        baseTLS = tls
         self.origin = origin
         trustProblem = problem
         let afterScheme = destination.url.firstRange(of: "://").map { destination.url[$0.upperBound...] } ?? Substring(destination.url)
@@ -119,6 +130,65 @@ package struct UpstreamDestination: Sendable {
     }
 
     package var name: String { configuration.name }
+
+    /// `KeyStoreLocation` as the certificate chain and key of a TLS configuration.
+    static func present(_ identity: ClientIdentity, in tls: inout TLSConfiguration) throws {
+        switch identity {
+        case .pem(let bytes, let passphrase):
+            tls.certificateChain = try NIOSSLCertificate.fromPEMBytes(bytes).map { .certificate($0) }
+            let key: NIOSSLPrivateKey
+            if let passphrase {
+                key = try NIOSSLPrivateKey(bytes: bytes, format: .pem) { $0(Array(passphrase.utf8)) }
+            } else {
+                key = try NIOSSLPrivateKey(bytes: bytes, format: .pem)
+            }
+            tls.privateKey = .privateKey(key)
+        case .pkcs12(let bytes, let passphrase):
+            let bundle = try NIOSSLPKCS12Bundle(buffer: bytes, passphrase: passphrase.map { Array($0.utf8) })
+            tls.certificateChain = bundle.certificateChain.map { .certificate($0) }
+            tls.privateKey = .privateKey(bundle.privateKey)
+        }
+    }
+
+    /// Why `KeyStoreLocation` cannot be used (wrong password, no key, a key that does not
+    /// belong to the certificate), or nil.
+    package static func problem(with identity: ClientIdentity) -> String? {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        do {
+            try present(identity, in: &tls)
+            guard !tls.certificateChain.isEmpty else { return "the file holds no certificate" }
+            _ = try NIOSSLContext(configuration: tls)
+            return nil
+        } catch {
+            switch identity {
+            case .pkcs12: return "the PKCS#12 file does not open (wrong KeyStorePassword, or not PKCS#12): \(error)"
+            case .pem: return "the certificate and key do not load, or do not belong together: \(error)"
+            }
+        }
+    }
+
+    /// A TLS context that presents one user's own certificate (DER, with its issuer's) and key
+    /// (PKCS#8 DER) and trusts what the destination trusts (`PrincipalPropagation` over
+    /// mutual TLS). Connections made with it are pooled apart from every other context's,
+    /// at most `maximumIdlePerUser` idle per event loop.
+    package func userTLS(certificateDER: [UInt8], issuerDER: [UInt8], keyDER: [UInt8]) throws -> NIOSSLContext {
+        var tls = baseTLS
+        tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: certificateDER, format: .der)),
+                                .certificate(try NIOSSLCertificate(bytes: issuerDER, format: .der))]
+        tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: keyDER, format: .der))
+        return try NIOSSLContext(configuration: tls)
+    }
+
+    /// Idle connections kept per user context and event loop.
+    package static let maximumIdlePerUser = 2
+
+    /// The origin with one user's TLS context in place of the destination's.
+    func origin(presenting context: NIOSSLContext?) -> UpstreamOrigin? {
+        guard let context, var origin, origin.tls else { return origin }
+        origin.trust = context
+        origin.maximumIdle = Self.maximumIdlePerUser
+        return origin
+    }
 
     /// The request target at the back end for `remainder` (already checked by
     /// `ProxyPath.problem(in:)`) and the device's raw query, plus `URL.queries.*`, which

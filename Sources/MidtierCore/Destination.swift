@@ -6,6 +6,55 @@ package enum DestinationAuthentication: Sendable {
     /// A technical user; the password is already resolved from its secret.
     case basic(user: String, password: String)
     case samlBearer(SAMLBearerSettings)
+    /// `PrincipalPropagation`: a short-lived X.509 certificate for the signed-in user, made by
+    /// Midtier as SAP Cloud Connector does (docs/forwarding.md).
+    case principalPropagation(PrincipalPropagationSettings)
+    /// `ClientCertificateAuthentication`: mutual TLS with the destination's `KeyStoreLocation`.
+    case clientCertificate
+}
+
+/// `KeyStoreLocation` and `KeyStorePassword`: the certificate (with its chain) and key Midtier
+/// presents in TLS to a destination's back end.
+package enum ClientIdentity: Sendable {
+    /// A PEM file holding the certificate chain and the private key; `passphrase` opens an
+    /// encrypted key.
+    case pem([UInt8], passphrase: String?)
+    /// A PKCS#12 file (`.p12`, `.pfx`) and its password.
+    case pkcs12([UInt8], passphrase: String?)
+}
+
+/// How the user's certificate reaches the back end (`principalPropagationMode`).
+package enum PrincipalPropagationMode: String, Sendable {
+    /// As SAP Cloud Connector does: Midtier's own TLS client certificate (`KeyStoreLocation`),
+    /// the user's certificate in the `SSL_CLIENT_CERT` header.
+    case header
+    /// Mutual TLS with the user's own certificate and key.
+    case mutualTLS
+}
+
+/// A `PrincipalPropagation` destination's certificate settings (docs/forwarding.md).
+package struct PrincipalPropagationSettings: Sendable {
+    package var mode: PrincipalPropagationMode
+    /// `subjectPattern`, default `CN=${name}`.
+    package var subjectPattern: SubjectPattern
+    /// `certificateValidityMinutes`, default 10.
+    package var validityMinutes: Int
+    /// `caCertificate`: PEM file contents.
+    package var caCertificatePEM: [UInt8]
+    /// `caKey`: PEM file contents (possibly encrypted).
+    package var caKeyPEM: [UInt8]
+    /// `caKeyPassphrase`, resolved.
+    package var caKeyPassphrase: String?
+
+    package init(mode: PrincipalPropagationMode, subjectPattern: SubjectPattern, validityMinutes: Int,
+                 caCertificatePEM: [UInt8], caKeyPEM: [UInt8], caKeyPassphrase: String?) {
+        self.mode = mode
+        self.subjectPattern = subjectPattern
+        self.validityMinutes = validityMinutes
+        self.caCertificatePEM = caCertificatePEM
+        self.caKeyPEM = caKeyPEM
+        self.caKeyPassphrase = caKeyPassphrase
+    }
 }
 
 /// How the SAML assertion is encoded in the token request.
@@ -18,11 +67,24 @@ package enum AssertionEncoding: String, Sendable {
 package struct SAMLBearerSettings: Sendable {
     /// `tokenServiceURL`.
     package var tokenServiceURL: String
-    /// `clientKey` (the SuccessFactors API key).
+    /// `clientKey`: the OAuth client (SuccessFactors' API key; the ABAP OAuth client), sent as
+    /// `client_id`.
     package var clientKey: String
-    /// `companyId`.
-    package var companyId: String
-    /// `audience`, default `www.successfactors.com`.
+    /// `companyId`: SuccessFactors' company. When set, the request carries `company_id` and the
+    /// assertion the `api_key` attribute, as SuccessFactors wants; other token services have none.
+    package var companyId: String?
+    /// `tokenServiceUser` and `tokenServicePassword`: HTTP Basic client authentication at the
+    /// token service (the ABAP OAuth 2.0 server, S/4HANA Cloud).
+    package var tokenServiceUser: String?
+    package var tokenServicePassword: String?
+    /// `scope`: the OAuth scopes asked for, space-separated; nil for none.
+    package var scope: String?
+    /// `nameQualifier`: `NameID@NameQualifier`.
+    package var nameQualifier: String?
+    /// `assertionAttributes` (Midtier's own key): the user attributes the assertion carries,
+    /// each as a SAML attribute of its name.
+    package var assertionAttributes: [String]
+    /// `audience`, default `www.successfactors.com` (when `companyId` is set; else required).
     package var audience: String
     /// `assertionIssuer`, default `clientKey`.
     package var assertionIssuer: String
@@ -44,7 +106,12 @@ package struct SAMLBearerSettings: Sendable {
     package init(
         tokenServiceURL: String,
         clientKey: String,
-        companyId: String,
+        companyId: String?,
+        tokenServiceUser: String? = nil,
+        tokenServicePassword: String? = nil,
+        scope: String? = nil,
+        nameQualifier: String? = nil,
+        assertionAttributes: [String] = [],
         audience: String = "www.successfactors.com",
         assertionIssuer: String? = nil,
         assertionRecipient: String? = nil,
@@ -58,6 +125,11 @@ package struct SAMLBearerSettings: Sendable {
         self.tokenServiceURL = tokenServiceURL
         self.clientKey = clientKey
         self.companyId = companyId
+        self.tokenServiceUser = tokenServiceUser
+        self.tokenServicePassword = tokenServicePassword
+        self.scope = scope
+        self.nameQualifier = nameQualifier
+        self.assertionAttributes = assertionAttributes
         self.audience = audience
         self.assertionIssuer = assertionIssuer ?? clientKey
         self.assertionRecipient = assertionRecipient ?? String(tokenServiceURL.prefix { $0 != "?" })
@@ -94,6 +166,9 @@ package struct DestinationConfiguration: Sendable {
     /// `trustedCertificates`: PEM file contents; for an https `URL`, the back end's certificate
     /// must chain to one of these instead of the system's roots (a company CA).
     package var trustedCertificatesPEM: [UInt8]?
+    /// `KeyStoreLocation`: the TLS client certificate Midtier presents to the back end
+    /// (`ClientCertificateAuthentication`; the system certificate of `PrincipalPropagation`).
+    package var clientIdentity: ClientIdentity?
 
     package init(
         name: String,
@@ -105,8 +180,10 @@ package struct DestinationConfiguration: Sendable {
         extraQueries: [(name: String, value: String)] = [],
         metadataPatches: [MetadataPatch] = [],
         trustedCertificatesPEM: [UInt8]? = nil,
-        forwardDeviceCookies: [String] = []
+        forwardDeviceCookies: [String] = [],
+        clientIdentity: ClientIdentity? = nil
     ) {
+        self.clientIdentity = clientIdentity
         self.trustedCertificatesPEM = trustedCertificatesPEM
         self.name = name
         self.url = url

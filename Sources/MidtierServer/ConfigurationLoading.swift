@@ -2,10 +2,13 @@ import Foundation
 package import ConfigurationFiles
 package import MidtierCore
 import SAMLSigning
+import Forwarding
+import PrincipalPropagation
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.
 package func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
-    try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial).load()
+    try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial,
+                            validateDestination: validateDestinationMaterial).load()
 }
 
 /// nil when the key loads (with its passphrase) and belongs to the certificate.
@@ -21,6 +24,23 @@ package func loadConfiguration(_ directory: String) throws(ConfigurationErrors) 
         guard key.matches(certificate) else { return ("signingKey", "the key does not belong to signingCertificate") }
     } catch {
         return ("signingKey", error.message)
+    }
+    return nil
+}
+
+/// nil when a destination's `KeyStoreLocation` opens (with its password) and its
+/// principal-propagation CA loads and can issue a certificate.
+@Sendable func validateDestinationMaterial(_ destination: DestinationConfiguration) -> (key: String, message: String)? {
+    if let identity = destination.clientIdentity, let problem = UpstreamDestination.problem(with: identity) {
+        return ("KeyStoreLocation", problem)
+    }
+    if case .principalPropagation(let settings) = destination.authentication {
+        do {
+            let authority = try UserCertificateAuthority(settings)
+            _ = try authority.issue(subject: [(.commonName, "check-config")])
+        } catch {
+            return ("caKey", error.message)
+        }
     }
     return nil
 }

@@ -20,6 +20,8 @@ import NIOCore
 package import Registrations
 package import RequestTracing
 import SAMLSigning
+package import NIOSSL
+package import PrincipalPropagation
 package import ServiceLifecycle
 package import TokenExchange
 import UnixSignals
@@ -36,6 +38,9 @@ package struct StartupError: Error, CustomStringConvertible {
 package final class MidtierServer: Sendable {
     package let runtime: RuntimeHolder
     package let tokens: TokenCache
+    /// Users' certificates for `PrincipalPropagation` destinations; dropped with the user's
+    /// tokens (a companion of `tokens`).
+    package let userCertificates: UserCertificateCache<NIOSSLContext?>
     package let registrations: RegistrationService
     /// The keep-alive connections that proxied calls go over.
     package let upstreams = UpstreamConnectionPool()
@@ -60,7 +65,7 @@ package final class MidtierServer: Sendable {
     let logger: Logger
 
     package init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
-                tokenCache: TokenCache = TokenCache(), tracer: RequestTracer = .off,
+                tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
@@ -77,7 +82,9 @@ package final class MidtierServer: Sendable {
             throw error
         }
         self.httpClient = httpClient
-        self.tokens = tokenCache
+        let userCertificates = UserCertificateCache<NIOSSLContext?>()
+        self.userCertificates = userCertificates
+        self.tokens = tokenCache ?? TokenCache(companions: [userCertificates])
         let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger, wallClock: clock)
         self.sessions = sessions
         let runtime = self.runtime
@@ -170,7 +177,7 @@ package final class MidtierServer: Sendable {
                               secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
                               logger: logger).add(to: router)
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
-        let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, forwarder: forwarder,
+        let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
                                  sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(

@@ -136,8 +136,15 @@ package struct AssertionExpectations: Sendable {
     package var recipient: String
     /// How much clock difference is forgiven on `NotBefore` and `NotOnOrAfter`.
     package var clockSkew: TimeInterval
+    /// The `Issuer` expected: the client id for SuccessFactors.
+    package var issuer: String
+    /// Whether the `api_key` attribute must name the client (SuccessFactors).
+    package var expectsAPIKey: Bool
 
-    package init(clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60) {
+    package init(clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60,
+                 issuer: String? = nil, expectsAPIKey: Bool = true) {
+        self.issuer = issuer ?? clientID
+        self.expectsAPIKey = expectsAPIKey
         self.clientID = clientID
         self.audience = audience
         self.recipient = recipient
@@ -147,10 +154,10 @@ package struct AssertionExpectations: Sendable {
     /// Throws a message in SuccessFactors' words when the assertion is not acceptable now.
     package func check(_ assertion: VerifiedAssertion, now: Date) throws(SigningError) {
         func reject(_ message: String) -> SigningError { SigningError(.invalidSignature, message) }
-        guard assertion.issuer == clientID else {
+        guard assertion.issuer == issuer else {
             throw reject("The issuer of the SAML assertion does not match the client ID")
         }
-        guard assertion.attributes["api_key"] == [clientID] else {
+        guard !expectsAPIKey || assertion.attributes["api_key"] == [clientID] else {
             throw reject("The api_key attribute of the SAML assertion does not match the client ID")
         }
         guard assertion.audiences.contains(audience) else {

@@ -33,8 +33,13 @@ package struct SAMLAssertion: Sendable, Equatable {
     package var authnContextClassRef: String
     /// `AuthnStatement@SessionIndex`.
     package var sessionIndex: String
-    /// The `api_key` attribute (the client key).
-    package var apiKey: String
+    /// The `api_key` attribute (the client key), which SuccessFactors wants; nil for other
+    /// token services.
+    package var apiKey: String?
+    /// `NameID@NameQualifier` (`nameQualifier`), the user's security domain; nil for none.
+    package var nameQualifier: String?
+    /// Further attributes (`assertionAttributes`: the user's attributes), after `api_key`.
+    package var attributes: [SAMLAttribute]
 
     /// How long an assertion is valid (10 minutes; docs/forwarding.md).
     package static let lifetime: TimeInterval = 600
@@ -53,8 +58,12 @@ package struct SAMLAssertion: Sendable, Equatable {
         notOnOrAfter: Date? = nil,
         authnContextClassRef: String = "urn:oasis:names:tc:SAML:2.0:ac:classes:PreviousSession",
         sessionIndex: String = SAMLAssertion.freshID(),
-        apiKey: String
+        apiKey: String?,
+        nameQualifier: String? = nil,
+        attributes: [SAMLAttribute] = []
     ) {
+        self.nameQualifier = nameQualifier
+        self.attributes = attributes
         self.id = id
         self.issueInstant = issueInstant
         self.issuer = issuer
@@ -83,10 +92,21 @@ package struct SAMLAssertion: Sendable, Equatable {
     /// The unsigned assertion as XML. `signature` (already serialized) goes right after `Issuer`.
     func xml(signature: String = "") throws(SigningError) -> String {
         let ns = SAMLNames.self
+        var statement = ""
+        let all = (apiKey.map { [SAMLAttribute(name: "api_key", value: $0)] } ?? []) + attributes
+        if !all.isEmpty {
+            statement = "<saml2:AttributeStatement>"
+            for attribute in all {
+                statement += try "<saml2:Attribute Name=\"\(escaped(attribute.name))\"><saml2:AttributeValue>\(escaped(attribute.value))</saml2:AttributeValue></saml2:Attribute>"
+            }
+            statement += "</saml2:AttributeStatement>"
+        }
+        var qualifier = ""
+        if let nameQualifier { qualifier = " NameQualifier=\"\(try escaped(nameQualifier))\"" }
         return try """
         <saml2:Assertion xmlns:saml2="\(ns.assertion)" ID="\(escaped(id))" IssueInstant="\(XMLTime.format(issueInstant))" Version="2.0">\
         <saml2:Issuer>\(escaped(issuer))</saml2:Issuer>\(signature)\
-        <saml2:Subject><saml2:NameID Format="\(escaped(nameIDFormat))">\(escaped(nameID))</saml2:NameID>\
+        <saml2:Subject><saml2:NameID Format="\(escaped(nameIDFormat))"\(qualifier)>\(escaped(nameID))</saml2:NameID>\
         <saml2:SubjectConfirmation Method="\(ns.bearer)">\
         <saml2:SubjectConfirmationData NotOnOrAfter="\(XMLTime.format(notOnOrAfter))" Recipient="\(escaped(recipient))"/>\
         </saml2:SubjectConfirmation></saml2:Subject>\
@@ -96,9 +116,18 @@ package struct SAMLAssertion: Sendable, Equatable {
         <saml2:AuthnStatement AuthnInstant="\(XMLTime.format(issueInstant))" SessionIndex="\(escaped(sessionIndex))">\
         <saml2:AuthnContext><saml2:AuthnContextClassRef>\(escaped(authnContextClassRef))</saml2:AuthnContextClassRef></saml2:AuthnContext>\
         </saml2:AuthnStatement>\
-        <saml2:AttributeStatement><saml2:Attribute Name="api_key"><saml2:AttributeValue>\(escaped(apiKey))</saml2:AttributeValue></saml2:Attribute></saml2:AttributeStatement>\
-        </saml2:Assertion>
+        \(statement)</saml2:Assertion>
         """
+    }
+}
+
+/// One `saml2:Attribute` with one value.
+package struct SAMLAttribute: Sendable, Equatable {
+    package var name: String
+    package var value: String
+    package init(name: String, value: String) {
+        self.name = name
+        self.value = value
     }
 }
 

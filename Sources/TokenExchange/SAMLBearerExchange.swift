@@ -8,8 +8,10 @@ import NIOHTTP1
 import RequestTracing
 package import SAMLSigning
 
-/// The OAuth 2.0 SAML bearer grant (RFC 7522) against a SuccessFactors-style `/oauth/token`:
-/// sign an assertion for the user, POST it as a form, read the token from the JSON answer.
+/// The OAuth 2.0 SAML bearer grant (RFC 7522) against SuccessFactors' `/oauth/token`, the
+/// ABAP OAuth 2.0 server's `/sap/bc/sec/oauth2/token` or any other SAML-bearer token service:
+/// sign an assertion for the user, POST it as a form, read the token from the JSON answer
+/// (docs/forwarding.md, "`OAuth2SAMLBearerAssertion`").
 package struct SAMLBearerExchange: Sendable {
     package let settings: SAMLBearerSettings
     package let signer: AssertionSigner
@@ -25,8 +27,9 @@ package struct SAMLBearerExchange: Sendable {
         self.timeout = .milliseconds(Int64(timeoutMilliseconds))
     }
 
-    /// The assertion Midtier would send for `nameID` now (also what `midtier assertion` prints).
-    package func signedAssertion(nameID: String, now: Date = Date()) throws(SigningError) -> String {
+    /// The assertion Midtier would send for `nameID` now (also what `midtier assertion` prints),
+    /// with the user's `assertionAttributes` those of `attributes` that the user has.
+    package func signedAssertion(nameID: String, attributes: [String: String] = [:], now: Date = Date()) throws(SigningError) -> String {
         let assertion = SAMLAssertion(
             issueInstant: now,
             issuer: settings.assertionIssuer,
@@ -35,7 +38,9 @@ package struct SAMLBearerExchange: Sendable {
             recipient: settings.assertionRecipient,
             audience: settings.audience,
             authnContextClassRef: settings.authnContextClassRef,
-            apiKey: settings.clientKey
+            apiKey: settings.companyId == nil ? nil : settings.clientKey,
+            nameQualifier: settings.nameQualifier,
+            attributes: settings.assertionAttributes.compactMap { name in attributes[name].map { SAMLAttribute(name: name, value: $0) } }
         )
         return try signer.sign(assertion)
     }
@@ -47,26 +52,32 @@ package struct SAMLBearerExchange: Sendable {
     }
 
     /// Exchanges a fresh assertion for `nameID` into an access token.
-    package func exchange(nameID: String, newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
+    package func exchange(nameID: String, attributes: [String: String] = [:], newToken: Bool) async throws(TokenExchangeError) -> AccessToken {
         let assertion: String
         do {
-            assertion = try signedAssertion(nameID: nameID)
+            assertion = try signedAssertion(nameID: nameID, attributes: attributes)
         } catch {
             throw .assertionFailed(error.message)
         }
         let encoded = Self.encode(assertion, as: settings.assertionEncoding)
-        var form: [(String, String)] = [
-            ("company_id", settings.companyId),
+        var form: [(String, String)] = []
+        if let companyId = settings.companyId { form.append(("company_id", companyId)) }
+        form += [
             ("client_id", settings.clientKey),
             ("grant_type", "urn:ietf:params:oauth:grant-type:saml2-bearer"),
             ("assertion", encoded),
         ]
-        if newToken { form.append(("new_token", "true")) }
+        if let scope = settings.scope { form.append(("scope", scope)) }
+        // `new_token` is SuccessFactors' own parameter.
+        if newToken, settings.companyId != nil { form.append(("new_token", "true")) }
 
         var request = HTTPClientRequest(url: settings.tokenServiceURL)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
+        if let user = settings.tokenServiceUser, let password = settings.tokenServicePassword {
+            request.headers.add(name: "Authorization", value: "Basic " + Base64.encodeToString(bytes: Array("\(user):\(password)".utf8)))
+        }
         // The token service's call is part of the device request's trace (docs/operations.md, "Traces").
         for (name, value) in RequestTrace.propagationHeaders() { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
@@ -87,7 +98,7 @@ package struct SAMLBearerExchange: Sendable {
         }
         let bytes = body.readBytes(length: body.readableBytes) ?? []
         guard (200..<300).contains(status) else {
-            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: [assertion, encoded]))
+            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: [assertion, encoded, settings.tokenServicePassword ?? ""]))
         }
         return try TokenResponse.parse(bytes)
     }

@@ -13,7 +13,7 @@ import Synchronization
 /// - `remove(user:)` drops a user's tokens (block, admin purge); `invalidate` drops one token
 ///   the back end rejected, unless a newer one has already replaced it.
 /// - At most `capacity` keys: past that, expired entries and then the least recently used go.
-package final class TokenCache: Sendable {
+package final class TokenCache: PerUserCache {
     /// Exchanges a token for a key. `forceNew` asks the service for a new token (`new_token=true`).
     package typealias Exchange = @Sendable (_ key: TokenCacheKey, _ forceNew: Bool) async throws -> AccessToken
 
@@ -54,13 +54,18 @@ package final class TokenCache: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let now: @Sendable () -> UInt64
+    /// The other per-user credential caches (users' certificates), dropped with the tokens.
+    private let companions: [any PerUserCache]
 
     /// - Parameters:
     ///   - capacity: the most keys kept.
     ///   - now: monotonic clock in nanoseconds (injectable for tests).
-    package init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    ///   - companions: caches whose entries of a user go whenever that user's tokens go.
+    package init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+                 companions: [any PerUserCache] = []) {
         self.capacity = max(1, capacity)
         self.now = now
+        self.companions = companions
     }
 
     package var count: Int { state.withLock { $0.entries.count } }
@@ -118,19 +123,22 @@ package final class TokenCache: Sendable {
         }
     }
 
-    /// Drops every token of `user` (all destinations), and any exchange result still to come.
+    /// Drops every token of `user` (all destinations), and any exchange result still to come;
+    /// and the user's entries in the companion caches.
     @discardableResult
     package func remove(user: UserIdentity) -> Int {
-        state.withLock { state in
+        let removed = state.withLock { state in
             let keys = state.entries.keys.filter { $0.user == user }
             for key in keys { state.entries[key] = nil }
             return keys.count
         }
+        return companions.reduce(removed) { $0 + $1.remove(user: user) }
     }
 
-    /// Drops every token (configuration reload).
+    /// Drops every token (configuration reload), and the companion caches' entries.
     package func removeAll() {
         state.withLock { $0.entries.removeAll() }
+        for companion in companions { companion.removeAll() }
     }
 
     private func startExchange(key: TokenCacheKey, forceNew: Bool, generation: UInt64, exchange: @escaping Exchange) -> Task<AccessToken, any Error> {

@@ -36,6 +36,7 @@ struct Assertion: AsyncParsableCommand {
             throw ExitCode.failure
         }
         let nameID: String
+        let attributes = configuration.users[user].map { $0.id.utf8.elementsEqual(user.utf8) ? $0.attributes : [:] } ?? [:]
         if let source = destinationConfiguration.userIdSource {
             // The user whose id has exactly these bytes (docs/identity.md).
             guard let account = configuration.users[user], account.id.utf8.elementsEqual(user.utf8),
@@ -56,7 +57,7 @@ struct Assertion: AsyncParsableCommand {
         let assertion: Result<String, SigningError>
         do {
             let exchange = try SAMLBearerExchange(settings: settings, httpClient: client, timeoutMilliseconds: destinationConfiguration.timeoutMilliseconds)
-            assertion = .success(try exchange.signedAssertion(nameID: nameID))
+            assertion = .success(try exchange.signedAssertion(nameID: nameID, attributes: attributes))
         } catch {
             assertion = .failure(error)
         }
@@ -83,9 +84,9 @@ struct Assertion: AsyncParsableCommand {
         do throws(SigningError) {
             let verifier = AssertionVerifier(trustedCertificate: try SigningCertificate(pem: settings.signingCertificatePEM))
             let claims = try verifier.verify(xml)
-            try AssertionExpectations(clientID: settings.clientKey, audience: settings.audience, recipient: settings.assertionRecipient)
+            try AssertionExpectations(clientID: settings.clientKey, audience: settings.audience, recipient: settings.assertionRecipient,
+                                      issuer: settings.assertionIssuer, expectsAPIKey: settings.companyId != nil)
                 .check(claims, now: Date())
-            guard claims.issuer == settings.assertionIssuer else { throw SigningError(.invalidSignature, "the issuer is not \(settings.assertionIssuer)") }
             guard claims.nameID == nameID else { throw SigningError(.invalidSignature, "the assertion names \(claims.nameID), not \(nameID)") }
             print("OK: signature verifies with the registered certificate; NameID \(claims.nameID); valid until \(claims.notOnOrAfter.map { "\($0)" } ?? "?")")
         } catch {

@@ -136,7 +136,41 @@ let brokenCases: [Broken] = [
         $0.set(sf, "Type", #""RFC""#)
     },
     Broken("ProxyType unsupported", file: sf, key: "ProxyType", message: #""Internet""#) {
-        $0.set(sf, "ProxyType", #""OnPremise""#)
+        $0.set(sf, "ProxyType", #""PrivateLink""#)
+    },
+    Broken("SAML without companyId and audience", file: sf, key: "audience", message: "needed for OAuth2SAMLBearerAssertion without companyId") {
+        $0.remove(sf, "companyId")
+        $0.remove(sf, "audience")
+    },
+    Broken("tokenServiceUser without its password", file: sf, key: "tokenServicePassword", message: "needed with tokenServiceUser") {
+        $0.set(sf, "tokenServiceUser", #""OAUTH_CLIENT""#)
+    },
+    Broken("tokenServicePassword without its user", file: sf, key: "tokenServicePassword", message: "without tokenServiceUser") {
+        $0.set(sf, "tokenServicePassword", #""secret-1234""#)
+    },
+    Broken("assertionAttributes naming api_key", file: sf, key: "assertionAttributes[1]", message: "SuccessFactors' attribute") {
+        $0.set(sf, "assertionAttributes", #"["mail", "api_key"]"#)
+    },
+    Broken("PrincipalPropagation without its CA", file: sf, key: "caCertificate", message: "missing required key (needed for PrincipalPropagation)") {
+        $0.set(sf, "Authentication", #""PrincipalPropagation""#)
+        $0.set(sf, "principalPropagationMode", #""mutualTLS""#)
+        $0.set(sf, "caKey", "\"\($0.root)/certs/sf.key\"")
+    },
+    Broken("PrincipalPropagation with a broken subject pattern", file: sf, key: "subjectPattern", message: "XX is not an attribute type") {
+        $0.set(sf, "Authentication", #""PrincipalPropagation""#)
+        $0.set(sf, "principalPropagationMode", #""mutualTLS""#)
+        $0.set(sf, "caKey", "\"\($0.root)/certs/sf.key\"")
+        $0.set(sf, "caCertificate", "\"\($0.root)/certs/sf.crt\"")
+        $0.set(sf, "subjectPattern", #""CN=${name},XX=1""#)
+    },
+    Broken("PrincipalPropagation in header mode without Midtier's certificate", file: sf, key: "KeyStoreLocation", message: "missing required key") {
+        $0.set(sf, "Authentication", #""PrincipalPropagation""#)
+        $0.set(sf, "caKey", "\"\($0.root)/certs/sf.key\"")
+        $0.set(sf, "caCertificate", "\"\($0.root)/certs/sf.crt\"")
+    },
+    Broken("ClientCertificateAuthentication with a key store of another kind", file: sf, key: "KeyStoreLocation", message: "must name a .p12, .pfx or .pem file") {
+        $0.set(sf, "Authentication", #""ClientCertificateAuthentication""#)
+        $0.set(sf, "KeyStoreLocation", #""certs/client.jks""#)
     },
     Broken("SAML without clientKey", file: sf, key: "clientKey", message: "missing required key (needed for OAuth2SAMLBearerAssertion)") {
         $0.remove(sf, "clientKey")
