@@ -135,6 +135,7 @@ struct DestinationJSON {
             "principalPropagationMode": d.principalPropagationMode.map(JSON.string),
             "subjectPattern": d.subjectPattern.map(JSON.string),
             "authentication": .string(d.authentication),
+            "clientId": d.clientId.map(JSON.string),
             "clientKey": d.clientKey.map(JSON.string),
             "companyId": d.companyId.map(JSON.string),
             "forwardDeviceCookies": .strings(d.forwardDeviceCookies),

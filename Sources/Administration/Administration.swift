@@ -237,6 +237,8 @@ package struct Administration: Sendable {
         /// The scopes asked for, and the token service's client user (not its password).
         package var scope: String?
         package var tokenServiceUser: String?
+        /// An `OAuth2*` destination's client id (not its secret).
+        package var clientId: String?
         package var userIdSource: String?
         /// A `PrincipalPropagation` destination's mode, subject pattern and validity.
         package var principalPropagationMode: String?
@@ -280,6 +282,12 @@ package struct Administration: Sendable {
                 summary.certificateValidityMinutes = settings.validityMinutes
             case .clientCertificate:
                 summary.authentication = "ClientCertificateAuthentication"
+            case .oauth2(let settings):
+                summary.authentication = settings.type
+                summary.tokenServiceURL = settings.tokenServiceURL
+                summary.clientId = settings.clientId
+                summary.scope = settings.scope
+                summary.tokenServiceUser = settings.tokenServiceUser
             }
             return summary
         }

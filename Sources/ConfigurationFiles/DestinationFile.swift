@@ -20,6 +20,17 @@ extension ConfigurationLoader {
     /// `ClientCertificateAuthentication`'s keys; `PrincipalPropagation` uses them for
     /// Midtier's own certificate.
     static let keyStoreKeys = ["KeyStoreLocation", "KeyStorePassword"]
+    /// The `OAuth2*` types' keys (some shared with `OAuth2SAMLBearerAssertion`), besides
+    /// `tokenService.body.<name>`.
+    static let oauth2Keys = [
+        "tokenServiceURL", "clientId", "clientSecret", "scope", "tokenServiceUser", "tokenServicePassword",
+        "tokenService.addClientCredentialsInBody", "tokenServiceURLType",
+    ]
+    /// The `OAuth2*` types and their grants.
+    static let oauth2Types: [String: OAuth2Grant] = [
+        "OAuth2ClientCredentials": .clientCredentials, "OAuth2JWTBearer": .jwtBearer,
+        "OAuth2UserTokenExchange": .jwtBearer, "OAuth2TokenExchange": .tokenExchange,
+    ]
     /// Headers that HTTP itself or Midtier's forwarding controls; a destination cannot add them.
     static let forbiddenHeaders: Set<String> = [
         "host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
@@ -55,7 +66,7 @@ extension ConfigurationLoader {
 
         let type = reader.choice(
             "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion", "PrincipalPropagation",
-                               "ClientCertificateAuthentication"], required: true
+                               "ClientCertificateAuthentication"] + Self.oauth2Types.keys.sorted(), required: true
         )
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
@@ -74,7 +85,8 @@ extension ConfigurationLoader {
         var authentication: DestinationAuthentication?
         var userIdSource: String?
         var clientIdentity: ClientIdentity?
-        let others = Self.basicKeys + Self.samlKeys + Self.principalPropagationKeys + Self.keyStoreKeys
+        let bodyKeys = reader.keys.filter { $0.hasPrefix("tokenService.body.") }
+        let others = Self.basicKeys + Self.samlKeys + Self.principalPropagationKeys + Self.keyStoreKeys + Self.oauth2Keys + bodyKeys
         switch type {
         case "NoAuthentication":
             reader.accept(others)
@@ -104,6 +116,11 @@ extension ConfigurationLoader {
             if let url, !url.lowercased().hasPrefix("https://") { reader.problem("URL", "must be https for ClientCertificateAuthentication") }
             clientIdentity = keyStore(reader, reason: "needed for ClientCertificateAuthentication")
             if clientIdentity != nil { authentication = .clientCertificate }
+        case let type? where Self.oauth2Types[type] != nil:
+            reader.accept(others.filter { !Self.oauth2Keys.contains($0) && !bodyKeys.contains($0) })
+            if let settings = oauth2Settings(reader, type: type, grant: Self.oauth2Types[type]!, bodyKeys: bodyKeys) {
+                authentication = .oauth2(settings)
+            }
         default:
             // Authentication is missing or wrong, which is reported; do not add noise.
             reader.accept(others)
@@ -353,6 +370,51 @@ extension ConfigurationLoader {
         else { return nil }
         return PrincipalPropagationSettings(mode: mode, subjectPattern: pattern, validityMinutes: minutes,
                                             caCertificatePEM: certificate, caKeyPEM: key, caKeyPassphrase: passphrase)
+    }
+
+    /// The `OAuth2*` keys, BTP's: the token service, the client and where its credentials go,
+    /// `scope`, `tokenService.body.*`.
+    private func oauth2Settings(_ reader: ObjectReader, type: String, grant: OAuth2Grant, bodyKeys: [String]) -> OAuth2Settings? {
+        let reason = "needed for \(type)"
+        var tokenServiceURL: String?
+        if let text = reader.string("tokenServiceURL", required: true, requiredBecause: reason) {
+            switch checkHTTPURL(text, allowQuery: true) {
+            case .success(let url): tokenServiceURL = url
+            case .failure(let problem): reader.problem("tokenServiceURL", problem.message)
+            }
+        }
+        _ = reader.choice("tokenServiceURLType", ["Dedicated"])
+        let clientId = reader.string("clientId", required: true, requiredBecause: reason)
+        let clientSecret = secret(reader, "clientSecret", required: grant == .clientCredentials && !reader.contains("tokenServicePassword"),
+                                  requiredBecause: reason)
+        let tokenServiceUser = reader.string("tokenServiceUser")
+        let tokenServicePassword = secret(reader, "tokenServicePassword", required: tokenServiceUser != nil,
+                                          requiredBecause: "needed with tokenServiceUser")
+        if reader.contains("tokenServicePassword"), !reader.contains("tokenServiceUser") {
+            reader.problem("tokenServicePassword", "is given without tokenServiceUser")
+        }
+        let inBody = reader.bool("tokenService.addClientCredentialsInBody") ?? true
+        let scope = reader.string("scope")
+        var extraBody: [(String, String)] = []
+        for key in bodyKeys {
+            let name = String(key.dropFirst("tokenService.body.".count))
+            guard let value = reader.string(key, allowEmpty: true, dynamic: true) else { continue }
+            if name.isEmpty || containsControlCharacters(name) || containsControlCharacters(value) {
+                reader.problem(key, "must end in a form parameter name and have a value without control characters")
+            } else if ["grant_type", "assertion", "subject_token", "client_secret"].contains(name) {
+                reader.problem(key, "\(name) is set by Midtier and cannot be configured here")
+            } else {
+                extraBody.append((name, value))
+            }
+        }
+        guard let tokenServiceURL, let clientId, !reader.problems.has(under: "clientSecret"), !reader.problems.has(under: "tokenServicePassword"),
+              !reader.problems.has(under: "tokenServiceUser"), !reader.problems.has(under: "tokenService.addClientCredentialsInBody"),
+              !reader.problems.has(under: "tokenServiceURLType"), !reader.problems.has(under: "tokenService.body"),
+              reader.contains("tokenServiceUser") == reader.contains("tokenServicePassword")
+        else { return nil }
+        return OAuth2Settings(type: type, grant: grant, tokenServiceURL: tokenServiceURL, clientId: clientId, clientSecret: clientSecret,
+                              tokenServiceUser: tokenServiceUser, tokenServicePassword: tokenServicePassword,
+                              addClientCredentialsInBody: inBody, scope: scope, extraBody: extraBody)
     }
 
     /// `KeyStoreLocation` (a `.p12`/`.pfx` PKCS#12 file, or a `.pem` file with the certificate

@@ -182,10 +182,11 @@ package struct ProxyHandler: Sendable {
         // 6. Nothing that could leave the destination's base path.
         if let problem = ProxyPath.problem(in: path.remainder) { throw .badRequest(problem) }
 
-        // 7. The back-end credential, in the user's own name for SAML destinations: a token is
-        //    keyed by what it was issued for (destination, realm-qualified user, NameID).
+        // 7. The back-end credential, in the user's own name for the user-propagating types: a
+        //    token is keyed by what it was issued for (destination, realm-qualified user, NameID),
+        //    a certificate by destination, user and subject (docs/identity.md).
         var tokenKey: TokenCacheKey?
-        var token: AccessToken?
+        var exchange: TokenCache.Exchange?
         var authorization: String?
         var credentialHeaders: [(name: String, value: String)] = []
         var clientTLS: NIOSSLContext?
@@ -203,15 +204,35 @@ package struct ProxyHandler: Sendable {
         case .basic:
             authorization = runtime.basicAuthorizations[name]
         case .samlBearer:
-            guard let exchange = runtime.exchanges[name] else { throw .badGateway("destination \(name) has no token exchange") }
+            guard let saml = runtime.exchanges[name] else { throw .badGateway("destination \(name) has no token exchange") }
             guard let nameID = runtime.backendUser(user, destination: destination) else {
                 throw .forbidden("user \(user.id) has no \(destination.userIdSource ?? "id") for destination \(name)")
             }
-            let key = TokenCacheKey(destination: name, user: user.identity, nameID: nameID)
-            tokenKey = key
+            tokenKey = TokenCacheKey(destination: name, user: user.identity, nameID: nameID)
+            exchange = exchangeFunction { forceNew throws(TokenExchangeError) in
+                try await saml.exchange(nameID: nameID, attributes: user.attributes, newToken: forceNew)
+            }
+        case .oauth2(let settings):
+            guard let oauth = runtime.oauth2Exchanges[name] else { throw .badGateway("destination \(name) has no token exchange") }
+            if settings.grant == .clientCredentials {
+                // One technical token for the destination, whoever calls.
+                tokenKey = TokenCacheKey(destination: name, user: Self.destinationItself, nameID: "")
+                exchange = exchangeFunction { _ throws(TokenExchangeError) in try await oauth.exchange(userToken: nil) }
+            } else {
+                // The user's own identity-provider token, which Midtier has just verified.
+                guard !user.identity.isLocal, let bearer = request.headers[.authorization], bearer.prefix(7).lowercased() == "bearer " else {
+                    throw .forbidden("destination \(name) exchanges the user's identity-provider token; sign in through the identity provider")
+                }
+                let userToken = String(bearer.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+                tokenKey = TokenCacheKey(destination: name, user: user.identity, nameID: "")
+                exchange = exchangeFunction { _ throws(TokenExchangeError) in try await oauth.exchange(userToken: userToken) }
+            }
+        }
+        var token: AccessToken?
+        if let tokenKey, let exchange {
             let (cached, outcome) = try await RequestTrace.span("token") { span throws(Refusal) in
                 let found = try await mapExchangeErrors { () async throws -> (AccessToken, TokenCache.Outcome) in
-                    try await tokens.token(for: key, exchange: exchangeFunction(exchange, nameID: nameID, attributes: user.attributes))
+                    try await tokens.token(for: tokenKey, exchange: exchange)
                 }
                 span.set("midtier.token.cache", found.1 == .hit ? "hit" : found.1 == .miss ? "miss" : "wait")
                 return found
@@ -219,7 +240,7 @@ package struct ProxyHandler: Sendable {
             metrics.recordTokenLookup(outcome == .hit ? .hit : outcome == .miss ? .miss : .wait)
             logger.debug("token lookup", metadata: ["destination": "\(name)", "user": "\(user.identity)", "outcome": "\(outcome)"])
             token = cached
-            authorization = token.map { "Bearer " + $0.value }
+            authorization = "Bearer " + cached.value
         }
 
         // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
@@ -231,13 +252,12 @@ package struct ProxyHandler: Sendable {
         forwarding.credentialHeaders = credentialHeaders
         forwarding.clientTLS = clientTLS
         var answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
-        if answer.status == 401, let rejected = token, let tokenKey, Forwarder.isReplayable(request),
-           let exchange = runtime.exchanges[name] {
+        if answer.status == 401, let rejected = token, let tokenKey, let exchange, Forwarder.isReplayable(request) {
             // (An unread streamed body closes its connection when dropped.)
             logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
             let renewed = try await RequestTrace.span("token renewal") { _ throws(Refusal) in
                 try await mapExchangeErrors { () async throws -> AccessToken in
-                    try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchangeFunction(exchange, nameID: tokenKey.nameID.value, attributes: user.attributes))
+                    try await tokens.renew(for: tokenKey, rejected: rejected, exchange: exchange)
                 }
             }
             forwarding.authorization = "Bearer " + renewed.value
@@ -361,16 +381,21 @@ package struct ProxyHandler: Sendable {
         }
     }
 
-    private func exchangeFunction(_ exchange: SAMLBearerExchange, nameID: String, attributes: [String: String]) -> TokenCache.Exchange {
+    /// The key under which `OAuth2ClientCredentials` tokens are kept: no user's (a user is
+    /// never in this realm, which is not an issuer URL), one per destination.
+    static let destinationItself = UserIdentity(realm: "midtier:destination", id: "")
+
+    /// An exchange for the token cache, with its metrics, log lines and client span.
+    private func exchangeFunction(_ exchange: @escaping @Sendable (_ forceNew: Bool) async throws(TokenExchangeError) -> AccessToken) -> TokenCache.Exchange {
         let logger = self.logger
         let metrics = self.metrics
         return { key, forceNew in
-            logger.debug("exchanging a token", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(nameID)",
-                                                          "tokenService": "\(exchange.settings.tokenServiceURL)", "newToken": "\(forceNew)"])
+            logger.debug("exchanging a token", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(key.nameID)",
+                                                          "newToken": "\(forceNew)"])
             do {
                 let token = try await RequestTrace.span("token exchange", kind: .client) { span in
                     span.set("midtier.destination", key.destination.value)
-                    return try await exchange.exchange(nameID: nameID, attributes: attributes, newToken: forceNew)
+                    return try await exchange(forceNew)
                 }
                 metrics.recordExchange(destination: key.destination.value, succeeded: true)
                 logger.info("token exchanged", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "newToken": "\(forceNew)"])

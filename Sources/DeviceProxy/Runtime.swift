@@ -19,6 +19,8 @@ package final class Runtime: Sendable {
     package let configuration: MidtierConfiguration
     /// SAML bearer exchanges by destination name.
     package let exchanges: [String: SAMLBearerExchange]
+    /// The token services of `OAuth2*` destinations, by destination name.
+    package let oauth2Exchanges: [String: OAuth2Exchange]
     /// The CAs of `PrincipalPropagation` destinations, by destination name (keys loaded once).
     package let userCertificateAuthorities: [String: UserCertificateAuthority]
     /// `Authorization` values for `BasicAuthentication` destinations, by destination name.
@@ -45,6 +47,7 @@ package final class Runtime: Sendable {
         var exchanges: [String: SAMLBearerExchange] = [:]
         var basic: [String: String] = [:]
         var authorities: [String: UserCertificateAuthority] = [:]
+        var oauth2: [String: OAuth2Exchange] = [:]
         for (name, destination) in configuration.destinations {
             switch destination.authentication {
             case .samlBearer(let settings):
@@ -58,10 +61,13 @@ package final class Runtime: Sendable {
                 } catch {
                     throw SigningError(.invalidCertificate, "the principal propagation CA of destination \(name): \(error.message)")
                 }
+            case .oauth2(let settings):
+                oauth2[name] = OAuth2Exchange(settings: settings, httpClient: httpClient, timeoutMilliseconds: destination.timeoutMilliseconds)
             case .noAuthentication, .clientCertificate:
                 break
             }
         }
+        self.oauth2Exchanges = oauth2
         self.userCertificateAuthorities = authorities
         self.exchanges = exchanges
         self.basicAuthorizations = basic

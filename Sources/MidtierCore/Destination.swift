@@ -11,6 +11,54 @@ package enum DestinationAuthentication: Sendable {
     case principalPropagation(PrincipalPropagationSettings)
     /// `ClientCertificateAuthentication`: mutual TLS with the destination's `KeyStoreLocation`.
     case clientCertificate
+    /// `OAuth2ClientCredentials` (a technical token), `OAuth2JWTBearer`, `OAuth2UserTokenExchange`
+    /// and `OAuth2TokenExchange` (the user's identity-provider token exchanged).
+    case oauth2(OAuth2Settings)
+}
+
+/// The OAuth 2.0 grant of an `OAuth2*` destination.
+package enum OAuth2Grant: Sendable, Equatable {
+    /// `client_credentials`: one token for the destination (`OAuth2ClientCredentials`).
+    case clientCredentials
+    /// RFC 7523's JWT bearer grant with the user's token as the assertion (`OAuth2JWTBearer`,
+    /// and `OAuth2UserTokenExchange`, which XSUAA serves with the same grant).
+    case jwtBearer
+    /// RFC 8693 token exchange with the user's token as the subject (`OAuth2TokenExchange`).
+    case tokenExchange
+}
+
+/// An `OAuth2*` destination's token service and client (BTP's property names).
+package struct OAuth2Settings: Sendable {
+    /// The `Authentication` value as configured.
+    package var type: String
+    package var grant: OAuth2Grant
+    package var tokenServiceURL: String
+    package var clientId: String
+    /// `clientSecret`, resolved; nil for a public client.
+    package var clientSecret: String?
+    /// `tokenServiceUser`, `tokenServicePassword`: Basic client authentication that wins.
+    package var tokenServiceUser: String?
+    package var tokenServicePassword: String?
+    /// `tokenService.addClientCredentialsInBody`, default true.
+    package var addClientCredentialsInBody: Bool
+    package var scope: String?
+    /// `tokenService.body.<name>`: further form parameters.
+    package var extraBody: [(String, String)]
+
+    package init(type: String, grant: OAuth2Grant, tokenServiceURL: String, clientId: String, clientSecret: String?,
+                 tokenServiceUser: String? = nil, tokenServicePassword: String? = nil, addClientCredentialsInBody: Bool = true,
+                 scope: String? = nil, extraBody: [(String, String)] = []) {
+        self.type = type
+        self.grant = grant
+        self.tokenServiceURL = tokenServiceURL
+        self.clientId = clientId
+        self.clientSecret = clientSecret
+        self.tokenServiceUser = tokenServiceUser
+        self.tokenServicePassword = tokenServicePassword
+        self.addClientCredentialsInBody = addClientCredentialsInBody
+        self.scope = scope
+        self.extraBody = extraBody
+    }
 }
 
 /// `KeyStoreLocation` and `KeyStorePassword`: the certificate (with its chain) and key Midtier

@@ -71,36 +71,9 @@ package struct SAMLBearerExchange: Sendable {
         // `new_token` is SuccessFactors' own parameter.
         if newToken, settings.companyId != nil { form.append(("new_token", "true")) }
 
-        var request = HTTPClientRequest(url: settings.tokenServiceURL)
-        request.method = .POST
-        request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-        request.headers.add(name: "Accept", value: "application/json")
-        if let user = settings.tokenServiceUser, let password = settings.tokenServicePassword {
-            request.headers.add(name: "Authorization", value: "Basic " + Base64.encodeToString(bytes: Array("\(user):\(password)".utf8)))
-        }
-        // The token service's call is part of the device request's trace (docs/operations.md, "Traces").
-        for (name, value) in RequestTrace.propagationHeaders() { request.headers.add(name: name, value: value) }
-        request.body = .bytes(ByteBuffer(string: FormEncoding.encode(form)))
-
-        let status: Int
-        var body: ByteBuffer
-        do {
-            let response = try await httpClient.execute(request, timeout: timeout)
-            status = Int(response.status.code)
-            body = try await response.body.collect(upTo: 1 << 20)
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            throw .timedOut
-        } catch let error as NIOTooManyBytesError {
-            _ = error
-            throw .invalidResponse("the answer is larger than 1 MiB")
-        } catch {
-            throw .unreachable(String(describing: error))
-        }
-        let bytes = body.readBytes(length: body.readableBytes) ?? []
-        guard (200..<300).contains(status) else {
-            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: [assertion, encoded, settings.tokenServicePassword ?? ""]))
-        }
-        return try TokenResponse.parse(bytes)
+        let basic = settings.tokenServiceUser.flatMap { user in settings.tokenServicePassword.map { (user, $0) } }
+        return try await TokenServiceRequest.post(form, to: settings.tokenServiceURL, basic: basic, httpClient: httpClient, timeout: timeout,
+                                                  secrets: [assertion, encoded, settings.tokenServicePassword ?? ""])
     }
 }
 
