@@ -452,7 +452,7 @@ let package = Package(
         .testTarget(name: "MidtierStoreTests", dependencies: ["MidtierStore", "MidtierCore", "Registrations", "MidtierTestSupport",
                                                                .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: swiftSettings),
         .testTarget(name: "SAMLSigningTests", dependencies: ["SAMLSigning", "MidtierTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "TokenExchangeTests", dependencies: ["TokenExchange", "MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TokenExchangeTests", dependencies: ["TokenExchange", "MidtierCore", .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: swiftSettings),
         .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
                                                            .product(name: "Hummingbird", package: "hummingbird"),
                                                            .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -66,3 +66,48 @@ import Testing
         #expect(passphrase == nil)
     }
 }
+
+/// The `OAuth2*` types, with BTP's property names.
+@Suite struct OAuth2DestinationTests {
+    @Test(arguments: [("OAuth2ClientCredentials", OAuth2Grant.clientCredentials), ("OAuth2JWTBearer", .jwtBearer),
+                      ("OAuth2UserTokenExchange", .jwtBearer), ("OAuth2TokenExchange", .tokenExchange)])
+    func eachTypeReadsItsKeys(type: String, grant: OAuth2Grant) throws {
+        let fixture = Fixture()
+        let sf = "destinations/sf.json"
+        fixture.set(sf, "Authentication", "\"\(type)\"")
+        fixture.set(sf, "clientId", #""mobile-client""#)
+        fixture.set(sf, "clientSecret", #"{"env":"TEST_SF_KEY_PASSPHRASE"}"#)
+        fixture.set(sf, "scope", #""read""#)
+        fixture.set(sf, "tokenService.addClientCredentialsInBody", #""false""#)
+        fixture.set(sf, "tokenService.body.resource", #""https://api.example""#)
+        fixture.set(sf, "tokenServiceURLType", #""Dedicated""#)
+        let configuration = try fixture.load()
+        guard case .oauth2(let settings) = configuration.destinations["sf"]?.authentication else {
+            Issue.record("sf should be an OAuth2 destination")
+            return
+        }
+        #expect(settings.type == type)
+        #expect(settings.grant == grant)
+        #expect(settings.tokenServiceURL == "https://api.sf.example/oauth/token?company_id=ACME")
+        #expect(settings.clientId == "mobile-client")
+        #expect(settings.clientSecret == Values.keyPassphrase)
+        #expect(settings.scope == "read")
+        #expect(settings.addClientCredentialsInBody == false)
+        #expect(settings.extraBody.map(\.0) == ["resource"])
+    }
+
+    @Test func clientCredentialsNeedASecretAndNoFormKeyMidtierSets() throws {
+        let fixture = Fixture()
+        let sf = "destinations/sf.json"
+        fixture.set(sf, "Authentication", #""OAuth2ClientCredentials""#)
+        fixture.set(sf, "clientId", #""mobile-client""#)
+        fixture.set(sf, "tokenService.body.grant_type", #""password""#)
+        #expect {
+            try fixture.load()
+        } throws: { error in
+            let problems = (error as? ConfigurationErrors)?.problems.map(\.description) ?? []
+            return problems.count == 2 && problems.contains { $0.contains("sf.json: clientSecret: missing required key") }
+                && problems.contains { $0.contains("tokenService.body.grant_type: grant_type is set by Midtier") }
+        }
+    }
+}
