@@ -38,6 +38,7 @@ test: deps certs
 	python3 Tests/e2e/postgres_tls.py $(BIN)
 	python3 Tests/e2e/tracing.py $(BIN)
 	python3 Tests/e2e/principal_propagation.py $(BIN)
+	python3 Tests/e2e/token_services.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -124,7 +124,9 @@ package enum TokenResponse {
     }
 
     /// The back end's reason from an error body (SuccessFactors' `errorMessage`, OAuth's
-    /// `error_description`/`error`), cut short and cleaned; never anything from `avoiding`.
+    /// `error_description`/`error`), cut short and cleaned; withheld whole when it holds
+    /// anything of `avoiding` (the assertion, the user's token, the client's secret or Basic
+    /// credentials, in every form Midtier sent them).
     package static func reason(fromErrorBody bytes: [UInt8], avoiding secrets: [String]) -> String {
         var reason = "no reason given"
         if case .success(let object) = StrictJSON.object(bytes) {
@@ -133,7 +135,7 @@ package enum TokenResponse {
                 if let nested = object[key], case .string(let text)? = nested["value"] ?? nested["message"] { reason = text; break }
             }
         }
-        for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed the assertion)" }
+        for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed a credential Midtier sent)" }
         return sanitized(reason)
     }
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import MidtierCore
 import ExtrasBase64
 import NIOCore
 import NIOHTTP1
@@ -15,8 +16,12 @@ enum TokenServiceRequest {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
+        var secrets = secrets
         if let basic {
-            request.headers.add(name: "Authorization", value: "Basic " + Base64.encodeToString(bytes: Array("\(basic.user):\(basic.password)".utf8)))
+            let credentials = Base64.encodeToString(bytes: Array("\(basic.user):\(basic.password)".utf8))
+            request.headers.add(name: "Authorization", value: "Basic " + credentials)
+            // A service that quotes the header it got must not show it on.
+            secrets += [credentials, "\(basic.user):\(basic.password)", basic.password]
         }
         // The token service's call is part of the device request's trace (docs/operations.md, "Traces").
         for (name, value) in RequestTrace.propagationHeaders() { request.headers.add(name: name, value: value) }
@@ -38,7 +43,9 @@ enum TokenServiceRequest {
         }
         let bytes = body.readBytes(length: body.readableBytes) ?? []
         guard (200..<300).contains(status) else {
-            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: secrets + (basic.map { [$0.password] } ?? [])))
+            // As sent in the form, too (percent-encoded).
+            let all = secrets + secrets.map { $0.percentEncoded() }.filter { !secrets.contains($0) }
+            throw .refused(status: status, reason: TokenResponse.reason(fromErrorBody: bytes, avoiding: all))
         }
         return try TokenResponse.parse(bytes)
     }
