@@ -280,6 +280,8 @@ package struct Administration: Sendable {
                 summary.principalPropagationMode = settings.mode.rawValue
                 summary.subjectPattern = settings.subjectPattern.description
                 summary.certificateValidityMinutes = settings.validityMinutes
+            case .userBasic:
+                summary.authentication = "UserBasicAuthentication"
             case .clientCertificate:
                 summary.authentication = "ClientCertificateAuthentication"
             case .oauth2(let settings):

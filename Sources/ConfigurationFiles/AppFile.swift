@@ -18,7 +18,7 @@ extension ConfigurationLoader {
         var complete = true
 
         if reader.contains("authentication") {
-            if let authentication = appAuthentication(reader) {
+            if let authentication = appAuthentication(reader, definedDestinations: definedDestinations) {
                 app.authentication = authentication
             } else {
                 complete = false
@@ -120,10 +120,31 @@ extension ConfigurationLoader {
 
     /// `authentication`: `{"type":"basic"}` or
     /// `{"type":"jwt","issuer":..,"audience":..,"jwks":{"file":..}|{"url":..},"userClaim":..}`.
-    private func appAuthentication(_ reader: ObjectReader) -> AppAuthentication? {
+    private func appAuthentication(_ reader: ObjectReader, definedDestinations: Set<String>) -> AppAuthentication? {
         guard let object = reader.object("authentication") else { return nil }
-        let type = object.choice("type", ["basic", "jwt"], required: true)
+        let type = object.choice("type", ["basic", "jwt", "backend"], required: true)
         switch type {
+        case "backend":
+            // Checked by the back end of a destination (docs/identity.md, "Signing in with the
+            // back end's own users").
+            let destination = object.string("destination", required: true, requiredBecause: "needed for backend")
+            if let destination, !definedDestinations.contains(destination) {
+                object.problem("destination", "destination \"\(destination)\" is not defined (there is no destinations/\(destination).json)")
+            }
+            var path = "/"
+            if let given = object.string("path") {
+                if !given.hasPrefix("/") || given.contains("?") || given.contains("#") || containsControlCharacters(given)
+                    || given.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) {
+                    object.problem("path", "must be a path under the destination's URL, starting with / (no query, no . or ..)")
+                } else {
+                    path = given
+                }
+            }
+            object.reportUnknownKeys()
+            guard let destination, !object.problems.has(under: object.key("destination")), !object.problems.has(under: object.key("path")) else {
+                return nil
+            }
+            return .backend(BackendSignIn(destination: destination, path: path))
         case "basic":
             object.reportUnknownKeys()
             return .basic

@@ -92,6 +92,16 @@ package struct ConfigurationLoader: Sendable {
             problems += file.problems
         }
         problems += userClaimConflicts(apps)
+        // A backend app sends passwords to its destination: only over https (or to this host).
+        for (id, app) in apps {
+            guard case .backend(let signIn) = app.authentication, let destination = destinations[signIn.destination] else { continue }
+            let url = destination.url.lowercased()
+            let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"].contains { url == $0 || url.hasPrefix($0 + ":") || url.hasPrefix($0 + "/") }
+            if !url.hasPrefix("https://") && !loopback {
+                problems.append(ConfigProblem(file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.destination",
+                                              message: "destination \"\(signIn.destination)\" is not https: users' passwords would cross the network in clear"))
+            }
+        }
 
         // users.json
         let usersFile = FileProblems(file: joinPath(directory, "users.json"))

@@ -66,7 +66,7 @@ extension ConfigurationLoader {
 
         let type = reader.choice(
             "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion", "PrincipalPropagation",
-                               "ClientCertificateAuthentication"] + Self.oauth2Types.keys.sorted(), required: true
+                               "ClientCertificateAuthentication", "UserBasicAuthentication"] + Self.oauth2Types.keys.sorted(), required: true
         )
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
@@ -91,6 +91,12 @@ extension ConfigurationLoader {
         case "NoAuthentication":
             reader.accept(others)
             authentication = .noAuthentication
+        case "UserBasicAuthentication":
+            reader.accept(others)
+            if let url, !url.lowercased().hasPrefix("https://"), !["http://localhost", "http://127.0.0.1", "http://[::1]"].contains(where: { url.lowercased().hasPrefix($0) }) {
+                reader.problem("URL", "must be https for UserBasicAuthentication (users' passwords would cross the network in clear)")
+            }
+            authentication = .userBasic
         case "BasicAuthentication":
             reader.accept(others.filter { !Self.basicKeys.contains($0) })
             let reason = "needed for BasicAuthentication"

@@ -36,6 +36,8 @@ package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConv
     case throttled(retryAfterSeconds: Int)
     /// Every place in the verification queue is taken (503).
     case busy(retryAfterSeconds: Int)
+    /// The back end that checks a `backend` app's sign-ins could not answer (503).
+    case checkerUnavailable
 
     package var description: String {
         switch self {
@@ -44,6 +46,7 @@ package enum AuthenticationFailure: Error, Sendable, Equatable, CustomStringConv
         case .invalidCredentials: "the user name or password is wrong"
         case .throttled(let seconds): "too many failed sign-ins; try again in \(seconds) s"
         case .busy(let seconds): "too many sign-ins are being checked; try again in \(seconds) s"
+        case .checkerUnavailable: "the back end that checks sign-ins could not be asked; try again later"
         }
     }
 }
@@ -76,6 +79,33 @@ package final class BasicAuthenticator: Sendable {
         case wrong
         case busy
         case throttled(Int)
+        case unavailable
+    }
+
+    /// What a back end said to a `backend` app's credentials.
+    package enum RemoteOutcome: Sendable, Equatable {
+        case accepted
+        case refused
+        /// It could not be asked or answered something else than yes or no (the reason is
+        /// for the log; it never carries the password).
+        case unavailable(String)
+    }
+
+    /// Asks a back end whether a user name and password are right.
+    package typealias RemoteCheck = @Sendable (_ user: String, _ password: String) async -> RemoteOutcome
+
+    /// A `backend` app's checker: its realm, how its user names are compared, and the check.
+    package struct Remote: Sendable {
+        package let realm: String
+        /// SAP ABAP logon names ignore letter case and are kept upper-case: `alice` and `ALICE`
+        /// are one user, and one Midtier identity.
+        package let upperCaseUserNames: Bool
+        package let check: RemoteCheck
+        package init(realm: String, upperCaseUserNames: Bool = true, check: @escaping RemoteCheck) {
+            self.realm = realm
+            self.upperCaseUserNames = upperCaseUserNames
+            self.check = check
+        }
     }
 
     private struct State {
@@ -89,6 +119,8 @@ package final class BasicAuthenticator: Sendable {
     package static let maximumPasswordBytes = 72
 
     private let users: [ExactString: LocalUser]
+    /// For a `backend` app: the back end checks, not `users`.
+    private let remote: Remote?
     let decoyCost: Int
     private let cacheNanoseconds: UInt64
     private let capacity: Int
@@ -104,11 +136,26 @@ package final class BasicAuthenticator: Sendable {
         var exact: [ExactString: LocalUser] = [:]
         for user in users.values { exact[ExactString(user.id)] = user }
         self.users = exact
+        self.remote = nil
         self.decoyCost = users.values.compactMap { Decoy.cost(of: $0.passwordHash) }.max() ?? Decoy.defaultCost
         self.cacheNanoseconds = UInt64(max(0, cacheSeconds)) * 1_000_000_000
         self.capacity = capacity
         self.throttle = throttle
         self.limiter = limiter
+        self.now = now
+    }
+
+    /// A `backend` app's authenticator: the same memory of verified credentials, throttle and
+    /// single check per credential, with the back end answering instead of bcrypt.
+    package init(remote: Remote, cacheSeconds: Int, capacity: Int = 100_000, throttle: SignInThrottle = SignInThrottle(),
+                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+        self.users = [:]
+        self.remote = remote
+        self.decoyCost = Decoy.defaultCost
+        self.cacheNanoseconds = UInt64(max(0, cacheSeconds)) * 1_000_000_000
+        self.capacity = capacity
+        self.throttle = throttle
+        self.limiter = VerificationLimiter()
         self.now = now
     }
 
@@ -162,10 +209,11 @@ package final class BasicAuthenticator: Sendable {
             return (.failure(.malformedCredentials("the user name or password contains control characters")), nil)
         }
         let digest = credentialDigest(user: user, password: password)
+        let expectedID = remote?.upperCaseUserNames == true ? user.uppercased() : user
         let now = self.now()
         enum Step { case remembered(CachedCredential), wait(Task<Verification, Never>), refuse(AuthenticationFailure) }
         let step: Step = state.withLock { state in
-            if let cached = state.verified[digest], now < cached.expiresAt, cached.user.id.utf8.elementsEqual(user.utf8) {
+            if let cached = state.verified[digest], now < cached.expiresAt, cached.user.id.utf8.elementsEqual(expectedID.utf8) {
                 return .remembered(cached)
             }
             if let running = state.inFlight[digest] { return .wait(running) }
@@ -187,7 +235,24 @@ package final class BasicAuthenticator: Sendable {
             case .wrong: return (.failure(.invalidCredentials), nil)
             case .busy: return (.failure(.busy(retryAfterSeconds: 1)), nil)
             case .throttled(let seconds): return (.failure(.throttled(retryAfterSeconds: seconds)), nil)
+            case .unavailable: return (.failure(.checkerUnavailable), nil)
             }
+        }
+    }
+
+    /// A `backend` app's check: the back end answers; the user is the name as the realm keeps
+    /// it (upper-case for SAP).
+    private func verifyRemotely(_ remote: Remote, user: String, password: String, client: String?) async -> Verification {
+        let expiresAt = now() + cacheNanoseconds
+        if let seconds = throttle.retryAfter(address: client, user: user) { return .throttled(seconds) }
+        switch await remote.check(user, password) {
+        case .accepted:
+            let id = remote.upperCaseUserNames ? user.uppercased() : user
+            return .verified(AuthenticatedUser(identity: UserIdentity(realm: remote.realm, id: id)), expiresAt: expiresAt)
+        case .refused:
+            return .wrong
+        case .unavailable:
+            return .unavailable
         }
     }
 
@@ -195,7 +260,9 @@ package final class BasicAuthenticator: Sendable {
         let expiresAt = now() + cacheNanoseconds
         let account = users[ExactString(user)]
         let outcome: Verification
-        if password.utf8.count > Self.maximumPasswordBytes {
+        if let remote {
+            outcome = await verifyRemotely(remote, user: user, password: password, client: client)
+        } else if password.utf8.count > Self.maximumPasswordBytes {
             outcome = .wrong
         } else {
             let hash = account?.passwordHash
@@ -221,7 +288,7 @@ package final class BasicAuthenticator: Sendable {
         switch outcome {
         case .verified: throttle.recordSuccess(address: client, user: user)
         case .wrong: throttle.recordFailure(address: client, user: user)
-        case .busy, .throttled: break
+        case .busy, .throttled, .unavailable: break
         }
         state.withLock { state in
             state.inFlight[digest] = nil

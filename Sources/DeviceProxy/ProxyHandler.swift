@@ -203,6 +203,8 @@ package struct ProxyHandler: Sendable {
             }
         case .basic:
             authorization = runtime.basicAuthorizations[name]
+        case .userBasic:
+            authorization = try userBasicAuthorization(request, user: user, app: app, destination: upstream, runtime: runtime)
         case .samlBearer:
             guard let saml = runtime.exchanges[name] else { throw .badGateway("destination \(name) has no token exchange") }
             guard let nameID = runtime.backendUser(user, destination: destination) else {
@@ -276,6 +278,23 @@ package struct ProxyHandler: Sendable {
             span.set("midtier.rewrite", upstream.rewriter == nil ? "none" : "urls")
             return answer.deviceResponse()
         }
+    }
+
+    /// `UserBasicAuthentication`: the caller's own Basic credentials, only for a user the app's
+    /// back end checked (`backend` authentication) and only to that same system (scheme, host
+    /// and port of the checking destination): a password never reaches another server than
+    /// the one that accepted it (docs/forwarding.md).
+    private func userBasicAuthorization(_ request: Request, user: AuthenticatedUser, app: AppConfiguration,
+                                        destination: UpstreamDestination, runtime: Runtime) throws(Refusal) -> String {
+        guard case .backend(let signIn) = app.authentication, UserIdentity.sameBytes(user.identity.realm, signIn.realm),
+              let checking = runtime.upstreams[signIn.destination]?.origin, let target = destination.origin,
+              checking.tls == target.tls, checking.port == target.port, checking.host.lowercased() == target.host.lowercased(),
+              let authorization = request.headers[.authorization], authorization.prefix(6).lowercased() == "basic "
+        else {
+            throw .forbidden("destination \(destination.name) forwards the user's own credentials only for users its back end signed in "
+                             + "(an app with backend authentication on the same system)")
+        }
+        return authorization
     }
 
     /// SAP's name for the header that carries the user's certificate from a trusted proxy

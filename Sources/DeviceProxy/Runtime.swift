@@ -1,6 +1,6 @@
 package import AsyncHTTPClient
 package import DeviceAuthentication
-import Forwarding
+package import Forwarding
 import Foundation
 import HTTPTypes
 package import Hummingbird
@@ -31,6 +31,9 @@ package final class Runtime: Sendable {
     package let pushSenderAuthenticator: BasicAuthenticator
     /// Where and how to forward, by destination name (with its URL rewriter).
     let upstreams: [String: UpstreamDestination]
+    /// Basic authenticators by app id, for the apps whose authentication is `backend`: the
+    /// back end checks.
+    package let backendAuthenticators: [String: BasicAuthenticator]
     /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
     package let jwtAuthenticators: [String: JWTAuthenticator]
     /// `publicURL` split for `X-Forwarded-Proto` / `-Host`.
@@ -40,7 +43,7 @@ package final class Runtime: Sendable {
     /// - Parameters:
     ///   - throttle, limiter: the failed sign-in throttle and the verification queue; they
     ///     belong to the server and outlive a reload.
-    package init(configuration: MidtierConfiguration, httpClient: HTTPClient,
+    package init(configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool? = nil,
                 throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
                 logger: Logger = Logger(label: "midtier")) throws(SigningError) {
         self.configuration = configuration
@@ -63,7 +66,7 @@ package final class Runtime: Sendable {
                 }
             case .oauth2(let settings):
                 oauth2[name] = OAuth2Exchange(settings: settings, httpClient: httpClient, timeoutMilliseconds: destination.timeoutMilliseconds)
-            case .noAuthentication, .clientCertificate:
+            case .noAuthentication, .clientCertificate, .userBasic:
                 break
             }
         }
@@ -93,6 +96,36 @@ package final class Runtime: Sendable {
             })
         }
         self.jwtAuthenticators = jwt
+        var backend: [String: BasicAuthenticator] = [:]
+        let upstreamDestinations = self.upstreams
+        for (id, app) in configuration.apps {
+            guard case .backend(let signIn) = app.authentication else { continue }
+            let check: BasicAuthenticator.RemoteCheck
+            if let upstreams, let destination = upstreamDestinations[signIn.destination] {
+                let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: 0)
+                check = { user, password in
+                    let authorization = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+                    do {
+                        let status = try await forwarder.status(ofGetting: signIn.path, at: destination, authorization: authorization)
+                        switch status {
+                        case 200..<300: return .accepted
+                        case 401, 403: return .refused
+                        default:
+                            logger.warning("sign-in check answered neither yes nor no", metadata: ["app": "\(id)", "status": "\(status)"])
+                            return .unavailable("HTTP \(status)")
+                        }
+                    } catch {
+                        logger.warning("sign-in check failed", metadata: ["app": "\(id)", "error": "\(error)"])
+                        return .unavailable("\(error)")
+                    }
+                }
+            } else {
+                check = { _, _ in .unavailable("no connection pool") }
+            }
+            backend[id] = BasicAuthenticator(remote: .init(realm: signIn.realm, check: check),
+                                             cacheSeconds: configuration.server.credentialCacheSeconds, throttle: throttle)
+        }
+        self.backendAuthenticators = backend
         let publicURL = configuration.server.publicURL
         if let schemeEnd = publicURL.range(of: "://") {
             publicScheme = String(publicURL[..<schemeEnd.lowerBound])
@@ -109,6 +142,12 @@ package final class Runtime: Sendable {
         switch app.authentication {
         case .basic:
             switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
+            case .success(let user): return user
+            case .failure(let failure): throw Self.refusal(failure)
+            }
+        case .backend:
+            guard let authenticator = backendAuthenticators[app.id] else { throw Refusal.unauthorized("the app has no sign-in check") }
+            switch await authenticator.authenticate(authorization: request.headers[.authorization], client: client) {
             case .success(let user): return user
             case .failure(let failure): throw Self.refusal(failure)
             }
@@ -133,7 +172,13 @@ package final class Runtime: Sendable {
                           challenge: challenge(for: request))
         }
         guard authorization.prefix(7).lowercased() == "bearer " else {
-            switch await basicAuthenticator.authenticate(authorization: authorization, client: client) {
+            // A `backend` app's users are checked by its back end, which the app is named for
+            // (`X-SMP-APPID`, which SAP's SDKs send on every call): a password never goes to
+            // another back end than the app's.
+            let named = request.headers[HTTPField.Name("X-SMP-APPID")!].flatMap { id in
+                backendAuthenticators.first { UserIdentity.sameBytes($0.key, id) }?.value
+            }
+            switch await (named ?? basicAuthenticator).authenticate(authorization: authorization, client: client) {
             case .success(let user): return user
             case .failure(let failure): throw Self.refusal(failure)
             }
@@ -171,6 +216,7 @@ package final class Runtime: Sendable {
         switch failure {
         case .throttled(let seconds): .tooManySignIns(failure.description, retryAfter: seconds)
         case .busy(let seconds): .signInBusy(failure.description, retryAfter: seconds)
+        case .checkerUnavailable: .signInBusy(failure.description, retryAfter: 5)
         default: .unauthorized(failure.description)
         }
     }

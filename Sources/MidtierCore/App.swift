@@ -8,6 +8,37 @@ package enum AppAuthentication: Sendable, Equatable {
     case basic
     /// Bearer JWT from the company IdP.
     case jwt(JWTAuthentication)
+    /// HTTP Basic checked against a back end's own users (`{"type": "backend"}`), as SAP
+    /// Mobile Platform's HTTP authentication provider did (docs/identity.md).
+    case backend(BackendSignIn)
+
+    /// The realm the app's users belong to (docs/identity.md): `users.json`'s (`""`) for basic,
+    /// the issuer for jwt, `backend:<destination>` for backend.
+    package var realm: String {
+        switch self {
+        case .basic: UserIdentity.localRealm
+        case .jwt(let settings): settings.issuer
+        case .backend(let settings): settings.realm
+        }
+    }
+}
+
+/// `{"type": "backend", "destination": …, "path": …}`: a device's Basic credentials are right
+/// when the destination's back end answers 2xx to a GET of `path` with them.
+package struct BackendSignIn: Sendable, Equatable {
+    /// The destination whose back end (and TLS trust) checks the credentials.
+    package var destination: String
+    /// The path under the destination's `URL` that is read to check (default `/`).
+    package var path: String
+
+    package init(destination: String, path: String = "/") {
+        self.destination = destination
+        self.path = path
+    }
+
+    /// `backend:<destination>`: one realm of users per checking destination.
+    package var realm: String { Self.realmPrefix + destination }
+    package static let realmPrefix = "backend:"
 }
 
 package struct JWTAuthentication: Sendable, Equatable {

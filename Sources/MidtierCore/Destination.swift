@@ -11,6 +11,9 @@ package enum DestinationAuthentication: Sendable {
     case principalPropagation(PrincipalPropagationSettings)
     /// `ClientCertificateAuthentication`: mutual TLS with the destination's `KeyStoreLocation`.
     case clientCertificate
+    /// `UserBasicAuthentication` (Midtier's own): the caller's own Basic credentials, for a
+    /// user of a `backend` app whose checking destination is on the same system.
+    case userBasic
     /// `OAuth2ClientCredentials` (a technical token), `OAuth2JWTBearer`, `OAuth2UserTokenExchange`
     /// and `OAuth2TokenExchange` (the user's identity-provider token exchanged).
     case oauth2(OAuth2Settings)

@@ -14,7 +14,7 @@ extension AppConfiguration {
         let scheme = url?.scheme ?? "http"
         let auth: JSON
         switch authentication {
-        case .basic:
+        case .basic, .backend:
             auth = ["config": [:], "requireOtp": false, "type": "basic"]
         case .jwt(let jwt):
             var config: [String: JSON] = ["oauth2.grantType": "authorization_code"]

@@ -43,7 +43,7 @@ package final class MidtierServer: Sendable {
     package let userCertificates: UserCertificateCache<NIOSSLContext?>
     package let registrations: RegistrationService
     /// The keep-alive connections that proxied calls go over.
-    package let upstreams = UpstreamConnectionPool()
+    package let upstreams: UpstreamConnectionPool
     /// Push notifications (docs/push.md): the apps' APNs and FCM clients, and the signal that
     /// wakes the delivery worker when a notification is accepted here.
     package let pushClients: PushClients
@@ -73,8 +73,10 @@ package final class MidtierServer: Sendable {
         self.tracer = tracer
         self.deviceSignIns = deviceSignIns
         self.verifications = verifications
+        let upstreams = UpstreamConnectionPool()
+        self.upstreams = upstreams
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, throttle: deviceSignIns,
+            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
                                                          limiter: verifications, logger: logger))
         } catch {
             // Not `syncShutdown`: this may run on an event loop, where blocking is not allowed.
@@ -100,10 +102,11 @@ package final class MidtierServer: Sendable {
     /// The store's push side; nil for a store that has none (some test stores).
     var pushStore: (any PushStore)? { registrations.store as? any PushStore }
 
-    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, throttle: SignInThrottle,
-                            limiter: VerificationLimiter, logger: Logger) throws(StartupError) -> Runtime {
+    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool,
+                            throttle: SignInThrottle, limiter: VerificationLimiter, logger: Logger) throws(StartupError) -> Runtime {
         do {
-            return try Runtime(configuration: configuration, httpClient: httpClient, throttle: throttle, limiter: limiter, logger: logger)
+            return try Runtime(configuration: configuration, httpClient: httpClient, upstreams: upstreams, throttle: throttle, limiter: limiter,
+                               logger: logger)
         } catch {
             throw StartupError("signing material does not load: \(error.message)")
         }
@@ -134,7 +137,7 @@ package final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, throttle: deviceSignIns,
+                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
                                                    limiter: verifications, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()

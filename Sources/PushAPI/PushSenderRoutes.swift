@@ -178,10 +178,7 @@ package struct PushSenderRoutes: Sendable {
     /// The realm an app's users belong to (docs/identity.md): `users.json`'s for a basic app,
     /// the identity provider's issuer for a jwt app.
     static func realm(of app: AppConfiguration) -> String {
-        switch app.authentication {
-        case .basic: UserIdentity.localRealm
-        case .jwt(let settings): settings.issuer
-        }
+        app.authentication.realm
     }
 
     /// A user a sender names: an id in the app's realm, or `{"realm": …, "id": …}`.
