@@ -302,6 +302,22 @@ try:
           status == 0, f"({status} {output[-800:]})")
     every_secret = [S4_PASSWORD, WRONG_S4_PASSWORD, CC_SECRET, CCB_SECRET, JWT_SECRET, UTE_SECRET, TX_SECRET, P12_PASSWORD]
 
+    # `midtier token-request`: what a destination would send, secrets and the user's token named only.
+    def token_request(name):
+        result = subprocess.run([BIN, "token-request", "--config", config, "--destination", name], cwd=REPO,
+                                capture_output=True, text=True, timeout=60)
+        return result.returncode, result.stdout + result.stderr
+    status, shown = token_request("jwtb")
+    check("midtier token-request shows the JWT bearer request without its secret or a user's token",
+          status == 0 and "grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer" in shown and "assertion=<the user's identity-provider token>" in shown
+          and "client_secret=<clientSecret>" in shown and not any(secret in shown for secret in every_secret), shown[-400:])
+    status, shown = token_request("ccbasic")
+    check("midtier token-request shows client credentials sent as Basic, by name only",
+          status == 0 and "grant_type=client_credentials" in shown and "Authorization: Basic base64(ccb-client:<clientSecret>)" in shown
+          and CCB_SECRET not in shown, shown[-400:])
+    status, shown = token_request("s4")
+    check("midtier token-request refuses a destination that is not OAuth2", status != 0 and "not an OAuth2 destination" in shown, shown[-200:])
+
     def broken(label, name, change, keys_named):
         variant = os.path.join(work, "config-" + re.sub(r"\W+", "-", label))
         shutil.copytree(config, variant)
