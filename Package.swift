@@ -485,7 +485,7 @@ let package = Package(
             dependencies: [
                 "MidtierJSON", "MidtierCore", "MidtierHTTP", "ClientUploads", "MidtierStore", "Forwarding", "DeviceAPI", "DeviceProxy",
                 "Registrations", "SAMLSigning", "PushNotifications", "DeviceAuthentication", "TokenExchange", "BackendSessions",
-                "MetadataPatching", "ConfigurationFiles",
+                "MetadataPatching", "ConfigurationFiles", "PrincipalPropagation",
             ],
             path: "Tests/Fuzz/FuzzTargets",
             swiftSettings: swiftSettings

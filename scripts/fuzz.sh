@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-ALL_TARGETS="json client-log client-log-lines proxy-path atom discovery push-message jwt saml token-response set-cookie metadata config storage"
+ALL_TARGETS="json client-log client-log-lines proxy-path atom discovery push-message jwt saml token-response set-cookie metadata config storage subject-pattern"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 SCRATCH=.build-fuzz
 FINDINGS=${FUZZ_FINDINGS:-$SCRATCH/findings}

@@ -18,6 +18,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case metadata
     case config
     case storage
+    case subjectPattern = "subject-pattern"
 
     /// Runs the target over one input (synchronously; an async target blocks the calling
     /// thread until it is done, which is fine for libFuzzer's thread, not for a task).
@@ -37,6 +38,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .metadata: MetadataTarget.run(bytes)
         case .config: ConfigTarget.run(bytes)
         case .storage: StorageTarget.run(bytes)
+        case .subjectPattern: SubjectPatternTarget.run(bytes)
         }
     }
 
