@@ -39,6 +39,7 @@ test: deps certs
 	python3 Tests/e2e/tracing.py $(BIN)
 	python3 Tests/e2e/principal_propagation.py $(BIN)
 	python3 Tests/e2e/token_services.py $(BIN)
+	python3 Tests/e2e/backend_signin.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -111,7 +111,8 @@ package struct Administration: Sendable {
 
     /// Why nobody can sign in as `user` with the configuration in force, or nil when someone
     /// can: a `users.json` id must be there byte for byte; an IdP user's realm must be the
-    /// issuer of an app (their id cannot be checked before they sign in).
+    /// issuer of an app, a back end's user's the realm of a `backend` app, in upper case (their
+    /// id cannot be checked before they sign in).
     private func unknownUserProblem(_ user: UserIdentity) -> String? {
         if user.isLocal {
             guard !knownUser(user) else { return nil }
@@ -124,10 +125,18 @@ package struct Administration: Sendable {
             return problem
         }
         let configured = realms()
-        guard !configured.contains(where: { UserIdentity.sameBytes($0, user.realm) }) else { return nil }
+        if configured.contains(where: { UserIdentity.sameBytes($0, user.realm) }) {
+            // A back end's users are named in upper case (docs/identity.md): another spelling
+            // would be nobody.
+            if user.realm.hasPrefix(BackendSignIn.realmPrefix), !UserIdentity.sameBytes(user.id, user.id.uppercased()) {
+                return "users of realm \(Self.quoted(user.realm)) are named in upper case: \(Self.quoted(user.id.uppercased()))"
+            }
+            return nil
+        }
         let named = configured.sorted().prefix(10).map(Self.quoted).joined(separator: ", ")
-        return "realm \(Self.quoted(user.realm)) is not the issuer of any app in force (realms are compared by their exact bytes)"
-            + (configured.isEmpty ? "; no app signs in with an identity provider" : "; the realms are \(named)")
+        return "realm \(Self.quoted(user.realm)) is not the realm of any app in force: an identity provider's issuer, or backend:<destination> "
+            + "(realms are compared by their exact bytes)"
+            + (configured.isEmpty ? "; no app signs in with an identity provider or a back end" : "; the realms are \(named)")
     }
 
     private static func quoted(_ text: String) -> String { "\"\(text)\"" }

@@ -95,9 +95,7 @@ package struct ConfigurationLoader: Sendable {
         // A backend app sends passwords to its destination: only over https (or to this host).
         for (id, app) in apps {
             guard case .backend(let signIn) = app.authentication, let destination = destinations[signIn.destination] else { continue }
-            let url = destination.url.lowercased()
-            let loopback = ["http://localhost", "http://127.0.0.1", "http://[::1]"].contains { url == $0 || url.hasPrefix($0 + ":") || url.hasPrefix($0 + "/") }
-            if !url.hasPrefix("https://") && !loopback {
+            if !isHTTPSOrLoopback(destination.url) {
                 problems.append(ConfigProblem(file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.destination",
                                               message: "destination \"\(signIn.destination)\" is not https: users' passwords would cross the network in clear"))
             }

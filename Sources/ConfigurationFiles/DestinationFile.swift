@@ -93,7 +93,7 @@ extension ConfigurationLoader {
             authentication = .noAuthentication
         case "UserBasicAuthentication":
             reader.accept(others)
-            if let url, !url.lowercased().hasPrefix("https://"), !["http://localhost", "http://127.0.0.1", "http://[::1]"].contains(where: { url.lowercased().hasPrefix($0) }) {
+            if let url, !isHTTPSOrLoopback(url) {
                 reader.problem("URL", "must be https for UserBasicAuthentication (users' passwords would cross the network in clear)")
             }
             authentication = .userBasic
@@ -342,6 +342,14 @@ extension ConfigurationLoader {
             return nil
         }
         return settings
+    }
+
+    /// Whether passwords may go to `url`: https, or plain http to this host (`localhost`,
+    /// `127.0.0.1`, `[::1]`, then a port, a path or nothing).
+    func isHTTPSOrLoopback(_ url: String) -> Bool {
+        let url = url.lowercased()
+        guard !url.hasPrefix("https://") else { return true }
+        return ["http://localhost", "http://127.0.0.1", "http://[::1]"].contains { url == $0 || url.hasPrefix($0 + ":") || url.hasPrefix($0 + "/") }
     }
 
     /// The `PrincipalPropagation` keys (docs/forwarding.md): how the certificate travels, its

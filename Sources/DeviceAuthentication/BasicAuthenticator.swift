@@ -209,7 +209,7 @@ package final class BasicAuthenticator: Sendable {
             return (.failure(.malformedCredentials("the user name or password contains control characters")), nil)
         }
         let digest = credentialDigest(user: user, password: password)
-        let expectedID = remote?.upperCaseUserNames == true ? user.uppercased() : user
+        let expectedID = Self.throttleName(user, remote: remote)
         let now = self.now()
         enum Step { case remembered(CachedCredential), wait(Task<Verification, Never>), refuse(AuthenticationFailure) }
         let step: Step = state.withLock { state in
@@ -217,7 +217,8 @@ package final class BasicAuthenticator: Sendable {
                 return .remembered(cached)
             }
             if let running = state.inFlight[digest] { return .wait(running) }
-            if let seconds = throttle.retryAfter(address: client, user: user) { return .refuse(.throttled(retryAfterSeconds: seconds)) }
+            // Throttled per user as the realm names them: every spelling of a SAP user is one.
+            if let seconds = throttle.retryAfter(address: client, user: expectedID) { return .refuse(.throttled(retryAfterSeconds: seconds)) }
             let task = Task { [self] in await verify(user: user, password: password, digest: digest, client: client) }
             state.inFlight[digest] = task
             return .wait(task)
@@ -240,11 +241,16 @@ package final class BasicAuthenticator: Sendable {
         }
     }
 
+    /// The name failures are counted under: the user as the realm names them.
+    private static func throttleName(_ user: String, remote: Remote?) -> String {
+        remote?.upperCaseUserNames == true ? user.uppercased() : user
+    }
+
     /// A `backend` app's check: the back end answers; the user is the name as the realm keeps
     /// it (upper-case for SAP).
     private func verifyRemotely(_ remote: Remote, user: String, password: String, client: String?) async -> Verification {
         let expiresAt = now() + cacheNanoseconds
-        if let seconds = throttle.retryAfter(address: client, user: user) { return .throttled(seconds) }
+        if let seconds = throttle.retryAfter(address: client, user: Self.throttleName(user, remote: remote)) { return .throttled(seconds) }
         switch await remote.check(user, password) {
         case .accepted:
             let id = remote.upperCaseUserNames ? user.uppercased() : user
@@ -286,8 +292,8 @@ package final class BasicAuthenticator: Sendable {
             }
         }
         switch outcome {
-        case .verified: throttle.recordSuccess(address: client, user: user)
-        case .wrong: throttle.recordFailure(address: client, user: user)
+        case .verified: throttle.recordSuccess(address: client, user: Self.throttleName(user, remote: remote))
+        case .wrong: throttle.recordFailure(address: client, user: Self.throttleName(user, remote: remote))
         case .busy, .throttled, .unavailable: break
         }
         state.withLock { state in

@@ -99,6 +99,17 @@ package final class MidtierServer: Sendable {
         self.pushClients = PushClients(logger: logger)
     }
 
+    /// The realms other than `users.json`'s that the apps in force sign users into: identity
+    /// providers' issuers and `backend:<destination>` (docs/identity.md).
+    static func signInRealms(_ configuration: MidtierConfiguration) -> [String] {
+        var realms: [String] = []
+        for app in configuration.apps.values where !app.authentication.realm.isEmpty
+            && !realms.contains(where: { UserIdentity.sameBytes($0, app.authentication.realm) }) {
+            realms.append(app.authentication.realm)
+        }
+        return realms
+    }
+
     /// The store's push side; nil for a store that has none (some test stores).
     var pushStore: (any PushStore)? { registrations.store as? any PushStore }
 
@@ -221,7 +232,7 @@ package final class MidtierServer: Sendable {
             destinations: { Array(runtime.current.configuration.destinations.values) },
             knownUser: { user in user.isLocal && runtime.current.basicAuthenticator.user(exactly: user.id) != nil },
             localUserIDs: { runtime.current.configuration.users.values.map(\.id) },
-            realms: { runtime.current.jwtAuthenticators.values.map(\.settings.issuer) },
+            realms: { Self.signInRealms(runtime.current.configuration) },
             reload: { actor in await self.reload(by: actor) },
             logger: logger, store: pushStore, wakeUp: pushWakeUp, apps: { runtime.current.configuration.apps })
         let authenticator = AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
@@ -230,7 +241,7 @@ package final class MidtierServer: Sendable {
         let store = registrations.store
         let storeKind = if case .postgres = settings.store { "PostgreSQL" } else { "SQLite" }
         let facts = ConsoleFacts(
-            realms: { runtime.current.jwtAuthenticators.values.map(\.settings.issuer) },
+            realms: { Self.signInRealms(runtime.current.configuration) },
             apps: { Array(runtime.current.configuration.apps.keys) },
             localUserIDs: { runtime.current.configuration.users.values.map(\.id) },
             configuration: {

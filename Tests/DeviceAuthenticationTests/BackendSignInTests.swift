@@ -78,4 +78,17 @@ import Testing
         }
         #expect(backend.checks.withLock { $0.count } == asked)
     }
+
+    @Test func everySpellingOfAUserShareItsFailures() async {
+        let backend = Backend(["CAROL": "right"])
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2)
+        let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
+        for spelling in ["carol", "Carol", "CAROL"] {
+            #expect(await authenticator.authenticate(authorization: Self.header(spelling, "wrong-" + spelling), client: "10.0.0.3") == .failure(.invalidCredentials))
+        }
+        guard case .failure(.throttled) = await authenticator.authenticate(authorization: Self.header("cArOl", "wrong-4"), client: "10.0.0.3") else {
+            Issue.record("a fourth spelling should meet the same closed user")
+            return
+        }
+    }
 }
