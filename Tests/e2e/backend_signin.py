@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from harness import Checks, basic, demo_config, free_port, kill_all, wait_for  # noqa: E402
+from harness import Checks, basic, call, demo_config, free_port, hash_secret, kill_all, wait_for, write_json  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -142,35 +142,6 @@ class SapSystem:
 
 # --- Calls ---
 
-def call(port, method, path, headers=(), body=None, source=None, timeout=20):
-    """One request with exactly `headers` (pairs), from `source` (an address of 127/8);
-    (status, lower-cased headers, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout,
-                                            source_address=(source, 0) if source else None)
-    try:
-        connection.putrequest(method, path, skip_accept_encoding=True)
-        for name, value in headers:
-            connection.putheader(name, value)
-        if body is not None:
-            connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders(body)
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    except (OSError, http.client.HTTPException) as error:
-        return 0, {}, repr(error).encode()
-    finally:
-        connection.close()
-
-
-def hash_secret(secret):
-    return subprocess.run([BIN, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True, check=True).stdout.strip()
-
-
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=1)
-
-
 def short(body):
     return body[:300].decode(errors="replace") if isinstance(body, bytes) else str(body)[:300]
 
@@ -192,7 +163,7 @@ try:
         sap.requests.clear()
 
     # --- Configuration ---
-    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(ADMIN_TOKEN)], logLevel="debug",
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(BIN, ADMIN_TOKEN)], logLevel="debug",
                          credentialCacheSeconds=300)
     destinations_dir, apps_dir = os.path.join(config, "destinations"), os.path.join(config, "apps")
     sap_url = f"http://127.0.0.1:{sport}{SAP_BASE}"

@@ -141,3 +141,38 @@ def start_sandbox_and_midtier(bin_path, repo, work, config, sandbox_port, proces
     midtier = subprocess.Popen([bin_path, "serve", "--config", config], cwd=repo, stdout=log, stderr=log)
     processes.append(midtier)
     return midtier, log_path
+
+
+def call(port, method, path, headers=(), body=None, source=None, timeout=20):
+    """One request to 127.0.0.1:`port` with exactly `headers` (pairs, names as given), from
+    `source` (an address of 127/8) when given: (status, lower-cased headers, body); status 0
+    and the error's text when the connection failed."""
+    import http.client
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout, source_address=(source, 0) if source else None)
+    try:
+        connection.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in headers:
+            connection.putheader(name, value)
+        if body is not None:
+            connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        response = connection.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    except (OSError, http.client.HTTPException) as error:
+        return 0, {}, repr(error).encode()
+    finally:
+        connection.close()
+
+
+def hash_secret(binary, secret):
+    """The bcrypt hash `midtier hash-secret` makes of `secret` (cost 10, for speed)."""
+    import subprocess
+    return subprocess.run([binary, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def write_json(path, value):
+    """Writes `value` as JSON to `path`."""
+    import json
+    with open(path, "w") as f:
+        json.dump(value, f, indent=1)

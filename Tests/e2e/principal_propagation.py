@@ -37,7 +37,8 @@ Usage: principal_propagation.py PATH-TO-MIDTIER. Prints
 import base64, hashlib, http.client, http.server, json, os, re, shutil, signal, socketserver, ssl, subprocess, sys, tempfile
 import threading, time
 from concurrent.futures import ThreadPoolExecutor
-from harness import Checks, basic, demo_config, free_port, kill_all, wait_for
+from harness import Checks, basic, call, demo_config, free_port, hash_secret, kill_all, wait_for, write_json
+from pki import PKI, openssl, pem_body
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -53,44 +54,11 @@ check = Checks("principal-propagation")
 
 # --- Keys and certificates ------------------------------------------------------------------
 
-OPENSSL_CNF = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-[client]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = clientAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-"""
-
-
-def openssl(*args, input=None):
-    return subprocess.run(["openssl", *args], input=input, capture_output=True, check=True, timeout=30)
-
-
-class Keys:
+class Keys(PKI):
     """Every key and certificate of the test, in `folder`."""
 
     def __init__(self, folder):
-        self.folder = folder
-        cnf = self.path("openssl.cnf")
-        open(cnf, "w").write(OPENSSL_CNF)
-        self.cnf = cnf
+        super().__init__(folder)
         self.server_ca, self.server_ca_key = self.ca("server-ca", "/CN=Back-end Server CA/O=Example")
         self.server, self.server_key = self.leaf("server", "/CN=127.0.0.1", self.server_ca, self.server_ca_key, "server")
         self.system_ca, self.system_ca_key = self.ca("system-ca", "/CN=Midtier System CA/O=Example")
@@ -113,26 +81,7 @@ class Keys:
         self.forged, self.forged_key = self.leaf("forged", rdns, self.device_ca, self.device_ca_key, "client")
         self.forged_der = openssl("x509", "-in", self.forged, "-outform", "DER").stdout
 
-    def path(self, name):
-        return os.path.join(self.folder, name)
 
-    def ca(self, name, subject):
-        cert, key = self.path(name + ".pem"), self.path(name + ".key")
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", subject,
-                "-config", self.cnf, "-extensions", "ca")
-        return cert, key
-
-    def leaf(self, name, subject, ca, ca_key, kind):
-        cert, key, csr = self.path(name + ".pem"), self.path(name + ".key"), self.path(name + ".csr")
-        openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subject, "-config", self.cnf)
-        openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-set_serial", str(int.from_bytes(os.urandom(8), "big")),
-                "-days", "1", "-out", cert, "-extfile", self.cnf, "-extensions", kind)
-        return cert, key
-
-
-def pem_body(path):
-    """The base64 lines of a PEM file, each at least 40 characters (what a leak would repeat)."""
-    return [line.strip() for line in open(path) if len(line.strip()) >= 40 and not line.startswith("-----")]
 
 
 # --- The ICM stand-in's back end and the direct mutual-TLS server ----------------------------
@@ -288,36 +237,9 @@ http {{
 
 # --- The device side --------------------------------------------------------------------------
 
-def call(port, method, path, headers=(), body=None, timeout=20):
-    """One request with exactly `headers` (a list of pairs, names as given); (status, headers, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        connection.putrequest(method, path, skip_accept_encoding=True)
-        for name, value in headers:
-            connection.putheader(name, value)
-        if body is not None:
-            connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders(body)
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    except (OSError, http.client.HTTPException) as error:
-        return 0, {}, repr(error).encode()
-    finally:
-        connection.close()
-
-
-def hash_secret(secret):
-    return subprocess.run([BIN, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True, check=True).stdout.strip()
-
-
 def check_config(config):
     result = subprocess.run([BIN, "check-config", "--config", config], cwd=REPO, capture_output=True, text=True, timeout=60)
     return result.returncode, result.stdout + result.stderr
-
-
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=1)
 
 
 def same_subject(seen, wanted):
@@ -377,14 +299,14 @@ try:
 
     # --- Configuration ---
     mport, aport = free_port(), free_port()
-    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(ADMIN_TOKEN)], logLevel="debug")
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(BIN, ADMIN_TOKEN)], logLevel="debug")
     users_file = os.path.join(config, "users.json")
     users = json.load(open(users_file))
     for user in users["users"]:
         if user["id"] in ("alice", "bob"):
             user["attributes"]["mail"] = f"{user['id']}@example.com"
     # A user of this test: no mail attribute.
-    users["users"].append({"id": "dave", "passwordHash": hash_secret(DAVE_PASSWORD), "attributes": {"sfUserId": "100004"}})
+    users["users"].append({"id": "dave", "passwordHash": hash_secret(BIN, DAVE_PASSWORD), "attributes": {"sfUserId": "100004"}})
     write_json(users_file, users)
     destinations = os.path.join(config, "destinations")
     secrets_dir = os.path.join(work, "secrets")

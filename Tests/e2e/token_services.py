@@ -37,7 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "standins"))
-from harness import Checks, basic, demo_config, free_port, idp_key, jwt, kill_all, wait_for  # noqa: E402
+from harness import Checks, basic, call, demo_config, free_port, hash_secret, idp_key, jwt, kill_all, wait_for, write_json  # noqa: E402
+from pki import PKI, openssl, pem_body  # noqa: E402
 import oauth_services as stand  # noqa: E402  (Tests/e2e/standins/oauth_services.py)
 
 BIN = os.path.abspath(sys.argv[1])
@@ -56,43 +57,11 @@ MAIL = {"alice": "alice@example.com", "bob": "bob@example.com"}
 processes = []
 check = Checks("token-services")
 
-OPENSSL_CNF = """\
-[req]
-distinguished_name = dn
-prompt = no
-[dn]
-CN = unused
-[ca]
-basicConstraints = critical,CA:TRUE
-keyUsage = critical,keyCertSign,cRLSign
-subjectKeyIdentifier = hash
-[server]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-[client]
-basicConstraints = CA:FALSE
-keyUsage = critical,digitalSignature,keyEncipherment
-extendedKeyUsage = clientAuth
-subjectKeyIdentifier = hash
-authorityKeyIdentifier = keyid
-"""
-
-
-def openssl(*args):
-    return subprocess.run(["openssl", *args], capture_output=True, check=True, timeout=30)
-
-
-class Keys:
+class Keys(PKI):
     """The SAML signing pair and the TLS keys, all made here with openssl."""
 
     def __init__(self, folder):
-        self.folder = folder
-        self.cnf = self.path("openssl.cnf")
-        open(self.cnf, "w").write(OPENSSL_CNF)
+        super().__init__(folder)
         self.signing_key, self.signing_cert = self.path("saml.key"), self.path("saml.crt")
         openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", self.signing_key, "-out", self.signing_cert, "-days", "2",
                 "-subj", "/CN=midtier.example.com/O=Example", "-config", self.cnf)
@@ -112,53 +81,7 @@ class Keys:
         self.stranger_pem = self.path("stranger-keystore.pem")
         open(self.stranger_pem, "w").write(open(cert).read() + open(key).read())
 
-    def path(self, name):
-        return os.path.join(self.folder, name)
 
-    def ca(self, name, subject):
-        cert, key = self.path(name + ".pem"), self.path(name + ".key")
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", subject,
-                "-config", self.cnf, "-extensions", "ca")
-        return cert, key
-
-    def leaf(self, name, subject, ca, ca_key, kind):
-        cert, key, csr = self.path(name + ".pem"), self.path(name + ".key"), self.path(name + ".csr")
-        openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subject, "-config", self.cnf)
-        openssl("x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-set_serial", str(int.from_bytes(os.urandom(8), "big")),
-                "-days", "1", "-out", cert, "-extfile", self.cnf, "-extensions", kind)
-        return cert, key
-
-
-def pem_body(path):
-    """The base64 lines of a PEM file's key blocks (what a leak would repeat)."""
-    return [line.strip() for line in open(path) if len(line.strip()) >= 40 and not line.startswith("-----")]
-
-
-def call(port, method, path, headers=(), body=None, timeout=20):
-    """One request with exactly `headers` (pairs); (status, lower-cased headers, body)."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        connection.putrequest(method, path, skip_accept_encoding=True)
-        for name, value in headers:
-            connection.putheader(name, value)
-        if body is not None:
-            connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders(body)
-        response = connection.getresponse()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-    except (OSError, http.client.HTTPException) as error:
-        return 0, {}, repr(error).encode()
-    finally:
-        connection.close()
-
-
-def hash_secret(secret):
-    return subprocess.run([BIN, "hash-secret", "--cost", "10"], input=secret + "\n", capture_output=True, text=True, check=True).stdout.strip()
-
-
-def write_json(path, value):
-    with open(path, "w") as f:
-        json.dump(value, f, indent=1)
 
 
 def text_of(body):
@@ -225,7 +148,7 @@ try:
     # --- Configuration ---
     os.environ["TS_S4_PASSWORD"] = S4_PASSWORD
     os.environ["TS_CC_SECRET"] = CC_SECRET
-    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(ADMIN_TOKEN)], logLevel="debug")
+    config = demo_config(REPO, work, mport, aport, adminTokenHashes=[hash_secret(BIN, ADMIN_TOKEN)], logLevel="debug")
     users_file = os.path.join(config, "users.json")
     users = json.load(open(users_file))
     for user in users["users"]:

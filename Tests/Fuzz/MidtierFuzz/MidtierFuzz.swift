@@ -38,6 +38,7 @@ func runFuzzerDriver(
 @main
 enum MidtierFuzz {
     static func main() {
+        fuzzTarget.prepare()
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
         exit(runFuzzerDriver(&argc, &argv, { data, size in fuzz(data, size) }))
