@@ -128,8 +128,14 @@ package struct Administration: Sendable {
         if configured.contains(where: { UserIdentity.sameBytes($0, user.realm) }) {
             // A back end's users are named in upper case (docs/identity.md): another spelling
             // would be nobody.
-            if user.realm.hasPrefix(BackendSignIn.realmPrefix), !UserIdentity.sameBytes(user.id, user.id.uppercased()) {
-                return "users of realm \(Self.quoted(user.realm)) are named in upper case: \(Self.quoted(user.id.uppercased()))"
+            if user.realm.hasPrefix(BackendSignIn.realmPrefix) {
+                guard user.id.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+                    return "users of realm \(Self.quoted(user.realm)) are named in printable ASCII without spaces"
+                }
+                let upper = String(decoding: user.id.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
+                if !UserIdentity.sameBytes(user.id, upper) {
+                    return "users of realm \(Self.quoted(user.realm)) are named in upper case: \(Self.quoted(upper))"
+                }
             }
             return nil
         }
@@ -262,6 +268,10 @@ package struct Administration: Sendable {
         package var forwardDeviceCookies: [String]
     }
 
+    /// A URL without its query, which may carry what is not for admins' eyes (a parameter an
+    /// operator put there, a secret among them).
+    static func withoutQuery(_ url: String) -> String { String(url.prefix { $0 != "?" }) }
+
     /// The destinations in force, by name.
     package func destinationSummaries() -> [DestinationSummary] {
         destinations().sorted { $0.name < $1.name }.map { destination in
@@ -277,7 +287,7 @@ package struct Administration: Sendable {
                 summary.user = user
             case .samlBearer(let settings):
                 summary.authentication = "OAuth2SAMLBearerAssertion"
-                summary.tokenServiceURL = settings.tokenServiceURL
+                summary.tokenServiceURL = Self.withoutQuery(settings.tokenServiceURL)
                 summary.clientKey = settings.clientKey
                 summary.companyId = settings.companyId
                 summary.audience = settings.audience
@@ -295,7 +305,7 @@ package struct Administration: Sendable {
                 summary.authentication = "ClientCertificateAuthentication"
             case .oauth2(let settings):
                 summary.authentication = settings.type
-                summary.tokenServiceURL = settings.tokenServiceURL
+                summary.tokenServiceURL = Self.withoutQuery(settings.tokenServiceURL)
                 summary.clientId = settings.clientId
                 summary.scope = settings.scope
                 summary.tokenServiceUser = settings.tokenServiceUser

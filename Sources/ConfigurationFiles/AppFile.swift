@@ -133,9 +133,10 @@ extension ConfigurationLoader {
             }
             var path = "/"
             if let given = object.string("path") {
-                if !given.hasPrefix("/") || given.contains("?") || given.contains("#") || containsControlCharacters(given)
+                if !given.hasPrefix("/") || given.contains("?") || given.contains("#") || given.contains("%") || given.contains("\\")
+                    || containsControlCharacters(given)
                     || given.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) {
-                    object.problem("path", "must be a path under the destination's URL, starting with / (no query, no . or ..)")
+                    object.problem("path", "must be a path under the destination's URL, starting with / (no query, no percent-encoding, no . or ..)")
                 } else {
                     path = given
                 }
@@ -151,6 +152,10 @@ extension ConfigurationLoader {
         case "jwt":
             let reason = "needed for jwt"
             let issuer = object.string("issuer", required: true, requiredBecause: reason)
+            // Realms Midtier names itself (docs/identity.md) are no identity provider's.
+            if let issuer, issuer.hasPrefix(BackendSignIn.realmPrefix) || issuer.hasPrefix("midtier:") {
+                object.problem("issuer", "\(issuer) is a realm Midtier names itself (backend:…, midtier:…), not an identity provider's issuer")
+            }
             let audience = object.string("audience", required: true, requiredBecause: reason)
             let userClaim = object.string("userClaim") ?? "sub"
             let jwks = object.object("jwks", required: true, requiredBecause: reason).flatMap(jwksSource)

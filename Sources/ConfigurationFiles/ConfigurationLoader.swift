@@ -95,6 +95,13 @@ package struct ConfigurationLoader: Sendable {
         // A backend app sends passwords to its destination: only over https (or to this host).
         for (id, app) in apps {
             guard case .backend(let signIn) = app.authentication, let destination = destinations[signIn.destination] else { continue }
+            let file = joinPath(joinPath(directory, "apps"), id + ".json")
+            // The check must ask the password alone: a client certificate would answer for it.
+            if destination.clientIdentity != nil {
+                problems.append(ConfigProblem(file: file, key: "authentication.destination",
+                                              message: "destination \"\(signIn.destination)\" presents a client certificate (KeyStoreLocation), which "
+                                                  + "a back end might let sign in whatever the password; check with a destination without one"))
+            }
             if !isHTTPSOrLoopback(destination.url) {
                 problems.append(ConfigProblem(file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.destination",
                                               message: "destination \"\(signIn.destination)\" is not https: users' passwords would cross the network in clear"))

@@ -146,6 +146,14 @@ extension ConfigurationLoader {
         return destination
     }
 
+    /// A header that carries a client certificate from a TLS-terminating proxy
+    /// (`SSL_CLIENT_CERT`, `Client-Cert`, …): only `PrincipalPropagation` sets one, per user.
+    static func isCertificateHeader(_ name: String) -> Bool {
+        let normalized = String(name.lowercased().map { $0 == "_" ? "-" : $0 })
+        return normalized.hasPrefix("ssl-client") || normalized.hasPrefix("client-cert") || normalized.hasPrefix("x-ssl-client")
+            || normalized.hasPrefix("x-client-cert")
+    }
+
     /// `URL.headers.<Name>`: added to every forwarded request. The name must be an HTTP token
     /// and not one that HTTP framing or Midtier controls; `Authorization` only for
     /// `NoAuthentication` (otherwise Midtier sets it). Values must be strings without line
@@ -160,7 +168,8 @@ extension ConfigurationLoader {
             if !isHTTPToken(name) {
                 reader.problem(key, "must end in a valid HTTP header name")
             } else if Self.forbiddenHeaders.contains(name.lowercased())
-                || (name.lowercased() == "authorization" && !allowAuthorization) {
+                || (name.lowercased() == "authorization" && !allowAuthorization)
+                || Self.isCertificateHeader(name) {
                 reader.problem(key, "the header \(name) is set by Midtier and cannot be configured here")
             } else if !seen.insert(name.lowercased()).inserted {
                 reader.problem(key, "the header \(name) is given twice (header names ignore letter case)")
@@ -270,6 +279,8 @@ extension ConfigurationLoader {
         var tokenServiceURL: String?
         if let text = reader.string("tokenServiceURL", required: true, requiredBecause: reason) {
             switch checkHTTPURL(text, allowQuery: true) {
+            case .success(let url) where !isHTTPSOrLoopback(url):
+                reader.problem("tokenServiceURL", "must be https (or http to this host): the signed assertion and the client's password go there")
             case .success(let url): tokenServiceURL = url
             case .failure(let problem): reader.problem("tokenServiceURL", problem.message)
             }
@@ -393,6 +404,8 @@ extension ConfigurationLoader {
         var tokenServiceURL: String?
         if let text = reader.string("tokenServiceURL", required: true, requiredBecause: reason) {
             switch checkHTTPURL(text, allowQuery: true) {
+            case .success(let url) where !isHTTPSOrLoopback(url):
+                reader.problem("tokenServiceURL", "must be https (or http to this host): the client's secret and the user's token go there")
             case .success(let url): tokenServiceURL = url
             case .failure(let problem): reader.problem("tokenServiceURL", problem.message)
             }
@@ -415,7 +428,7 @@ extension ConfigurationLoader {
             guard let value = reader.string(key, allowEmpty: true, dynamic: true) else { continue }
             if name.isEmpty || containsControlCharacters(name) || containsControlCharacters(value) {
                 reader.problem(key, "must end in a form parameter name and have a value without control characters")
-            } else if ["grant_type", "assertion", "subject_token", "client_secret"].contains(name) {
+            } else if ["grant_type", "assertion", "subject_token", "client_secret"].contains(name.lowercased()) {
                 reader.problem(key, "\(name) is set by Midtier and cannot be configured here")
             } else {
                 extraBody.append((name, value))

@@ -98,7 +98,9 @@ package final class BasicAuthenticator: Sendable {
     package struct Remote: Sendable {
         package let realm: String
         /// SAP ABAP logon names ignore letter case and are kept upper-case: `alice` and `ALICE`
-        /// are one user, and one Midtier identity.
+        /// are one user, and one Midtier identity. Only ASCII letters are folded, and a name
+        /// with any other than printable ASCII is refused: SAP's logon names are ASCII, and
+        /// Unicode's folding would make other names one (`straße` and `STRASSE`).
         package let upperCaseUserNames: Bool
         package let check: RemoteCheck
         package init(realm: String, upperCaseUserNames: Bool = true, check: @escaping RemoteCheck) {
@@ -208,6 +210,9 @@ package final class BasicAuthenticator: Sendable {
         guard !StoredText.hasControlCharacters(user), !StoredText.hasControlCharacters(password) else {
             return (.failure(.malformedCredentials("the user name or password contains control characters")), nil)
         }
+        if remote?.upperCaseUserNames == true, !user.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            return (.failure(.malformedCredentials("the back end's user names are printable ASCII without spaces")), nil)
+        }
         let digest = credentialDigest(user: user, password: password)
         let expectedID = Self.throttleName(user, remote: remote)
         let now = self.now()
@@ -243,7 +248,12 @@ package final class BasicAuthenticator: Sendable {
 
     /// The name failures are counted under: the user as the realm names them.
     private static func throttleName(_ user: String, remote: Remote?) -> String {
-        remote?.upperCaseUserNames == true ? user.uppercased() : user
+        remote?.upperCaseUserNames == true ? asciiUppercased(user) : user
+    }
+
+    /// `user` with ASCII letters upper-cased, nothing else changed.
+    static func asciiUppercased(_ user: String) -> String {
+        String(decoding: user.utf8.map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }, as: UTF8.self)
     }
 
     /// A `backend` app's check: the back end answers; the user is the name as the realm keeps
@@ -253,7 +263,7 @@ package final class BasicAuthenticator: Sendable {
         if let seconds = throttle.retryAfter(address: client, user: Self.throttleName(user, remote: remote)) { return .throttled(seconds) }
         switch await remote.check(user, password) {
         case .accepted:
-            let id = remote.upperCaseUserNames ? user.uppercased() : user
+            let id = Self.throttleName(user, remote: remote)
             return .verified(AuthenticatedUser(identity: UserIdentity(realm: remote.realm, id: id)), expiresAt: expiresAt)
         case .refused:
             return .wrong

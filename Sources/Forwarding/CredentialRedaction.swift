@@ -55,7 +55,47 @@ package struct CredentialRedaction: Sendable {
                 if let colon = decoded.firstIndex(of: ":") { found.append(String(decoded[decoded.index(after: colon)...])) }
             }
         }
-        return Set(found.filter { $0.utf8.count >= Self.minimumLength }).map { Array($0.utf8) }.sorted { $0.count > $1.count }
+        // As a back end might quote them: JSON-escaped (`\/`), percent-encoded (either case),
+        // HTML-escaped.
+        let forms = found.flatMap { [$0] + Self.quotedForms(of: $0) }
+        return Set(forms.filter { $0.utf8.count >= Self.minimumLength }).map { Array($0.utf8) }.sorted { $0.count > $1.count }
+    }
+
+    /// `secret` as an echo might write it: in a JSON string (with `/` as `\/`, as PHP and
+    /// others write it), percent-encoded with upper- and lower-case digits, and with HTML's
+    /// character references. Only the forms that differ from `secret`.
+    static func quotedForms(of secret: String) -> [String] {
+        var json = "", upper = "", lower = "", html = ""
+        for byte in secret.utf8 {
+            let character = Character(Unicode.Scalar(byte))
+            switch byte {
+            case UInt8(ascii: "\\"): json += "\\\\"
+            case UInt8(ascii: "\""): json += "\\\""
+            case UInt8(ascii: "/"): json += "\\/"
+            case 0..<0x20: json += String(format: "\\u%04x", byte)
+            default: json.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+            if unreserved {
+                upper.append(character)
+                lower.append(character)
+            } else {
+                upper += String(format: "%%%02X", byte)
+                lower += String(format: "%%%02x", byte)
+            }
+            switch byte {
+            case UInt8(ascii: "&"): html += "&amp;"
+            case UInt8(ascii: "<"): html += "&lt;"
+            case UInt8(ascii: ">"): html += "&gt;"
+            case UInt8(ascii: "\""): html += "&quot;"
+            case UInt8(ascii: "'"): html += "&#39;"
+            default: html.unicodeScalars.append(Unicode.Scalar(byte))
+            }
+        }
+        // Non-ASCII bytes were taken one by one above: those forms are only right for ASCII.
+        let ascii = secret.utf8.allSatisfy { $0 < 0x80 }
+        return ((ascii ? [json, html] : []) + [upper, lower]).filter { $0 != secret }
     }
 
     /// `text` with every secret replaced, or nil when it holds none (searched in place: no

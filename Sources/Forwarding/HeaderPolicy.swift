@@ -32,7 +32,9 @@ package enum HeaderPolicy {
         // ICM and Web Dispatcher, Apache's `SSL_*` variables), `Client-Cert` (RFC 9440) and
         // their variants. Only Midtier's own (`PrincipalPropagation`) reaches a back end.
         if normalized.hasPrefix("ssl-") || normalized.hasPrefix("x-ssl-") || normalized.hasPrefix("client-cert")
-            || normalized.hasPrefix("x-client-cert") || normalized.hasPrefix("x-arr-clientcert") || normalized.hasPrefix("x-client-verify") {
+            || normalized.hasPrefix("x-client-cert") || normalized.hasPrefix("x-arr-clientcert") || normalized.hasPrefix("x-client-verify")
+            || normalized.hasPrefix("sslclient") || normalized.hasPrefix("x-amzn-mtls-") || normalized.hasPrefix("cert-chain")
+            || normalized.hasPrefix("x-webauth-") || normalized.hasPrefix("x-ms-client-principal") {
             return true
         }
         if (normalized.hasPrefix("sap-") || normalized.hasPrefix("x-sap-")) && normalized.contains("user") {
@@ -46,6 +48,8 @@ package enum HeaderPolicy {
         "x-original-forwarded-for", "x-remote-user", "remote-user", "x-remote-group", "x-user", "x-auth-user",
         "x-authenticated-user", "x-authenticated-userid", "x-ms-client-principal-name", "x-original-url",
         "x-original-uri", "x-rewrite-url", "x-http-method-override", "x-method-override", "x-http-method",
+        // A SAP logon ticket as a header (as the cookie of that name, never the device's to give).
+        "mysapsso2",
     ]
 
     static func normalize(_ name: String) -> String {

@@ -105,8 +105,11 @@ package struct SubjectPattern: Sendable, Equatable, CustomStringConvertible {
             guard text.utf8.count <= Self.maximumValueLength else {
                 throw SubjectPatternError("the \(attribute.type.rawValue) would be longer than \(Self.maximumValueLength) bytes")
             }
-            guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-                throw SubjectPatternError("the \(attribute.type.rawValue) would contain a control character")
+            // Control characters (C0, DEL, C1) and invisible format characters (bidirectional
+            // overrides, zero-width ones) would make a subject read as another in a log or in
+            // the back end's certificate rules.
+            guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format }) else {
+                throw SubjectPatternError("the \(attribute.type.rawValue) would contain a control or invisible formatting character")
             }
             filled.append((attribute.type, text))
         }

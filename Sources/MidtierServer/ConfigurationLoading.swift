@@ -41,6 +41,18 @@ package func loadConfiguration(_ directory: String) throws(ConfigurationErrors) 
         } catch {
             return ("caKey", error.message)
         }
+        // The pattern with a plain value in every variable must make a certificate: a fixed
+        // part that no certificate can carry (a non-ASCII EMAIL) is found here, not per call.
+        do {
+            let subject = try settings.subjectPattern.fill { _ in "sample" }
+            _ = try UserCertificateAuthority(settings).issue(subject: subject)
+        } catch let error as SubjectPatternError {
+            return ("subjectPattern", error.message)
+        } catch let error as UserCertificateError {
+            return ("subjectPattern", "no certificate can have this subject: \(error.message)")
+        } catch {
+            return ("subjectPattern", "\(error)")
+        }
     }
     return nil
 }

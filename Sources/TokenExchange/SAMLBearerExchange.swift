@@ -135,8 +135,27 @@ package enum TokenResponse {
                 if let nested = object[key], case .string(let text)? = nested["value"] ?? nested["message"] { reason = text; break }
             }
         }
-        for secret in secrets where !secret.isEmpty && reason.contains(secret) { return "reason withheld (it echoed a credential Midtier sent)" }
+        // By bytes (String's `contains` would let a secret followed by a combining mark pass),
+        // and ignoring ASCII letter case for the percent-encoded forms (`%2f` as well as `%2F`).
+        let lowered = Array(reason.utf8).map(asciiLowercased)
+        for secret in secrets where !secret.isEmpty {
+            let bytes = Array(secret.utf8)
+            let percentEncoded = bytes.contains(UInt8(ascii: "%"))
+            if contains(percentEncoded ? lowered : Array(reason.utf8), percentEncoded ? bytes.map(asciiLowercased) : bytes) {
+                return "reason withheld (it echoed a credential Midtier sent)"
+            }
+        }
         return sanitized(reason)
+    }
+
+    private static func asciiLowercased(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte + 0x20 : byte }
+
+    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty, haystack.count >= needle.count else { return false }
+        for start in 0...(haystack.count - needle.count) where haystack[start] == needle[0] {
+            if haystack[start..<start + needle.count].elementsEqual(needle) { return true }
+        }
+        return false
     }
 
     /// Printable ASCII only, at most 300 characters, and no long token-like runs.

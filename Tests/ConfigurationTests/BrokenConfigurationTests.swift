@@ -99,8 +99,8 @@ let brokenCases: [Broken] = [
     },
 
     // destinations
-    Broken("unknown destination key", file: sf, key: "tokenServiceURLType", message: "unknown key") {
-        $0.set(sf, "tokenServiceURLType", #""Dedicated""#)
+    Broken("unknown destination key", file: sf, key: "CloudConnectorLocationId", message: "unknown key") {
+        $0.set(sf, "CloudConnectorLocationId", #""loc1""#)
     },
     Broken("typo in a key of another authentication type gets a hint", file: sf, key: "Passwort", message: #"did you mean "Password"?"#) {
         $0.set(sf, "Passwort", #""x""#)
@@ -130,7 +130,7 @@ let brokenCases: [Broken] = [
         $0.remove(legacy, "URL")
     },
     Broken("Authentication unsupported", file: sf, key: "Authentication", message: "must be one of") {
-        $0.set(sf, "Authentication", #""OAuth2ClientCredentials""#)
+        $0.set(sf, "Authentication", #""OAuth2Password""#)
     },
     Broken("Type unsupported", file: sf, key: "Type", message: #""HTTP""#) {
         $0.set(sf, "Type", #""RFC""#)

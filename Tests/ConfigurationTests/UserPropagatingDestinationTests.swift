@@ -111,3 +111,64 @@ import Testing
         }
     }
 }
+
+/// What the outside review of these types found in the configuration (docs/reliability.md).
+@Suite struct UserPropagatingConfigurationReviewTests {
+    static let sf = "destinations/sf.json"
+
+    static func problems(_ change: (Fixture) -> Void) -> [String] {
+        let fixture = Fixture()
+        change(fixture)
+        do {
+            _ = try fixture.load()
+            return []
+        } catch {
+            return error.problems.map(\.description)
+        }
+    }
+
+    @Test func aBackendAppChecksPasswordsWithoutAClientCertificate() {
+        let found = Self.problems { fixture in
+            fixture.writeText("certs/client.pem", Values.certificatePEM + Values.keyPEM)
+            fixture.set(Self.sf, "Authentication", #""ClientCertificateAuthentication""#)
+            fixture.set(Self.sf, "KeyStoreLocation", "\"\(fixture.root)/certs/client.pem\"")
+            fixture.files["apps/demo.json"] = [("authentication", #"{"type":"backend","destination":"sf"}"#), ("destinations", #"["sf"]"#)]
+        }
+        #expect(found.contains { $0.contains("apps/demo.json: authentication.destination") && $0.contains("client certificate") }, "\(found)")
+    }
+
+    @Test func aBackendAppsPathIsPlain() {
+        let found = Self.problems { fixture in
+            fixture.files["apps/demo.json"] = [("authentication", #"{"type":"backend","destination":"sf","path":"/a/%2e%2e/b"}"#)]
+        }
+        #expect(found.contains { $0.contains("apps/demo.json: authentication.path") }, "\(found)")
+    }
+
+    @Test func noIdentityProviderTakesARealmMidtierNames() {
+        for issuer in ["backend:sf", "midtier:destination"] {
+            let found = Self.problems { fixture in
+                fixture.files["apps/corp.json"] = [("authentication", #"{"type":"jwt","issuer":"\#(issuer)","audience":"m","jwks":{"file":"/x"}}"#)]
+            }
+            #expect(found.contains { $0.contains("apps/corp.json: authentication.issuer") && $0.contains("a realm Midtier names itself") }, "\(found)")
+        }
+    }
+
+    @Test func reservedTokenParametersInAnyCaseAndPlainHTTPTokenServices() {
+        let found = Self.problems { fixture in
+            fixture.set(Self.sf, "Authentication", #""OAuth2ClientCredentials""#)
+            fixture.set(Self.sf, "clientId", #""c""#)
+            fixture.set(Self.sf, "clientSecret", #""s-123456""#)
+            fixture.set(Self.sf, "tokenService.body.GRANT_TYPE", #""password""#)
+            fixture.set(Self.sf, "tokenServiceURL", #""http://idp.example.com/token""#)
+        }
+        #expect(found.contains { $0.contains("tokenService.body.GRANT_TYPE") }, "\(found)")
+        #expect(found.contains { $0.contains("sf.json: tokenServiceURL") && $0.contains("must be https") }, "\(found)")
+    }
+
+    @Test func noFixedCertificateHeader() {
+        for name in ["SSL_CLIENT_CERT", "ssl-client-cert", "Client-Cert"] {
+            let found = Self.problems { fixture in fixture.set(Self.sf, "URL.headers.\(name)", #""MIIB""#) }
+            #expect(found.contains { $0.contains("URL.headers.\(name)") }, "\(found)")
+        }
+    }
+}

@@ -91,4 +91,19 @@ import Testing
             return
         }
     }
+
+    /// Only ASCII letters fold: `straße` must not become the `STRASSE` another account is.
+    @Test func namesFoldOnlyASCIILetters() async {
+        let backend = Backend([:])
+        backend.answer.withLock { $0 = .accepted }
+        let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600)
+        for name in ["stra\u{DF}e", "\u{FB00}", "\u{1C6}", "alice bob", "\u{212A}elvin"] {   // ß, ﬀ, ǆ, a space, the Kelvin sign
+            guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: Self.header(name, "pw")) else {
+                Issue.record("\(name) should be refused, not folded into another name")
+                continue
+            }
+        }
+        #expect(backend.checks.withLock { $0.isEmpty }, "a refused name never reaches the back end")
+        #expect((try? await authenticator.authenticate(authorization: Self.header("dAvE_1", "pw")).get())?.id == "DAVE_1")
+    }
 }

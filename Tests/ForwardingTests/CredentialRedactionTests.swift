@@ -20,6 +20,22 @@ import Testing
                 "values under 8 bytes would match ordinary text")
         #expect(CredentialRedaction(authorization: nil).isEmpty)
     }
+
+    /// A back end that quotes the header in JSON (`\/` for `/`, as PHP writes it),
+    /// percent-encoded (either case) or HTML-escaped shows the device nothing of it.
+    @Test func findsTheCredentialAsEchoesQuoteIt() throws {
+        let credentials = "TECH:p/ss+w0rd&<x>"
+        let encoded = Data(credentials.utf8).base64EncodedString()
+        let basic = CredentialRedaction(authorization: "Basic " + encoded)
+        #expect(encoded.contains("/") || encoded.contains("+"), "the test needs a base64 value with / or +")
+        let json = encoded.replacingOccurrences(of: "/", with: "\\/")
+        #expect(basic.redact(#"{"sent":"Basic \#(json)"}"#) == #"{"sent":"Basic [redacted]"}"#)
+        let percent = try #require(encoded.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        #expect(basic.redact("a=\(percent)") == "a=[redacted]")
+        #expect(basic.redact("password p\\/ss+w0rd&<x>") == "password [redacted]")
+        #expect(basic.redact("password p/ss+w0rd&amp;&lt;x&gt;") == "password [redacted]")
+        #expect(basic.redact("password p%2fss%2bw0rd%26%3cx%3e") == "password [redacted]")
+    }
 }
 
 /// The replacement tables are made once per credential and destination, and a credential's

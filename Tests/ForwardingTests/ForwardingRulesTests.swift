@@ -55,7 +55,10 @@ import Testing
     @Test func identityHeadersInEverySpelling() {
         for name in ["X-Forwarded-User", "x-forwarded-for", "X_Forwarded_For", "X-FORWARDED-HOST", "x_forwarded_proto", "Forwarded",
                      "X-Real-IP", "X-Remote-User", "Remote-User", "REMOTE_USER", "X-SMP-APPCID", "X-SMP-Anything", "SAP-User",
-                     "sap-userid", "X-SAP-User-Name", "X-Auth-Request-Email", "X-Original-URL", "X-HTTP-Method-Override"] {
+                     "sap-userid", "X-SAP-User-Name", "X-Auth-Request-Email", "X-Original-URL", "X-HTTP-Method-Override",
+                     // Certificates and tickets a proxy or a device might present: only Midtier's own pass.
+                     "SSL_CLIENT_CERT", "ssl-client-cert", "SSL_Client_Cert_Chain_1", "Client-Cert", "Client-Cert-Chain", "X-SSL-Client-Cert",
+                     "MYSAPSSO2", "mysapsso2", "SSLClientCert", "X-Amzn-Mtls-Clientcert", "X-WEBAUTH-USER", "X-MS-Client-Principal"] {
             #expect(HeaderPolicy.isIdentityHeader(name), "\(name)")
         }
         for name in ["Accept", "Content-Type", "X-CSRF-Token", "sap-client", "sap-language", "If-Match", "MaxDataServiceVersion"] {

@@ -46,6 +46,10 @@ import Testing
     @Test func refusesControlCharactersAndOverlongValues() throws {
         let pattern = try SubjectPattern("CN=${name}")
         #expect(throws: SubjectPatternError.self) { try pattern.fill { _ in "alice\nbob" } }
+        // C1 controls, a right-to-left override, a zero-width joiner: none reaches a subject.
+        for hidden in ["\u{85}", "\u{9B}", "\u{202E}", "\u{200D}", "\u{2066}", "\u{FEFF}"] {
+            #expect(throws: SubjectPatternError.self) { try pattern.fill { _ in "ali" + hidden + "ce" } }
+        }
         #expect(throws: SubjectPatternError.self) { try pattern.fill { _ in String(repeating: "a", count: 257) } }
         #expect(try pattern.fill { _ in String(repeating: "a", count: 256) }.count == 1)
     }

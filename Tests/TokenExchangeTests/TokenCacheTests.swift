@@ -223,6 +223,13 @@ final class FakeTokenService: Sendable {
         #expect(TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"Invalid client"}"#.utf8), avoiding: []) == "Invalid client")
         #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error":"invalid_grant","error_description":"expired"}"#.utf8), avoiding: []) == "expired")
         #expect(TokenResponse.reason(fromErrorBody: Array("<html>".utf8), avoiding: []) == "no reason given")
+        // A secret followed by a combining mark (canonically another string to Swift's
+        // `contains`), or percent-encoded with lower-case digits, is still withheld.
+        let withheld = "reason withheld (it echoed a credential Midtier sent)"
+        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error_description":"bad secret s3cr3t-valué"}"#.utf8),
+                                     avoiding: ["s3cr3t-value"]) == withheld)
+        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error_description":"bad secret a%2fb%2bc-secret"}"#.utf8),
+                                     avoiding: ["a%2Fb%2Bc-secret"]) == withheld)
         let echoed = TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"bad assertion PHNhbWwyOkFzc2VydGlvbg"}"#.utf8), avoiding: ["PHNhbWwyOkFzc2VydGlvbg"])
         #expect(!echoed.contains("PHNhbWwy"))
         let long = TokenResponse.reason(fromErrorBody: Array(("{\"errorMessage\":\"x " + String(repeating: "A", count: 100) + "\"}").utf8), avoiding: [])
