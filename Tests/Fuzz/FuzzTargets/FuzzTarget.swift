@@ -42,17 +42,6 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         }
     }
 
-    /// Makes what the target keeps for every input (a CA, a verifier) before the first one, so
-    /// that libFuzzer's leak check, which compares allocations per input, does not take the
-    /// one-time set-up for a leak of that input.
-    package func prepare() {
-        switch self {
-        case .subjectPattern: _ = SubjectPatternTarget.authority
-        case .saml: _ = SAMLTarget.verifier
-        default: break
-        }
-    }
-
     /// Runs the target over one input from a task (the tests).
     package func runAsync(_ bytes: [UInt8]) async {
         switch self {

@@ -38,7 +38,6 @@ func runFuzzerDriver(
 @main
 enum MidtierFuzz {
     static func main() {
-        fuzzTarget.prepare()
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
         exit(runFuzzerDriver(&argc, &argv, { data, size in fuzz(data, size) }))
