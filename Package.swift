@@ -13,7 +13,7 @@ let package = Package(
     name: "midtier",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "midtier", targets: ["midtier"]),
+        .executable(name: "midtier", targets: ["midtier"])
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
@@ -76,7 +76,10 @@ let package = Package(
         // errors, secrets).
         .target(
             name: "ConfigurationFiles",
-            dependencies: ["MidtierJSON", "MidtierCore", .product(name: "Crypto", package: "swift-crypto"), .product(name: "CryptoExtras", package: "swift-crypto")],
+            dependencies: [
+                "MidtierJSON", "MidtierCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         // SAML 2.0 assertions, XML-DSig signing and verification (libxml2 + OpenSSL).
@@ -252,7 +255,8 @@ let package = Package(
         .target(
             name: "Administration",
             dependencies: [
-                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore", "PushNotifications", "MidtierJSON",
+                "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore", "PushNotifications",
+                "MidtierJSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -262,7 +266,8 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication", "MidtierCore",
+                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication",
+                "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -383,16 +388,19 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "PushNotificationsTests", dependencies: ["PushNotifications", "MidtierJSON"], swiftSettings: swiftSettings),
-        .testTarget(name: "RequestTracingTests", dependencies: [
-            "RequestTracing",
-            .product(name: "Tracing", package: "swift-distributed-tracing"),
-            .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
-            .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
-        ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "RequestTracingTests",
+            dependencies: [
+                "RequestTracing",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
+            ], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierCoreTests", dependencies: ["MidtierCore"], swiftSettings: swiftSettings),
-        .testTarget(name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
-                    swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the
         // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL
@@ -417,46 +425,85 @@ let package = Package(
         ),
         // One test target per module it tests (Tests/<Module>Tests), and MidtierServerTests for
         // the tests that start Midtier in process and call it over real sockets.
-        .testTarget(name: "AdminAPITests", dependencies: ["MidtierJSON", "AdminAPI", "Administration", "MidtierCore", "MidtierStore",
-                                                            .product(name: "HTTPTypes", package: "swift-http-types")], swiftSettings: swiftSettings),
-        .testTarget(name: "BackendSessionsTests", dependencies: ["BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
-                                                                  .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "AdminAPITests",
+            dependencies: [
+                "MidtierJSON", "AdminAPI", "Administration", "MidtierCore", "MidtierStore",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "BackendSessionsTests",
+            dependencies: [
+                "BackendSessions", "MidtierCore", "MidtierStore", "MidtierTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ], swiftSettings: swiftSettings),
         .testTarget(name: "ClientUploadsTests", dependencies: ["ClientUploads", "MidtierStore", "MidtierTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "DeviceAuthenticationTests", dependencies: ["DeviceAuthentication", "MidtierCore", "MidtierTestSupport",
-                                                                       .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                                                                       .product(name: "HTTPTypes", package: "swift-http-types")],
-                    swiftSettings: swiftSettings),
-        .testTarget(name: "ForwardingTests", dependencies: ["Forwarding", "MidtierCore", "MidtierTestSupport",
-                                                             .product(name: "Hummingbird", package: "hummingbird"),
-                                                             .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                             .product(name: "NIOCore", package: "swift-nio"),
-                                                             .product(name: "NIOEmbedded", package: "swift-nio"),
-                                                             .product(name: "NIOHTTP1", package: "swift-nio"),
-                                                             .product(name: "NIOPosix", package: "swift-nio"),
-                                                             .product(name: "NIOSSL", package: "swift-nio-ssl")], swiftSettings: swiftSettings),
-        .testTarget(name: "DeviceProxyTests", dependencies: ["DeviceProxy", "MidtierHTTP",
-                                                              .product(name: "Hummingbird", package: "hummingbird"),
-                                                              .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                              .product(name: "Logging", package: "swift-log"),
-                                                              .product(name: "NIOCore", package: "swift-nio"),
-                                                              .product(name: "NIOEmbedded", package: "swift-nio"),
-                                                              .product(name: "NIOHTTP1", package: "swift-nio"),
-                                                              .product(name: "NIOHTTPTypes", package: "swift-nio-extras")], swiftSettings: swiftSettings),
-        .testTarget(name: "MetadataPatchingTests", dependencies: ["MetadataPatching", "Forwarding", "MidtierCore",
-                                                                   .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
-        .testTarget(name: "MidtierHTTPTests", dependencies: ["MidtierHTTP", "MidtierCore", "MidtierStore",
-                                                              .product(name: "Hummingbird", package: "hummingbird"),
-                                                              .product(name: "HummingbirdTesting", package: "hummingbird"),
-                                                              .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                              .product(name: "Logging", package: "swift-log")], swiftSettings: swiftSettings),
-        .testTarget(name: "MidtierStoreTests", dependencies: ["MidtierStore", "MidtierCore", "Registrations", "MidtierTestSupport",
-                                                               .product(name: "GRDB", package: "GRDB.swift")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "DeviceAuthenticationTests",
+            dependencies: [
+                "DeviceAuthentication", "MidtierCore", "MidtierTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ForwardingTests",
+            dependencies: [
+                "Forwarding", "MidtierCore", "MidtierTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "DeviceProxyTests",
+            dependencies: [
+                "DeviceProxy", "MidtierHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MetadataPatchingTests",
+            dependencies: [
+                "MetadataPatching", "Forwarding", "MidtierCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MidtierHTTPTests",
+            dependencies: [
+                "MidtierHTTP", "MidtierCore", "MidtierStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "MidtierStoreTests",
+            dependencies: [
+                "MidtierStore", "MidtierCore", "Registrations", "MidtierTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ], swiftSettings: swiftSettings),
         .testTarget(name: "SAMLSigningTests", dependencies: ["SAMLSigning", "MidtierTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "TokenExchangeTests", dependencies: ["TokenExchange", "MidtierCore", .product(name: "AsyncHTTPClient", package: "async-http-client")], swiftSettings: swiftSettings),
-        .testTarget(name: "WebPagesTests", dependencies: ["WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
-                                                           .product(name: "Hummingbird", package: "hummingbird"),
-                                                           .product(name: "HTTPTypes", package: "swift-http-types"),
-                                                           .product(name: "NIOCore", package: "swift-nio")], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TokenExchangeTests",
+            dependencies: ["TokenExchange", "MidtierCore", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            swiftSettings: swiftSettings),
+        .testTarget(
+            name: "WebPagesTests",
+            dependencies: [
+                "WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ], swiftSettings: swiftSettings),
         .testTarget(
             name: "MidtierServerTests",
             dependencies: [

@@ -2,14 +2,14 @@ import ArgumentParser
 import DeviceAuthentication
 import Forwarding
 import Foundation
-import Hummingbird
-import NIOCore
 import HTTPTypes
+import Hummingbird
+import MidtierCore
+import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import NIOPosix
-import MidtierCore
 import SAMLSigning
 import TokenExchange
 
@@ -37,7 +37,8 @@ struct MidtierBench: AsyncParsableCommand {
         @Option var seconds: Double = 5
 
         func run() async throws {
-            guard let keyPEM = FileManager.default.contents(atPath: key), let certificatePEM = FileManager.default.contents(atPath: certificate) else {
+            guard let keyPEM = FileManager.default.contents(atPath: key), let certificatePEM = FileManager.default.contents(atPath: certificate)
+            else {
                 throw ValidationError("cannot read \(key) or \(certificate)")
             }
             let signer = try AssertionSigner(keyPEM: Array(keyPEM), passphrase: nil, certificatePEM: Array(certificatePEM))
@@ -45,8 +46,9 @@ struct MidtierBench: AsyncParsableCommand {
             let start = clock.now
             var count = 0
             while clock.now - start < .seconds(seconds) {
-                let assertion = SAMLAssertion(issueInstant: Date(), issuer: "bench-key", nameID: "user\(count)",
-                                              recipient: "https://api.example.com/oauth/token", apiKey: "bench-key")
+                let assertion = SAMLAssertion(
+                    issueInstant: Date(), issuer: "bench-key", nameID: "user\(count)",
+                    recipient: "https://api.example.com/oauth/token", apiKey: "bench-key")
                 _ = try signer.sign(assertion)
                 count += 1
             }
@@ -103,7 +105,9 @@ struct MidtierBench: AsyncParsableCommand {
     }
 
     /// A bare NIO HTTP/1 server on loopback `port`: NIO's server codec, then `handlers`.
-    static func serve(on port: Int, _ handlers: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void) async throws -> any Channel {
+    static func serve(
+        on port: Int, _ handlers: @escaping @Sendable (ChannelPipeline.SynchronousOperations) throws -> Void
+    ) async throws -> any Channel {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -146,16 +150,20 @@ struct MidtierBench: AsyncParsableCommand {
                     Task.immediate {
                         var headers = HTTPHeaders()
                         headers.add(name: "Host", value: origin.authority)
-                        let upstreamHead = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
-                                                           uri: request.uri.description, headers: headers)
+                        let upstreamHead = HTTPRequestHead(
+                            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+                            uri: request.uri.description, headers: headers)
                         let response: Response
                         do {
                             let answer = try await pool.start(upstreamHead, to: origin, hasBody: false, deadline: .now() + .seconds(30)).answer.get()
                             guard case .whole(let body) = answer.body else { throw ChannelError.ioOnClosedChannel }
-                            response = Response(status: .init(code: Int(answer.head.status.code)),
-                                                headers: [.contentType: answer.head.headers.first(name: "Content-Type") ?? "application/octet-stream",
-                                                          .contentLength: String(body.readableBytes)],
-                                                body: .init(byteBuffer: body))
+                            response = Response(
+                                status: .init(code: Int(answer.head.status.code)),
+                                headers: [
+                                    .contentType: answer.head.headers.first(name: "Content-Type") ?? "application/octet-stream",
+                                    .contentLength: String(body.readableBytes),
+                                ],
+                                body: .init(byteBuffer: body))
                         } catch {
                             response = Response(status: .badGateway, headers: [.contentLength: "0"])
                         }
@@ -199,7 +207,8 @@ struct MidtierBench: AsyncParsableCommand {
                     var headers = HTTPHeaders()
                     headers.add(name: "Content-Type", value: answer.head.headers.first(name: "Content-Type") ?? "application/octet-stream")
                     headers.add(name: "Content-Length", value: String(body.readableBytes))
-                    context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: answer.head.status, headers: headers))), promise: nil)
+                    context.write(
+                        self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: answer.head.status, headers: headers))), promise: nil)
                     context.write(self.wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
                     context.writeAndFlush(self.wrapOutboundOut(.end(nil)), promise: nil)
                 }
@@ -286,6 +295,7 @@ struct MidtierBench: AsyncParsableCommand {
 /// VmRSS of this process in KiB.
 func residentKiB() -> Int {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+    else { return 0 }
     return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
 }

@@ -27,8 +27,10 @@ package struct AdminHostCheck<Context: RequestContext>: RouterMiddleware {
     package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         if let authority = request.head.authority, !Self.answersAnyHost(request.uri.path) {
             guard let host = Self.host(of: authority), Self.isAllowed(host, adminHost: adminHost()) else {
-                throw Refusal(.misdirectedRequest, code: "MISDIRECTED_REQUEST",
-                              "this admin listener answers to its IP addresses, localhost and adminURL's host, not to \(Self.host(of: authority) ?? "that Host"); set adminURL to reach it by that name")
+                throw Refusal(
+                    .misdirectedRequest, code: "MISDIRECTED_REQUEST",
+                    "this admin listener answers to its IP addresses, localhost and adminURL's host, not to \(Self.host(of: authority) ?? "that Host"); set adminURL to reach it by that name"
+                )
             }
         }
         return try await next(request, context)
@@ -48,7 +50,9 @@ package struct AdminHostCheck<Context: RequestContext>: RouterMiddleware {
         let name = host.lowercased().hasSuffix(".") ? String(host.lowercased().dropLast()) : host.lowercased()
         if name == "localhost" || name.hasPrefix("[") { return true }
         let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        if parts.count == 4, parts.allSatisfy({ part in !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) }) {
+        if parts.count == 4,
+            parts.allSatisfy({ part in !part.isEmpty && part.count <= 3 && part.allSatisfy(\.isASCII) && part.allSatisfy(\.isNumber) })
+        {
             return true
         }
         return adminHost.map { $0.lowercased() == name } ?? false

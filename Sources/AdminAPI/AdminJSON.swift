@@ -175,7 +175,9 @@ struct ReloadJSON {
             [
                 "error": [
                     "code": "CONFIG_INVALID",
-                    "message": ["lang": "en", "value": .string("the new configuration has \(problems.count) problem(s); the old one stays in force")],
+                    "message": [
+                        "lang": "en", "value": .string("the new configuration has \(problems.count) problem(s); the old one stays in force"),
+                    ],
                 ],
                 "problems": .strings(problems),
             ]

@@ -29,8 +29,9 @@ struct AdminMethodCheck<Context: RequestContext>: RouterMiddleware {
     }
 
     static func matches(_ segments: [Substring], _ template: [Substring]) -> Bool {
-        segments.count == template.count && zip(segments, template).allSatisfy { segment, pattern in
-            (pattern.hasPrefix("{") && pattern.hasSuffix("}")) || segment.utf8.elementsEqual(pattern.utf8)
-        }
+        segments.count == template.count
+            && zip(segments, template).allSatisfy { segment, pattern in
+                (pattern.hasPrefix("{") && pattern.hasSuffix("}")) || segment.utf8.elementsEqual(pattern.utf8)
+            }
     }
 }

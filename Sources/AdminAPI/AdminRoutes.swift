@@ -39,9 +39,13 @@ package struct AdminRoutes: Sendable {
             (.get, "/admin/v1/client-usage", listClientUsage),
         ]
         for action in RegistrationAction.allCases {
-            routes.append((.post, "/admin/v1/registrations/{id}/\(action.rawValue)", { request, context, actor throws(Refusal) in
-                try await self.apply(action, request, context, actor)
-            }))
+            routes.append(
+                (
+                    .post, "/admin/v1/registrations/{id}/\(action.rawValue)",
+                    { request, context, actor throws(Refusal) in
+                        try await self.apply(action, request, context, actor)
+                    }
+                ))
         }
         var served: [String: [HTTPRequest.Method]] = [:]
         for (method, path, handler) in routes {
@@ -154,7 +158,9 @@ package struct AdminRoutes: Sendable {
         return .json(RegistrationJSON(found).json)
     }
 
-    private func apply(_ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
+    private func apply(
+        _ action: RegistrationAction, _ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor
+    ) async throws(Refusal) -> Response {
         let registration = try await administration.apply(action, to: try parameter(context, "id"), by: actor)
         return .json(RegistrationJSON(registration).json)
     }
@@ -188,7 +194,8 @@ package struct AdminRoutes: Sendable {
             // Milliseconds as the document's pattern has them: an optional minus, 1 to 18 digits.
             let digits = text.utf8.first == UInt8(ascii: "-") ? text.utf8.dropFirst() : text.utf8[...]
             if (1...18).contains(digits.count), digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-               let milliseconds = Int64(text) {
+                let milliseconds = Int64(text)
+            {
                 since = milliseconds
             } else if let milliseconds = RFC3339Time.milliseconds(text) {
                 since = milliseconds

@@ -32,8 +32,10 @@ package final class AdminAuthenticator: Sendable {
     static let rememberNanoseconds: UInt64 = 300 * 1_000_000_000
 
     /// - Parameter hashes: the hashes in force now (they change on reload).
-    package init(hashes: @escaping @Sendable () -> [String], throttle: SignInThrottle = SignInThrottle(),
-                limiter: VerificationLimiter = VerificationLimiter()) {
+    package init(
+        hashes: @escaping @Sendable () -> [String], throttle: SignInThrottle = SignInThrottle(),
+        limiter: VerificationLimiter = VerificationLimiter()
+    ) {
         self.hashes = hashes
         self.throttle = throttle
         self.limiter = limiter
@@ -66,13 +68,14 @@ package final class AdminAuthenticator: Sendable {
         let attempt = await limiter.run { () async -> Attempt in
             // Checked again once admitted: a token that waited while the address closed costs no bcrypt.
             if let seconds = throttle.retryAfter(address: client, user: nil) { return .throttled(seconds) }
-            return .found((try? await NIOThreadPool.singleton.runIfActive {
-                var found: Int?
-                for (index, hash) in current.enumerated() where SecretHashing.verify(token, hash: hash) && found == nil {
-                    found = index
-                }
-                return found
-            }) ?? nil)
+            return .found(
+                (try? await NIOThreadPool.singleton.runIfActive {
+                    var found: Int?
+                    for (index, hash) in current.enumerated() where SecretHashing.verify(token, hash: hash) && found == nil {
+                        found = index
+                    }
+                    return found
+                }) ?? nil)
         }
         let outcome: Int?
         switch attempt {
@@ -98,7 +101,8 @@ extension StringProtocol {
     func trimmingCharacters(in set: String) -> String {
         let characters = Set(set)
         guard let first = firstIndex(where: { !characters.contains($0) }),
-              let last = lastIndex(where: { !characters.contains($0) }) else { return "" }
+            let last = lastIndex(where: { !characters.contains($0) })
+        else { return "" }
         return String(self[first...last])
     }
 }

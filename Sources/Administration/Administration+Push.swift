@@ -45,11 +45,14 @@ extension Administration {
         }
         var shown: [PushNotificationDetail] = []
         for notification in found {
-            let deliveries = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await store.pushNotification(id: notification.id)?.1
-            } ?? []
-            shown.append(PushNotificationDetail(notification: notification, deliveries: deliveries,
-                                                overall: Self.overallPushStatus(deliveries)))
+            let deliveries =
+                try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                    try await store.pushNotification(id: notification.id)?.1
+                } ?? []
+            shown.append(
+                PushNotificationDetail(
+                    notification: notification, deliveries: deliveries,
+                    overall: Self.overallPushStatus(deliveries)))
         }
         return shown
     }
@@ -58,9 +61,12 @@ extension Administration {
     package func pushNotification(id: String) async throws(Refusal) -> PushNotificationDetail {
         let store = try pushEnabledStore()
         guard !StoredText.hasControlCharacters(id),
-              let (notification, deliveries) = try await Refusal.unlessStoreFails(logger, { () async throws(StoreError) in
-                  try await store.pushNotification(id: id)
-              }) else {
+            let (notification, deliveries) = try await Refusal.unlessStoreFails(
+                logger,
+                { () async throws(StoreError) in
+                    try await store.pushNotification(id: id)
+                })
+        else {
             throw .notFound("notification \(Self.codePoints(id)) does not exist (it may have been purged)")
         }
         return PushNotificationDetail(notification: notification, deliveries: deliveries, overall: Self.overallPushStatus(deliveries))
@@ -72,8 +78,10 @@ extension Administration {
     /// worker is woken and the action audited (`push.test`, the user as target). `400` for an
     /// alert that is empty or too long, an app without push or a user without such a
     /// registration; `404` for an app that is not configured.
-    package func sendTestNotification(user: UserIdentity, app appID: String, alert: String,
-                                      by actor: AuditActor) async throws(Refusal) -> PushNotificationDetail {
+    package func sendTestNotification(
+        user: UserIdentity, app appID: String, alert: String,
+        by actor: AuditActor
+    ) async throws(Refusal) -> PushNotificationDetail {
         let store = try pushEnabledStore()
         try Self.checkText(user.id, named: "the user id")
         try Self.checkText(user.realm, named: "the realm")
@@ -111,20 +119,26 @@ extension Administration {
             throw .badRequest("user \(user) has no active registration in application \(app.id) with a push token for its push services")
         }
         let now = registrations.now()
-        let record = PushNotificationRecord(id: UUID().uuidString.lowercased(), app: app.id, sender: Self.testSender(actor),
-                                            payload: notification.serialized(), createdAt: now)
+        let record = PushNotificationRecord(
+            id: UUID().uuidString.lowercased(), app: app.id, sender: Self.testSender(actor),
+            payload: notification.serialized(), createdAt: now)
         // The audit entry first: the store cannot take both in one transaction, and a test
         // notification that went out unaudited would be worse than an entry for one that a
         // failing store then did not keep (the admin sees that failure).
-        let audit = AuditEntry(at: now, actor: actor.name, action: "push.test", target: user.description,
-                               detail: "notification \(record.id) in \(app.id) to \(targets.count) registration(s)", source: actor.source)
+        let audit = AuditEntry(
+            at: now, actor: actor.name, action: "push.test", target: user.description,
+            detail: "notification \(record.id) in \(app.id) to \(targets.count) registration(s)", source: actor.source)
         try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.appendAudit(audit) }
         try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.enqueue(record, registrations: targets)
         }
         pushWakeUp?.nudge()
-        logger.notice("push test notification", metadata: ["notification": "\(record.id)", "app": "\(app.id)", "by": "\(actor.name)",
-                                                          "registrations": "\(targets.count)"])
+        logger.notice(
+            "push test notification",
+            metadata: [
+                "notification": "\(record.id)", "app": "\(app.id)", "by": "\(actor.name)",
+                "registrations": "\(targets.count)",
+            ])
         return try await pushNotification(id: record.id)
     }
 

@@ -36,11 +36,13 @@ package struct Administration: Sendable {
     /// The longest block reason, in bytes.
     package static let maximumReasonBytes = 1000
 
-    package init(registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
-                knownUser: @escaping @Sendable (UserIdentity) -> Bool, localUserIDs: @escaping @Sendable () -> [String],
-                realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (AuditActor) async -> ReloadOutcome,
-                logger: Logger, store pushStore: (any PushStore)? = nil, wakeUp pushWakeUp: PushWakeUp? = nil,
-                apps: @escaping @Sendable () -> [String: AppConfiguration] = { [:] }) {
+    package init(
+        registrations: RegistrationService, tokens: TokenCache, destinations: @escaping @Sendable () -> [DestinationConfiguration],
+        knownUser: @escaping @Sendable (UserIdentity) -> Bool, localUserIDs: @escaping @Sendable () -> [String],
+        realms: @escaping @Sendable () -> [String], reload: @escaping @Sendable (AuditActor) async -> ReloadOutcome,
+        logger: Logger, store pushStore: (any PushStore)? = nil, wakeUp pushWakeUp: PushWakeUp? = nil,
+        apps: @escaping @Sendable () -> [String: AppConfiguration] = { [:] }
+    ) {
         self.registrations = registrations
         self.tokens = tokens
         self.destinations = destinations
@@ -97,15 +99,18 @@ package struct Administration: Sendable {
             try await registrations.store.registrations(matching: RegistrationFilter(user: user))
         }
         if owned.isEmpty, let unknown = unknownUserProblem(user),
-           try await store({ () async throws(StoreError) in try await registrations.store.block(of: user) }) == nil {
+            try await store({ () async throws(StoreError) in try await registrations.store.block(of: user) }) == nil
+        {
             throw .notFound(unknown)
         }
         let block = UserBlock(user: user, kind: kind, reason: reason, since: registrations.now(), by: actor.name)
-        let audit = AuditEntry(at: block.since, actor: actor.name, action: "user.block", target: user.description,
-                               detail: "\(kind.rawValue): \(reason)", source: actor.source)
+        let audit = AuditEntry(
+            at: block.since, actor: actor.name, action: "user.block", target: user.description,
+            detail: "\(kind.rawValue): \(reason)", source: actor.source)
         try await store { () async throws(StoreError) in try await registrations.store.setBlock(block, audit: audit) }
         let dropped = tokens.remove(user: user)
-        logger.notice("user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
+        logger.notice(
+            "user blocked", metadata: ["user": "\(user)", "type": "\(kind.rawValue)", "by": "\(actor.name)", "tokensDropped": "\(dropped)"])
         return BlockOutcome(block: block, seen: !owned.isEmpty)
     }
 
@@ -119,7 +124,8 @@ package struct Administration: Sendable {
             var problem = "user \(Self.quoted(user.id)) is not in users.json (ids are compared by their exact bytes)"
             // Swift's == is canonical equivalence: exactly the near miss to point out.
             if let twin = localUserIDs().first(where: { $0 == user.id }) {
-                problem += "; users.json has \(Self.quoted(twin)), a canonically equivalent spelling with other bytes: "
+                problem +=
+                    "; users.json has \(Self.quoted(twin)), a canonically equivalent spelling with other bytes: "
                     + "\(Self.codePoints(twin)) there, \(Self.codePoints(user.id)) here"
             }
             return problem
@@ -168,8 +174,9 @@ package struct Administration: Sendable {
     /// Returns how many this instance held.
     package func purgeTokens(of user: UserIdentity, by actor: AuditActor) async throws(Refusal) -> Int {
         let purged = tokens.remove(user: user)
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
-                               detail: "\(purged) token(s)", source: actor.source)
+        let audit = AuditEntry(
+            at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
+            detail: "\(purged) token(s)", source: actor.source)
         try await store { () async throws(StoreError) in try await registrations.store.purgeTokens(of: user, audit: audit) }
         return purged
     }
@@ -200,7 +207,8 @@ package struct Administration: Sendable {
     /// `404` without asking the store, as on the device API.
     package func registration(id: String) async throws(Refusal) -> Registration {
         guard RegistrationService.isAcceptableID(id),
-              let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }) else {
+            let found = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) })
+        else {
             throw Self.noRegistration(id)
         }
         return found
@@ -217,7 +225,8 @@ package struct Administration: Sendable {
         case .notFound:
             throw Self.noRegistration(id)
         case .refused(let current):
-            throw Refusal(.conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue); a wiped registration cannot be \(action.rawValue)ed")
+            throw Refusal(
+                .conflict, code: "CONFLICT", "registration \(id) is \(current.rawValue); a wiped registration cannot be \(action.rawValue)ed")
         }
     }
 
@@ -275,10 +284,11 @@ package struct Administration: Sendable {
     /// The destinations in force, by name.
     package func destinationSummaries() -> [DestinationSummary] {
         destinations().sorted { $0.name < $1.name }.map { destination in
-            var summary = DestinationSummary(name: destination.name, url: destination.url, authentication: "NoAuthentication",
-                                             userIdSource: destination.userIdSource, timeoutMilliseconds: destination.timeoutMilliseconds,
-                                             headers: destination.extraHeaders.map(\.name), queries: destination.extraQueries.map(\.name),
-                                             forwardDeviceCookies: destination.forwardDeviceCookies)
+            var summary = DestinationSummary(
+                name: destination.name, url: destination.url, authentication: "NoAuthentication",
+                userIdSource: destination.userIdSource, timeoutMilliseconds: destination.timeoutMilliseconds,
+                headers: destination.extraHeaders.map(\.name), queries: destination.extraQueries.map(\.name),
+                forwardDeviceCookies: destination.forwardDeviceCookies)
             switch destination.authentication {
             case .noAuthentication:
                 break

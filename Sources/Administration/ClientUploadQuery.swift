@@ -26,8 +26,10 @@ package struct ClientUploadQuery: Sendable, Equatable {
     /// one given twice). An empty filter is no filter; a realm without `userId` is ignored (as
     /// on `/admin/v1/registrations`). `lenientTimes` takes a time without seconds or offset (an
     /// HTML `datetime-local` field) as UTC.
-    package static func read(_ kind: ClientUploadKind, defaultLimit: Int, lenientTimes: Bool = false,
-                             _ value: (String) throws(Refusal) -> String?) throws(Refusal) -> ClientUploadQuery {
+    package static func read(
+        _ kind: ClientUploadKind, defaultLimit: Int, lenientTimes: Bool = false,
+        _ value: (String) throws(Refusal) -> String?
+    ) throws(Refusal) -> ClientUploadQuery {
         func text(_ name: String) throws(Refusal) -> String? {
             guard let text = try value(name), !text.isEmpty else { return nil }
             try Administration.checkText(text, named: name)
@@ -71,7 +73,8 @@ package struct ClientUploadQuery: Sendable, Equatable {
         // Given empty is a mistake here, not "no limit".
         if let limit = try value("limit") {
             guard (1...3).contains(limit.utf8.count), limit.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-                  let parsed = Int(limit), (1...maximumLimit).contains(parsed) else {
+                let parsed = Int(limit), (1...maximumLimit).contains(parsed)
+            else {
                 throw .badRequest("limit must be a whole number from 1 to \(maximumLimit)")
             }
             query.limit = parsed
@@ -104,8 +107,9 @@ package enum ClientUploadCursorText {
     package static func decode(_ text: String, _ kind: ClientUploadKind) -> ClientUploadCursor? {
         let parts = text.split(separator: ".", maxSplits: kind == .log ? 2 : 1, omittingEmptySubsequences: false)
         guard parts.count == (kind == .log ? 3 : 2), let time = number(parts[0], digits: 18, signed: true),
-              let upload = parts.last, (1...longestUpload).contains(upload.utf8.count),
-              upload.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
+            let upload = parts.last, (1...longestUpload).contains(upload.utf8.count),
+            upload.utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else { return nil }
         var sequence: Int64 = 0
         if kind == .log {
             guard let parsed = number(parts[1], digits: 9, signed: false) else { return nil }
@@ -143,8 +147,10 @@ extension Administration {
     /// A page of log entries newest first, and the cursor of the next page (nil on the last).
     package func clientLogs(_ query: ClientUploadQuery) async throws(Refusal) -> (records: [ClientLogRecord], next: String?) {
         let store = registrations.store
-        let page = try await clientUploadPage(query, size: { $0.entry.message.utf8.count + $0.entry.location.utf8.count + $0.entry.source.utf8.count },
-                                              cursor: ClientUploadCursorText.cursor(after:)) { after, limit throws(Refusal) in
+        let page = try await clientUploadPage(
+            query, size: { $0.entry.message.utf8.count + $0.entry.location.utf8.count + $0.entry.source.utf8.count },
+            cursor: ClientUploadCursorText.cursor(after:)
+        ) { after, limit throws(Refusal) in
             try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await store.clientLogs(matching: query.filter, after: after, limit: limit)
             }
@@ -166,9 +172,12 @@ extension Administration {
 
     /// Up to `query.limit` items and `clientUploadPageBytes` bytes, read in batches; `next` is
     /// the cursor after the last item when at least one more is there.
-    private func clientUploadPage<Item>(_ query: ClientUploadQuery, size: (Item) -> Int, cursor: (Item) -> ClientUploadCursor,
-                                        fetch: (ClientUploadCursor?, Int) async throws(Refusal) -> [Item])
-        async throws(Refusal) -> (items: [Item], next: ClientUploadCursor?) {
+    private func clientUploadPage<Item>(
+        _ query: ClientUploadQuery, size: (Item) -> Int, cursor: (Item) -> ClientUploadCursor,
+        fetch: (ClientUploadCursor?, Int) async throws(Refusal) -> [Item]
+    )
+        async throws(Refusal) -> (items: [Item], next: ClientUploadCursor?)
+    {
         var items: [Item] = []
         var bytes = 0
         var after = query.cursor

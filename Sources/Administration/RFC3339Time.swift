@@ -20,15 +20,18 @@ package enum RFC3339Time {
             return value
         }
         func expect(_ character: Unicode.Scalar) -> Bool {
-            guard position < bytes.count, bytes[position] == UInt8(ascii: character)
-                    || (character == "T" || character == "Z") && bytes[position] == UInt8(ascii: character) | 0x20 else { return false }
+            guard position < bytes.count,
+                bytes[position] == UInt8(ascii: character)
+                    || (character == "T" || character == "Z") && bytes[position] == UInt8(ascii: character) | 0x20
+            else { return false }
             position += 1
             return true
         }
         guard let year = number(4), year >= 1, expect("-"), let month = number(2), (1...12).contains(month), expect("-"),
-              let day = number(2), day >= 1, day <= daysIn(month: month, year: year), expect("T"),
-              let hour = number(2), hour <= 23, expect(":"), let minute = number(2), minute <= 59, expect(":"),
-              let second = number(2), second <= 59 else { return nil }
+            let day = number(2), day >= 1, day <= daysIn(month: month, year: year), expect("T"),
+            let hour = number(2), hour <= 23, expect(":"), let minute = number(2), minute <= 59, expect(":"),
+            let second = number(2), second <= 59
+        else { return nil }
         var milliseconds = 0
         if expect(".") {
             var digits = 0

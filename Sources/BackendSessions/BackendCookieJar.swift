@@ -88,8 +88,10 @@ package final class BackendCookieJar: Sendable {
     private let wallClock: @Sendable () -> Int64
 
     /// `wallClock`: milliseconds since 1970.
-    package init(capacity: Int = 100_000,
-                wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    package init(
+        capacity: Int = 100_000,
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.capacity = capacity
         self.wallClock = wallClock
     }
@@ -171,8 +173,10 @@ package final class BackendCookieJar: Sendable {
     /// Returns the jar's cookies when they changed in a way the store should learn (a cookie
     /// set, changed or deleted, or an expiry moved by more than a minute); nil otherwise.
     @discardableResult
-    package func store(_ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64,
-                       sent: [Cookie] = [], sentStamp: Int64 = 0) -> Change? {
+    package func store(
+        _ setCookies: [String], for key: Key, requestPath: String, startedAt: UInt64,
+        sent: [Cookie] = [], sentStamp: Int64 = 0
+    ) -> Change? {
         guard !setCookies.isEmpty else { return nil }
         let now = wallClock()
         let tick = clock
@@ -264,7 +268,8 @@ package final class BackendCookieJar: Sendable {
 
     /// RFC 6265 §5.1.4 path-match.
     static func pathMatches(_ requestPath: String, _ cookiePath: String) -> Bool {
-        requestPath == cookiePath || (requestPath.hasPrefix(cookiePath) && (cookiePath.hasSuffix("/") || requestPath.dropFirst(cookiePath.count).first == "/"))
+        requestPath == cookiePath
+            || (requestPath.hasPrefix(cookiePath) && (cookiePath.hasSuffix("/") || requestPath.dropFirst(cookiePath.count).first == "/"))
     }
 
     /// `name=value; Path=…; Max-Age=…; Expires=…` → a cookie (expiry on the wall clock `now`,
@@ -275,7 +280,8 @@ package final class BackendCookieJar: Sendable {
         let name = first[..<equals].trimmingCharacters(in: .whitespaces)
         let value = first[first.index(after: equals)...].trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, name.utf8.count + value.utf8.count <= 4096,
-              !name.contains(where: { $0 == "=" || $0 == ";" || $0.isWhitespace }) else { return nil }
+            !name.contains(where: { $0 == "=" || $0 == ";" || $0.isWhitespace })
+        else { return nil }
         // Default path: the request path up to its last slash (RFC 6265 §5.1.4).
         var path = String(requestPath.prefix { $0 != "?" })
         if let slash = path.lastIndex(of: "/"), slash != path.startIndex { path = String(path[..<slash]) } else { path = "/" }
@@ -310,7 +316,8 @@ func httpDate(_ text: String) -> Int64? {
     guard let comma = text.firstIndex(of: ",") else { return nil }
     let fields = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
     guard fields.count == 5, fields[4].uppercased() == "GMT", let day = Int32(fields[0]),
-          let month = months.firstIndex(of: fields[1].lowercased()), var year = Int32(fields[2]) else { return nil }
+        let month = months.firstIndex(of: fields[1].lowercased()), var year = Int32(fields[2])
+    else { return nil }
     if year < 100 { year += year < 70 ? 2000 : 1900 }
     let clock = fields[3].split(separator: ":").compactMap { Int32($0) }
     guard clock.count == 3, (1...31).contains(day), clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }

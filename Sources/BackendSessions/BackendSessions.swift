@@ -1,8 +1,8 @@
 import Foundation
 package import Logging
-import Synchronization
 package import MidtierCore
 package import MidtierStore
+import Synchronization
 
 /// The back-end sessions of every registration: the cookie jar in memory and, with
 /// `backendSessionKeys` configured, a sealed copy in the store, so that every instance sharing
@@ -49,8 +49,10 @@ package final class BackendSessions: Sendable {
 
     /// Without `keys`, sessions stay in this instance's memory. `wallClock`: milliseconds
     /// since 1970.
-    package init(store: any StateStore, keys: [BackendSessionKey], logger: Logger,
-                wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    package init(
+        store: any StateStore, keys: [BackendSessionKey], logger: Logger,
+        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.jar = BackendCookieJar(wallClock: wallClock)
         self.store = store
         self.sealer = SessionSealer(keys: keys)
@@ -63,22 +65,28 @@ package final class BackendSessions: Sendable {
         let key = Key(registration: registration, destination: destination)
         let startedAt = jar.clock
         if sealer != nil, modifying || !jar.holds(key), let read = await read(key),
-           jar.load(read.cookies, stamp: read.stamp, for: key, startedAt: startedAt) == .superseded {
+            jar.load(read.cookies, stamp: read.stamp, for: key, startedAt: startedAt) == .superseded
+        {
             // Another instance changed the session while it was read (its notice came in
             // between): this call goes with what was read, the next one reads again.
-            return Call(key: key, path: path, startedAt: startedAt, sent: read.cookies, sentStamp: read.stamp,
-                        cookieHeader: BackendCookieJar.header(read.cookies, path: path, now: wallClock()))
+            return Call(
+                key: key, path: path, startedAt: startedAt, sent: read.cookies, sentStamp: read.stamp,
+                cookieHeader: BackendCookieJar.header(read.cookies, path: path, now: wallClock()))
         }
         let held = jar.session(for: key) ?? ([], 0)
-        return Call(key: key, path: path, startedAt: startedAt, sent: held.cookies, sentStamp: held.stamp,
-                    cookieHeader: BackendCookieJar.header(held.cookies, path: path, now: wallClock()))
+        return Call(
+            key: key, path: path, startedAt: startedAt, sent: held.cookies, sentStamp: held.stamp,
+            cookieHeader: BackendCookieJar.header(held.cookies, path: path, now: wallClock()))
     }
 
     /// Takes the `Set-Cookie` values of the back end's answer to `call`.
     package func finish(_ call: Call, setCookies: [String]) async {
-        guard let change = jar.store(setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt,
-                                     sent: call.sent, sentStamp: call.sentStamp),
-              let sealer, storeAnswers else { return }
+        guard
+            let change = jar.store(
+                setCookies, for: call.key, requestPath: call.path, startedAt: call.startedAt,
+                sent: call.sent, sentStamp: call.sentStamp),
+            let sealer, storeAnswers
+        else { return }
         let registration = call.key.registration.value
         let destination = call.key.destination.value
         do {
@@ -87,10 +95,13 @@ package final class BackendSessions: Sendable {
             // A session cookie keeps the row until the registration's session ends; a session
             // with no cookies left expires at once.
             let now = wallClock()
-            let expiresAt = change.cookies.isEmpty ? now
+            let expiresAt =
+                change.cookies.isEmpty
+                ? now
                 : change.cookies.contains { $0.expiresAt == nil } ? nil : change.cookies.compactMap(\.expiresAt).max()
-            let session = SealedBackendSession(registration: registration, destination: destination, sealed: sealed,
-                                               expiresAt: expiresAt, stamp: change.stamp)
+            let session = SealedBackendSession(
+                registration: registration, destination: destination, sealed: sealed,
+                expiresAt: expiresAt, stamp: change.stamp)
             switch try await store.saveBackendSession(session, now: now) {
             case .saved: break
             case .stale: jar.forget(call.key)  // another answer's newer copy is in the store: read it next time
@@ -98,8 +109,9 @@ package final class BackendSessions: Sendable {
             }
         } catch {
             storeFailed()
-            logger.warning("back-end session not kept in the store; this instance continues it from memory",
-                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
+            logger.warning(
+                "back-end session not kept in the store; this instance continues it from memory",
+                metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
         }
     }
 
@@ -127,8 +139,9 @@ package final class BackendSessions: Sendable {
         } catch {
             // Memory serves while the store is away; an instance that holds nothing sends none.
             storeFailed()
-            logger.warning("back-end session not read from the store; using this instance's memory",
-                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
+            logger.warning(
+                "back-end session not read from the store; using this instance's memory",
+                metadata: ["registration": "\(registration)", "destination": "\(destination)", "error": "\(error)"])
             return nil
         }
         guard let found else { return ([], 0) }
@@ -137,8 +150,9 @@ package final class BackendSessions: Sendable {
             return (try SealedCookies.cookies(plaintext), found.stamp)
         } catch {
             // The back end starts a new session (a device fetches a new CSRF token).
-            logger.warning("a stored back-end session does not open; starting without it",
-                           metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
+            logger.warning(
+                "a stored back-end session does not open; starting without it",
+                metadata: ["registration": "\(registration)", "destination": "\(destination)", "reason": "\(error)"])
             return ([], found.stamp)
         }
     }

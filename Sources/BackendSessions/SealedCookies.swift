@@ -12,12 +12,15 @@ enum SealedCookies {
     }
 
     static func text(_ cookies: [Cookie]) -> [UInt8] {
-        let list = JSON.array(cookies.map { cookie in
-            var members = [JSONMember(key: "name", value: .string(cookie.name)), JSONMember(key: "value", value: .string(cookie.value)),
-                           JSONMember(key: "path", value: .string(cookie.path))]
-            if let expiresAt = cookie.expiresAt { members.append(JSONMember(key: "expiresAt", value: .number(expiresAt))) }
-            return .object(members)
-        })
+        let list = JSON.array(
+            cookies.map { cookie in
+                var members = [
+                    JSONMember(key: "name", value: .string(cookie.name)), JSONMember(key: "value", value: .string(cookie.value)),
+                    JSONMember(key: "path", value: .string(cookie.path)),
+                ]
+                if let expiresAt = cookie.expiresAt { members.append(JSONMember(key: "expiresAt", value: .number(expiresAt))) }
+                return .object(members)
+            })
         return Array(list.serialized().utf8)
     }
 

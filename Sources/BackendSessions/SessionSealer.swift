@@ -43,8 +43,9 @@ struct SessionSealer: Sendable {
     }
 
     func seal(_ plaintext: [UInt8], registration: String, destination: String) throws -> [UInt8] {
-        let box = try AES.GCM.seal(plaintext, using: keys[0].key,
-                                   authenticating: Self.context(registration: registration, destination: destination))
+        let box = try AES.GCM.seal(
+            plaintext, using: keys[0].key,
+            authenticating: Self.context(registration: registration, destination: destination))
         guard let combined = box.combined else { throw Failure.malformed }
         return [Self.version] + keys[0].id + Array(combined)
     }
@@ -55,8 +56,10 @@ struct SessionSealer: Sendable {
         guard let key = keys.first(where: { $0.id == id })?.key else { throw .unknownKey }
         do {
             let box = try AES.GCM.SealedBox(combined: sealed[(1 + Self.idCount)...])
-            return Array(try AES.GCM.open(box, using: key,
-                                          authenticating: Self.context(registration: registration, destination: destination)))
+            return Array(
+                try AES.GCM.open(
+                    box, using: key,
+                    authenticating: Self.context(registration: registration, destination: destination)))
         } catch {
             throw .notAuthentic
         }

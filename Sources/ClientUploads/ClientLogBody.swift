@@ -10,14 +10,17 @@ package import MidtierStore
 package enum ClientLogBody {
     /// Every entry of the body, numbered across its files in order, for the upload `upload`.
     /// An empty body, or one whose files hold no entry, is an error.
-    package static func entries(of body: [UInt8], contentType: String?, upload: String,
-                                limits: ClientLogLimits) throws(ClientUploadError) -> [ClientLogEntry] {
+    package static func entries(
+        of body: [UInt8], contentType: String?, upload: String,
+        limits: ClientLogLimits
+    ) throws(ClientUploadError) -> [ClientLogEntry] {
         let files = try self.files(of: body, contentType: contentType, limits: limits)
         var entries: [ClientLogEntry] = []
         for (index, file) in files.enumerated() {
             do {
-                entries += try ClientLogFormat.entries(of: file, upload: upload, startingAt: entries.count,
-                                                       limit: limits.maxEntries - entries.count)
+                entries += try ClientLogFormat.entries(
+                    of: file, upload: upload, startingAt: entries.count,
+                    limit: limits.maxEntries - entries.count)
             } catch {
                 guard files.count > 1 else { throw error }
                 throw ClientUploadError(error.kind, "file \(index + 1) of the upload: \(error.message)")

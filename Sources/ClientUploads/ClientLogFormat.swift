@@ -18,8 +18,10 @@ package import MidtierStore
 package enum ClientLogFormat {
     /// The entries of one log file, numbered from `sequence`, for the upload `upload`; at most
     /// `limit` of them. Errors name the line (from 1) and what is wrong with it.
-    package static func entries(of bytes: [UInt8], upload: String, startingAt sequence: Int = 0,
-                                limit: Int) throws(ClientUploadError) -> [ClientLogEntry] {
+    package static func entries(
+        of bytes: [UInt8], upload: String, startingAt sequence: Int = 0,
+        limit: Int
+    ) throws(ClientUploadError) -> [ClientLogEntry] {
         var entries: [ClientLogEntry] = []
         var record: [UInt8] = []
         var recordLine = 0
@@ -68,7 +70,8 @@ package enum ClientLogFormat {
         var rest = Substring(text).dropFirst()
         while fields.count < 5 {
             guard let close = unescapedHash(in: rest) else {
-                throw .invalid("line \(line) has \(fields.count) of the fields before the message (#Date time#Severity#CorrelationId#Source#Location#Message#)")
+                throw .invalid(
+                    "line \(line) has \(fields.count) of the fields before the message (#Date time#Severity#CorrelationId#Source#Location#Message#)")
             }
             fields.append(unescaped(rest[..<close]))
             rest = rest[rest.index(after: close)...]
@@ -89,8 +92,9 @@ package enum ClientLogFormat {
         guard !StoredText.hasControlCharacters(withoutBreaks) else {
             throw .invalid("line \(line): the message has a control character other than a line feed or a tab")
         }
-        return ClientLogEntry(upload: upload, sequence: sequence, time: time, severity: severity, correlationId: fields[2],
-                              source: fields[3], location: fields[4], message: message)
+        return ClientLogEntry(
+            upload: upload, sequence: sequence, time: time, severity: severity, correlationId: fields[2],
+            source: fields[3], location: fields[4], message: message)
     }
 
     /// The first `#` in `text` that no backslash escapes.
@@ -130,9 +134,10 @@ package enum ClientLogFormat {
             return value
         }
         guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t"),
-              b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
-              let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-              let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2) else { return nil }
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+            let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
+            let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2)
+        else { return nil }
         var index = 19
         var milliseconds = 0
         if b[index] == UInt8(ascii: ".") {

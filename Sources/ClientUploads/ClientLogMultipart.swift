@@ -10,7 +10,8 @@ enum ClientLogMultipart {
         guard let type = parameters.first, type.lowercased().hasPrefix("multipart/") else { return nil }
         for parameter in parameters.dropFirst() {
             guard let equals = parameter.firstIndex(of: "="),
-                  parameter[..<equals].trimmingCharacters(in: .whitespaces).lowercased() == "boundary" else { continue }
+                parameter[..<equals].trimmingCharacters(in: .whitespaces).lowercased() == "boundary"
+            else { continue }
             var value = parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
             guard !value.isEmpty, value.utf8.count <= 70 else { break }

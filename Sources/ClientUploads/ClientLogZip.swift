@@ -23,44 +23,46 @@ enum ClientLogZip {
         archive_read_support_format_zip(archive)
         var room = budget
         // (`withUnsafeBytes` rethrows untyped errors: the closure's typed one comes out as a Result.)
-        let read = bytes.withUnsafeBytes { raw in Result { () throws(ClientUploadError) -> [[UInt8]] in
-            guard archive_read_open_memory(archive, raw.baseAddress, raw.count) == ARCHIVE_OK else {
-                throw .invalid("\(what) is not a readable zip archive")
-            }
-            var files: [[UInt8]] = []
-            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-            var index = 0
-            while true {
-                var entry: OpaquePointer?
-                let status = archive_read_next_header(archive, &entry)
-                if status == ARCHIVE_EOF { break }
-                guard status == ARCHIVE_OK || status == ARCHIVE_WARN, let entry else {
-                    throw .invalid(index == 0 ? "\(what) is not a readable zip archive" : "\(what) is damaged after entry \(index)")
+        let read = bytes.withUnsafeBytes { raw in
+            Result { () throws(ClientUploadError) -> [[UInt8]] in
+                guard archive_read_open_memory(archive, raw.baseAddress, raw.count) == ARCHIVE_OK else {
+                    throw .invalid("\(what) is not a readable zip archive")
                 }
-                index += 1
-                guard index <= limits.maxFiles else { throw .tooLarge("\(what) holds more than \(limits.maxFiles) files") }
-                switch archive_entry_filetype(entry) {
-                case midtier_archive_directory(): continue
-                case midtier_archive_regular_file(): break
-                default: throw .invalid("\(what) holds a link or a special file (entry \(index)); only files are read")
-                }
-                var file: [UInt8] = []
+                var files: [[UInt8]] = []
+                var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+                var index = 0
                 while true {
-                    let count = chunk.withUnsafeMutableBytes { archive_read_data(archive, $0.baseAddress, $0.count) }
-                    if count == 0 { break }
-                    guard count > 0 else {
-                        throw .invalid("entry \(index) of \(what) cannot be unzipped (damaged, encrypted, or an unknown compression)")
+                    var entry: OpaquePointer?
+                    let status = archive_read_next_header(archive, &entry)
+                    if status == ARCHIVE_EOF { break }
+                    guard status == ARCHIVE_OK || status == ARCHIVE_WARN, let entry else {
+                        throw .invalid(index == 0 ? "\(what) is not a readable zip archive" : "\(what) is damaged after entry \(index)")
                     }
-                    guard file.count + count <= room else {
-                        throw .tooLarge("the unzipped log files are larger than \(limits.maxInflatedBytes) bytes together")
+                    index += 1
+                    guard index <= limits.maxFiles else { throw .tooLarge("\(what) holds more than \(limits.maxFiles) files") }
+                    switch archive_entry_filetype(entry) {
+                    case midtier_archive_directory(): continue
+                    case midtier_archive_regular_file(): break
+                    default: throw .invalid("\(what) holds a link or a special file (entry \(index)); only files are read")
                     }
-                    file.append(contentsOf: chunk[..<count])
+                    var file: [UInt8] = []
+                    while true {
+                        let count = chunk.withUnsafeMutableBytes { archive_read_data(archive, $0.baseAddress, $0.count) }
+                        if count == 0 { break }
+                        guard count > 0 else {
+                            throw .invalid("entry \(index) of \(what) cannot be unzipped (damaged, encrypted, or an unknown compression)")
+                        }
+                        guard file.count + count <= room else {
+                            throw .tooLarge("the unzipped log files are larger than \(limits.maxInflatedBytes) bytes together")
+                        }
+                        file.append(contentsOf: chunk[..<count])
+                    }
+                    room -= file.count
+                    files.append(file)
                 }
-                room -= file.count
-                files.append(file)
+                return files
             }
-            return files
-        } }
+        }
         let files = try read.get()
         budget = room
         return files

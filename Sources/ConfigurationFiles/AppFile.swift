@@ -1,8 +1,8 @@
-import MidtierCore
-// `config/apps/<appId>.json`.
-
 import Foundation
+import MidtierCore
 import MidtierJSON
+
+// `config/apps/<appId>.json`.
 
 extension ConfigurationLoader {
     /// Longest period in days for `blockDisconnectedPeriod`/`wipeDisconnectedPeriod` (about a
@@ -82,11 +82,12 @@ extension ConfigurationLoader {
                 continue
             }
             if !UserIdentity.sameBytes(earlier.claim, jwt.userClaim) {
-                problems.append(ConfigProblem(
-                    file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.userClaim",
-                    message: "app \"\(id)\" names users by \"\(jwt.userClaim)\" but app \"\(earlier.app)\" of the same issuer "
-                        + "\"\(jwt.issuer)\" names them by \"\(earlier.claim)\"; apps of one issuer share one realm of users "
-                        + "(docs/identity.md), so give both the same userClaim"))
+                problems.append(
+                    ConfigProblem(
+                        file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.userClaim",
+                        message: "app \"\(id)\" names users by \"\(jwt.userClaim)\" but app \"\(earlier.app)\" of the same issuer "
+                            + "\"\(jwt.issuer)\" names them by \"\(earlier.claim)\"; apps of one issuer share one realm of users "
+                            + "(docs/identity.md), so give both the same userClaim"))
             }
         }
         return problems
@@ -107,7 +108,9 @@ extension ConfigurationLoader {
                 guard let elements = group.array(key) else { continue }
                 var strings: [JSON] = []
                 for (path, element) in elements {
-                    if case .string(let text) = element { strings.append(.string(text)) } else {
+                    if case .string(let text) = element {
+                        strings.append(.string(text))
+                    } else {
                         group.problems.add(path, "must be a string (found \(element.kind))")
                     }
                 }
@@ -135,7 +138,8 @@ extension ConfigurationLoader {
             if let given = object.string("path") {
                 if !given.hasPrefix("/") || given.contains("?") || given.contains("#") || given.contains("%") || given.contains("\\")
                     || containsControlCharacters(given)
-                    || given.split(separator: "/").contains(where: { $0 == ".." || $0 == "." }) {
+                    || given.split(separator: "/").contains(where: { $0 == ".." || $0 == "." })
+                {
                     object.problem("path", "must be a path under the destination's URL, starting with / (no query, no percent-encoding, no . or ..)")
                 } else {
                     path = given
@@ -198,7 +202,7 @@ extension ConfigurationLoader {
         var clients: [OAuth2Discovery.Client] = []
         var clientsComplete = true
         if let elements = oauth2.array("clients", required: true) {
-            if elements.isEmpty { oauth2.problem("clients", "must name at least one client") ; clientsComplete = false }
+            if elements.isEmpty { oauth2.problem("clients", "must name at least one client"); clientsComplete = false }
             for (path, value) in elements {
                 guard let client = ObjectReader.make(value, path: path, problems: oauth2.problems) else { clientsComplete = false; continue }
                 let id = client.string("clientID", required: true)
@@ -289,7 +293,8 @@ extension ConfigurationLoader {
     /// `scheme:rest`, the scheme as RFC 3986 spells it, no spaces or control characters.
     static func isRedirectURL(_ text: String) -> Bool {
         guard let colon = text.firstIndex(of: ":"), colon > text.startIndex, text.index(after: colon) < text.endIndex,
-              !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else { return false }
+            !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
+        else { return false }
         let scheme = text[..<colon]
         return scheme.first!.isLetter && scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
     }
@@ -319,7 +324,7 @@ extension ConfigurationLoader {
                 return nil
             case .success(let bytes):
                 guard case .object(let members)? = JSONParser.parse(bytes).value,
-                      members.contains(where: { if $0.key == "keys", case .array = $0.value { true } else { false } })
+                    members.contains(where: { if $0.key == "keys", case .array = $0.value { true } else { false } })
                 else {
                     jwks.problem("file", "file \(path) is not a JWKS (a JSON object with a \"keys\" array)")
                     return nil

@@ -30,8 +30,8 @@ func parseListenAddress(_ text: String) -> Result<ListenAddress, ValueProblem> {
         }
     }
     guard !host.isEmpty,
-          !port.isEmpty, port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }),
-          let number = Int(port), (1...65535).contains(number)
+        !port.isEmpty, port.count <= 5, port.allSatisfy({ $0.isASCII && $0.isNumber }),
+        let number = Int(port), (1...65535).contains(number)
     else { return .failure(format) }
     return .success(ListenAddress(host: String(host), port: number))
 }
@@ -54,10 +54,10 @@ struct ValueProblem: Error {
 func checkHTTPURL(_ text: String, allowQuery: Bool) -> Result<String, ValueProblem> {
     let absolute = ValueProblem("must be an absolute http or https URL")
     guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }),
-          let components = URLComponents(string: text),
-          let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
-          let host = components.host, !host.isEmpty,
-          text.lowercased().hasPrefix(scheme + "://")
+        let components = URLComponents(string: text),
+        let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https",
+        let host = components.host, !host.isEmpty,
+        text.lowercased().hasPrefix(scheme + "://")
     else { return .failure(absolute) }
     if components.user != nil || components.password != nil {
         return .failure(ValueProblem("must not contain a user name or password"))
@@ -82,9 +82,9 @@ func checkHTTPURL(_ text: String, allowQuery: Bool) -> Result<String, ValueProbl
 func isBcryptHash(_ text: String) -> Bool {
     let bytes = Array(text.utf8)
     guard bytes.count == 60,
-          text.hasPrefix("$2a$") || text.hasPrefix("$2b$") || text.hasPrefix("$2y$"),
-          bytes[6] == UInt8(ascii: "$"),
-          let cost = Int(String(decoding: bytes[4..<6], as: UTF8.self)), (4...31).contains(cost)
+        text.hasPrefix("$2a$") || text.hasPrefix("$2b$") || text.hasPrefix("$2y$"),
+        bytes[6] == UInt8(ascii: "$"),
+        let cost = Int(String(decoding: bytes[4..<6], as: UTF8.self)), (4...31).contains(cost)
     else { return false }
     return bytes[7...].allSatisfy { byte in
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)

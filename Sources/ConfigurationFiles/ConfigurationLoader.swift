@@ -44,12 +44,12 @@ package struct ConfigurationLoader: Sendable {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw ConfigurationErrors(problems: [
-                ConfigProblem(file: directory, key: "", message: "configuration directory not found"),
+                ConfigProblem(file: directory, key: "", message: "configuration directory not found")
             ])
         }
         guard isDirectory.boolValue else {
             throw ConfigurationErrors(problems: [
-                ConfigProblem(file: directory, key: "", message: "is not a directory (give the configuration directory)"),
+                ConfigProblem(file: directory, key: "", message: "is not a directory (give the configuration directory)")
             ])
         }
         var problems: [ConfigProblem] = []
@@ -68,7 +68,8 @@ package struct ConfigurationLoader: Sendable {
         for (name, path) in destinationFiles {
             let file = FileProblems(file: path)
             if let reader = openObject(file, required: true),
-               let destination = loadDestination(reader, fileName: name), file.isEmpty {
+                let destination = loadDestination(reader, fileName: name), file.isEmpty
+            {
                 destinations[name] = destination
             }
             problems += file.problems
@@ -98,13 +99,17 @@ package struct ConfigurationLoader: Sendable {
             let file = joinPath(joinPath(directory, "apps"), id + ".json")
             // The check must ask the password alone: a client certificate would answer for it.
             if destination.clientIdentity != nil {
-                problems.append(ConfigProblem(file: file, key: "authentication.destination",
-                                              message: "destination \"\(signIn.destination)\" presents a client certificate (KeyStoreLocation), which "
-                                                  + "a back end might let sign in whatever the password; check with a destination without one"))
+                problems.append(
+                    ConfigProblem(
+                        file: file, key: "authentication.destination",
+                        message: "destination \"\(signIn.destination)\" presents a client certificate (KeyStoreLocation), which "
+                            + "a back end might let sign in whatever the password; check with a destination without one"))
             }
             if !isHTTPSOrLoopback(destination.url) {
-                problems.append(ConfigProblem(file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.destination",
-                                              message: "destination \"\(signIn.destination)\" is not https: users' passwords would cross the network in clear"))
+                problems.append(
+                    ConfigProblem(
+                        file: joinPath(joinPath(directory, "apps"), id + ".json"), key: "authentication.destination",
+                        message: "destination \"\(signIn.destination)\" is not https: users' passwords would cross the network in clear"))
             }
         }
 

@@ -1,5 +1,6 @@
 import MidtierCore
 import MidtierJSON
+
 // `config/destinations/<Name>.json`, with SAP BTP destination property names.
 
 extension ConfigurationLoader {
@@ -65,8 +66,11 @@ extension ConfigurationLoader {
         let timeout = reader.integer("timeout", in: 1...86_400_000) ?? 30000
 
         let type = reader.choice(
-            "Authentication", ["NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion", "PrincipalPropagation",
-                               "ClientCertificateAuthentication", "UserBasicAuthentication"] + Self.oauth2Types.keys.sorted(), required: true
+            "Authentication",
+            [
+                "NoAuthentication", "BasicAuthentication", "OAuth2SAMLBearerAssertion", "PrincipalPropagation",
+                "ClientCertificateAuthentication", "UserBasicAuthentication",
+            ] + Self.oauth2Types.keys.sorted(), required: true
         )
         let headers = extraHeaders(reader, allowAuthorization: type == "NoAuthentication")
         let queries = extraQueries(reader)
@@ -112,7 +116,8 @@ extension ConfigurationLoader {
             userIdSource = reader.string("userIdSource")
             let settings = principalPropagationSettings(reader, url: url)
             if settings?.mode == .header || reader.contains("KeyStoreLocation") {
-                clientIdentity = keyStore(reader, reason: "needed for PrincipalPropagation with principalPropagationMode header (Midtier's own certificate)")
+                clientIdentity = keyStore(
+                    reader, reason: "needed for PrincipalPropagation with principalPropagationMode header (Midtier's own certificate)")
             } else {
                 reader.accept(Self.keyStoreKeys)
             }
@@ -169,7 +174,8 @@ extension ConfigurationLoader {
                 reader.problem(key, "must end in a valid HTTP header name")
             } else if Self.forbiddenHeaders.contains(name.lowercased())
                 || (name.lowercased() == "authorization" && !allowAuthorization)
-                || Self.isCertificateHeader(name) {
+                || Self.isCertificateHeader(name)
+            {
                 reader.problem(key, "the header \(name) is set by Midtier and cannot be configured here")
             } else if !seen.insert(name.lowercased()).inserted {
                 reader.problem(key, "the header \(name) is given twice (header names ignore letter case)")
@@ -241,7 +247,8 @@ extension ConfigurationLoader {
             if let set = patch.object("set", required: true) {
                 for facet in set.keys {
                     guard let value = set.value(facet) else { continue }
-                    let isXMLName = isPlainName(facet, extra: ["_", "-", "."])
+                    let isXMLName =
+                        isPlainName(facet, extra: ["_", "-", "."])
                         && (facet.first!.isLetter || facet.first == "_")
                     guard isXMLName else {
                         set.problem(facet, "must be an XML attribute name, such as Precision or Scale")
@@ -289,11 +296,13 @@ extension ConfigurationLoader {
         // SuccessFactors' company; other token services (the ABAP OAuth 2.0 server, S/4HANA
         // Cloud) have none, and then `audience` names the target system.
         let companyId = reader.string("companyId")
-        let audience = reader.string("audience", required: !reader.contains("companyId"),
-                                     requiredBecause: "needed for OAuth2SAMLBearerAssertion without companyId (the target system's SAML name)")
+        let audience = reader.string(
+            "audience", required: !reader.contains("companyId"),
+            requiredBecause: "needed for OAuth2SAMLBearerAssertion without companyId (the target system's SAML name)")
         let tokenServiceUser = reader.string("tokenServiceUser")
-        let tokenServicePassword = secret(reader, "tokenServicePassword", required: tokenServiceUser != nil,
-                                          requiredBecause: "needed with tokenServiceUser")
+        let tokenServicePassword = secret(
+            reader, "tokenServicePassword", required: tokenServiceUser != nil,
+            requiredBecause: "needed with tokenServiceUser")
         if tokenServicePassword != nil, tokenServiceUser == nil, !reader.problems.has(under: "tokenServiceUser") {
             reader.problem("tokenServicePassword", "is given without tokenServiceUser")
         }
@@ -332,10 +341,10 @@ extension ConfigurationLoader {
         let certificate = pemFile(reader, "signingCertificate", reason: reason, label: "CERTIFICATE", what: "a PEM certificate")
 
         guard let tokenServiceURL, let clientKey, let key, let certificate,
-              reader.contains("companyId") == (companyId != nil), audience != nil || companyId != nil,
-              !reader.problems.has(under: "tokenServicePassword"), !reader.problems.has(under: "assertionAttributes"),
-              !reader.problems.has(under: "signingKey"), !reader.problems.has(under: "signingKeyPassphrase"),
-              !reader.problems.has(under: "samlAssertionEncoding")
+            reader.contains("companyId") == (companyId != nil), audience != nil || companyId != nil,
+            !reader.problems.has(under: "tokenServicePassword"), !reader.problems.has(under: "assertionAttributes"),
+            !reader.problems.has(under: "signingKey"), !reader.problems.has(under: "signingKeyPassphrase"),
+            !reader.problems.has(under: "samlAssertionEncoding")
         else { return nil }
         let settings = SAMLBearerSettings(
             tokenServiceURL: tokenServiceURL, clientKey: clientKey, companyId: companyId,
@@ -391,10 +400,11 @@ extension ConfigurationLoader {
             }
         }
         guard let pattern, let certificate, let key, !reader.problems.has(under: "caKey"), !reader.problems.has(under: "caKeyPassphrase"),
-              !reader.problems.has(under: "certificateValidityMinutes"), !reader.problems.has(under: "principalPropagationMode")
+            !reader.problems.has(under: "certificateValidityMinutes"), !reader.problems.has(under: "principalPropagationMode")
         else { return nil }
-        return PrincipalPropagationSettings(mode: mode, subjectPattern: pattern, validityMinutes: minutes,
-                                            caCertificatePEM: certificate, caKeyPEM: key, caKeyPassphrase: passphrase)
+        return PrincipalPropagationSettings(
+            mode: mode, subjectPattern: pattern, validityMinutes: minutes,
+            caCertificatePEM: certificate, caKeyPEM: key, caKeyPassphrase: passphrase)
     }
 
     /// The `OAuth2*` keys, BTP's: the token service, the client and where its credentials go,
@@ -412,11 +422,13 @@ extension ConfigurationLoader {
         }
         _ = reader.choice("tokenServiceURLType", ["Dedicated"])
         let clientId = reader.string("clientId", required: true, requiredBecause: reason)
-        let clientSecret = secret(reader, "clientSecret", required: grant == .clientCredentials && !reader.contains("tokenServicePassword"),
-                                  requiredBecause: reason)
+        let clientSecret = secret(
+            reader, "clientSecret", required: grant == .clientCredentials && !reader.contains("tokenServicePassword"),
+            requiredBecause: reason)
         let tokenServiceUser = reader.string("tokenServiceUser")
-        let tokenServicePassword = secret(reader, "tokenServicePassword", required: tokenServiceUser != nil,
-                                          requiredBecause: "needed with tokenServiceUser")
+        let tokenServicePassword = secret(
+            reader, "tokenServicePassword", required: tokenServiceUser != nil,
+            requiredBecause: "needed with tokenServiceUser")
         if reader.contains("tokenServicePassword"), !reader.contains("tokenServiceUser") {
             reader.problem("tokenServicePassword", "is given without tokenServiceUser")
         }
@@ -435,13 +447,14 @@ extension ConfigurationLoader {
             }
         }
         guard let tokenServiceURL, let clientId, !reader.problems.has(under: "clientSecret"), !reader.problems.has(under: "tokenServicePassword"),
-              !reader.problems.has(under: "tokenServiceUser"), !reader.problems.has(under: "tokenService.addClientCredentialsInBody"),
-              !reader.problems.has(under: "tokenServiceURLType"), !reader.problems.has(under: "tokenService.body"),
-              reader.contains("tokenServiceUser") == reader.contains("tokenServicePassword")
+            !reader.problems.has(under: "tokenServiceUser"), !reader.problems.has(under: "tokenService.addClientCredentialsInBody"),
+            !reader.problems.has(under: "tokenServiceURLType"), !reader.problems.has(under: "tokenService.body"),
+            reader.contains("tokenServiceUser") == reader.contains("tokenServicePassword")
         else { return nil }
-        return OAuth2Settings(type: type, grant: grant, tokenServiceURL: tokenServiceURL, clientId: clientId, clientSecret: clientSecret,
-                              tokenServiceUser: tokenServiceUser, tokenServicePassword: tokenServicePassword,
-                              addClientCredentialsInBody: inBody, scope: scope, extraBody: extraBody)
+        return OAuth2Settings(
+            type: type, grant: grant, tokenServiceURL: tokenServiceURL, clientId: clientId, clientSecret: clientSecret,
+            tokenServiceUser: tokenServiceUser, tokenServicePassword: tokenServicePassword,
+            addClientCredentialsInBody: inBody, scope: scope, extraBody: extraBody)
     }
 
     /// `KeyStoreLocation` (a `.p12`/`.pfx` PKCS#12 file, or a `.pem` file with the certificate

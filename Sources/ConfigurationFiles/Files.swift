@@ -87,7 +87,7 @@ func listJSONFiles(in directory: String) -> DirectoryListing {
     var isDirectory: ObjCBool = false
     guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else { return .missing }
     guard isDirectory.boolValue,
-          let names = try? FileManager.default.contentsOfDirectory(atPath: directory)
+        let names = try? FileManager.default.contentsOfDirectory(atPath: directory)
     else { return .notADirectory }
     return .files(names.filter { !$0.hasPrefix(".") && $0.hasSuffix(".json") && $0.count > 5 }.sorted())
 }

@@ -1,5 +1,6 @@
 import MidtierCore
 import MidtierJSON
+
 /// Reads the members of one JSON object by key, records a problem with the key path for
 /// every wrong type or missing required key, and remembers which keys were read so that
 /// `reportUnknownKeys()` can name the rest.
@@ -69,8 +70,10 @@ final class ObjectReader {
     }
 
     /// A string member. Empty strings are refused unless `allowEmpty`.
-    func string(_ name: String, required: Bool = false, requiredBecause reason: String? = nil,
-                allowEmpty: Bool = false, dynamic: Bool = false) -> String? {
+    func string(
+        _ name: String, required: Bool = false, requiredBecause reason: String? = nil,
+        allowEmpty: Bool = false, dynamic: Bool = false
+    ) -> String? {
         guard let value = value(name, required: required, requiredBecause: reason, dynamic: dynamic) else { return nil }
         guard case .string(let string) = value else {
             problem(name, "must be a string (found \(value.kind))")
@@ -97,7 +100,8 @@ final class ObjectReader {
     /// pasted BTP destination carries it, e.g. `"timeout": "30000"`).
     func integer(_ name: String, in range: ClosedRange<Int>, required: Bool = false) -> Int? {
         guard let value = value(name, required: required) else { return nil }
-        let expectation = range.upperBound == Int.max
+        let expectation =
+            range.upperBound == Int.max
             ? "must be a whole number of at least \(range.lowerBound)"
             : "must be a whole number from \(range.lowerBound) to \(range.upperBound)"
         let text: String
@@ -190,7 +194,8 @@ final class ObjectReader {
             return sameLetters
         }
         let limit = min(2, name.count / 3)
-        return candidates
+        return
+            candidates
             .filter { abs($0.count - name.count) <= limit }
             .map { (key: $0, distance: editDistance($0.lowercased(), lowered)) }
             .filter { $0.distance <= limit }

@@ -1,4 +1,5 @@
 import MidtierCore
+
 /// One problem in one file: printed by `midtier check-config` as "file: key: what is wrong".
 package struct ConfigProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The path as joined from the configuration directory given, e.g. `config/destinations/sf.json`.

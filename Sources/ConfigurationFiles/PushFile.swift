@@ -3,6 +3,7 @@ import CryptoExtras
 import Foundation
 import MidtierCore
 import MidtierJSON
+
 // `push` in `config/apps/<appId>.json` (docs/configuration.md, "push"; docs/push.md):
 // `{"apns": {...}, "fcm": {...}}`, either or both.
 
@@ -25,7 +26,7 @@ extension ConfigurationLoader {
             return nil
         }
         guard apnsReader == nil || apns != nil, fcmReader == nil || fcm != nil,
-              push.contains("apns") == (apnsReader != nil), push.contains("fcm") == (fcmReader != nil)
+            push.contains("apns") == (apnsReader != nil), push.contains("fcm") == (fcmReader != nil)
         else { return nil }
         return PushSettings(apns: apns, fcm: fcm)
     }
@@ -46,11 +47,12 @@ extension ConfigurationLoader {
         let caFile = certificateFile(apns, "caFile")
         apns.reportUnknownKeys()
         guard let teamID, let keyID, let key, let topic, let environment,
-              !apns.problems.has(under: apns.path),
-              apns.contains("endpoint") == (endpoint != nil), apns.contains("caFile") == (caFile != nil)
+            !apns.problems.has(under: apns.path),
+            apns.contains("endpoint") == (endpoint != nil), apns.contains("caFile") == (caFile != nil)
         else { return nil }
-        return APNsSettings(teamID: teamID, keyID: keyID, privateKeyPEM: key, topic: topic, environment: environment,
-                            endpoint: endpoint, caFile: caFile)
+        return APNsSettings(
+            teamID: teamID, keyID: keyID, privateKeyPEM: key, topic: topic, environment: environment,
+            endpoint: endpoint, caFile: caFile)
     }
 
     /// `fcm`: `projectId`, `serviceAccount` (a secret: the service account's JSON key file),
@@ -63,10 +65,13 @@ extension ConfigurationLoader {
         let tokenURI = fcm.string("tokenURI").flatMap { tokenEndpoint($0, fcm, "tokenURI") }
         let account: ServiceAccount?
         if case .object(let members)? = fcm.value("serviceAccount"),
-           !members.contains(where: { $0.key == "env" || $0.key == "file" }),
-           members.contains(where: { $0.key == "type" || $0.key == "private_key" }) {
-            fcm.problem("serviceAccount", "give the service account's JSON as a string, {\"env\": \"VAR\"} or "
-                + "{\"file\": \"path\"} (the JSON key file itself), not pasted into this file as an object")
+            !members.contains(where: { $0.key == "env" || $0.key == "file" }),
+            members.contains(where: { $0.key == "type" || $0.key == "private_key" })
+        {
+            fcm.problem(
+                "serviceAccount",
+                "give the service account's JSON as a string, {\"env\": \"VAR\"} or "
+                    + "{\"file\": \"path\"} (the JSON key file itself), not pasted into this file as an object")
             account = nil
         } else {
             account = secret(fcm, "serviceAccount", required: true)
@@ -76,11 +81,12 @@ extension ConfigurationLoader {
         let caFile = certificateFile(fcm, "caFile")
         fcm.reportUnknownKeys()
         guard let projectID, let account, let tokenURI = tokenURI ?? account.tokenURI,
-              !fcm.problems.has(under: fcm.path),
-              fcm.contains("endpoint") == (endpoint != nil), fcm.contains("caFile") == (caFile != nil)
+            !fcm.problems.has(under: fcm.path),
+            fcm.contains("endpoint") == (endpoint != nil), fcm.contains("caFile") == (caFile != nil)
         else { return nil }
-        return FCMSettings(projectID: projectID, clientEmail: account.clientEmail, privateKeyPEM: account.privateKeyPEM,
-                           tokenURI: tokenURI, endpoint: endpoint ?? FCMSettings.defaultEndpoint, caFile: caFile)
+        return FCMSettings(
+            projectID: projectID, clientEmail: account.clientEmail, privateKeyPEM: account.privateKeyPEM,
+            tokenURI: tokenURI, endpoint: endpoint ?? FCMSettings.defaultEndpoint, caFile: caFile)
     }
 
     /// Apple's team and key ids: 10 capital letters and digits.
@@ -101,9 +107,11 @@ extension ConfigurationLoader {
             _ = try P256.Signing.PrivateKey(pemRepresentation: pem)
             return pem
         } catch {
-            apns.problem("key", "must be the text of Apple's .p8 key file (a P-256 private key in PEM, "
-                + "-----BEGIN PRIVATE KEY-----); the secret given does not load as one"
-                + fileHint(apns, "key", looksLikeContents: pem.contains("-----BEGIN")))
+            apns.problem(
+                "key",
+                "must be the text of Apple's .p8 key file (a P-256 private key in PEM, "
+                    + "-----BEGIN PRIVATE KEY-----); the secret given does not load as one"
+                    + fileHint(apns, "key", looksLikeContents: pem.contains("-----BEGIN")))
             return nil
         }
     }
@@ -132,8 +140,10 @@ extension ConfigurationLoader {
             // The parser's messages say where, and quote nothing but a duplicate key's name or
             // a number's text; a number could be part of the secret, so that one is not shown.
             let detail = error.message.hasPrefix("the number") ? "a number is out of range" : error.message
-            fcm.problem("serviceAccount", "must be the service account's JSON key file; the secret given is not JSON (\(detail))"
-                + fileHint(fcm, "serviceAccount", looksLikeContents: text.hasPrefix("{")))
+            fcm.problem(
+                "serviceAccount",
+                "must be the service account's JSON key file; the secret given is not JSON (\(detail))"
+                    + fileHint(fcm, "serviceAccount", looksLikeContents: text.hasPrefix("{")))
             return nil
         case .success(let value):
             guard let object = value.members else {
@@ -159,7 +169,9 @@ extension ConfigurationLoader {
             complete = false
         }
         let email = member("client_email")
-        if let email, !email.contains("@") || email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control }) {
+        if let email,
+            !email.contains("@") || email.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.properties.generalCategory == .control })
+        {
             fcm.problem("serviceAccount", "the service account's client_email must be an e-mail address without spaces or control characters")
             complete = false
         }
@@ -168,8 +180,10 @@ extension ConfigurationLoader {
             do {
                 _ = try _RSA.Signing.PrivateKey(pemRepresentation: pem)
             } catch {
-                fcm.problem("serviceAccount", "the service account's private_key must be an RSA private key in PEM "
-                    + "(-----BEGIN PRIVATE KEY-----) of at least 2048 bits; it does not load as one")
+                fcm.problem(
+                    "serviceAccount",
+                    "the service account's private_key must be an RSA private key in PEM "
+                        + "(-----BEGIN PRIVATE KEY-----) of at least 2048 bits; it does not load as one")
                 key = nil
             }
         }
@@ -216,7 +230,7 @@ extension ConfigurationLoader {
             return nil
         case .success(let url):
             guard url.lowercased().hasPrefix("https://"), let components = URLComponents(string: url),
-                  components.path.isEmpty
+                components.path.isEmpty
             else {
                 reader.problem(name, shape)
                 return nil

@@ -1,5 +1,6 @@
 import MidtierCore
 import MidtierJSON
+
 // `config/push-senders.json` (docs/configuration.md; docs/push.md):
 // `{"senders":[{"name":..,"passwordHash":..,"apps":[..]}]}`.
 

@@ -1,5 +1,6 @@
 import MidtierCore
 import MidtierJSON
+
 // Secrets (`Password`, `signingKeyPassphrase`): inline, `{"env": "VAR"}` or `{"file": "path"}`.
 
 extension ConfigurationLoader {

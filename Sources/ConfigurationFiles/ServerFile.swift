@@ -1,8 +1,8 @@
-import MidtierCore
-// `config/midtier.json`.
-
 import Foundation
+import MidtierCore
 import MidtierJSON
+
+// `config/midtier.json`.
 
 extension ConfigurationLoader {
     static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -102,7 +102,8 @@ extension ConfigurationLoader {
         if let text = reader.string("endpoint", required: true) {
             switch checkHTTPURL(text, allowQuery: false) {
             case .success(let url): endpoint = url
-            case .failure(let problem): reader.problem("endpoint", problem.message + " (the collector's OTLP/HTTP traces URL, as http://collector:4318/v1/traces)")
+            case .failure(let problem):
+                reader.problem("endpoint", problem.message + " (the collector's OTLP/HTTP traces URL, as http://collector:4318/v1/traces)")
             }
         }
         var settings = TracingSettings(endpoint: endpoint ?? "")
@@ -131,7 +132,8 @@ extension ConfigurationLoader {
         if let bytes = reader.integer("maxStoredBytesPerUser", in: 1024...(1 << 40)) {
             settings.maxStoredBytesPerUser = bytes
             if bytes < settings.maxStoredBytesPerRegistration {
-                reader.problem("maxStoredBytesPerUser", "must not be smaller than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))")
+                reader.problem(
+                    "maxStoredBytesPerUser", "must not be smaller than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))")
             }
         } else {
             settings.maxStoredBytesPerUser = max(ClientUploadSettings.defaultStoredBytesPerUser, settings.maxStoredBytesPerRegistration)
@@ -139,7 +141,10 @@ extension ConfigurationLoader {
         if let count = reader.integer("maxUploadsPerHour", in: 1...100_000) { settings.maxUploadsPerHour = count }
         if let days = reader.integer("retentionDays", in: 1...3650) { settings.retentionDays = days }
         if settings.maxUploadBytes > settings.maxStoredBytesPerRegistration {
-            reader.problem("maxUploadBytes", "must not be larger than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration)): an upload that large could never be kept")
+            reader.problem(
+                "maxUploadBytes",
+                "must not be larger than maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration)): an upload that large could never be kept"
+            )
         }
         reader.reportUnknownKeys()
         return settings
@@ -151,7 +156,8 @@ extension ConfigurationLoader {
         for (path, value) in elements {
             guard let text = secret(value, path: path, problems: reader.problems) else { continue }
             guard let data = Data(base64Encoded: text.trimmingCharacters(in: .whitespaces)),
-                  let key = BackendSessionKey(bytes: Array(data)) else {
+                let key = BackendSessionKey(bytes: Array(data))
+            else {
                 reader.problems.add(path, "must be \(BackendSessionKey.byteCount) random bytes in base64 (make one with `openssl rand -base64 32`)")
                 continue
             }
@@ -230,7 +236,7 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
         return .failure(ValueProblem("must be a postgres:// URL"))
     }
     guard !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }),
-          let components = URLComponents(string: text), components.fragment == nil
+        let components = URLComponents(string: text), components.fragment == nil
     else { return .failure(ValueProblem("is not a valid postgres:// URL")) }
     var host = components.host.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
     var tls = PostgresLocation.TLSMode.prefer
@@ -265,9 +271,11 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
     if (tls == .verifyCA || tls == .verifyFull) == false, rootCertificatePath != nil {
         return .failure(ValueProblem("sslrootcert needs sslmode verify-ca or verify-full"))
     }
-    return .success(PostgresLocation(host: host, port: components.port ?? 5432, user: user,
-                                     password: components.password.flatMap { $0.removingPercentEncoding },
-                                     database: decoded.isEmpty ? user : decoded, tls: tls, rootCertificatePath: rootCertificatePath))
+    return .success(
+        PostgresLocation(
+            host: host, port: components.port ?? 5432, user: user,
+            password: components.password.flatMap { $0.removingPercentEncoding },
+            database: decoded.isEmpty ? user : decoded, tls: tls, rootCertificatePath: rootCertificatePath))
 }
 
 extension StoreLocation {

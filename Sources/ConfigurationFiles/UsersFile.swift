@@ -1,5 +1,6 @@
 import MidtierCore
 import MidtierJSON
+
 // `config/users.json`: `{"users":[{"id":..,"passwordHash":..,"attributes":{"k":"v"}}]}`.
 
 extension ConfigurationLoader {

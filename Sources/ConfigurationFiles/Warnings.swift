@@ -19,20 +19,22 @@ extension ConfigurationLoader {
         // A PostgreSQL store is there to be shared by several instances; without keys the
         // back end's sessions (SAP Gateway's CSRF session among them) stay in each instance.
         if case .postgres = configuration.server.store, configuration.server.backendSessionKeys.isEmpty {
-            warnings.append(ConfigWarning(
-                file: joinPath(directory, "midtier.json"), key: "backendSessionKeys",
-                message: "not set while the store is PostgreSQL: back-end sessions (SAP Gateway's CSRF session among them) "
-                    + "stay in each instance's memory, so behind a load balancer without sticky sessions a CSRF token "
-                    + "fetched through one instance is refused (403) on a write through another; set backendSessionKeys "
-                    + "on every instance (docs/configuration.md#backendsessionkeys). One instance alone is not affected"))
+            warnings.append(
+                ConfigWarning(
+                    file: joinPath(directory, "midtier.json"), key: "backendSessionKeys",
+                    message: "not set while the store is PostgreSQL: back-end sessions (SAP Gateway's CSRF session among them) "
+                        + "stay in each instance's memory, so behind a load balancer without sticky sessions a CSRF token "
+                        + "fetched through one instance is refused (403) on a write through another; set backendSessionKeys "
+                        + "on every instance (docs/configuration.md#backendsessionkeys). One instance alone is not affected"))
         }
         // A sender allowed an app without push gets every send to it refused.
         for (index, sender) in configuration.pushSenders.enumerated() {
             for (appIndex, app) in sender.apps.enumerated() where configuration.apps[app]?.push.isEnabled == false {
-                warnings.append(ConfigWarning(
-                    file: joinPath(directory, "push-senders.json"), key: "senders[\(index)].apps[\(appIndex)]",
-                    message: "app \"\(app)\" has no push section (apns or fcm), so sender \"\(sender.name)\"'s "
-                        + "notifications to it are refused (docs/configuration.md#push)"))
+                warnings.append(
+                    ConfigWarning(
+                        file: joinPath(directory, "push-senders.json"), key: "senders[\(index)].apps[\(appIndex)]",
+                        message: "app \"\(app)\" has no push section (apns or fcm), so sender \"\(sender.name)\"'s "
+                            + "notifications to it are refused (docs/configuration.md#push)"))
             }
         }
         return warnings

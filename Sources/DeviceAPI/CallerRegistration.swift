@@ -13,8 +13,10 @@ import Registrations
 /// names a registration, it must be that one. Admitted as the proxy admits a call: a locked or
 /// wiped registration and a blocked user are refused.
 enum CallerRegistration {
-    static func named(_ device: String, request: Request, app: AppConfiguration, user: UserIdentity, registrations: RegistrationService,
-                      logger: Logger) async throws(Refusal) -> String {
+    static func named(
+        _ device: String, request: Request, app: AppConfiguration, user: UserIdentity, registrations: RegistrationService,
+        logger: Logger
+    ) async throws(Refusal) -> String {
         let named = ProxyHandler.registrationID(of: request)
         let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
@@ -34,8 +36,10 @@ enum CallerRegistration {
     }
 
     /// Refuses the call unless `user` may reach registration `id` of `app`, as the proxy decides it.
-    static func admit(_ id: String, app: AppConfiguration, user: UserIdentity, registrations: RegistrationService,
-                      logger: Logger) async throws(Refusal) {
+    static func admit(
+        _ id: String, app: AppConfiguration, user: UserIdentity, registrations: RegistrationService,
+        logger: Logger
+    ) async throws(Refusal) {
         let admission: Admission
         do {
             admission = try await self.admission(of: id, app: app, user: user, registrations: registrations)
@@ -45,10 +49,13 @@ enum CallerRegistration {
         try admission.refuseUnlessAdmitted()
     }
 
-    private static func admission(of id: String, app: AppConfiguration, user: UserIdentity,
-                                  registrations: RegistrationService) async throws(StoreError) -> Admission {
+    private static func admission(
+        of id: String, app: AppConfiguration, user: UserIdentity,
+        registrations: RegistrationService
+    ) async throws(StoreError) -> Admission {
         guard RegistrationService.isAcceptableID(id), let found = try await registrations.store.registrationAndBlock(id: id),
-              UserIdentity.sameBytes(found.registration.appId, app.id) else { return .unknown }
+            UserIdentity.sameBytes(found.registration.appId, app.id)
+        else { return .unknown }
         return try await registrations.admit(found, user: user, policy: app.blockWipingPolicy)
     }
 }

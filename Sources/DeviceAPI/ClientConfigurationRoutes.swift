@@ -46,9 +46,11 @@ struct ClientConfigurationRoutes: Sendable {
     static func settings(_ app: AppConfiguration) -> JSON {
         let policy = app.blockWipingPolicy
         let settingsExchange: JSON = [
-            "blockWipingPolicy": ["blockDisconnectedPeriod": .number(policy.blockDisconnectedPeriod),
-                                  "blockWipeEnabled": .bool(policy.blockWipeEnabled),
-                                  "wipeDisconnectedPeriod": .number(policy.wipeDisconnectedPeriod)],
+            "blockWipingPolicy": [
+                "blockDisconnectedPeriod": .number(policy.blockDisconnectedPeriod),
+                "blockWipeEnabled": .bool(policy.blockWipeEnabled),
+                "wipeDisconnectedPeriod": .number(policy.wipeDisconnectedPeriod),
+            ],
             "featureVectorPolicies": .sortedObject(app.featureVectorPolicies.mapValues(\.settingsExchangeValue)),
             "logSettings": .sortedObject(app.logSettings.mapValues(\.settingsExchangeValue)),
             "passwordPolicy": .sortedObject(app.passwordPolicy.mapValues(\.settingsExchangeValue)),

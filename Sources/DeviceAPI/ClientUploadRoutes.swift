@@ -69,9 +69,10 @@ struct ClientUploadRoutes: Sendable {
         let bytes: ByteBuffer
         do {
             bytes = try await body.collectBody(upTo: settings.maxUploadBytes, describedAs: "client \(kind.rawValue) upload")
-        } catch where error.status == .contentTooLarge {
-            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE",
-                          "the client \(kind.rawValue) upload is larger than \(settings.maxUploadBytes) bytes (clientUploads.maxUploadBytes)")
+        } catch  where error.status == .contentTooLarge {
+            throw Refusal(
+                .contentTooLarge, code: "PAYLOAD_TOO_LARGE",
+                "the client \(kind.rawValue) upload is larger than \(settings.maxUploadBytes) bytes (clientUploads.maxUploadBytes)")
         }
         let received = Array(buffer: bytes)
         let id = UUID().uuidString.lowercased()
@@ -80,8 +81,9 @@ struct ClientUploadRoutes: Sendable {
         do {
             switch kind {
             case .log:
-                entries = try ClientLogBody.entries(of: received, contentType: request.headers[.contentType], upload: id,
-                                                    limits: .forUploads(of: settings.maxUploadBytes))
+                entries = try ClientLogBody.entries(
+                    of: received, contentType: request.headers[.contentType], upload: id,
+                    limits: .forUploads(of: settings.maxUploadBytes))
                 report = ""
             case .usage:
                 entries = []
@@ -104,28 +106,37 @@ struct ClientUploadRoutes: Sendable {
         // is as large as its entries (docs/device-api.md, "Client logs and usage").
         let stored = kind == .log ? entries.reduce(0) { $0 + $1.storedSize } : report.utf8.count
         guard stored <= settings.maxStoredBytesPerRegistration else {
-            throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE",
-                          "the upload would take \(stored) bytes stored, more than clientUploads.maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))")
+            throw Refusal(
+                .contentTooLarge, code: "PAYLOAD_TOO_LARGE",
+                "the upload would take \(stored) bytes stored, more than clientUploads.maxStoredBytesPerRegistration (\(settings.maxStoredBytesPerRegistration))"
+            )
         }
         // The registration's own device, whatever the call names (it was checked above).
-        let upload = ClientUpload(id: id, kind: kind, app: app.id, user: user.identity, registration: registration.id,
-                                  deviceId: registration.deviceId, receivedAt: now, size: stored, report: report)
-        let bounds = ClientUploadBounds(bytesPerRegistration: settings.maxStoredBytesPerRegistration, bytesPerUser: settings.maxStoredBytesPerUser,
-                                        uploadsPerWindow: settings.maxUploadsPerHour, window: Self.hour)
+        let upload = ClientUpload(
+            id: id, kind: kind, app: app.id, user: user.identity, registration: registration.id,
+            deviceId: registration.deviceId, receivedAt: now, size: stored, report: report)
+        let bounds = ClientUploadBounds(
+            bytesPerRegistration: settings.maxStoredBytesPerRegistration, bytesPerUser: settings.maxStoredBytesPerUser,
+            uploadsPerWindow: settings.maxUploadsPerHour, window: Self.hour)
         let store = registrations.store
         let saved = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
         }
         switch saved {
         case .saved(let dropped):
-            logger.info("client upload kept", metadata: ["kind": "\(kind.rawValue)", "app": "\(app.id)", "registration": "\(registration.id)",
-                                                         "bytes": "\(received.count)", "storedBytes": "\(stored)", "entries": "\(entries.count)",
-                                                         "droppedOlder": "\(dropped)"])
+            logger.info(
+                "client upload kept",
+                metadata: [
+                    "kind": "\(kind.rawValue)", "app": "\(app.id)", "registration": "\(registration.id)",
+                    "bytes": "\(received.count)", "storedBytes": "\(stored)", "entries": "\(entries.count)",
+                    "droppedOlder": "\(dropped)",
+                ])
             return Response(status: .noContent)
         case .tooMany:
-            throw Refusal(.tooManyRequests, code: "TOO_MANY_REQUESTS",
-                          "the registration made \(settings.maxUploadsPerHour) client \(kind.rawValue) uploads in the last hour, the most allowed (clientUploads.maxUploadsPerHour)",
-                          retryAfter: 300)
+            throw Refusal(
+                .tooManyRequests, code: "TOO_MANY_REQUESTS",
+                "the registration made \(settings.maxUploadsPerHour) client \(kind.rawValue) uploads in the last hour, the most allowed (clientUploads.maxUploadsPerHour)",
+                retryAfter: 300)
         case .registrationInactive:
             throw .forbidden("the registration \(registration.id) is no longer active")
         }
@@ -144,7 +155,9 @@ struct ClientUploadRoutes: Sendable {
     static func namedDevice(_ request: Request, _ context: MidtierRequestContext) throws(Refusal) -> String? {
         let raw: String
         if let segment = context.parameters.get("deviceId") {
-            guard let decoded = segment.removingPercentEncoding else { throw .badRequest("the device id in the path is not percent-encoded correctly") }
+            guard let decoded = segment.removingPercentEncoding else {
+                throw .badRequest("the device id in the path is not percent-encoded correctly")
+            }
             raw = decoded
         } else {
             let values = request.uri.queryParameters.getAll("deviceId")
@@ -163,8 +176,10 @@ struct ClientUploadRoutes: Sendable {
     /// cookie) names, else the user's one registration in this app of the device that
     /// `X-SMP-DEVICEID`, or failing that the `deviceId` of the path or query, names; admitted as
     /// the proxy admits it (blocked user, locked or wiped registration refused).
-    private func admitted(_ request: Request, app: AppConfiguration, user: UserIdentity,
-                          namedDevice: String?) async throws(Refusal) -> Registration {
+    private func admitted(
+        _ request: Request, app: AppConfiguration, user: UserIdentity,
+        namedDevice: String?
+    ) async throws(Refusal) -> Registration {
         guard request.headers[values: ProxyHandler.registrationHeader].count <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
@@ -176,8 +191,10 @@ struct ClientUploadRoutes: Sendable {
         if let named = ProxyHandler.registrationID(of: request) {
             id = named
         } else {
-            guard let device = request.headers[ProxyHandler.deviceHeader].flatMap({ $0.isEmpty ? nil : $0 })
-                    ?? namedDevice.flatMap({ $0.isEmpty ? nil : $0 }) else {
+            guard
+                let device = request.headers[ProxyHandler.deviceHeader].flatMap({ $0.isEmpty ? nil : $0 })
+                    ?? namedDevice.flatMap({ $0.isEmpty ? nil : $0 })
+            else {
                 throw .forbidden("the upload names no registration (X-SMP-APPCID) and no device (X-SMP-DEVICEID or deviceId)")
             }
             let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
@@ -207,8 +224,10 @@ struct ClientUploadRoutes: Sendable {
     }
 
     /// The app the path names and its signed-in caller (the upload's app must be the same app).
-    private func signedIn(_ request: Request, _ context: MidtierRequestContext,
-                          runtime: Runtime) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
+    private func signedIn(
+        _ request: Request, _ context: MidtierRequestContext,
+        runtime: Runtime
+    ) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
         try await ServiceSignIn.signedIn(request, context, runtime: runtime, serviceAppParameter: "uploadAppId", service: "uploads")
     }
 }

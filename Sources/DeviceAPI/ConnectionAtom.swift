@@ -32,7 +32,8 @@ enum ConnectionAtom {
     /// Whether the request's body is Atom/XML by its `Content-Type` (`application/atom+xml`,
     /// `application/xml`, `text/xml`); any other body is read as JSON.
     static func isBody(_ request: Request) -> Bool {
-        let type = (request.headers[.contentType] ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        let type =
+            (request.headers[.contentType] ?? "").split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         return ["application/atom+xml", "application/xml", "text/xml"].contains(type)
     }
 
@@ -71,7 +72,8 @@ enum ConnectionAtom {
     /// The service document: one workspace with the `Connections` and `Endpoints` collections;
     /// `base` ends in `/`.
     static func serviceDocument(base: String) -> String {
-        var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<service xml:base=\"\(escaped(base))\" xmlns=\"http://www.w3.org/2007/app\" "
+        var xml =
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<service xml:base=\"\(escaped(base))\" xmlns=\"http://www.w3.org/2007/app\" "
             + "xmlns:atom=\"\(atomNamespace)\"><workspace><atom:title>Default</atom:title>"
         for set in entitySets { xml += "<collection href=\"\(set)\"><atom:title>\(set)</atom:title></collection>" }
         return xml + "</workspace></service>"
@@ -82,7 +84,8 @@ enum ConnectionAtom {
     /// property names and the types `entry` writes them with; EntitySets `Connections` and
     /// `Endpoints` in the container `Container`.
     static func metadata(connection: ODataEntity, endpoint: ODataEntity) -> String {
-        var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<edmx:Edmx Version=\"1.0\" xmlns:edmx=\"http://schemas.microsoft.com/ado/2007/06/edmx\">"
+        var xml =
+            "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<edmx:Edmx Version=\"1.0\" xmlns:edmx=\"http://schemas.microsoft.com/ado/2007/06/edmx\">"
         xml += "<edmx:DataServices m:DataServiceVersion=\"2.0\" xmlns:m=\"\(metadataNamespace)\">"
         xml += "<Schema Namespace=\"applications\" xmlns=\"http://schemas.microsoft.com/ado/2008/09/edm\">"
         xml += entityType("Connection", key: "ApplicationConnectionId", connection)

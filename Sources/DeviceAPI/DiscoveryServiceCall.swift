@@ -37,8 +37,11 @@ package struct DiscoveryServiceCall: Equatable {
             }
             guard closed else { throw .badRequest("\(name) has no closing quote") }
             guard parameters.updateValue(value, forKey: name) == nil else { throw .badRequest("\(name) is given twice") }
-            if rest.first == "," { rest = rest.dropFirst(); guard !rest.isEmpty else { throw .badRequest("a parameter is missing after ','") } }
-            else if !rest.isEmpty { throw .badRequest("parameters of \(function) are separated by ','") }
+            if rest.first == "," {
+                rest = rest.dropFirst(); guard !rest.isEmpty else { throw .badRequest("a parameter is missing after ','") }
+            } else if !rest.isEmpty {
+                throw .badRequest("parameters of \(function) are separated by ','")
+            }
         }
         if let unknown = parameters.keys.first(where: { $0 != "AppConfigID" && $0 != "EmailAddress" }) {
             throw .badRequest("unknown parameter \(unknown.prefix(80)); \(function) takes AppConfigID and EmailAddress")

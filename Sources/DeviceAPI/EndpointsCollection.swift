@@ -21,7 +21,8 @@ enum EndpointsCollection {
     /// (compared by its exact bytes, as destination names are everywhere).
     static func entity(named name: String, app: AppConfiguration, configuration: MidtierConfiguration, version: String) -> ODataEntity? {
         guard let known = app.destinations.first(where: { UserIdentity.sameBytes($0, name) }),
-              configuration.destinations[known] != nil else { return nil }
+            configuration.destinations[known] != nil
+        else { return nil }
         return entity(name: known, app: app.id, version: version, publicURL: configuration.server.publicURL)
     }
 
@@ -35,13 +36,14 @@ enum EndpointsCollection {
     static var sample: ODataEntity { entity(name: "", app: "", version: "v1", publicURL: "") }
 
     static func entity(name: String, app: String, version: String, publicURL: String) -> ODataEntity {
-        ODataEntity(uri: "\(publicURL)/odata/applications/\(version)/\(app)/Endpoints('\(name.replacingOccurrences(of: "'", with: "''"))')",
-                    type: "applications.Endpoint",
-                    properties: [
-                        "EndpointName": .string(name),
-                        "RemoteURL": .string("\(publicURL)/\(name)"),
-                        // Every call through Midtier is signed in (docs/device-api.md, "Signing in").
-                        "AnonymousAccess": .bool(false),
-                    ])
+        ODataEntity(
+            uri: "\(publicURL)/odata/applications/\(version)/\(app)/Endpoints('\(name.replacingOccurrences(of: "'", with: "''"))')",
+            type: "applications.Endpoint",
+            properties: [
+                "EndpointName": .string(name),
+                "RemoteURL": .string("\(publicURL)/\(name)"),
+                // Every call through Midtier is signed in (docs/device-api.md, "Signing in").
+                "AnonymousAccess": .bool(false),
+            ])
     }
 }

@@ -63,8 +63,9 @@ struct ODataEntity: Sendable {
 
     /// The entity as OData v2 JSON writes it inside `d`.
     var json: JSON {
-        .object([JSONMember(key: "__metadata", value: .object(["uri": .string(uri), "type": .string(type)]))]
-            + sortedProperties.map { JSONMember(key: $0.name, value: $0.value.json) })
+        .object(
+            [JSONMember(key: "__metadata", value: .object(["uri": .string(uri), "type": .string(type)]))]
+                + sortedProperties.map { JSONMember(key: $0.name, value: $0.value.json) })
     }
 
     /// `{"d":{…}}`.

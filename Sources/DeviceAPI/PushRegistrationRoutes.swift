@@ -48,15 +48,17 @@ struct PushRegistrationRoutes: Sendable {
         guard app.push.isEnabled else { throw .notFound("push notifications are not enabled for application \(app.id)") }
         let raw = context.parameters.get("deviceId") ?? ""
         guard let device = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-        let id = try await CallerRegistration.named(device, request: request, app: app, user: user.identity, registrations: registrations, logger: logger)
+        let id = try await CallerRegistration.named(
+            device, request: request, app: app, user: user.identity, registrations: registrations, logger: logger)
 
         var token = ""
         var fields: [String: String] = [:]
         if request.method != .delete {
             (token, fields) = try await Self.body(request, os: os)
         }
-        try await PushTokenRelease.refuseTakingFromAnotherUser(apns: os == "ios" ? token : "", fcm: os == "android" ? token : "",
-                                                               app: app.id, user: user.identity, store: registrations.store, logger: logger)
+        try await PushTokenRelease.refuseTakingFromAnotherUser(
+            apns: os == "ios" ? token : "", fcm: os == "android" ? token : "",
+            app: app.id, user: user.identity, store: registrations.store, logger: logger)
         let source = context.clientIP ?? ""
         let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: source, policy: app.blockWipingPolicy) { device in

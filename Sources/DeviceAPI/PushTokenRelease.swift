@@ -13,8 +13,10 @@ import Registrations
 enum PushTokenRelease {
     /// 409 when `apns` or `fcm` (either may be "") is held by a registration of `app` that is
     /// not `user`'s; checked before the registration is written.
-    static func refuseTakingFromAnotherUser(apns: String, fcm: String, app: String, user: UserIdentity,
-                                            store: any StateStore, logger: Logger) async throws(Refusal) {
+    static func refuseTakingFromAnotherUser(
+        apns: String, fcm: String, app: String, user: UserIdentity,
+        store: any StateStore, logger: Logger
+    ) async throws(Refusal) {
         guard let push = store as? any PushStore else { return }
         for (provider, token) in [(PushProvider.apns, apns), (.fcm, fcm)] where !token.isEmpty {
             let holders = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
@@ -22,8 +24,9 @@ enum PushTokenRelease {
             }
             if holders.contains(where: { $0 != user }) {
                 logger.notice("push token held by another user's registration: refused", metadata: ["app": "\(app)", "user": "\(user)"])
-                throw Refusal(.conflict, code: "CONFLICT",
-                              "the push token is held by another user's registration of this app; it moves only between one user's own registrations")
+                throw Refusal(
+                    .conflict, code: "CONFLICT",
+                    "the push token is held by another user's registration of this app; it moves only between one user's own registrations")
             }
         }
     }
@@ -36,7 +39,8 @@ enum PushTokenRelease {
                 try await push.releasePushToken(token, provider: provider, app: registration.appId, keeping: registration.id)
             }
             if released > 0 {
-                logger.info("push token taken from earlier registrations", metadata: ["registration": "\(registration.id)", "released": "\(released)"])
+                logger.info(
+                    "push token taken from earlier registrations", metadata: ["registration": "\(registration.id)", "released": "\(released)"])
             }
         }
     }

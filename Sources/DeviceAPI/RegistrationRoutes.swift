@@ -3,9 +3,9 @@ import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
-import MidtierHTTP
 import Logging
 import MidtierCore
+import MidtierHTTP
 import MidtierJSON
 import MidtierStore
 import Registrations
@@ -69,10 +69,13 @@ struct RegistrationRoutes: Sendable {
             if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
                 throw Refusal.userBlocked(block.kind)
             }
-            try await PushTokenRelease.refuseTakingFromAnotherUser(apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
-                                                                   app: app.id, user: user.identity, store: registrations.store, logger: logger)
-            switch try await registrations.register(app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
-                                                    device: device, source: context.clientIP ?? "", policy: app.blockWipingPolicy) {
+            try await PushTokenRelease.refuseTakingFromAnotherUser(
+                apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
+                app: app.id, user: user.identity, store: registrations.store, logger: logger)
+            switch try await registrations.register(
+                app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
+                device: device, source: context.clientIP ?? "", policy: app.blockWipingPolicy)
+            {
             case .registered(let made):
                 registration = made
             case .limitReached(let limit):
@@ -87,8 +90,9 @@ struct RegistrationRoutes: Sendable {
         }
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         try await PushTokenRelease.release(registration, store: registrations.store, logger: logger)
-        var response = Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
-                                           status: .created, atom: atom)
+        var response = Self.entityResponse(
+            registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+            status: .created, atom: atom)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
         response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(cookieSecurity)"
         response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
@@ -97,7 +101,9 @@ struct RegistrationRoutes: Sendable {
 
     private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (version, app, entity) = try target(context)
-        if entity == "Endpoints" || entity.hasPrefix("Endpoints(") { return try await endpoints(request, context, version: version, app: app, entity: entity) }
+        if entity == "Endpoints" || entity.hasPrefix("Endpoints(") {
+            return try await endpoints(request, context, version: version, app: app, entity: entity)
+        }
         guard let id = Self.connectionID(entity) else {
             if entity == "$metadata", request.method == .get {
                 _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
@@ -114,15 +120,17 @@ struct RegistrationRoutes: Sendable {
             switch request.method {
             case .get:
                 guard let registration = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
-                return Self.entityResponse(registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
-                                           status: .ok, atom: ConnectionAtom.isWanted(request))
+                return Self.entityResponse(
+                    registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+                    status: .ok, atom: ConnectionAtom.isWanted(request))
             case .delete:
                 switch try await registrations.delete(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "") {
                 case .deleted:
                     logger.info("registration deleted", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(id)"])
                     // The device forgets the id too: its cookie expires.
                     var response = Response(status: .noContent)
-                    response.headers[.setCookie] = "X-SMP-APPCID=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict\(cookieSecurity)"
+                    response.headers[.setCookie] =
+                        "X-SMP-APPCID=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict\(cookieSecurity)"
                     return response
                 case .notFound:
                     throw notFound
@@ -135,10 +143,13 @@ struct RegistrationRoutes: Sendable {
                 guard let existing = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 var body = request
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
-                try await PushTokenRelease.refuseTakingFromAnotherUser(apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
-                                                                       app: app.id, user: user.identity, store: registrations.store, logger: logger)
-                switch try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
-                                                            policy: app.blockWipingPolicy, { $0 = device }) {
+                try await PushTokenRelease.refuseTakingFromAnotherUser(
+                    apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
+                    app: app.id, user: user.identity, store: registrations.store, logger: logger)
+                switch try await registrations.updateDevice(
+                    id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
+                    policy: app.blockWipingPolicy, { $0 = device })
+                {
                 case .updated(let updated):
                     try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
                     return Response(status: .noContent)
@@ -159,8 +170,10 @@ struct RegistrationRoutes: Sendable {
 
     /// `GET …/Connections`: the caller's own registrations in this app (`{"d":{"results":[…]}}`,
     /// or an Atom feed).
-    private func collection(_ request: Request, _ context: MidtierRequestContext, version: String,
-                            app: AppConfiguration) async throws(Refusal) -> Response {
+    private func collection(
+        _ request: Request, _ context: MidtierRequestContext, version: String,
+        app: AppConfiguration
+    ) async throws(Refusal) -> Response {
         let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
@@ -176,9 +189,13 @@ struct RegistrationRoutes: Sendable {
 
     /// `GET …/Endpoints` and `GET …/Endpoints('{name}')`: the app's destinations, read-only
     /// (`{"d":{"results":[…]}}` or `{"d":{…}}`, or Atom as for Connections).
-    private func endpoints(_ request: Request, _ context: MidtierRequestContext, version: String, app: AppConfiguration,
-                           entity: String) async throws(Refusal) -> Response {
-        guard request.method == .get else { throw .methodNotAllowed("\(request.method) is not supported on Endpoints; they are read-only", allow: "GET") }
+    private func endpoints(
+        _ request: Request, _ context: MidtierRequestContext, version: String, app: AppConfiguration,
+        entity: String
+    ) async throws(Refusal) -> Response {
+        guard request.method == .get else {
+            throw .methodNotAllowed("\(request.method) is not supported on Endpoints; they are read-only", allow: "GET")
+        }
         _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         let configuration = runtime.current.configuration
         let atom = ConnectionAtom.isWanted(request)
@@ -208,8 +225,9 @@ struct RegistrationRoutes: Sendable {
         _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
         if ConnectionAtom.preference(request) == false { return .json(["d": ["EntitySets": .strings(ConnectionAtom.entitySets)]]) }
         let base = "\(runtime.current.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
-        return ConnectionAtom.response(ConnectionAtom.serviceDocument(base: base), status: .ok,
-                                       contentType: "application/atomsvc+xml;charset=utf-8")
+        return ConnectionAtom.response(
+            ConnectionAtom.serviceDocument(base: base), status: .ok,
+            contentType: "application/atomsvc+xml;charset=utf-8")
     }
 
     /// The Connection entity's properties and their values' kinds, for `$metadata`: those of
@@ -235,7 +253,9 @@ struct RegistrationRoutes: Sendable {
     /// `Content-Type` is Atom or XML, an Atom entry's `m:properties` (as strings; `m:null="true"`
     /// as null). Both go through the same checks. Fields that are not given keep their
     /// `existing` values; unknown fields are ignored, as SAP does.
-    static func deviceDetails(from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails) async throws(Refusal) -> DeviceDetails {
+    static func deviceDetails(
+        from request: inout Request, context: MidtierRequestContext, existing: DeviceDetails
+    ) async throws(Refusal) -> DeviceDetails {
         guard ConnectionAtom.isBody(request) || BrowserRequests.isJSONOrUnlabelled(request) else {
             throw .unsupportedMediaType(request, takes: "application/json, or Atom: application/atom+xml, application/xml")
         }
@@ -297,13 +317,20 @@ struct RegistrationRoutes: Sendable {
             // passwordPolicyMinLength → PasswordPolicyMinLength
             properties[key.prefix(1).uppercased() + key.dropFirst()] = ODataEntity.Value(value)
         }
-        if case .bool(let upload)? = app.logSettings["logEnabled"] { properties["UploadLogs"] = .bool(upload) } else { properties["UploadLogs"] = .bool(false) }
-        return ODataEntity(uri: entityURI(registration, version: version, publicURL: publicURL), type: "applications.Connection", properties: properties)
+        if case .bool(let upload)? = app.logSettings["logEnabled"] {
+            properties["UploadLogs"] = .bool(upload)
+        } else {
+            properties["UploadLogs"] = .bool(false)
+        }
+        return ODataEntity(
+            uri: entityURI(registration, version: version, publicURL: publicURL), type: "applications.Connection", properties: properties)
     }
 
     /// The SAP `{"d":{...}}` entity body, or its Atom `entry` when `atom`.
-    static func entityResponse(_ registration: Registration, app: AppConfiguration, version: String, publicURL: String,
-                               status: HTTPResponse.Status, atom: Bool = false) -> Response {
+    static func entityResponse(
+        _ registration: Registration, app: AppConfiguration, version: String, publicURL: String,
+        status: HTTPResponse.Status, atom: Bool = false
+    ) -> Response {
         let entity = entity(registration, app: app, version: version, publicURL: publicURL)
         if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity), status: status) }
         return ODataEntity.response(entity, status: status)

@@ -29,8 +29,9 @@ struct SelfServiceRoutes: Sendable {
             }
             let publicURL = runtime.current.configuration.server.publicURL
             let entities = owned.map { registration in
-                RegistrationRoutes.entity(registration, app: runtime.current.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
-                                          version: "v1", publicURL: publicURL)
+                RegistrationRoutes.entity(
+                    registration, app: runtime.current.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
+                    version: "v1", publicURL: publicURL)
             }
             return ODataEntity.response(entities)
         }
@@ -40,8 +41,9 @@ struct SelfServiceRoutes: Sendable {
                 let id = context.parameters.get("id")?.removingPercentEncoding ?? ""
                 let notFound = Refusal.notFound("registration \(id) does not exist")
                 guard RegistrationService.isAcceptableID(id),
-                      let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
-                      registration.user == user.identity else { throw notFound }
+                    let registration = try await store({ () async throws(StoreError) in try await registrations.store.registration(id: id) }),
+                    registration.user == user.identity
+                else { throw notFound }
                 let result = try await store { () async throws(StoreError) in
                     try await registrations.apply(action, to: id, by: .user(user.identity, source: context.clientIP ?? ""))
                 }
@@ -49,8 +51,10 @@ struct SelfServiceRoutes: Sendable {
                 case .changed(let changed):
                     logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.identity)"])
                     let app = runtime.current.configuration.apps[changed.appId] ?? AppConfiguration(id: changed.appId)
-                    return ODataEntity.response(RegistrationRoutes.entity(changed, app: app, version: "v1",
-                                                                          publicURL: runtime.current.configuration.server.publicURL))
+                    return ODataEntity.response(
+                        RegistrationRoutes.entity(
+                            changed, app: app, version: "v1",
+                            publicURL: runtime.current.configuration.server.publicURL))
                 case .notFound:
                     throw notFound
                 case .refused(let current):

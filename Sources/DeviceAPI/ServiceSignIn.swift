@@ -12,8 +12,10 @@ import MidtierHTTP
 enum ServiceSignIn {
     /// The app and its signed-in caller. An unknown second app is 404; two different apps, 403
     /// after sign-in (one app's credentials never reach another's service).
-    static func signedIn(_ request: Request, _ context: MidtierRequestContext, runtime: Runtime,
-                         serviceAppParameter: String, service: String) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
+    static func signedIn(
+        _ request: Request, _ context: MidtierRequestContext, runtime: Runtime,
+        serviceAppParameter: String, service: String
+    ) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
         let app = try ClientConfigurationRoutes.app(context, runtime)
         let serviceAppID = context.parameters.get(serviceAppParameter) ?? app.id
         guard runtime.configuration.apps[serviceAppID] != nil else { throw .notFound("unknown application \(serviceAppID)") }

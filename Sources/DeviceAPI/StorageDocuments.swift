@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
+import MidtierCore
 package import MidtierHTTP
 package import MidtierJSON
-import MidtierCore
 
 /// The Storage service's documents as values (docs/device-api.md, "User and device storage"):
 /// the key path read from the request's segments, a write's body, and the document a GET,
@@ -19,7 +19,9 @@ package enum StorageDocuments {
     /// before any is decoded, so that a path of thousands of segments costs nothing more.
     package static func keyPath(_ segments: some Collection<Substring>) throws(Refusal) -> [String] {
         guard segments.count <= maximumSegments else {
-            throw .badRequest("the path names \(segments.count) segments after the level; at most \(maximumSegments) (a document name and up to \(maximumSegments - 1) keys)")
+            throw .badRequest(
+                "the path names \(segments.count) segments after the level; at most \(maximumSegments) (a document name and up to \(maximumSegments - 1) keys)"
+            )
         }
         var keys: [String] = []
         for segment in segments {
@@ -42,7 +44,9 @@ package enum StorageDocuments {
         switch StrictJSON.value(bytes) {
         case .success(let value) where value.members != nil:
             guard inside + value.nestingDepth <= StrictJSON.maximumDepth else {
-                throw .badRequest("the document would nest more than \(StrictJSON.maximumDepth) levels deep (\(inside) keys in the path and \(value.nestingDepth) levels in the body)")
+                throw .badRequest(
+                    "the document would nest more than \(StrictJSON.maximumDepth) levels deep (\(inside) keys in the path and \(value.nestingDepth) levels in the body)"
+                )
             }
             return value
         case .success(let value): throw .badRequest("the body is not a JSON object: it is \(value.kind)")

@@ -36,8 +36,10 @@ struct StorageRoutes: Sendable {
     static let documentLimit = 64 * 1024
     static let userLimit = 1024 * 1024
 
-    static let roots = ["/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}",
-                        "/mobileservices/Storage/v1/runtime/application/{appId}"]
+    static let roots = [
+        "/mobileservices/application/{appId}/Storage/v1/runtime/application/{storageAppId}",
+        "/mobileservices/Storage/v1/runtime/application/{appId}",
+    ]
     static let prefixes = roots.map { $0 + "/global" }
 
     func add(to router: Router<MidtierRequestContext>) {
@@ -54,7 +56,9 @@ struct StorageRoutes: Sendable {
                 for method in [HTTPRequest.Method.put, .post, .patch, .delete] {
                     router.on(RouterPath(path), method: method) { request, context throws(Refusal) -> Response in
                         let (app, _) = try await self.signedIn(request, context)
-                        throw .forbidden("the global settings of application \(app.id) are read-only for devices; an administrator sets them in the app's configuration")
+                        throw .forbidden(
+                            "the global settings of application \(app.id) are read-only for devices; an administrator sets them in the app's configuration"
+                        )
                     }
                 }
             }
@@ -95,11 +99,15 @@ struct StorageRoutes: Sendable {
         switch request.method {
         case .get where Self.overwrite(request):
             let merged = try await levelDocuments(request, app: app, user: user.identity, registration: registration)
-            guard let value = StorageDocuments.storedValue(at: keyPath, in: merged) else { throw .notFound("nothing is stored at \(place), nor above it") }
+            guard let value = StorageDocuments.storedValue(at: keyPath, in: merged) else {
+                throw .notFound("nothing is stored at \(place), nor above it")
+            }
             return .json(value)
         case .get:
             let text = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.storageDocument(key) }
-            guard let text, let value = StorageDocuments.storedValue(at: inside, in: StorageDocuments.document(text)) else { throw .notFound("nothing is stored at \(place)") }
+            guard let text, let value = StorageDocuments.storedValue(at: inside, in: StorageDocuments.document(text)) else {
+                throw .notFound("nothing is stored at \(place)")
+            }
             return .json(value)
         case .put:
             let value = try await Self.body(request, inside: inside.count)
@@ -142,8 +150,10 @@ struct StorageRoutes: Sendable {
     /// in under it, as SAP's runtime API does: the app's `global` settings, then the user's
     /// documents, then (for a device) the registration's; a lower level's value wins, objects
     /// merge member by member.
-    private func levelDocuments(_ request: Request, app: AppConfiguration, user: UserIdentity,
-                                registration: String) async throws(Refusal) -> JSON {
+    private func levelDocuments(
+        _ request: Request, app: AppConfiguration, user: UserIdentity,
+        registration: String
+    ) async throws(Refusal) -> JSON {
         let store = registrations.store
         let levels = Self.overwrite(request) ? (registration.isEmpty ? [""] : ["", registration]) : [registration]
         var merged: JSON = Self.overwrite(request) ? ClientConfigurationRoutes.settings(app) : [:]
@@ -151,7 +161,8 @@ struct StorageRoutes: Sendable {
             let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await store.storageDocuments(app: app.id, user: user, registration: level)
             }
-            merged = StorageDocuments.merging(.object(documents.map { JSONMember(key: $0.name, value: StorageDocuments.document($0.text)) }), over: merged)
+            merged = StorageDocuments.merging(
+                .object(documents.map { JSONMember(key: $0.name, value: StorageDocuments.document($0.text)) }), over: merged)
         }
         return merged
     }
@@ -167,8 +178,10 @@ struct StorageRoutes: Sendable {
 
     /// Writes the document `change` makes of the stored one (nil: delete it), in the store's
     /// transaction; 200 with SAP's `code` and `message`.
-    private func write(_ key: StorageKey, place: String,
-                       _ change: @escaping @Sendable (String?) throws(Refusal) -> JSON?) async throws(Refusal) -> Response {
+    private func write(
+        _ key: StorageKey, place: String,
+        _ change: @escaping @Sendable (String?) throws(Refusal) -> JSON?
+    ) async throws(Refusal) -> Response {
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let store = registrations.store
         let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
@@ -177,8 +190,10 @@ struct StorageRoutes: Sendable {
                     guard let document = try change(current) else { return .remove }
                     let text = StorageDocuments.text(document)
                     guard text.utf8.count <= Self.documentLimit else {
-                        return .refuse(Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE",
-                                               "the document \(key.name) would be larger than \(Self.documentLimit) bytes"))
+                        return .refuse(
+                            Refusal(
+                                .contentTooLarge, code: "PAYLOAD_TOO_LARGE",
+                                "the document \(key.name) would be larger than \(Self.documentLimit) bytes"))
                     }
                     return .set(text)
                 } catch {
@@ -201,8 +216,10 @@ struct StorageRoutes: Sendable {
     /// registration in this app that `{id}` names (``CallerRegistration``); for `currentuser`,
     /// "" — the user, not blocked, and the caller's registration admitted too when the call
     /// names one.
-    private func admitted(_ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
-                          user: UserIdentity) async throws(Refusal) -> String {
+    private func admitted(
+        _ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
+        user: UserIdentity
+    ) async throws(Refusal) -> String {
         if let raw = context.parameters.get("deviceId") {
             guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
             return try await CallerRegistration.named(decoded, request: request, app: app, user: user, registrations: registrations, logger: logger)

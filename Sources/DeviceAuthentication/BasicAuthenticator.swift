@@ -132,9 +132,11 @@ package final class BasicAuthenticator: Sendable {
     private let throttle: SignInThrottle
     private let limiter: VerificationLimiter
 
-    package init(users: [String: LocalUser], cacheSeconds: Int, capacity: Int = 100_000,
-                throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
-                now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(
+        users: [String: LocalUser], cacheSeconds: Int, capacity: Int = 100_000,
+        throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         var exact: [ExactString: LocalUser] = [:]
         for user in users.values { exact[ExactString(user.id)] = user }
         self.users = exact
@@ -149,8 +151,10 @@ package final class BasicAuthenticator: Sendable {
 
     /// A `backend` app's authenticator: the same memory of verified credentials, throttle and
     /// single check per credential, with the back end answering instead of bcrypt.
-    package init(remote: Remote, cacheSeconds: Int, capacity: Int = 100_000, throttle: SignInThrottle = SignInThrottle(),
-                 now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(
+        remote: Remote, cacheSeconds: Int, capacity: Int = 100_000, throttle: SignInThrottle = SignInThrottle(),
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         self.users = [:]
         self.remote = remote
         self.decoyCost = Decoy.defaultCost
@@ -181,8 +185,9 @@ package final class BasicAuthenticator: Sendable {
             let (result, expiresAt) = await authenticate(user: user, password: password, client: client)
             if let header, let expiresAt, case .success(let user) = result {
                 state.withLock { state in
-                    Self.remember(CachedCredential(user: user, expiresAt: expiresAt), under: header, in: &state.verifiedHeaders,
-                                  capacity: capacity, now: now())
+                    Self.remember(
+                        CachedCredential(user: user, expiresAt: expiresAt), under: header, in: &state.verifiedHeaders,
+                        capacity: capacity, now: now())
                 }
             }
             return result
@@ -203,8 +208,10 @@ package final class BasicAuthenticator: Sendable {
 
     /// ``authenticate(user:password:client:)`` and, for a success, until when the verified
     /// credential is remembered (nil: not remembered).
-    private func authenticate(user: String, password: String,
-                              client: String?) async -> (result: Result<AuthenticatedUser, AuthenticationFailure>, expiresAt: UInt64?) {
+    private func authenticate(
+        user: String, password: String,
+        client: String?
+    ) async -> (result: Result<AuthenticatedUser, AuthenticationFailure>, expiresAt: UInt64?) {
         guard !user.isEmpty else { return (.failure(.malformedCredentials("the user name is empty")), nil) }
         // The one check of stored text (docs/identity.md, "Stored text"): C0, DEL and C1.
         guard !StoredText.hasControlCharacters(user), !StoredText.hasControlCharacters(password) else {
@@ -289,9 +296,10 @@ package final class BasicAuthenticator: Sendable {
                 // Checked again once admitted: a sign-in that waited while its address or
                 // name closed costs no bcrypt.
                 if let seconds = throttle.retryAfter(address: client, user: user) { return .throttled(seconds) }
-                return .matched((try? await NIOThreadPool.singleton.runIfActive {
-                    Bcrypt.verify(password, hash: hash ?? Decoy.hash(cost: decoyCost))
-                }) ?? false)
+                return .matched(
+                    (try? await NIOThreadPool.singleton.runIfActive {
+                        Bcrypt.verify(password, hash: hash ?? Decoy.hash(cost: decoyCost))
+                    }) ?? false)
             }
             switch (attempt, account) {
             case (nil, _): outcome = .busy
@@ -315,8 +323,10 @@ package final class BasicAuthenticator: Sendable {
     }
 
     /// Keeps `credential`; when `capacity` is reached, the expired ones go first, then all.
-    private static func remember(_ credential: CachedCredential, under digest: CredentialDigest,
-                                 in remembered: inout [CredentialDigest: CachedCredential], capacity: Int, now: UInt64) {
+    private static func remember(
+        _ credential: CachedCredential, under digest: CredentialDigest,
+        in remembered: inout [CredentialDigest: CachedCredential], capacity: Int, now: UInt64
+    ) {
         if remembered[digest] == nil, remembered.count >= capacity {
             remembered = remembered.filter { now < $0.value.expiresAt }
             if remembered.count >= capacity { remembered.removeAll() }
@@ -331,10 +341,12 @@ package final class BasicAuthenticator: Sendable {
             return .failure(.malformedCredentials("expected the Basic scheme"))
         }
         let isSpace: (UInt8?) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-        let encoded = isSpace(parts[1].utf8.first) || isSpace(parts[1].utf8.last)
+        let encoded =
+            isSpace(parts[1].utf8.first) || isSpace(parts[1].utf8.last)
             ? String(parts[1]).trimmingCharacters(in: .whitespaces) : String(parts[1])
         guard parts[1].utf8.count <= 4096, let data = Data(base64Encoded: encoded),
-              let decoded = String(data: data, encoding: .utf8) else {
+            let decoded = String(data: data, encoding: .utf8)
+        else {
             return .failure(.malformedCredentials("the credentials are not base64 of UTF-8 text"))
         }
         guard let colon = decoded.firstIndex(of: ":") else {
@@ -457,15 +469,18 @@ package final class KeyedDigester: Sendable {
     /// Runs `body` with a keyed context taken from the spares (or made), and puts it back
     /// after a success; false when OpenSSL could not make or use one.
     private func withContext(_ body: (OpaquePointer) -> Bool) -> Bool {
-        guard let context = spare.withLock({ $0.popLast() })
-            ?? key.withUnsafeBufferPointer({ key in midtier_hmac_sha256_new(key.baseAddress, key.count).map(UnsafeSendableContext.init) })
+        guard
+            let context = spare.withLock({ $0.popLast() })
+                ?? key.withUnsafeBufferPointer({ key in midtier_hmac_sha256_new(key.baseAddress, key.count).map(UnsafeSendableContext.init) })
         else { return false }
         let done = body(context.pointer)
-        let kept = done && spare.withLock { spare in
-            guard spare.count < 64 else { return false }
-            spare.append(context)
-            return true
-        }
+        let kept =
+            done
+            && spare.withLock { spare in
+                guard spare.count < 64 else { return false }
+                spare.append(context)
+                return true
+            }
         if !kept { EVP_MAC_CTX_free(context.pointer) }
         return done
     }
@@ -503,7 +518,8 @@ package enum SecretHashing {
         case empty
         package var description: String {
             switch self {
-            case .tooLong(let bytes): "the secret is \(bytes) bytes long; bcrypt reads at most \(BasicAuthenticator.maximumPasswordBytes) bytes, so choose one of at most \(BasicAuthenticator.maximumPasswordBytes) bytes"
+            case .tooLong(let bytes):
+                "the secret is \(bytes) bytes long; bcrypt reads at most \(BasicAuthenticator.maximumPasswordBytes) bytes, so choose one of at most \(BasicAuthenticator.maximumPasswordBytes) bytes"
             case .controlCharacters: "the secret contains control characters (such as NUL or a tab), which sign-ins refuse"
             case .empty: "the secret is empty"
             }

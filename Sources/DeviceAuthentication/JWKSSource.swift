@@ -52,8 +52,10 @@ final class JWKSSource: Sendable {
     static let maximumDocumentBytes = 1 << 20
     static let fetchTimeoutSeconds: Int64 = 10
 
-    init(origin: Origin, httpClient: HTTPClient?, refreshSeconds: Int = 300, unknownKidIntervalSeconds: Int = 30,
-         uptime: @escaping @Sendable () -> UInt64, log: @escaping @Sendable (JWKSLogLevel, String) -> Void) {
+    init(
+        origin: Origin, httpClient: HTTPClient?, refreshSeconds: Int = 300, unknownKidIntervalSeconds: Int = 30,
+        uptime: @escaping @Sendable () -> UInt64, log: @escaping @Sendable (JWKSLogLevel, String) -> Void
+    ) {
         self.origin = origin
         self.httpClient = httpClient
         self.refreshNanoseconds = UInt64(max(0, refreshSeconds)) * 1_000_000_000
@@ -69,7 +71,10 @@ final class JWKSSource: Sendable {
                 do {
                     let (usable, skipped) = try JWKSKeySet.candidates(in: bytes)
                     if usable.isEmpty {
-                        log(.error, "jwks file \(path): no usable RS256 or ES256 signing key (\(skipped.joined(separator: "; "))); tokens of this app are refused until it is fixed")
+                        log(
+                            .error,
+                            "jwks file \(path): no usable RS256 or ES256 signing key (\(skipped.joined(separator: "; "))); tokens of this app are refused until it is fixed"
+                        )
                     } else if !skipped.isEmpty {
                         log(.warning, "jwks file \(path): keys left out: \(skipped.joined(separator: "; "))")
                     }

@@ -4,8 +4,8 @@ import Foundation
 import JWTKit
 package import MidtierCore
 import MidtierJSON
-import Synchronization
 import RequestTracing
+import Synchronization
 
 /// Why a bearer token was not accepted. The messages are safe for a 401 body: they name the
 /// app's configured issuer, audience and user claim, never anything taken from the token
@@ -104,12 +104,14 @@ package final class JWTAuthenticator: Sendable {
     ///   - now: wall-clock seconds since 1970, for `exp` and `nbf`.
     ///   - uptime: a monotonic clock in nanoseconds, for the token cache and JWKS refreshes.
     ///   - log: JWKS loads and problems, for the server's log (never a token).
-    package init(settings: JWTAuthentication, httpClient: HTTPClient?,
-                cacheSeconds: Int = 60, capacity: Int = 10_000,
-                refreshSeconds: Int = 300, unknownKidIntervalSeconds: Int = 30,
-                now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
-                uptime: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
-                log: @escaping @Sendable (JWKSLogLevel, String) -> Void = { _, _ in }) {
+    package init(
+        settings: JWTAuthentication, httpClient: HTTPClient?,
+        cacheSeconds: Int = 60, capacity: Int = 10_000,
+        refreshSeconds: Int = 300, unknownKidIntervalSeconds: Int = 30,
+        now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 },
+        uptime: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        log: @escaping @Sendable (JWKSLogLevel, String) -> Void = { _, _ in }
+    ) {
         self.settings = settings
         self.cacheNanoseconds = UInt64(max(0, cacheSeconds)) * 1_000_000_000
         self.capacity = max(1, capacity)
@@ -126,8 +128,9 @@ package final class JWTAuthenticator: Sendable {
         case .url(let url):
             origin = .url(url)
         }
-        self.source = JWKSSource(origin: origin, httpClient: httpClient, refreshSeconds: refreshSeconds,
-                                 unknownKidIntervalSeconds: unknownKidIntervalSeconds, uptime: uptime, log: log)
+        self.source = JWKSSource(
+            origin: origin, httpClient: httpClient, refreshSeconds: refreshSeconds,
+            unknownKidIntervalSeconds: unknownKidIntervalSeconds, uptime: uptime, log: log)
     }
 
     /// How many times the JWKS was loaded (fetched, for a URL) so far: for tests (`@testable`).
@@ -140,7 +143,9 @@ package final class JWTAuthenticator: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return .failure(.malformedHeader) }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         guard !token.isEmpty else { return .failure(.malformedHeader) }
-        guard token.utf8.count <= Self.maximumTokenBytes else { return .failure(.malformedToken("it is longer than \(Self.maximumTokenBytes) bytes")) }
+        guard token.utf8.count <= Self.maximumTokenBytes else {
+            return .failure(.malformedToken("it is longer than \(Self.maximumTokenBytes) bytes"))
+        }
 
         let digest = digester.digest([token])
         let wallNow = now()
@@ -167,7 +172,8 @@ package final class JWTAuthenticator: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         let token = parts[1].trimmingCharacters(in: .whitespaces)
         guard token.utf8.count <= maximumTokenBytes,
-              let claims = try? DefaultJWTParser().parse(Array(token.utf8), as: DeviceClaims.self).payload.claims else { return nil }
+            let claims = try? DefaultJWTParser().parse(Array(token.utf8), as: DeviceClaims.self).payload.claims
+        else { return nil }
         return claims.string("iss")
     }
 
@@ -240,7 +246,8 @@ package final class JWTAuthenticator: Sendable {
         guard now < expiresAt + Self.clockSkewSeconds else { return .failure(.expired) }
         switch claims["nbf"] {
         case nil, .null?: break
-        case let notBefore? where notBefore.doubleValue != nil: guard now + Self.clockSkewSeconds >= notBefore.doubleValue ?? 0 else { return .failure(.notYetValid) }
+        case let notBefore? where notBefore.doubleValue != nil:
+            guard now + Self.clockSkewSeconds >= notBefore.doubleValue ?? 0 else { return .failure(.notYetValid) }
         case _?: return .failure(.malformedToken("its nbf is not a number"))
         }
         guard let userID = claims.string(settings.userClaim), !userID.isEmpty else {
@@ -273,8 +280,9 @@ package final class JWTAuthenticator: Sendable {
 extension JWTAuthenticator {
     /// Whether a token part is base64url without padding (RFC 7515 §2), jwt-kit decodes it.
     static func isBase64URL(_ part: Substring) -> Bool {
-        part.utf8.count % 4 != 1 && part.utf8.allSatisfy { byte in
-            (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
-        }
+        part.utf8.count % 4 != 1
+            && part.utf8.allSatisfy { byte in
+                (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+            }
     }
 }

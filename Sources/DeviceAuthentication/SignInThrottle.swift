@@ -49,8 +49,11 @@ package final class SignInThrottle: Sendable {
     private let state = Mutex(State())
     private let now: @Sendable () -> UInt64
 
-    package init(freeFailuresPerAddress: Int = 20, freeFailuresPerUser: Int = 5, maximumBackoffSeconds: Int = 60, forgetSeconds: Int = 900, capacity: Int = 100_000,
-                now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(
+        freeFailuresPerAddress: Int = 20, freeFailuresPerUser: Int = 5, maximumBackoffSeconds: Int = 60, forgetSeconds: Int = 900,
+        capacity: Int = 100_000,
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         self.freeFailuresPerAddress = max(0, freeFailuresPerAddress)
         self.freeFailuresPerUser = max(0, freeFailuresPerUser)
         self.maximumBackoffSeconds = max(1, maximumBackoffSeconds)
@@ -94,7 +97,8 @@ package final class SignInThrottle: Sendable {
         let client = address.map(ClientKey.init)
         state.withLock { state in
             if let client, let pair = state.pairs.removeValue(forKey: Pair(client: client, user: user.map(ExactString.init))),
-               var record = state.addresses[client] {
+                var record = state.addresses[client]
+            {
                 if now - pair.lastFailure <= forgetNanoseconds { record.failures -= min(pair.failures, record.failures) }
                 if record.failures <= freeFailuresPerAddress { record.closedUntil = 0 }
                 state.addresses[client] = record.failures == 0 ? nil : record
@@ -166,10 +170,12 @@ package final class VerificationLimiter: Sendable {
 
     /// By default as many at once as the machine has cores, and per core and second the work
     /// of 2 checks of cost 12 (about half of each core), in bursts of up to 8.
-    package init(concurrent: Int = ProcessInfo.processInfo.activeProcessorCount, waiting: Int = 32,
-                perSecond: Int = 2 * ProcessInfo.processInfo.activeProcessorCount,
-                burst: Int = 8 * ProcessInfo.processInfo.activeProcessorCount,
-                now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    package init(
+        concurrent: Int = ProcessInfo.processInfo.activeProcessorCount, waiting: Int = 32,
+        perSecond: Int = 2 * ProcessInfo.processInfo.activeProcessorCount,
+        burst: Int = 8 * ProcessInfo.processInfo.activeProcessorCount,
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
         self.concurrent = max(1, concurrent)
         self.waiting = max(0, waiting)
         self.perSecond = max(1, perSecond)

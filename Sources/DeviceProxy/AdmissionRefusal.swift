@@ -11,8 +11,9 @@ extension Admission {
         case .blocked(let kind): throw Refusal.userBlocked(kind)
         case .locked: throw .forbidden("the registration is locked", messageCode: "TRAFFIC_REG_LOCKED")
         case .wiped:
-            throw .forbidden("the registration is wiped; this device cannot onboard again until an admin deletes the wiped registration",
-                             messageCode: "TRAFFIC_REG_WIPED")
+            throw .forbidden(
+                "the registration is wiped; this device cannot onboard again until an admin deletes the wiped registration",
+                messageCode: "TRAFFIC_REG_WIPED")
         }
     }
 }

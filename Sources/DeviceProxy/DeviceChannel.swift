@@ -27,9 +27,10 @@ package struct DeviceChannel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderFieldSize = 80 * 1024
             limits.maxHeaderListSize = 80 * 1024
             limits.maxHeaderFieldCount = 1000
-            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false,
-                                                     withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
-                                                     withDecoderLimitConfiguration: limits)
+            try pipeline.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false,
+                withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
+                withDecoderLimitConfiguration: limits)
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             try pipeline.addHandler(connectionGuard())
             try pipeline.addHandler(HTTPConnectionStateHandler(logger: logger))
@@ -48,13 +49,16 @@ extension HTTPServerBuilder {
     /// connections counted per address across the listener; `settings` read for each new
     /// connection, so a reload applies to the connections opened after it) and proxy calls
     /// answered by `proxy` from the pipeline.
-    package static func device(settings: @escaping @Sendable () -> ConnectionGuard.Settings, proxy: ProxyHandler,
-                               logger: Logger) -> HTTPServerBuilder {
+    package static func device(
+        settings: @escaping @Sendable () -> ConnectionGuard.Settings, proxy: ProxyHandler,
+        logger: Logger
+    ) -> HTTPServerBuilder {
         let connections = ConnectionsPerAddress()
         return HTTPServerBuilder { responder in
-            DeviceChannel(responder: responder,
-                          connectionGuard: { ConnectionGuard(settings: settings(), connections: connections, logger: logger) },
-                          proxy: proxy)
+            DeviceChannel(
+                responder: responder,
+                connectionGuard: { ConnectionGuard(settings: settings(), connections: connections, logger: logger) },
+                proxy: proxy)
         }
     }
 }

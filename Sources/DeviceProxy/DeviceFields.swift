@@ -68,14 +68,16 @@ package enum DeviceFields {
         case .wiped:
             .forbidden("registration \(held.id) of this device is wiped: \(consequence) unless an admin deletes it", messageCode: "TRAFFIC_REG_WIPED")
         case .locked, .active:
-            .forbidden("registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
+            .forbidden(
+                "registration \(held.id) of this device is locked: \(consequence) until an admin unlocks it", messageCode: "TRAFFIC_REG_LOCKED")
         }
     }
 
     /// The refusal when the user already holds `limit` registrations (`maxRegistrationsPerUser`),
     /// for a Connections POST and an implicit registration alike.
     package static func overLimit(_ limit: Int) -> Refusal {
-        Refusal(.forbidden, code: "REGISTRATION_LIMIT",
-                "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
+        Refusal(
+            .forbidden, code: "REGISTRATION_LIMIT",
+            "the user already has \(limit) registrations, the most allowed (maxRegistrationsPerUser); delete one first")
     }
 }

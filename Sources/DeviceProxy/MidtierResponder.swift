@@ -28,8 +28,11 @@ package struct MidtierResponder: HTTPResponder {
         // A browser's request from another site changes nothing (docs/device-api.md).
         if let refusal = BrowserRequests.crossSiteRefusal(request, publicURL: server.publicURL) { return refusal.response }
         let segment = request.uri.path.dropFirst().prefix { $0 != "/" }
-        guard proxy.tracer.isOn, let trace = proxy.tracer.start("\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
-                                             propagation: request.propagationHeaders, trustedCaller: trustedCaller) else {
+        guard proxy.tracer.isOn,
+            let trace = proxy.tracer.start(
+                "\(request.method.rawValue) /\(segment)", method: request.method.rawValue, route: "/\(segment)",
+                propagation: request.propagationHeaders, trustedCaller: trustedCaller)
+        else {
             return try await ownRoutes.respond(to: request, context: context)
         }
         // (Thrown errors become Hummingbird's answers: traced as the status they carry.)

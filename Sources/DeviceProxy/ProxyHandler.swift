@@ -4,18 +4,18 @@ package import Forwarding
 import Foundation
 package import HTTPTypes
 package import Hummingbird
-package import MidtierHTTP
 package import Logging
 import MetadataPatching
 import MidtierCore
+package import MidtierHTTP
 import MidtierJSON
 package import MidtierMetrics
 import MidtierStore
+package import NIOSSL
+package import PrincipalPropagation
 package import Registrations
 package import RequestTracing
 package import TokenExchange
-package import NIOSSL
-package import PrincipalPropagation
 
 /// The destination proxy, `/{destinationName}/{path}` (docs/device-api.md, docs/forwarding.md):
 /// the request path of Midtier, top to bottom (docs/architecture.md). Each step either refuses
@@ -32,9 +32,11 @@ package struct ProxyHandler: Sendable {
     let tracer: RequestTracer
     let logger: Logger
 
-    package init(runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache,
-                 certificates: UserCertificateCache<NIOSSLContext?>, forwarder: Forwarder,
-                 sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger) {
+    package init(
+        runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache,
+        certificates: UserCertificateCache<NIOSSLContext?>, forwarder: Forwarder,
+        sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger
+    ) {
         self.certificates = certificates
         self.runtime = runtime
         self.registrations = registrations
@@ -47,9 +49,12 @@ package struct ProxyHandler: Sendable {
     }
 
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
-        guard tracer.isOn, let trace = tracer.start(request.method.rawValue + " /{destination}", method: request.method.rawValue,
-                                                     route: "/{destination}/*", propagation: request.propagationHeaders,
-                                                     trustedCaller: runtime.current.configuration.server.trustedProxies.includes(context.clientIP)) else {
+        guard tracer.isOn,
+            let trace = tracer.start(
+                request.method.rawValue + " /{destination}", method: request.method.rawValue,
+                route: "/{destination}/*", propagation: request.propagationHeaders,
+                trustedCaller: runtime.current.configuration.server.trustedProxies.includes(context.clientIP))
+        else {
             return await answer(request, context: context)
         }
         var response = await trace.run { await answer(request, context: context) }
@@ -75,8 +80,13 @@ package struct ProxyHandler: Sendable {
         let duration = ContinuousClock.now - start
         metrics.recordRequest(destination: label, status: response.status.code, duration: duration)
         // The path without its query (which may hold `$filter` values); never headers.
-        logger.debug("proxied call", metadata: ["method": "\(request.method.rawValue)", "path": "\(request.uri.path)",
-                                                "status": "\(response.status.code)", "microseconds": "\(duration.components.attoseconds / 1_000_000_000_000 + duration.components.seconds * 1_000_000)"])
+        logger.debug(
+            "proxied call",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)",
+                "status": "\(response.status.code)",
+                "microseconds": "\(duration.components.attoseconds / 1_000_000_000_000 + duration.components.seconds * 1_000_000)",
+            ])
         return response
     }
 
@@ -246,11 +256,13 @@ package struct ProxyHandler: Sendable {
         }
 
         // 8. Forward; if the back end rejects a cached token, renew it once and retry once.
-        let session = await sessions.begin(registration: registrationID, destination: name, path: upstream.path(remainder: path.remainder),
-                                           modifying: ![.get, .head, .options].contains(request.method))
-        var forwarding = ForwardingContext(clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
-                                           publicHost: runtime.publicHost, authorization: authorization,
-                                           backendCookies: session.cookieHeader)
+        let session = await sessions.begin(
+            registration: registrationID, destination: name, path: upstream.path(remainder: path.remainder),
+            modifying: ![.get, .head, .options].contains(request.method))
+        var forwarding = ForwardingContext(
+            clientAddress: context.clientIP, publicScheme: runtime.publicScheme,
+            publicHost: runtime.publicHost, authorization: authorization,
+            backendCookies: session.cookieHeader)
         forwarding.credentialHeaders = credentialHeaders
         forwarding.clientTLS = clientTLS
         var answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
@@ -266,12 +278,17 @@ package struct ProxyHandler: Sendable {
             answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
         }
         await sessions.finish(session, setCookies: answer.setCookies)
-        logger.debug("back end answered", metadata: ["destination": "\(name)", "user": "\(user.identity)", "status": "\(answer.status)",
-                                                     "keptCookies": "\(answer.setCookies.count)"])
+        logger.debug(
+            "back end answered",
+            metadata: [
+                "destination": "\(name)", "user": "\(user.identity)", "status": "\(answer.status)",
+                "keptCookies": "\(answer.setCookies.count)",
+            ])
 
         // 9. The answer: `$metadata` patched where configured, the back end's URLs rewritten.
         if !destination.metadataPatches.isEmpty, answer.status == 200,
-           path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata") {
+            path.remainder.hasSuffix("/$metadata") || path.remainder.lowercased().hasSuffix("/%24metadata")
+        {
             return try await patchedMetadata(answer, destination: destination)
         }
         return await RequestTrace.span("answer") { span in
@@ -284,15 +301,18 @@ package struct ProxyHandler: Sendable {
     /// back end checked (`backend` authentication) and only to that same system (scheme, host
     /// and port of the checking destination): a password never reaches another server than
     /// the one that accepted it (docs/forwarding.md).
-    private func userBasicAuthorization(_ request: Request, user: AuthenticatedUser, app: AppConfiguration,
-                                        destination: UpstreamDestination, runtime: Runtime) throws(Refusal) -> String {
+    private func userBasicAuthorization(
+        _ request: Request, user: AuthenticatedUser, app: AppConfiguration,
+        destination: UpstreamDestination, runtime: Runtime
+    ) throws(Refusal) -> String {
         guard case .backend(let signIn) = app.authentication, UserIdentity.sameBytes(user.identity.realm, signIn.realm),
-              let checking = runtime.upstreams[signIn.destination]?.origin, let target = destination.origin,
-              checking.tls == target.tls, checking.port == target.port, checking.host.lowercased() == target.host.lowercased(),
-              let authorization = request.headers[.authorization], authorization.prefix(6).lowercased() == "basic "
+            let checking = runtime.upstreams[signIn.destination]?.origin, let target = destination.origin,
+            checking.tls == target.tls, checking.port == target.port, checking.host.lowercased() == target.host.lowercased(),
+            let authorization = request.headers[.authorization], authorization.prefix(6).lowercased() == "basic "
         else {
-            throw .forbidden("destination \(destination.name) forwards the user's own credentials only for users its back end signed in "
-                             + "(an app with backend authentication on the same system)")
+            throw .forbidden(
+                "destination \(destination.name) forwards the user's own credentials only for users its back end signed in "
+                    + "(an app with backend authentication on the same system)")
         }
         return authorization
     }
@@ -303,9 +323,11 @@ package struct ProxyHandler: Sendable {
 
     /// The user's certificate for a `PrincipalPropagation` destination, from the cache or newly
     /// issued: its subject from `subjectPattern` over the user (docs/forwarding.md).
-    private func userCertificate(for user: AuthenticatedUser, destination upstream: UpstreamDestination,
-                                 settings: PrincipalPropagationSettings,
-                                 runtime: Runtime) throws(Refusal) -> UserCertificateCache<NIOSSLContext?>.Entry {
+    private func userCertificate(
+        for user: AuthenticatedUser, destination upstream: UpstreamDestination,
+        settings: PrincipalPropagationSettings,
+        runtime: Runtime
+    ) throws(Refusal) -> UserCertificateCache<NIOSSLContext?>.Entry {
         let destination = upstream.configuration
         guard let authority = runtime.userCertificateAuthorities[destination.name] else {
             throw .badGateway("destination \(destination.name) has no certificate authority")
@@ -316,27 +338,37 @@ package struct ProxyHandler: Sendable {
         } catch {
             throw .forbidden("user \(user.id) cannot be named for destination \(destination.name): \(error.message)")
         }
-        let key = UserCertificateKey(destination: destination.name, user: user.identity,
-                                     subject: subject.map { $0.type.rawValue + "=" + $0.value }.joined(separator: "\u{1F}"))
+        let key = UserCertificateKey(
+            destination: destination.name, user: user.identity,
+            subject: subject.map { $0.type.rawValue + "=" + $0.value }.joined(separator: "\u{1F}"))
         do {
             return try certificates.entry(for: key) { () throws(UserCertificateError) in
                 let issued = try authority.issue(subject: subject)
                 var context: NIOSSLContext?
                 if settings.mode == .mutualTLS {
                     do {
-                        context = try upstream.userTLS(certificateDER: issued.certificateDER, issuerDER: issued.caCertificateDER,
-                                                       keyDER: issued.keyDER)
+                        context = try upstream.userTLS(
+                            certificateDER: issued.certificateDER, issuerDER: issued.caCertificateDER,
+                            keyDER: issued.keyDER)
                     } catch {
                         throw UserCertificateError("the TLS context could not be made: \(error)")
                     }
                 }
-                logger.info("user certificate issued", metadata: ["destination": "\(destination.name)", "user": "\(user.identity)",
-                                                                  "subject": "\(issued.subject)"])
+                logger.info(
+                    "user certificate issued",
+                    metadata: [
+                        "destination": "\(destination.name)", "user": "\(user.identity)",
+                        "subject": "\(issued.subject)",
+                    ])
                 return (issued, context, settings.validityMinutes * 60)
             }
         } catch {
-            logger.error("user certificate failed", metadata: ["destination": "\(destination.name)", "user": "\(user.identity)",
-                                                               "error": "\(error.message)"])
+            logger.error(
+                "user certificate failed",
+                metadata: [
+                    "destination": "\(destination.name)", "user": "\(user.identity)",
+                    "error": "\(error.message)",
+                ])
             throw .badGateway("Midtier could not make the user's certificate for destination \(destination.name)")
         }
     }
@@ -352,13 +384,20 @@ package struct ProxyHandler: Sendable {
         do {
             let result = try MetadataPatcher.apply(patches, to: upstream.redaction.redact(document) ?? document)
             for patch in result.unmatched {
-                logger.warning("metadata patch matched nothing", metadata: ["destination": "\(destination.name)",
-                                                                            "entityType": "\(patch.entityType)", "property": "\(patch.property)"])
+                logger.warning(
+                    "metadata patch matched nothing",
+                    metadata: [
+                        "destination": "\(destination.name)",
+                        "entityType": "\(patch.entityType)", "property": "\(patch.property)",
+                    ])
             }
             for unfitting in result.unfittingScales {
-                logger.warning("metadata patch leaves a Scale without a fitting Precision", metadata: [
-                    "destination": "\(destination.name)", "entityType": "\(unfitting.entityType)", "property": "\(unfitting.property)",
-                    "scale": "\(unfitting.scale)", "precision": "\(unfitting.precision.map(String.init) ?? "none")"])
+                logger.warning(
+                    "metadata patch leaves a Scale without a fitting Precision",
+                    metadata: [
+                        "destination": "\(destination.name)", "entityType": "\(unfitting.entityType)", "property": "\(unfitting.property)",
+                        "scale": "\(unfitting.scale)", "precision": "\(unfitting.precision.map(String.init) ?? "none")",
+                    ])
             }
             var headers = upstream.headers
             headers[.contentLength] = String(result.document.count)
@@ -369,8 +408,10 @@ package struct ProxyHandler: Sendable {
     }
 
     /// The back-end call, in a client span whose `traceparent` the back end receives.
-    private func forward(_ request: Request, to destination: UpstreamDestination, remainder: Substring,
-                         context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
+    private func forward(
+        _ request: Request, to destination: UpstreamDestination, remainder: Substring,
+        context: ForwardingContext
+    ) async throws(Refusal) -> UpstreamResponse {
         try await RequestTrace.span("backend call", kind: .client) { span throws(Refusal) in
             if let origin = destination.origin {
                 span.set("server.address", origin.host)
@@ -386,14 +427,17 @@ package struct ProxyHandler: Sendable {
         }
     }
 
-    private func forwardUntraced(_ request: Request, to destination: UpstreamDestination, remainder: Substring,
-                                 context: ForwardingContext) async throws(Refusal) -> UpstreamResponse {
+    private func forwardUntraced(
+        _ request: Request, to destination: UpstreamDestination, remainder: Substring,
+        context: ForwardingContext
+    ) async throws(Refusal) -> UpstreamResponse {
         do {
             return try await forwarder.forward(request, to: destination, remainder: remainder, context: context, logger: logger)
         } catch {
             switch error {
             case .badRequest(let reason): throw .badRequest(reason)
-            case .bodyTooLarge(let limit): throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the request body is larger than \(limit) bytes")
+            case .bodyTooLarge(let limit):
+                throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the request body is larger than \(limit) bytes")
             case .unreachable(let reason): throw .badGateway(reason)
             case .timedOut(let milliseconds): throw .gatewayTimeout("destination \(destination.name) did not answer within \(milliseconds) ms")
             }
@@ -405,12 +449,18 @@ package struct ProxyHandler: Sendable {
     static let destinationItself = UserIdentity(realm: "midtier:destination", id: "")
 
     /// An exchange for the token cache, with its metrics, log lines and client span.
-    private func exchangeFunction(_ exchange: @escaping @Sendable (_ forceNew: Bool) async throws(TokenExchangeError) -> AccessToken) -> TokenCache.Exchange {
+    private func exchangeFunction(
+        _ exchange: @escaping @Sendable (_ forceNew: Bool) async throws(TokenExchangeError) -> AccessToken
+    ) -> TokenCache.Exchange {
         let logger = self.logger
         let metrics = self.metrics
         return { key, forceNew in
-            logger.debug("exchanging a token", metadata: ["destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(key.nameID)",
-                                                          "newToken": "\(forceNew)"])
+            logger.debug(
+                "exchanging a token",
+                metadata: [
+                    "destination": "\(key.destination)", "user": "\(key.user)", "nameID": "\(key.nameID)",
+                    "newToken": "\(forceNew)",
+                ])
             do {
                 let token = try await RequestTrace.span("token exchange", kind: .client) { span in
                     span.set("midtier.destination", key.destination.value)
@@ -453,7 +503,8 @@ package struct ProxyHandler: Sendable {
     /// the app's own method first, so nothing is learnt about other users' devices.
     private func deviceRegistration(_ request: Request, runtime: Runtime, client: String?) async throws(Refusal) -> String {
         guard let appID = request.headers[Self.appHeader], let deviceID = request.headers[Self.deviceHeader], !deviceID.isEmpty,
-              let app = runtime.configuration.apps[appID], UserIdentity.sameBytes(app.id, appID) else {
+            let app = runtime.configuration.apps[appID], UserIdentity.sameBytes(app.id, appID)
+        else {
             throw .forbidden("the request has no X-SMP-APPCID registration id")
         }
         let user = try await runtime.authenticate(request, app: app, client: client)
@@ -477,15 +528,19 @@ package struct ProxyHandler: Sendable {
     /// signed-in user's device onboards as through a Connections POST — the same field checks,
     /// registration block, per-user limit, held-device rule and audit entry — with only the
     /// `DeviceId` the call names (SAP SDK clients send no device type or model on data calls).
-    private func registerImplicitly(deviceID: String, app: AppConfiguration, user: AuthenticatedUser,
-                                    client: String?) async throws(Refusal) -> String {
+    private func registerImplicitly(
+        deviceID: String, app: AppConfiguration, user: AuthenticatedUser,
+        client: String?
+    ) async throws(Refusal) -> String {
         let device = try DeviceFields.read(["DeviceId": .string(deviceID)], existing: DeviceDetails())
         let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Result<Onboarding, Refusal> in
             if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
                 return .failure(Refusal.userBlocked(block.kind))
             }
-            return .success(try await registrations.register(app: app.id, user: user.identity, requestedID: nil, device: device,
-                                                             source: client ?? "", policy: app.blockWipingPolicy, implicit: true))
+            return .success(
+                try await registrations.register(
+                    app: app.id, user: user.identity, requestedID: nil, device: device,
+                    source: client ?? "", policy: app.blockWipingPolicy, implicit: true))
         }
         switch try outcome.get() {
         case .registered(let made):

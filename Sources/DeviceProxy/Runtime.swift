@@ -5,8 +5,8 @@ import Foundation
 import HTTPTypes
 package import Hummingbird
 package import Logging
-package import MidtierHTTP
 package import MidtierCore
+package import MidtierHTTP
 package import PrincipalPropagation
 package import SAMLSigning
 import Synchronization
@@ -43,9 +43,11 @@ package final class Runtime: Sendable {
     /// - Parameters:
     ///   - throttle, limiter: the failed sign-in throttle and the verification queue; they
     ///     belong to the server and outlive a reload.
-    package init(configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool? = nil,
-                throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
-                logger: Logger = Logger(label: "midtier")) throws(SigningError) {
+    package init(
+        configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool? = nil,
+        throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
+        logger: Logger = Logger(label: "midtier")
+    ) throws(SigningError) {
         self.configuration = configuration
         var exchanges: [String: SAMLBearerExchange] = [:]
         var basic: [String: String] = [:]
@@ -54,8 +56,9 @@ package final class Runtime: Sendable {
         for (name, destination) in configuration.destinations {
             switch destination.authentication {
             case .samlBearer(let settings):
-                exchanges[name] = try SAMLBearerExchange(settings: settings, httpClient: httpClient,
-                                                         timeoutMilliseconds: destination.timeoutMilliseconds)
+                exchanges[name] = try SAMLBearerExchange(
+                    settings: settings, httpClient: httpClient,
+                    timeoutMilliseconds: destination.timeoutMilliseconds)
             case .basic(let user, let password):
                 basic[name] = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
             case .principalPropagation(let settings):
@@ -75,25 +78,31 @@ package final class Runtime: Sendable {
         self.exchanges = exchanges
         self.basicAuthorizations = basic
         self.upstreams = configuration.destinations.mapValues { UpstreamDestination($0, publicURL: configuration.server.publicURL) }
-        self.basicAuthenticator = BasicAuthenticator(users: configuration.users,
-                                                     cacheSeconds: configuration.server.credentialCacheSeconds,
-                                                     throttle: throttle, limiter: limiter)
+        self.basicAuthenticator = BasicAuthenticator(
+            users: configuration.users,
+            cacheSeconds: configuration.server.credentialCacheSeconds,
+            throttle: throttle, limiter: limiter)
         // Keyed by position: the names are unique by their bytes, which a String key is not.
-        let senders = configuration.pushSenders.enumerated().map { (String($0.offset), LocalUser(id: $0.element.name, passwordHash: $0.element.passwordHash)) }
-        self.pushSenderAuthenticator = BasicAuthenticator(users: Dictionary(uniqueKeysWithValues: senders),
-                                                          cacheSeconds: configuration.server.credentialCacheSeconds,
-                                                          throttle: throttle, limiter: limiter)
+        let senders = configuration.pushSenders.enumerated().map {
+            (String($0.offset), LocalUser(id: $0.element.name, passwordHash: $0.element.passwordHash))
+        }
+        self.pushSenderAuthenticator = BasicAuthenticator(
+            users: Dictionary(uniqueKeysWithValues: senders),
+            cacheSeconds: configuration.server.credentialCacheSeconds,
+            throttle: throttle, limiter: limiter)
         var jwt: [String: JWTAuthenticator] = [:]
         for (id, app) in configuration.apps {
             guard case .jwt(let settings) = app.authentication else { continue }
-            jwt[id] = JWTAuthenticator(settings: settings, httpClient: httpClient, log: { level, message in
-                let metadata: Logger.Metadata = ["app": "\(id)"]
-                switch level {
-                case .info: logger.info("\(message)", metadata: metadata)
-                case .warning: logger.warning("\(message)", metadata: metadata)
-                case .error: logger.error("\(message)", metadata: metadata)
-                }
-            })
+            jwt[id] = JWTAuthenticator(
+                settings: settings, httpClient: httpClient,
+                log: { level, message in
+                    let metadata: Logger.Metadata = ["app": "\(id)"]
+                    switch level {
+                    case .info: logger.info("\(message)", metadata: metadata)
+                    case .warning: logger.warning("\(message)", metadata: metadata)
+                    case .error: logger.error("\(message)", metadata: metadata)
+                    }
+                })
         }
         self.jwtAuthenticators = jwt
         var backend: [String: BasicAuthenticator] = [:]
@@ -122,8 +131,9 @@ package final class Runtime: Sendable {
             } else {
                 check = { _, _ in .unavailable("no connection pool") }
             }
-            backend[id] = BasicAuthenticator(remote: .init(realm: signIn.realm, check: check),
-                                             cacheSeconds: configuration.server.credentialCacheSeconds, throttle: throttle)
+            backend[id] = BasicAuthenticator(
+                remote: .init(realm: signIn.realm, check: check),
+                cacheSeconds: configuration.server.credentialCacheSeconds, throttle: throttle)
         }
         self.backendAuthenticators = backend
         let publicURL = configuration.server.publicURL
@@ -168,8 +178,9 @@ package final class Runtime: Sendable {
     package func authenticateInAnyRealm(_ request: Request, client: String?) async throws(Refusal) -> AuthenticatedUser {
         let authorization = request.headers[.authorization]
         guard let authorization, !authorization.isEmpty else {
-            throw Refusal(.unauthorized, code: "UNAUTHORIZED", AuthenticationFailure.missingCredentials.description,
-                          challenge: challenge(for: request))
+            throw Refusal(
+                .unauthorized, code: "UNAUTHORIZED", AuthenticationFailure.missingCredentials.description,
+                challenge: challenge(for: request))
         }
         guard authorization.prefix(7).lowercased() == "bearer " else {
             // A `backend` app's users are checked by its back end, which the app is named for

@@ -30,13 +30,15 @@ package struct CredentialRedaction: Sendable {
     /// or only `*`s under ten bytes — for a streamed body whose `Content-Length` must stay
     /// right.
     package var keepingLength: ByteReplacements {
-        ByteReplacements(replacements.replacements.map { replacement in
-            let length = replacement.from.count
-            let mask = length >= Self.replacement.count
-                ? Self.replacement + [UInt8](repeating: UInt8(ascii: "*"), count: length - Self.replacement.count)
-                : [UInt8](repeating: UInt8(ascii: "*"), count: length)
-            return (replacement.from, mask)
-        })
+        ByteReplacements(
+            replacements.replacements.map { replacement in
+                let length = replacement.from.count
+                let mask =
+                    length >= Self.replacement.count
+                    ? Self.replacement + [UInt8](repeating: UInt8(ascii: "*"), count: length - Self.replacement.count)
+                    : [UInt8](repeating: UInt8(ascii: "*"), count: length)
+                return (replacement.from, mask)
+            })
     }
 
     static func secrets(in authorization: String?) -> [[UInt8]] {
@@ -75,7 +77,8 @@ package struct CredentialRedaction: Sendable {
             case 0..<0x20: json += String(format: "\\u%04x", byte)
             default: json.unicodeScalars.append(Unicode.Scalar(byte))
             }
-            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            let unreserved =
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
             if unreserved {
                 upper.append(character)

@@ -108,8 +108,9 @@ package struct Forwarder: Sendable {
         }
 
         let timeout = destination.configuration.timeoutMilliseconds
-        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
-                                   uri: destination.target(remainder: remainder, query: request.uri.query), headers: headers)
+        let head = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+            uri: destination.target(remainder: remainder, query: request.uri.query), headers: headers)
         let call = upstreams.start(head, to: origin, hasBody: hasBody, deadline: .now() + .milliseconds(Int64(timeout)))
         let answer: UpstreamAnswer
         do {
@@ -126,8 +127,9 @@ package struct Forwarder: Sendable {
             throw .unreachable("the back end of destination \(destination.name) is unreachable")
         }
         let tables = destination.answerTables.tables(for: context.authorization)
-        return UpstreamResponse(head: answer.head, body: answer.body, headers: responseHeaders(answer.head.headers, redacting: tables.redaction),
-                                tables: tables)
+        return UpstreamResponse(
+            head: answer.head, body: answer.body, headers: responseHeaders(answer.head.headers, redacting: tables.redaction),
+            tables: tables)
     }
 
     /// Streams the device's body to the back end, part by part as the connection takes them.
@@ -161,7 +163,8 @@ package struct Forwarder: Sendable {
         let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
         var headers = HTTPHeaders()
         headers.reserveCapacity(request.headers.count + destination.fixedHeaders.count + 6)
-        for field in request.headers where HeaderPolicy.forwardsRequestHeader(lowercased: field.name.canonicalName, connectionTokens: connectionTokens) {
+        for field in request.headers
+        where HeaderPolicy.forwardsRequestHeader(lowercased: field.name.canonicalName, connectionTokens: connectionTokens) {
             headers.add(name: field.name.rawName, value: field.value)
         }
         // HTTP/1.1 allows one Cookie header: the back end's session cookies that Midtier keeps,
@@ -191,13 +194,15 @@ package struct Forwarder: Sendable {
     }
 
     func responseHeaders(_ upstream: HTTPHeaders, redacting redaction: CredentialRedaction) -> HTTPFields {
-        let connectionTokens = upstream.contains(name: "connection")
+        let connectionTokens =
+            upstream.contains(name: "connection")
             ? HeaderPolicy.connectionTokens(upstream[canonicalForm: "connection"].map(String.init)) : []
         var fields = HTTPFields()
         fields.reserveCapacity(upstream.count)
         for (name, value) in upstream {
             guard let fieldName = HTTPField.Name(name),
-                  HeaderPolicy.forwardsResponseHeader(lowercased: fieldName.canonicalName, connectionTokens: connectionTokens) else { continue }
+                HeaderPolicy.forwardsResponseHeader(lowercased: fieldName.canonicalName, connectionTokens: connectionTokens)
+            else { continue }
             fields.append(HTTPField(name: fieldName, value: redaction.redact(value) ?? value))
         }
         return fields

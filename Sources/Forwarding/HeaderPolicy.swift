@@ -34,7 +34,8 @@ package enum HeaderPolicy {
         if normalized.hasPrefix("ssl-") || normalized.hasPrefix("x-ssl-") || normalized.hasPrefix("client-cert")
             || normalized.hasPrefix("x-client-cert") || normalized.hasPrefix("x-arr-clientcert") || normalized.hasPrefix("x-client-verify")
             || normalized.hasPrefix("sslclient") || normalized.hasPrefix("x-amzn-mtls-") || normalized.hasPrefix("cert-chain")
-            || normalized.hasPrefix("x-webauth-") || normalized.hasPrefix("x-ms-client-principal") {
+            || normalized.hasPrefix("x-webauth-") || normalized.hasPrefix("x-ms-client-principal")
+        {
             return true
         }
         if (normalized.hasPrefix("sap-") || normalized.hasPrefix("x-sap-")) && normalized.contains("user") {
@@ -109,7 +110,8 @@ package enum HeaderPolicy {
         let device = Cookies(from: request.headers[values: .cookie])
         return listed.compactMap { name in
             guard DestinationConfiguration.neverForwardedCookie(name) == nil, !keptNames.contains(name.lowercased()),
-                  let cookie = device[name] else { return nil }
+                let cookie = device[name]
+            else { return nil }
             return name + "=" + cookie.value
         }
     }
@@ -118,7 +120,8 @@ package enum HeaderPolicy {
 extension StringProtocol {
     func trimmingCharacters(in set: String) -> String {
         guard let first = firstIndex(where: { !set.contains($0) }),
-              let last = lastIndex(where: { !set.contains($0) }) else { return "" }
+            let last = lastIndex(where: { !set.contains($0) })
+        else { return "" }
         return String(self[first...last])
     }
 }

@@ -36,8 +36,11 @@ package struct UpstreamBody: AsyncSequence, Sendable {
     }
 
     /// A body and the source the handler feeds it from.
-    static func make(handler: UpstreamChannelHandler, exchange: UpstreamExchange, loop: any EventLoop)
-        -> (body: UpstreamBody, source: Producer.Source) {
+    static func make(
+        handler: UpstreamChannelHandler, exchange: UpstreamExchange, loop: any EventLoop
+    )
+        -> (body: UpstreamBody, source: Producer.Source)
+    {
         let made = Producer.makeSequence(
             backPressureStrategy: .init(lowWatermark: 2, highWatermark: 8),
             finishOnDeinit: true,

@@ -51,8 +51,11 @@ package final class UpstreamConnectionPool: Sendable {
     /// Starts a call: sends `head` on a pooled or new connection. `connected` gives the
     /// connection's channel once the head is on it (write the body there, then `.end`);
     /// `answer` the back end's answer. Both fail with ``UpstreamFailure``.
-    package func start(_ head: HTTPRequestHead, to origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline)
-        -> (connected: EventLoopFuture<any Channel>, answer: EventLoopFuture<UpstreamAnswer>) {
+    package func start(
+        _ head: HTTPRequestHead, to origin: UpstreamOrigin, hasBody: Bool, deadline: NIODeadline
+    )
+        -> (connected: EventLoopFuture<any Channel>, answer: EventLoopFuture<UpstreamAnswer>)
+    {
         let pool = currentPool
         let loop = pool.loop
         guard !isShutDown.load(ordering: .acquiring) else {

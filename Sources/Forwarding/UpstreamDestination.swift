@@ -173,8 +173,10 @@ package struct UpstreamDestination: Sendable {
     /// at most `maximumIdlePerUser` idle per event loop.
     package func userTLS(certificateDER: [UInt8], issuerDER: [UInt8], keyDER: [UInt8]) throws -> NIOSSLContext {
         var tls = baseTLS
-        tls.certificateChain = [.certificate(try NIOSSLCertificate(bytes: certificateDER, format: .der)),
-                                .certificate(try NIOSSLCertificate(bytes: issuerDER, format: .der))]
+        tls.certificateChain = [
+            .certificate(try NIOSSLCertificate(bytes: certificateDER, format: .der)),
+            .certificate(try NIOSSLCertificate(bytes: issuerDER, format: .der)),
+        ]
         tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: keyDER, format: .der))
         return try NIOSSLContext(configuration: tls)
     }

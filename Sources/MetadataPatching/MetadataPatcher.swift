@@ -72,8 +72,9 @@ package enum MetadataPatcher {
         guard let memory, size > 0 else { throw MetadataPatchError(description: "the patched $metadata could not be serialized") }
         defer { midtier_xmlFree(memory) }
         let output = Array(UnsafeBufferPointer(start: memory, count: Int(size)))
-        return Result(document: output, unmatched: zip(patches, matched).filter { !$0.1 }.map(\.0),
-                      unfittingScales: unfittingScales)
+        return Result(
+            document: output, unmatched: zip(patches, matched).filter { !$0.1 }.map(\.0),
+            unfittingScales: unfittingScales)
     }
 
     /// A numeric `Scale` needs a `Precision` at least as large; `variable` or `floating`

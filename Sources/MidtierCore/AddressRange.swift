@@ -87,7 +87,8 @@ extension Array where Element == AddressRange {
         for header in forwardedFor.reversed() {
             for entry in header.split(separator: ",").reversed() {
                 guard let candidate = AddressRange.forwardedAddress(entry.trimmingCharacters(in: .whitespaces)),
-                      let bytes = AddressRange.bytes(of: candidate) else { return believed }
+                    let bytes = AddressRange.bytes(of: candidate)
+                else { return believed }
                 believed = candidate
                 if !contains(where: { $0.contains(bytes) }) { return candidate }
             }

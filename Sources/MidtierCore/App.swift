@@ -1,4 +1,5 @@
 package import MidtierJSON
+
 // An app: how its devices sign in and the client policy they are given
 // (docs/configuration.md, `apps/<appId>.json`).
 

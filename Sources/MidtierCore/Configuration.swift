@@ -82,8 +82,10 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     /// `sslrootcert`: a PEM file of the roots to trust; the system's roots when nil.
     package var rootCertificatePath: String?
 
-    package init(host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
-                tls: TLSMode = .prefer, rootCertificatePath: String? = nil) {
+    package init(
+        host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
+        tls: TLSMode = .prefer, rootCertificatePath: String? = nil
+    ) {
         self.host = host
         self.port = port
         self.user = user
@@ -195,8 +197,10 @@ package struct ClientUploadSettings: Sendable, Equatable {
     /// `retentionDays`: uploads older than this are deleted. Default 14.
     package var retentionDays: Int
 
-    package init(maxUploadBytes: Int = 5 * 1024 * 1024, maxStoredBytesPerRegistration: Int = 20 * 1024 * 1024,
-                 maxStoredBytesPerUser: Int? = nil, maxUploadsPerHour: Int = 60, retentionDays: Int = 14) {
+    package init(
+        maxUploadBytes: Int = 5 * 1024 * 1024, maxStoredBytesPerRegistration: Int = 20 * 1024 * 1024,
+        maxStoredBytesPerUser: Int? = nil, maxUploadsPerHour: Int = 60, retentionDays: Int = 14
+    ) {
         self.maxUploadBytes = maxUploadBytes
         self.maxStoredBytesPerRegistration = maxStoredBytesPerRegistration
         self.maxStoredBytesPerUser = maxStoredBytesPerUser ?? max(Self.defaultStoredBytesPerUser, maxStoredBytesPerRegistration)

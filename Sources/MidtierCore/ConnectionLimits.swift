@@ -16,8 +16,10 @@ package struct ConnectionLimits: Sendable, Equatable {
     /// one IPv6 /64; on `listen`, `trustedProxies` are not counted. Default 100.
     package var maxConnectionsPerAddress: Int
 
-    package init(requestHeadSeconds: Int = 20, idleSeconds: Int = 75, requestBodySeconds: Int = 30,
-                 maxConnectionsPerAddress: Int = 100) {
+    package init(
+        requestHeadSeconds: Int = 20, idleSeconds: Int = 75, requestBodySeconds: Int = 30,
+        maxConnectionsPerAddress: Int = 100
+    ) {
         self.requestHeadSeconds = requestHeadSeconds
         self.idleSeconds = idleSeconds
         self.requestBodySeconds = requestBodySeconds

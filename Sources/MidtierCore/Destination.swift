@@ -48,9 +48,11 @@ package struct OAuth2Settings: Sendable {
     /// `tokenService.body.<name>`: further form parameters.
     package var extraBody: [(String, String)]
 
-    package init(type: String, grant: OAuth2Grant, tokenServiceURL: String, clientId: String, clientSecret: String?,
-                 tokenServiceUser: String? = nil, tokenServicePassword: String? = nil, addClientCredentialsInBody: Bool = true,
-                 scope: String? = nil, extraBody: [(String, String)] = []) {
+    package init(
+        type: String, grant: OAuth2Grant, tokenServiceURL: String, clientId: String, clientSecret: String?,
+        tokenServiceUser: String? = nil, tokenServicePassword: String? = nil, addClientCredentialsInBody: Bool = true,
+        scope: String? = nil, extraBody: [(String, String)] = []
+    ) {
         self.type = type
         self.grant = grant
         self.tokenServiceURL = tokenServiceURL
@@ -97,8 +99,10 @@ package struct PrincipalPropagationSettings: Sendable {
     /// `caKeyPassphrase`, resolved.
     package var caKeyPassphrase: String?
 
-    package init(mode: PrincipalPropagationMode, subjectPattern: SubjectPattern, validityMinutes: Int,
-                 caCertificatePEM: [UInt8], caKeyPEM: [UInt8], caKeyPassphrase: String?) {
+    package init(
+        mode: PrincipalPropagationMode, subjectPattern: SubjectPattern, validityMinutes: Int,
+        caCertificatePEM: [UInt8], caKeyPEM: [UInt8], caKeyPassphrase: String?
+    ) {
         self.mode = mode
         self.subjectPattern = subjectPattern
         self.validityMinutes = validityMinutes

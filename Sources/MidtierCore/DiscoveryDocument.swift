@@ -23,9 +23,10 @@ extension AppConfiguration {
                 config["oauth2.tokenEndpoint"] = .string(oauth2.tokenEndpoint)
                 config["oauth2.endUserUI"] = .string(oauth2.endUserUI)
                 if let first = oauth2.clients.first { config["oauth2.clientID"] = .string(first.clientID) }
-                config["oauth2.clients"] = .array(oauth2.clients.map {
-                    ["clientID": .string($0.clientID), "grantType": "authorization_code", "redirectURL": .string($0.redirectURL)]
-                })
+                config["oauth2.clients"] = .array(
+                    oauth2.clients.map {
+                        ["clientID": .string($0.clientID), "grantType": "authorization_code", "redirectURL": .string($0.redirectURL)]
+                    })
             }
             auth = ["config": .sortedObject(config), "requireOtp": false, "type": "oauth2"]
         }

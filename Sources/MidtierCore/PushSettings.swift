@@ -44,8 +44,10 @@ package struct APNsSettings: Sendable {
     /// own CA in tests); nil for the system's roots only.
     package var caFile: String?
 
-    package init(teamID: String, keyID: String, privateKeyPEM: String, topic: String, environment: Environment,
-                 endpoint: String? = nil, caFile: String? = nil) {
+    package init(
+        teamID: String, keyID: String, privateKeyPEM: String, topic: String, environment: Environment,
+        endpoint: String? = nil, caFile: String? = nil
+    ) {
         self.teamID = teamID
         self.keyID = keyID
         self.privateKeyPEM = privateKeyPEM
@@ -75,8 +77,10 @@ package struct FCMSettings: Sendable {
     /// As ``APNsSettings/caFile``, for both `tokenURI` and `endpoint`.
     package var caFile: String?
 
-    package init(projectID: String, clientEmail: String, privateKeyPEM: String, tokenURI: String = FCMSettings.defaultTokenURI,
-                 endpoint: String = FCMSettings.defaultEndpoint, caFile: String? = nil) {
+    package init(
+        projectID: String, clientEmail: String, privateKeyPEM: String, tokenURI: String = FCMSettings.defaultTokenURI,
+        endpoint: String = FCMSettings.defaultEndpoint, caFile: String? = nil
+    ) {
         self.projectID = projectID
         self.clientEmail = clientEmail
         self.privateKeyPEM = privateKeyPEM

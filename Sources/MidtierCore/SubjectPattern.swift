@@ -57,7 +57,8 @@ package struct SubjectPattern: Sendable, Equatable, CustomStringConvertible {
             let typeName = String(trimmed[..<equals]).trimmingSpaces.uppercased()
             let type = typeName == "E" || typeName == "EMAILADDRESS" ? .email : AttributeType(rawValue: typeName)
             guard let type else {
-                throw SubjectPatternError("\(typeName.isEmpty ? "an empty type" : typeName) is not an attribute type Midtier writes (CN, EMAIL, L, O, OU, ST, C, DC, UID)")
+                throw SubjectPatternError(
+                    "\(typeName.isEmpty ? "an empty type" : typeName) is not an attribute type Midtier writes (CN, EMAIL, L, O, OU, ST, C, DC, UID)")
             }
             let parts = try Self.parts(String(trimmed[trimmed.index(after: equals)...]).trimmingSpaces)
             guard !parts.isEmpty else { throw SubjectPatternError("\(typeName) has an empty value") }
@@ -108,7 +109,11 @@ package struct SubjectPattern: Sendable, Equatable, CustomStringConvertible {
             // Control characters (C0, DEL, C1) and invisible format characters (bidirectional
             // overrides, zero-width ones) would make a subject read as another in a log or in
             // the back end's certificate rules.
-            guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format }) else {
+            guard
+                !text.unicodeScalars.contains(where: {
+                    $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format
+                })
+            else {
                 throw SubjectPatternError("the \(attribute.type.rawValue) would contain a control or invisible formatting character")
             }
             filled.append((attribute.type, text))
@@ -159,7 +164,9 @@ package struct SubjectPattern: Sendable, Equatable, CustomStringConvertible {
                 }
                 let name = String(value[start..<close])
                 guard !name.isEmpty, name.utf8.count <= 64,
-                      name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_.-".unicodeScalars.contains($0)) })
+                    name.unicodeScalars.allSatisfy({
+                        $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_.-".unicodeScalars.contains($0))
+                    })
                 else {
                     throw SubjectPatternError("${\(name)} is not a variable name (letters, digits, _ . -)")
                 }

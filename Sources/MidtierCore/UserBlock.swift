@@ -1,4 +1,3 @@
-
 /// An admin's block of a user (docs/admin.md, "Users: block").
 package struct UserBlock: Sendable, Equatable {
     package enum Kind: String, Sendable, Equatable, CaseIterable {

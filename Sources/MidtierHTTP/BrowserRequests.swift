@@ -24,7 +24,8 @@ package enum BrowserRequests {
         }
         guard let origin = request.headers[.origin] else { return nil }
         if let authority = request.head.authority,
-           sameOrigin(origin, "http://" + authority) || sameOrigin(origin, "https://" + authority) {
+            sameOrigin(origin, "http://" + authority) || sameOrigin(origin, "https://" + authority)
+        {
             return nil
         }
         if sameOrigin(origin, publicURL) { return nil }
@@ -39,8 +40,9 @@ package enum BrowserRequests {
     }
 
     private static func refusal(_ why: String) -> Refusal {
-        Refusal(.forbidden, code: "CROSS_SITE",
-                "a request from another site may not change anything through the device API (\(why)); apps call without Sec-Fetch-Site or Origin")
+        Refusal(
+            .forbidden, code: "CROSS_SITE",
+            "a request from another site may not change anything through the device API (\(why)); apps call without Sec-Fetch-Site or Origin")
     }
 
     /// Whether the body's `Content-Type` (its media type, parameters aside) is JSON —
@@ -63,8 +65,9 @@ package enum BrowserRequests {
 extension Refusal {
     /// 415: the body's media type is not one the route takes.
     package static func unsupportedMediaType(_ request: Request, takes accepted: String) -> Refusal {
-        Refusal(.unsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE",
-                "the body's Content-Type \(BrowserRequests.mediaType(request)?.prefix(64) ?? "") is not one this route takes (\(accepted))")
+        Refusal(
+            .unsupportedMediaType, code: "UNSUPPORTED_MEDIA_TYPE",
+            "the body's Content-Type \(BrowserRequests.mediaType(request)?.prefix(64) ?? "") is not one this route takes (\(accepted))")
     }
 }
 

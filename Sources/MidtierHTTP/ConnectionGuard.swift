@@ -73,8 +73,9 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
         case .head: deadlines?.headRead()
         case .body(let bytes):
             if deadlines?.bodyRead(bytes.readableBytes) == false {
-                logger.debug("closed a connection: more than the drain limit of body bytes came after its early answer",
-                             metadata: ["peer": "\(context.channel.remoteAddress?.ipAddress ?? "")"])
+                logger.debug(
+                    "closed a connection: more than the drain limit of body bytes came after its early answer",
+                    metadata: ["peer": "\(context.channel.remoteAddress?.ipAddress ?? "")"])
                 close(context)
                 return
             }
@@ -115,12 +116,16 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
         guard deadlines == nil, !closed else { return }
         deadlines = ConnectionDeadlines(settings.limits, openedAt: .now())
         if let address = context.channel.remoteAddress?.ipBytes,
-           !settings.uncounted.contains(where: { $0.contains(address) }) {
+            !settings.uncounted.contains(where: { $0.contains(address) })
+        {
             let key = ConnectionsPerAddress.key(of: address)
             guard connections.open(key, limit: settings.limits.maxConnectionsPerAddress) else {
-                logger.debug("refused a connection: its address holds maxConnectionsPerAddress already",
-                             metadata: ["peer": "\(context.channel.remoteAddress?.ipAddress ?? "")",
-                                        "maxConnectionsPerAddress": "\(settings.limits.maxConnectionsPerAddress)"])
+                logger.debug(
+                    "refused a connection: its address holds maxConnectionsPerAddress already",
+                    metadata: [
+                        "peer": "\(context.channel.remoteAddress?.ipAddress ?? "")",
+                        "maxConnectionsPerAddress": "\(settings.limits.maxConnectionsPerAddress)",
+                    ])
                 close(context)
                 return
             }
@@ -148,9 +153,10 @@ package final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandl
             arm(context)
             return
         }
-        logger.log(level: deadline.limit == .idle ? .trace : .debug,
-                   deadline.limit == .idle ? "closed an idle connection" : "closed a slow client's connection",
-                   metadata: ["limit": "\(deadline.limit.rawValue)", "peer": "\(context.channel.remoteAddress?.ipAddress ?? "")"])
+        logger.log(
+            level: deadline.limit == .idle ? .trace : .debug,
+            deadline.limit == .idle ? "closed an idle connection" : "closed a slow client's connection",
+            metadata: ["limit": "\(deadline.limit.rawValue)", "peer": "\(context.channel.remoteAddress?.ipAddress ?? "")"])
         close(context)
     }
 

@@ -37,12 +37,13 @@ extension Refusal {
         case is StoreError:
             self = .storeUnavailable
         case let error as HTTPError:
-            let code = switch error.status {
-            case .notFound: "NOT_FOUND"
-            case .methodNotAllowed: "METHOD_NOT_ALLOWED"
-            case .contentTooLarge: "PAYLOAD_TOO_LARGE"
-            default: error.status.code < 500 ? "BAD_REQUEST" : "ERROR"
-            }
+            let code =
+                switch error.status {
+                case .notFound: "NOT_FOUND"
+                case .methodNotAllowed: "METHOD_NOT_ALLOWED"
+                case .contentTooLarge: "PAYLOAD_TOO_LARGE"
+                default: error.status.code < 500 ? "BAD_REQUEST" : "ERROR"
+                }
             let message = error.body ?? (error.status == .notFound ? "no such resource: \(path)" : error.status.reasonPhrase)
             self.init(error.status, code: code, message)
         default:

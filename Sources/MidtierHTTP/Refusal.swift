@@ -20,8 +20,10 @@ package struct Refusal: Error, Sendable, Equatable {
     /// For 429 and 503: seconds to wait (`Retry-After`).
     package var retryAfter: Int?
 
-    package init(_ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil,
-                allow: String? = nil, retryAfter: Int? = nil) {
+    package init(
+        _ status: HTTPResponse.Status, code: String, _ message: String, messageCode: String? = nil, challenge: String? = nil,
+        allow: String? = nil, retryAfter: Int? = nil
+    ) {
         self.status = status
         self.code = code
         self.message = message

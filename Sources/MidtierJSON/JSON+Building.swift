@@ -46,7 +46,8 @@ extension JSON {
         case .null, .bool, .number, .string: self
         case .array(let values): .array(values.map(\.sortedByKey))
         case .object(let members):
-            .object(members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { JSONMember(key: $0.key, value: $0.value.sortedByKey) })
+            .object(
+                members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }.map { JSONMember(key: $0.key, value: $0.value.sortedByKey) })
         }
     }
 

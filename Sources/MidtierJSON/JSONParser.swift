@@ -222,7 +222,7 @@ package struct JSONParser {
             if (0xD800..<0xDC00).contains(scalar) {
                 // A high surrogate must be followed by an escaped low surrogate.
                 guard current == UInt8(ascii: "\\"), position + 1 < bytes.count,
-                      bytes[position + 1] == UInt8(ascii: "u")
+                    bytes[position + 1] == UInt8(ascii: "u")
                 else { throw error("unpaired surrogate in \\u escape") }
                 position += 2
                 let low = try parseHex4()

@@ -33,16 +33,21 @@ package struct MidtierMetrics: Sendable {
         let name = destination ?? "unknown"
         let factory = self.factory
         let (counter, timer) = made.requests.withLock { made in
-            let counter = made.counters[RequestLabels(destination: name, status: status)] ?? {
-                let counter = Counter(label: "midtier_requests_total", dimensions: [("destination", name), ("status", String(status))], factory: factory)
-                made.counters[RequestLabels(destination: name, status: status)] = counter
-                return counter
-            }()
-            let timer = made.timers[name] ?? {
-                let timer = Timer(label: "midtier_request_duration_seconds", dimensions: [("destination", name)], factory: factory)
-                made.timers[name] = timer
-                return timer
-            }()
+            let counter =
+                made.counters[RequestLabels(destination: name, status: status)]
+                ?? {
+                    let counter = Counter(
+                        label: "midtier_requests_total", dimensions: [("destination", name), ("status", String(status))], factory: factory)
+                    made.counters[RequestLabels(destination: name, status: status)] = counter
+                    return counter
+                }()
+            let timer =
+                made.timers[name]
+                ?? {
+                    let timer = Timer(label: "midtier_request_duration_seconds", dimensions: [("destination", name)], factory: factory)
+                    made.timers[name] = timer
+                    return timer
+                }()
             return (counter, timer)
         }
         counter.increment()
@@ -56,11 +61,12 @@ package struct MidtierMetrics: Sendable {
     package func recordTokenLookup(_ result: CacheResult) {
         let factory = self.factory
         made.lookups.withLock { counters in
-            counters[result] ?? {
-                let counter = Counter(label: "midtier_token_cache_total", dimensions: [("result", result.rawValue)], factory: factory)
-                counters[result] = counter
-                return counter
-            }()
+            counters[result]
+                ?? {
+                    let counter = Counter(label: "midtier_token_cache_total", dimensions: [("result", result.rawValue)], factory: factory)
+                    counters[result] = counter
+                    return counter
+                }()
         }.increment()
     }
 
@@ -96,17 +102,22 @@ package struct MidtierMetrics: Sendable {
         let factory = self.factory
         let (counter, timer) = made.push.withLock { made in
             let key = "\(outcome.rawValue) \(provider)"
-            let counter = made.counters[key] ?? {
-                let counter = Counter(label: "midtier_push_deliveries_total", dimensions: [("outcome", outcome.rawValue), ("provider", provider)], factory: factory)
-                made.counters[key] = counter
-                return counter
-            }()
+            let counter =
+                made.counters[key]
+                ?? {
+                    let counter = Counter(
+                        label: "midtier_push_deliveries_total", dimensions: [("outcome", outcome.rawValue), ("provider", provider)], factory: factory)
+                    made.counters[key] = counter
+                    return counter
+                }()
             guard sinceAccepted != nil else { return (counter, nil as CoreMetrics.Timer?) }
-            let timer = made.timers[provider] ?? {
-                let timer = Timer(label: "midtier_push_delivery_seconds", dimensions: [("provider", provider)], factory: factory)
-                made.timers[provider] = timer
-                return timer
-            }()
+            let timer =
+                made.timers[provider]
+                ?? {
+                    let timer = Timer(label: "midtier_push_delivery_seconds", dimensions: [("provider", provider)], factory: factory)
+                    made.timers[provider] = timer
+                    return timer
+                }()
             return (counter, timer)
         }
         counter.increment()

@@ -1,14 +1,16 @@
-import Foundation
 package import ConfigurationFiles
-package import MidtierCore
-import SAMLSigning
 import Forwarding
+import Foundation
+package import MidtierCore
 import PrincipalPropagation
+import SAMLSigning
 
 /// Loads a configuration directory, with the signing material checked by the SAML module.
 package func loadConfiguration(_ directory: String) throws(ConfigurationErrors) -> MidtierConfiguration {
-    try ConfigurationLoader(directory: directory, validateSigningMaterial: validateSigningMaterial,
-                            validateDestination: validateDestinationMaterial).load()
+    try ConfigurationLoader(
+        directory: directory, validateSigningMaterial: validateSigningMaterial,
+        validateDestination: validateDestinationMaterial
+    ).load()
 }
 
 /// nil when the key loads (with its passphrase) and belongs to the certificate.

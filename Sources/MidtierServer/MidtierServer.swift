@@ -2,26 +2,26 @@ import AdminAPI
 package import Administration
 package import AsyncHTTPClient
 package import BackendSessions
-package import Forwarding
+import ConfigurationFiles
+import DeviceAPI
 import DeviceAuthentication
+package import DeviceProxy
+package import Forwarding
 import Foundation
 package import Hummingbird
 package import Logging
-import ConfigurationFiles
-import DeviceAPI
-package import DeviceProxy
 package import MidtierCore
 import MidtierHTTP
 package import MidtierMetrics
 package import MidtierStore
+import NIOCore
+package import NIOSSL
+package import PrincipalPropagation
 import PushAPI
 package import PushNotifications
-import NIOCore
 package import Registrations
 package import RequestTracing
 import SAMLSigning
-package import NIOSSL
-package import PrincipalPropagation
 package import ServiceLifecycle
 package import TokenExchange
 import UnixSignals
@@ -64,9 +64,11 @@ package final class MidtierServer: Sendable {
     let tracer: RequestTracer
     let logger: Logger
 
-    package init(configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
-                tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
-                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws(StartupError) {
+    package init(
+        configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
+        tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
+        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
         let verifications = VerificationLimiter()
@@ -76,8 +78,10 @@ package final class MidtierServer: Sendable {
         let upstreams = UpstreamConnectionPool()
         self.upstreams = upstreams
         do {
-            runtime = RuntimeHolder(try Self.makeRuntime(configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
-                                                         limiter: verifications, logger: logger))
+            runtime = RuntimeHolder(
+                try Self.makeRuntime(
+                    configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
+                    limiter: verifications, logger: logger))
         } catch {
             // Not `syncShutdown`: this may run on an event loop, where blocking is not allowed.
             Task { try? await httpClient.shutdown() }
@@ -103,8 +107,10 @@ package final class MidtierServer: Sendable {
     /// providers' issuers and `backend:<destination>` (docs/identity.md).
     static func signInRealms(_ configuration: MidtierConfiguration) -> [String] {
         var realms: [String] = []
-        for app in configuration.apps.values where !app.authentication.realm.isEmpty
-            && !realms.contains(where: { UserIdentity.sameBytes($0, app.authentication.realm) }) {
+        for app in configuration.apps.values
+        where !app.authentication.realm.isEmpty
+            && !realms.contains(where: { UserIdentity.sameBytes($0, app.authentication.realm) })
+        {
             realms.append(app.authentication.realm)
         }
         return realms
@@ -113,11 +119,14 @@ package final class MidtierServer: Sendable {
     /// The store's push side; nil for a store that has none (some test stores).
     var pushStore: (any PushStore)? { registrations.store as? any PushStore }
 
-    static func makeRuntime(_ configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool,
-                            throttle: SignInThrottle, limiter: VerificationLimiter, logger: Logger) throws(StartupError) -> Runtime {
+    static func makeRuntime(
+        _ configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool,
+        throttle: SignInThrottle, limiter: VerificationLimiter, logger: Logger
+    ) throws(StartupError) -> Runtime {
         do {
-            return try Runtime(configuration: configuration, httpClient: httpClient, upstreams: upstreams, throttle: throttle, limiter: limiter,
-                               logger: logger)
+            return try Runtime(
+                configuration: configuration, httpClient: httpClient, upstreams: upstreams, throttle: throttle, limiter: limiter,
+                logger: logger)
         } catch {
             throw StartupError("signing material does not load: \(error.message)")
         }
@@ -148,8 +157,9 @@ package final class MidtierServer: Sendable {
         if let configurationDirectory {
             do {
                 let configuration = try loadConfiguration(configurationDirectory)
-                let runtime = try Self.makeRuntime(configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
-                                                   limiter: verifications, logger: logger)
+                let runtime = try Self.makeRuntime(
+                    configuration, httpClient: httpClient, upstreams: upstreams, throttle: deviceSignIns,
+                    limiter: verifications, logger: logger)
                 self.runtime.replace(with: runtime)
                 tokens.removeAll()
                 outcome = .reloaded(apps: configuration.apps.count, destinations: configuration.destinations.count, users: configuration.users.count)
@@ -167,8 +177,10 @@ package final class MidtierServer: Sendable {
         case .rejected(let problems): detail = "rejected: \(problems.count) problem(s); the old configuration stays"
         }
         logger.notice("configuration reload", metadata: ["by": "\(actor.name)", "outcome": "\(detail)"])
-        try? await registrations.store.appendAudit(AuditEntry(at: registrations.now(), actor: actor.name, action: "config.reload",
-                                                              target: configurationDirectory ?? "", detail: detail, source: actor.source))
+        try? await registrations.store.appendAudit(
+            AuditEntry(
+                at: registrations.now(), actor: actor.name, action: "config.reload",
+                target: configurationDirectory ?? "", detail: detail, source: actor.source))
         return outcome
     }
 
@@ -183,25 +195,31 @@ package final class MidtierServer: Sendable {
         HealthRoutes(store: registrations.store).add(to: router)
         DeviceAPIRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         if let pushStore {
-            PushSenderRoutes(runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
-                             now: registrations.now).add(to: router)
+            PushSenderRoutes(
+                runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
+                now: registrations.now
+            ).add(to: router)
         }
         let runtime = self.runtime
-        SelfServicePageRoutes(registrations: registrations, signIn: PageSignIns(runtime: runtime),
-                              secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
-                              logger: logger).add(to: router)
+        SelfServicePageRoutes(
+            registrations: registrations, signIn: PageSignIns(runtime: runtime),
+            secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
+            logger: logger
+        ).add(to: router)
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
-        let proxy = ProxyHandler(runtime: runtime, registrations: registrations, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
-                                 sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
+        let proxy = ProxyHandler(
+            runtime: runtime, registrations: registrations, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
+            sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(
             responder: responder,
             // Slow and idle clients (docs/operations.md): behind trusted proxies every client
             // comes through them, so their connections are not counted per address.
-            server: .device(settings: {
-                let server = runtime.current.configuration.server
-                return .init(limits: server.connectionLimits, uncounted: server.trustedProxies)
-            }, proxy: proxy, logger: logger),
+            server: .device(
+                settings: {
+                    let server = runtime.current.configuration.server
+                    return .init(limits: server.connectionLimits, uncounted: server.trustedProxies)
+                }, proxy: proxy, logger: logger),
             configuration: .init(address: address ?? .hostname(settings.listen.host, port: settings.listen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger
@@ -217,9 +235,10 @@ package final class MidtierServer: Sendable {
         let runtime = self.runtime
         let router = Router(context: MidtierRequestContext.self)
         router.middlewares.add(ODataErrorMiddleware(logger: logger))
-        router.middlewares.add(AdminHostCheck(adminHost: {
-            runtime.current.configuration.server.adminURL.flatMap { URL(string: $0)?.host }
-        }))
+        router.middlewares.add(
+            AdminHostCheck(adminHost: {
+                runtime.current.configuration.server.adminURL.flatMap { URL(string: $0)?.host }
+            }))
         HealthRoutes(store: registrations.store).add(to: router)
         let metrics = self.metrics
         router.get("/metrics") { _, _ in
@@ -235,8 +254,9 @@ package final class MidtierServer: Sendable {
             realms: { Self.signInRealms(runtime.current.configuration) },
             reload: { actor in await self.reload(by: actor) },
             logger: logger, store: pushStore, wakeUp: pushWakeUp, apps: { runtime.current.configuration.apps })
-        let authenticator = AdminAuthenticator(hashes: { runtime.current.configuration.server.adminTokenHashes },
-                                               throttle: adminSignIns, limiter: verifications)
+        let authenticator = AdminAuthenticator(
+            hashes: { runtime.current.configuration.server.adminTokenHashes },
+            throttle: adminSignIns, limiter: verifications)
         AdminRoutes(administration: administration, authenticator: authenticator).add(to: router)
         let store = registrations.store
         let storeKind = if case .postgres = settings.store { "PostgreSQL" } else { "SQLite" }
@@ -335,11 +355,13 @@ package final class MidtierServer: Sendable {
     /// A service that sends accepted push notifications (docs/push.md, "Delivery") until
     /// shutdown, and deletes those older than `retentionDays` every hour.
     package func pushDeliverer(retentionDays: Int = 30) -> some Service {
-        PushDeliveryService(worker: pushStore.map { store in
-            let runtime = self.runtime
-            return PushDeliveryWorker(store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
-                                      clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, now: registrations.now)
-        }, retentionDays: retentionDays, logger: logger)
+        PushDeliveryService(
+            worker: pushStore.map { store in
+                let runtime = self.runtime
+                return PushDeliveryWorker(
+                    store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
+                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, now: registrations.now)
+            }, retentionDays: retentionDays, logger: logger)
     }
 
     /// A service that reloads the configuration on `SIGHUP` until shutdown.
@@ -402,8 +424,9 @@ struct ContactWriter: Service {
         do {
             try await contacts.flush()
         } catch {
-            logger.warning("last contacts not written; they wait for the next try",
-                           metadata: ["registrations": "\(contacts.waiting)", "error": "\(error)"])
+            logger.warning(
+                "last contacts not written; they wait for the next try",
+                metadata: ["registrations": "\(contacts.waiting)", "error": "\(error)"])
         }
     }
 }

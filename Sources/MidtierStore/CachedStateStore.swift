@@ -140,8 +140,10 @@ package final class CachedStateStore: StateStore {
         return updated
     }
 
-    package func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
-                           audit: AuditEntry) async throws(StoreError) -> StateTransition {
+    package func transition(
+        id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+        audit: AuditEntry
+    ) async throws(StoreError) -> StateTransition {
         let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
         afterWrite { memory in
             if case .changed(let registration) = result {
@@ -229,8 +231,10 @@ package final class CachedStateStore: StateStore {
         try await base.storageDocuments(app: app, user: user, registration: registration)
     }
 
-    package func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
-                                               _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+    package func writeStorage<Reason: Sendable>(
+        _ key: StorageKey, userLimit: Int, now: Int64,
+        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
+    ) async throws(StoreError) -> StorageWrite<Reason> {
         try await base.writeStorage(key, userLimit: userLimit, now: now, edit)
     }
 
@@ -240,18 +244,24 @@ package final class CachedStateStore: StateStore {
 
     // Client logs and usage: written and read through, shared by every instance.
 
-    package func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
-                                  now: Int64) async throws(StoreError) -> ClientUploadSave {
+    package func saveClientUpload(
+        _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+        now: Int64
+    ) async throws(StoreError) -> ClientUploadSave {
         try await base.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
     }
 
-    package func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                            limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+    package func clientLogs(
+        matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientLogRecord] {
         try await base.clientLogs(matching: filter, after: cursor, limit: limit)
     }
 
-    package func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                               limit: Int) async throws(StoreError) -> [ClientUpload] {
+    package func clientUploads(
+        _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientUpload] {
         try await base.clientUploads(kind, matching: filter, after: cursor, limit: limit)
     }
 
@@ -306,13 +316,17 @@ extension CachedStateStore: PushStore {
         try await push.enqueue(notification, registrations: registrations)
     }
 
-    package func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64,
-                                     limit: Int) async throws(StoreError) -> [ClaimedPushDelivery] {
+    package func claimPushDeliveries(
+        owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws(StoreError) -> [ClaimedPushDelivery] {
         try await push.claimPushDeliveries(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
-    package func finishPushDelivery(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-                                    now: Int64) async throws(StoreError) -> Bool {
+    package func finishPushDelivery(
+        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+        now: Int64
+    ) async throws(StoreError) -> Bool {
         try await push.finishPushDelivery(notification: notification, registration: registration, owner: owner, outcome: outcome, now: now)
     }
 
@@ -373,6 +387,8 @@ extension CachedStateStore: PushStore {
 /// memory forgets exactly those.
 package protocol PushTokenReleasing: PushStore {
     /// As `releasePushToken`, but the ids of the registrations that lost the token.
-    func registrationsReleasingPushToken(_ token: String, provider: PushProvider, app: String,
-                                         keeping: String) async throws(StoreError) -> [String]
+    func registrationsReleasingPushToken(
+        _ token: String, provider: PushProvider, app: String,
+        keeping: String
+    ) async throws(StoreError) -> [String]
 }

@@ -28,8 +28,10 @@ package struct ClientUpload: Sendable, Equatable {
     /// For `usage`: the report's JSON text as sent. For `log`: "".
     package var report: String
 
-    package init(id: String, kind: ClientUploadKind, app: String, user: UserIdentity, registration: String,
-                 deviceId: String, receivedAt: Int64, size: Int, report: String) {
+    package init(
+        id: String, kind: ClientUploadKind, app: String, user: UserIdentity, registration: String,
+        deviceId: String, receivedAt: Int64, size: Int, report: String
+    ) {
         self.id = id
         self.kind = kind
         self.app = app
@@ -69,8 +71,10 @@ package struct ClientLogEntry: Sendable, Equatable {
     package var location: String
     package var message: String
 
-    package init(upload: String, sequence: Int, time: Int64, severity: ClientLogSeverity, correlationId: String,
-                 source: String, location: String, message: String) {
+    package init(
+        upload: String, sequence: Int, time: Int64, severity: ClientLogSeverity, correlationId: String,
+        source: String, location: String, message: String
+    ) {
         self.upload = upload
         self.sequence = sequence
         self.time = time
@@ -115,8 +119,10 @@ package struct ClientUploadFilter: Sendable, Equatable {
     /// Log entries only: the message contains this text (byte for byte).
     package var text: String?
 
-    package init(registration: String? = nil, user: UserIdentity? = nil, app: String? = nil,
-                 minimumSeverity: ClientLogSeverity? = nil, from: Int64? = nil, until: Int64? = nil, text: String? = nil) {
+    package init(
+        registration: String? = nil, user: UserIdentity? = nil, app: String? = nil,
+        minimumSeverity: ClientLogSeverity? = nil, from: Int64? = nil, until: Int64? = nil, text: String? = nil
+    ) {
         self.registration = registration
         self.user = user
         self.app = app

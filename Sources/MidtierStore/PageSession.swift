@@ -25,8 +25,10 @@ package struct StoredPageSession: Sendable, Equatable {
     /// A one-time message for the next page.
     package var notice: String?
 
-    package init(key: String, site: String, subject: UserIdentity, credentialStamp: String, csrfToken: String,
-                 startedAt: Int64, endsAt: Int64, lastSeen: Int64, idleMilliseconds: Int64, notice: String? = nil) {
+    package init(
+        key: String, site: String, subject: UserIdentity, credentialStamp: String, csrfToken: String,
+        startedAt: Int64, endsAt: Int64, lastSeen: Int64, idleMilliseconds: Int64, notice: String? = nil
+    ) {
         self.key = key
         self.site = site
         self.subject = subject

@@ -50,8 +50,9 @@ package final class PostgresChangeFeed: Sendable {
                 return
             } catch {
                 if !failing.withLock({ $0 }) {
-                    logger.warning("store change feed lost its connection; retrying every second",
-                                   metadata: ["error": "\(PostgresStore.describe(error))"])
+                    logger.warning(
+                        "store change feed lost its connection; retrying every second",
+                        metadata: ["error": "\(PostgresStore.describe(error))"])
                 }
                 failing.withLock { $0 = true }
             }
@@ -60,8 +61,9 @@ package final class PostgresChangeFeed: Sendable {
     }
 
     private func listen(connectionID: Int, apply: @escaping @Sendable (Event) async -> Void, connected: @escaping @Sendable () -> Void) async throws {
-        let connection = try await PostgresConnection.connect(configuration: try store.location.connectionConfiguration,
-                                                             id: connectionID, logger: logger)
+        let connection = try await PostgresConnection.connect(
+            configuration: try store.location.connectionConfiguration,
+            id: connectionID, logger: logger)
         defer { Task { try? await connection.close() } }
         try await connection.listen(on: PostgresStore.changeChannel) { notifications in
             // Listening now: whatever commits from here on wakes us, so catching up first

@@ -22,16 +22,18 @@ extension PostgresLocation {
 
     /// postgres-nio's pool configuration for this location.
     var clientConfiguration: PostgresClient.Configuration {
-        let tlsMode: PostgresClient.Configuration.TLS = switch tls {
-        case .disable: .disable
-        case .prefer: .prefer(tlsConfiguration)
-        case .require, .verifyCA, .verifyFull: .require(tlsConfiguration)
-        }
-        var configuration = if isUnixSocket {
-            PostgresClient.Configuration(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password, database: database)
-        } else {
-            PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tlsMode)
-        }
+        let tlsMode: PostgresClient.Configuration.TLS =
+            switch tls {
+            case .disable: .disable
+            case .prefer: .prefer(tlsConfiguration)
+            case .require, .verifyCA, .verifyFull: .require(tlsConfiguration)
+            }
+        var configuration =
+            if isUnixSocket {
+                PostgresClient.Configuration(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+            } else {
+                PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tlsMode)
+            }
         configuration.options.connectTimeout = .seconds(3)
         configuration.options.maximumConnections = 10
         configuration.options.keepAliveBehavior = .init(frequency: .seconds(10))
@@ -44,14 +46,17 @@ extension PostgresLocation {
     var connectionConfiguration: PostgresConnection.Configuration {
         get throws {
             if isUnixSocket {
-                return PostgresConnection.Configuration(unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password, database: database)
+                return PostgresConnection.Configuration(
+                    unixSocketPath: "\(host)/.s.PGSQL.\(port)", username: user, password: password, database: database)
             }
-            let tlsMode: PostgresConnection.Configuration.TLS = switch tls {
-            case .disable: .disable
-            case .prefer: .prefer(try NIOSSLContext(configuration: tlsConfiguration))
-            case .require, .verifyCA, .verifyFull: .require(try NIOSSLContext(configuration: tlsConfiguration))
-            }
-            var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: database, tls: tlsMode)
+            let tlsMode: PostgresConnection.Configuration.TLS =
+                switch tls {
+                case .disable: .disable
+                case .prefer: .prefer(try NIOSSLContext(configuration: tlsConfiguration))
+                case .require, .verifyCA, .verifyFull: .require(try NIOSSLContext(configuration: tlsConfiguration))
+                }
+            var configuration = PostgresConnection.Configuration(
+                host: host, port: port, username: user, password: password, database: database, tls: tlsMode)
             configuration.options.connectTimeout = .seconds(3)
             return configuration
         }

@@ -12,14 +12,16 @@ extension PostgresStore: PushStore, PushTokenReleasing {
 
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
         try await write(lock: nil) { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO midtier_push_notifications (id, app_id, sender, payload, created_at)
                 VALUES (\(notification.id), \(notification.app), \(notification.sender), \(notification.payload), \(notification.createdAt))
                 """, logger: logger)
             guard !registrations.isEmpty else { return }
             // One statement for all; the primary key (COLLATE "C": by bytes) keeps a registration
             // listed twice once.
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO midtier_push_deliveries (notification_id, registration_id, state, attempts, next_attempt_at, updated_at, reason)
                 SELECT \(notification.id), r.id, 'pending', 0, \(notification.createdAt), \(notification.createdAt), ''
                 FROM unnest(\(registrations)::text[]) AS r(id)
@@ -28,11 +30,14 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         }
     }
 
-    package func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64,
-                                     limit: Int) async throws(StoreError) -> [ClaimedPushDelivery] {
+    package func claimPushDeliveries(
+        owner: String, now: Int64, leaseUntil: Int64,
+        limit: Int
+    ) async throws(StoreError) -> [ClaimedPushDelivery] {
         guard limit > 0 else { return [] }
         return try await write(lock: nil) { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH claimed AS (
                     UPDATE midtier_push_deliveries SET lease_owner = \(owner), lease_until = \(leaseUntil)
                     WHERE (notification_id, registration_id) IN (
@@ -48,19 +53,23 @@ extension PostgresStore: PushStore, PushTokenReleasing {
                 """, logger: logger)
             var claimed: [ClaimedPushDelivery] = []
             for try await row in rows.decode((String, String, String, String, Int64, String, Int64).self) {
-                claimed.append(ClaimedPushDelivery(
-                    notification: PushNotificationRecord(id: row.0, app: row.1, sender: row.2, payload: row.3, createdAt: row.4),
-                    registration: row.5, attempts: Int(row.6)))
+                claimed.append(
+                    ClaimedPushDelivery(
+                        notification: PushNotificationRecord(id: row.0, app: row.1, sender: row.2, payload: row.3, createdAt: row.4),
+                        registration: row.5, attempts: Int(row.6)))
             }
             return claimed
         }
     }
 
-    package func finishPushDelivery(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-                                    now: Int64) async throws(StoreError) -> Bool {
+    package func finishPushDelivery(
+        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+        now: Int64
+    ) async throws(StoreError) -> Bool {
         let recorded = outcome.recorded
         return try await write(lock: nil) { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE midtier_push_deliveries SET state = \(recorded.state.rawValue), attempts = attempts + \(Int64(recorded.addedAttempts)),
                     next_attempt_at = COALESCE(\(recorded.nextAttemptAt)::int8, next_attempt_at), updated_at = \(now),
                     provider = COALESCE(\(recorded.provider?.rawValue)::text, provider), reason = \(recorded.reason),
@@ -78,7 +87,8 @@ extension PostgresStore: PushStore, PushTokenReleasing {
     package func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])? {
         let found: (PushNotificationRecord, [PushDeliveryRecord])? = try await read { client, logger in
             var notification: PushNotificationRecord?
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT \(unescaped: Self.notificationColumns) FROM midtier_push_notifications n WHERE n.id = \(id)
                 """, logger: logger)
             for try await row in rows.decode((String, String, String, String, Int64).self) {
@@ -86,16 +96,18 @@ extension PostgresStore: PushStore, PushTokenReleasing {
             }
             guard let notification else { return nil }
             var deliveries: [PushDeliveryRecord] = []
-            let found = try await client.query("""
+            let found = try await client.query(
+                """
                 SELECT registration_id, state, attempts, next_attempt_at, updated_at, provider, reason FROM midtier_push_deliveries
                 WHERE notification_id = \(id) ORDER BY registration_id COLLATE "C"
                 """, logger: logger)
             for try await row in found.decode((String, String, Int64, Int64, Int64, String?, String).self) {
-                deliveries.append(PushDeliveryRecord(
-                    notification: id, registration: row.0,
-                    // An unreadable state is shown as failed, never as pending again.
-                    state: PushDeliveryState(rawValue: row.1) ?? .failed, attempts: Int(row.2), nextAttemptAt: row.3,
-                    updatedAt: row.4, provider: row.5.flatMap(PushProvider.init(rawValue:)), reason: row.6))
+                deliveries.append(
+                    PushDeliveryRecord(
+                        notification: id, registration: row.0,
+                        // An unreadable state is shown as failed, never as pending again.
+                        state: PushDeliveryState(rawValue: row.1) ?? .failed, attempts: Int(row.2), nextAttemptAt: row.3,
+                        updatedAt: row.4, provider: row.5.flatMap(PushProvider.init(rawValue:)), reason: row.6))
             }
             return (notification, deliveries)
         }
@@ -107,12 +119,14 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         return try await read { client, logger in
             let rows: PostgresRowSequence
             if let app {
-                rows = try await client.query("""
+                rows = try await client.query(
+                    """
                     SELECT \(unescaped: Self.notificationColumns) FROM midtier_push_notifications n WHERE n.app_id = \(app)
                     ORDER BY n.created_at DESC, n.id DESC LIMIT \(limit)
                     """, logger: logger)
             } else {
-                rows = try await client.query("""
+                rows = try await client.query(
+                    """
                     SELECT \(unescaped: Self.notificationColumns) FROM midtier_push_notifications n
                     ORDER BY n.created_at DESC, n.id DESC LIMIT \(limit)
                     """, logger: logger)
@@ -141,7 +155,8 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         // The write lock: the change is announced, so that other instances forget the
         // registration they keep in memory.
         return try await write { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE midtier_registration SET \(unescaped: column) = '' WHERE id = \(registration)
                     AND \(unescaped: column) COLLATE "C" = \(token) RETURNING id
                 """, logger: logger)
@@ -157,15 +172,18 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
     }
 
-    package func registrationsReleasingPushToken(_ token: String, provider: PushProvider, app: String,
-                                                 keeping: String) async throws(StoreError) -> [String] {
+    package func registrationsReleasingPushToken(
+        _ token: String, provider: PushProvider, app: String,
+        keeping: String
+    ) async throws(StoreError) -> [String] {
         // An empty token is no token: no phone holds it.
         guard !token.isEmpty else { return [] }
         let column = provider.tokenColumn
         // The write lock: each change is announced, so that other instances forget the
         // registrations they keep in memory.
         return try await write { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE midtier_registration SET \(unescaped: column) = '' WHERE app_id COLLATE "C" = \(app)
                     AND id COLLATE "C" <> \(keeping) AND \(unescaped: column) COLLATE "C" = \(token) RETURNING id
                 """, logger: logger)
@@ -181,7 +199,8 @@ extension PostgresStore: PushStore, PushTokenReleasing {
         guard !token.isEmpty else { return [] }
         let column = provider.tokenColumn
         return try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT DISTINCT user_realm, user_id FROM midtier_registration
                 WHERE app_id COLLATE "C" = \(app) AND \(unescaped: column) COLLATE "C" = \(token)
                 """, logger: logger)
@@ -193,7 +212,8 @@ extension PostgresStore: PushStore, PushTokenReleasing {
 
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await write(lock: nil) { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH gone AS (
                     DELETE FROM midtier_push_notifications n WHERE n.created_at < \(before)
                         AND NOT EXISTS (SELECT 1 FROM midtier_push_deliveries d WHERE d.notification_id = n.id AND d.state = 'pending')

@@ -38,8 +38,10 @@ package final class PostgresStore: StateStore {
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
     /// instances starting at once migrate one after the other.
-    package init(_ location: PostgresLocation, operationTimeout: Duration = .seconds(5), sessionTimeout: Duration = .seconds(1),
-                 logger: Logger) async throws(StoreError) {
+    package init(
+        _ location: PostgresLocation, operationTimeout: Duration = .seconds(5), sessionTimeout: Duration = .seconds(1),
+        logger: Logger
+    ) async throws(StoreError) {
         self.location = location
         self.logger = logger
         self.operationTimeout = operationTimeout
@@ -69,7 +71,10 @@ package final class PostgresStore: StateStore {
             return !transient.contains(error.serverInfo?[.sqlState] ?? "")
         }
         if error.code == .sslUnsupported || error.code == .unsupportedAuthMechanism || error.code == .authMechanismRequiresPassword
-            || error.code == .saslError { return true }
+            || error.code == .saslError
+        {
+            return true
+        }
         return error.underlying is NIOSSLError || error.underlying is NIOSSLExtraError
     }
 
@@ -129,8 +134,10 @@ package final class PostgresStore: StateStore {
 
     /// One write transaction, holding `lock` (by default the write lock: commit-ordered
     /// sequences; nil: none).
-    func write<T: Sendable>(within limit: Duration? = nil, lock: Int64? = PostgresStore.writeLock,
-                            _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T) async throws(StoreError) -> T {
+    func write<T: Sendable>(
+        within limit: Duration? = nil, lock: Int64? = PostgresStore.writeLock,
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
+    ) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
@@ -145,8 +152,10 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    func read<T: Sendable>(within limit: Duration? = nil,
-                           _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(StoreError) -> T {
+    func read<T: Sendable>(
+        within limit: Duration? = nil,
+        _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
+    ) async throws(StoreError) -> T {
         let logger = self.logger
         let client = self.client
         do {
@@ -158,16 +167,18 @@ package final class PostgresStore: StateStore {
 
     // MARK: Rows
 
-    static let columns = "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
+    static let columns =
+        "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
 
     typealias RegistrationRow = (String, String, String, String, String, String, String, String, String, String, Int64, Int64, String, String)
 
     static func registration(_ row: RegistrationRow) -> Registration {
-        Registration(id: row.0, appId: row.1, user: UserIdentity(realm: row.2, id: row.3), deviceType: row.4, deviceModel: row.5,
-                     deviceId: row.6, formFactor: row.7, apnsDeviceToken: row.8, androidGcmRegistrationId: row.9,
-                     createdAt: row.10, lastContactAt: row.11,
-                     // An unreadable state is treated as the safest one.
-                     state: Registration.State(rawValue: row.12) ?? .wiped, details: Registration.details(from: row.13))
+        Registration(
+            id: row.0, appId: row.1, user: UserIdentity(realm: row.2, id: row.3), deviceType: row.4, deviceModel: row.5,
+            deviceId: row.6, formFactor: row.7, apnsDeviceToken: row.8, androidGcmRegistrationId: row.9,
+            createdAt: row.10, lastContactAt: row.11,
+            // An unreadable state is treated as the safest one.
+            state: Registration.State(rawValue: row.12) ?? .wiped, details: Registration.details(from: row.13))
     }
 
     static func registrations(_ rows: PostgresRowSequence) async throws -> [Registration] {
@@ -177,7 +188,8 @@ package final class PostgresStore: StateStore {
     }
 
     static func append(_ entry: AuditEntry, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO midtier_audit (at, actor, action, target, detail, source)
             VALUES (\(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.detail), \(entry.source))
             """, logger: logger)
@@ -186,7 +198,8 @@ package final class PostgresStore: StateStore {
     /// Records a change other instances must apply, and wakes them (delivered at commit).
     static func announce(_ change: StoreChange, at milliseconds: Int64, on connection: PostgresConnection, logger: Logger) async throws {
         let (kind, first, second) = change.columns
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO midtier_change (at, kind, key_a, key_b) VALUES (\(milliseconds), \(kind), \(first), \(second))
             """, logger: logger)
         try await connection.query("SELECT pg_notify(\(Self.changeChannel), '')", logger: logger)
@@ -201,7 +214,8 @@ package final class PostgresStore: StateStore {
             let retired = try await connection.query("SELECT 1 FROM midtier_retired_registration WHERE id = \(r.id)", logger: logger)
             for try await _ in retired { return InsertOutcome.idTaken }
             if let maximumPerUser {
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     SELECT COUNT(*) FROM midtier_registration WHERE user_realm = \(r.user.realm) AND user_id = \(r.user.id)
                     """, logger: logger)
                 var count: Int64 = 0
@@ -210,7 +224,8 @@ package final class PostgresStore: StateStore {
             }
             if !r.deviceId.isEmpty {
                 // Byte equality: the database's default collation is deterministic.
-                let held = try await connection.query("""
+                let held = try await connection.query(
+                    """
                     SELECT id FROM midtier_registration
                     WHERE app_id = \(r.appId) AND user_realm = \(r.user.realm) AND user_id = \(r.user.id) AND device_id = \(r.deviceId)
                       AND state <> 'active'
@@ -218,7 +233,8 @@ package final class PostgresStore: StateStore {
                     """, logger: logger)
                 for try await (id) in held.decode(String.self) { return InsertOutcome.deviceHeld(id: id) }
             }
-            let inserted = try await connection.query("""
+            let inserted = try await connection.query(
+                """
                 INSERT INTO midtier_registration (\(unescaped: Self.columns))
                 VALUES (\(r.id), \(r.appId), \(r.user.realm), \(r.user.id), \(r.deviceType), \(r.deviceModel), \(r.deviceId), \(r.formFactor),
                         \(r.apnsDeviceToken), \(r.androidGcmRegistrationId), \(r.createdAt), \(r.lastContactAt), \(r.state.rawValue),
@@ -238,7 +254,8 @@ package final class PostgresStore: StateStore {
 
     package func registration(id: String) async throws(StoreError) -> Registration? {
         try await read { client, logger in
-            try await Self.registrations(client.query("SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id)", logger: logger)).first
+            try await Self.registrations(client.query("SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id)", logger: logger))
+                .first
         }
     }
 
@@ -270,7 +287,8 @@ package final class PostgresStore: StateStore {
 
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { connection, logger in
-            let updated = try await connection.query("""
+            let updated = try await connection.query(
+                """
                 UPDATE midtier_registration SET device_type = \(r.deviceType), device_model = \(r.deviceModel), device_id = \(r.deviceId),
                     form_factor = \(r.formFactor), apns_device_token = \(r.apnsDeviceToken),
                     android_gcm_registration_id = \(r.androidGcmRegistrationId), details = \(r.detailsText) WHERE id = \(r.id) RETURNING id
@@ -284,11 +302,14 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    package func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
-                           audit: AuditEntry) async throws(StoreError) -> StateTransition {
+    package func transition(
+        id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+        audit: AuditEntry
+    ) async throws(StoreError) -> StateTransition {
         try await write { connection, logger in
-            let found = try await Self.registrations(connection.query(
-                "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            let found = try await Self.registrations(
+                connection.query(
+                    "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
             guard var registration = found.first else { return StateTransition.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
@@ -306,8 +327,9 @@ package final class PostgresStore: StateStore {
 
     package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { connection, logger in
-            let found = try await Self.registrations(connection.query(
-                "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            let found = try await Self.registrations(
+                connection.query(
+                    "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
             guard let registration = found.first else { return DeleteOutcome.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             let at = audit?.at ?? Self.now()
@@ -315,7 +337,8 @@ package final class PostgresStore: StateStore {
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
             try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
                 """, logger: logger)
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
@@ -330,7 +353,8 @@ package final class PostgresStore: StateStore {
         let ids = contacts.map(\.id)
         let times = contacts.map(\.at)
         try await read { client, logger in
-            try await client.query("""
+            try await client.query(
+                """
                 UPDATE midtier_registration AS r SET last_contact_at = c.at
                 FROM unnest(\(ids)::text[], \(times)::int8[]) AS c(id, at)
                 WHERE r.id = c.id AND r.last_contact_at < c.at
@@ -342,7 +366,8 @@ package final class PostgresStore: StateStore {
 
     package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
         try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT kind, reason, since, blocked_by FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id)
                 """, logger: logger)
             for try await (kind, reason, since, by) in rows.decode((String, String, Int64, String).self) {
@@ -354,7 +379,8 @@ package final class PostgresStore: StateStore {
 
     package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO midtier_user_block (user_realm, user_id, kind, reason, since, blocked_by)
                 VALUES (\(block.user.realm), \(block.user.id), \(block.kind.rawValue), \(block.reason), \(block.since), \(block.by))
                 ON CONFLICT (user_realm, user_id) DO UPDATE SET kind = EXCLUDED.kind, reason = EXCLUDED.reason,
@@ -367,7 +393,8 @@ package final class PostgresStore: StateStore {
 
     package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { connection, logger in
-            let removed = try await connection.query("""
+            let removed = try await connection.query(
+                """
                 DELETE FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id) RETURNING user_id
                 """, logger: logger)
             var found = false
@@ -391,13 +418,15 @@ package final class PostgresStore: StateStore {
     package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
         try await read(within: sessionTimeout) { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT sealed, expires_at, stamp FROM midtier_backend_session
                 WHERE registration_id = \(registration) AND destination = \(destination) AND (expires_at IS NULL OR expires_at > \(now))
                 """, logger: logger)
             for try await (sealed, expiresAt, stamp) in rows.decode((ByteBuffer, Int64?, Int64).self) {
-                return SealedBackendSession(registration: registration, destination: destination,
-                                            sealed: Array(buffer: sealed), expiresAt: expiresAt, stamp: stamp)
+                return SealedBackendSession(
+                    registration: registration, destination: destination,
+                    sealed: Array(buffer: sealed), expiresAt: expiresAt, stamp: stamp)
             }
             return nil
         }
@@ -409,11 +438,14 @@ package final class PostgresStore: StateStore {
         try await write(within: sessionTimeout) { connection, logger in
             try await connection.query("DELETE FROM midtier_backend_session WHERE expires_at <= \(now)", logger: logger)
             var active = false
-            for try await _ in try await connection.query("""
+            for try await _ in try await connection.query(
+                """
                 SELECT 1 FROM midtier_registration WHERE id = \(session.registration) AND state = 'active'
-                """, logger: logger) { active = true }
+                """, logger: logger)
+            { active = true }
             guard active else { return .inactive }
-            let saved = try await connection.query("""
+            let saved = try await connection.query(
+                """
                 INSERT INTO midtier_backend_session (registration_id, destination, sealed, expires_at, stamp)
                 VALUES (\(session.registration), \(session.destination), \(ByteBuffer(bytes: session.sealed)), \(session.expiresAt), \(session.stamp))
                 ON CONFLICT (registration_id, destination) DO UPDATE
@@ -424,8 +456,9 @@ package final class PostgresStore: StateStore {
             var kept = false
             for try await _ in saved { kept = true }
             guard kept else { return .stale }
-            try await Self.announce(.session(registration: session.registration, destination: session.destination),
-                                    at: now, on: connection, logger: logger)
+            try await Self.announce(
+                .session(registration: session.registration, destination: session.destination),
+                at: now, on: connection, logger: logger)
             return .saved
         }
     }
@@ -433,23 +466,28 @@ package final class PostgresStore: StateStore {
     // MARK: Page sessions (every instance reads them from here: nothing to announce)
 
     typealias PageSessionRow = (String, String, String, String, String, String, Int64, Int64, Int64, Int64, String?)
-    static let pageSessionColumns = "key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at, last_seen, idle_ms, notice"
+    static let pageSessionColumns =
+        "key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at, last_seen, idle_ms, notice"
 
     package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
         try await write(lock: Self.pageSessionLock) { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM midtier_page_session WHERE ends_at <= \(now) OR (last_seen < \(now) AND \(now) - last_seen >= idle_ms)
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
                     AND subject_realm = \(session.subject.realm) AND subject_id = \(session.subject.id)
                     ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.perSubject - 1))))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
                     ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.capacity - 1))))
                 """, logger: logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO midtier_page_session (\(unescaped: Self.pageSessionColumns))
                 VALUES (\(session.key), \(session.site), \(session.subject.realm), \(session.subject.id), \(session.credentialStamp),
                         \(session.csrfToken), \(session.startedAt), \(session.endsAt), \(session.lastSeen), \(session.idleMilliseconds),
@@ -461,14 +499,16 @@ package final class PostgresStore: StateStore {
 
     package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
         try await write(lock: nil) { connection, logger in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: Self.pageSessionColumns) FROM midtier_page_session WHERE key = \(key) AND site = \(site) FOR UPDATE
                 """, logger: logger)
             var found: StoredPageSession?
             for try await row in rows.decode(PageSessionRow.self) {
-                found = StoredPageSession(key: row.0, site: row.1, subject: UserIdentity(realm: row.2, id: row.3), credentialStamp: row.4,
-                                          csrfToken: row.5, startedAt: row.6, endsAt: row.7, lastSeen: row.8, idleMilliseconds: row.9,
-                                          notice: row.10)
+                found = StoredPageSession(
+                    key: row.0, site: row.1, subject: UserIdentity(realm: row.2, id: row.3), credentialStamp: row.4,
+                    csrfToken: row.5, startedAt: row.6, endsAt: row.7, lastSeen: row.8, idleMilliseconds: row.9,
+                    notice: row.10)
             }
             guard var session = found else { return nil }
             guard !session.isOver(at: now) else {
@@ -477,7 +517,8 @@ package final class PostgresStore: StateStore {
             }
             session.lastSeen = max(session.lastSeen, now)
             if takingNotice {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     UPDATE midtier_page_session SET last_seen = \(session.lastSeen), notice = NULL WHERE key = \(key)
                     """, logger: logger)
             } else {
@@ -496,7 +537,8 @@ package final class PostgresStore: StateStore {
 
     package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
         try await write(lock: nil) { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 UPDATE midtier_page_session SET notice = \(notice) WHERE key = \(key) AND site = \(site)
                 """, logger: logger)
         }
@@ -511,7 +553,8 @@ package final class PostgresStore: StateStore {
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
         try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
                     AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
                 """, logger: logger)
@@ -522,7 +565,8 @@ package final class PostgresStore: StateStore {
 
     package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
         try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
                     AND app_id = \(app) AND registration_id = \(registration)
                 ORDER BY name COLLATE "C"
@@ -533,8 +577,10 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    package func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
-                                               _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+    package func writeStorage<Reason: Sendable>(
+        _ key: StorageKey, userLimit: Int, now: Int64,
+        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
+    ) async throws(StoreError) -> StorageWrite<Reason> {
         try await write(lock: nil) { connection, logger in
             // The user's writes one after the other; the realm's length keeps realm and id apart.
             let user = "\(key.user.realm.utf8.count):\(key.user.realm)\(key.user.id)"
@@ -542,7 +588,8 @@ package final class PostgresStore: StateStore {
             if !key.registration.isEmpty {
                 // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
                 // write, and deletes what it wrote; a write after it finds no active registration.
-                let rows = try await connection.query("""
+                let rows = try await connection.query(
+                    """
                     SELECT 1 FROM midtier_registration WHERE id = \(key.registration) AND app_id = \(key.app)
                         AND user_realm = \(key.user.realm) AND user_id = \(key.user.id) AND state = 'active' FOR SHARE
                     """, logger: logger)
@@ -550,7 +597,8 @@ package final class PostgresStore: StateStore {
                 for try await _ in rows { active = true }
                 guard active else { return StorageWrite<Reason>.registrationInactive }
             }
-            let found = try await connection.query("""
+            let found = try await connection.query(
+                """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
                     AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name) FOR UPDATE
                 """, logger: logger)
@@ -560,13 +608,15 @@ package final class PostgresStore: StateStore {
             case .refuse(let reason):
                 return .refused(reason)
             case .remove:
-                try await connection.query("""
+                try await connection.query(
+                    """
                     DELETE FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
                         AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
                     """, logger: logger)
                 return .removed
             case .set(let text):
-                let sums = try await connection.query("""
+                let sums = try await connection.query(
+                    """
                     SELECT COALESCE(SUM(size), 0)::int8 FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
                         AND NOT (app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name))
                     """, logger: logger)
@@ -574,7 +624,8 @@ package final class PostgresStore: StateStore {
                 for try await (sum) in sums.decode(Int64.self) { others = sum }
                 let size = Int64(key.storedSize(of: text))
                 guard others + size <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
                     VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(key.registration), \(key.name), \(text), \(size), \(now))
                     ON CONFLICT (user_realm, user_id, app_id, registration_id, name)
@@ -587,14 +638,17 @@ package final class PostgresStore: StateStore {
 
     package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
         try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT app_id, registration_id, name, size, updated_at FROM midtier_user_storage
                 WHERE user_realm = \(user.realm) AND user_id = \(user.id) ORDER BY app_id, registration_id, name
                 """, logger: logger)
             var entries: [StorageEntry] = []
             for try await (app, registration, name, size, updatedAt) in rows.decode((String, String, String, Int64, Int64).self) {
-                entries.append(StorageEntry(key: StorageKey(app: app, user: user, registration: registration, name: name),
-                                            size: Int(size), updatedAt: updatedAt))
+                entries.append(
+                    StorageEntry(
+                        key: StorageKey(app: app, user: user, registration: registration, name: name),
+                        size: Int(size), updatedAt: updatedAt))
             }
             return entries
         }
@@ -604,14 +658,18 @@ package final class PostgresStore: StateStore {
 
     static let uploadColumns = "u.id, u.kind, u.app_id, u.user_realm, u.user_id, u.registration_id, u.device_id, u.received_at, u.size, u.report"
 
-    static func clientUpload(_ id: String, _ kind: String, _ app: String, _ realm: String, _ user: String, _ registration: String,
-                             _ device: String, _ receivedAt: Int64, _ size: Int64, _ report: String) -> ClientUpload {
-        ClientUpload(id: id, kind: ClientUploadKind(rawValue: kind) ?? .log, app: app, user: UserIdentity(realm: realm, id: user),
-                     registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
+    static func clientUpload(
+        _ id: String, _ kind: String, _ app: String, _ realm: String, _ user: String, _ registration: String,
+        _ device: String, _ receivedAt: Int64, _ size: Int64, _ report: String
+    ) -> ClientUpload {
+        ClientUpload(
+            id: id, kind: ClientUploadKind(rawValue: kind) ?? .log, app: app, user: UserIdentity(realm: realm, id: user),
+            registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
     }
 
     static func deleteClientUploads(of registration: String, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE registration_id = \(registration))
             """, logger: logger)
         try await connection.query("DELETE FROM midtier_client_uploads WHERE registration_id = \(registration)", logger: logger)
@@ -631,13 +689,16 @@ package final class PostgresStore: StateStore {
         if let until = filter.until { query.sql += " AND \(time) < \(bind(until))" }
     }
 
-    package func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
-                                  now: Int64) async throws(StoreError) -> ClientUploadSave {
+    package func saveClientUpload(
+        _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+        now: Int64
+    ) async throws(StoreError) -> ClientUploadSave {
         try await write(lock: nil) { connection, logger in
             // FOR UPDATE: the registration's uploads one after the other (the counts and sizes
             // below see every upload before), and a wipe or delete (FOR UPDATE too) waits for
             // this one and deletes it; an upload after it finds no active registration.
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT 1 FROM midtier_registration WHERE id = \(upload.registration) AND app_id = \(upload.app)
                     AND user_realm = \(upload.user.realm) AND user_id = \(upload.user.id) AND state = 'active' FOR UPDATE
                 """, logger: logger)
@@ -648,7 +709,8 @@ package final class PostgresStore: StateStore {
             // length keeps realm and id apart.
             let user = "\(upload.user.realm.utf8.count):\(upload.user.realm)\(upload.user.id)"
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.uploadLock), hashtext(\(user)))", logger: logger)
-            let counted = try await connection.query("""
+            let counted = try await connection.query(
+                """
                 SELECT COUNT(*) FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
                     AND received_at >= \(now - bounds.window)
                 """, logger: logger)
@@ -656,18 +718,22 @@ package final class PostgresStore: StateStore {
             for try await (count) in counted.decode(Int64.self) { recent = count }
             guard recent < Int64(bounds.uploadsPerWindow) else { return .tooMany }
             var kept: [(id: String, size: Int64)] = []
-            for try await (id, size) in try await connection.query("""
+            for try await (id, size) in try await connection.query(
+                """
                 SELECT id, size FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
                 ORDER BY received_at, id
-                """, logger: logger).decode((String, Int64).self) { kept.append((id, size)) }
-            try await connection.query("""
+                """, logger: logger
+            ).decode((String, Int64).self) { kept.append((id, size)) }
+            try await connection.query(
+                """
                 INSERT INTO midtier_client_uploads (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
                 VALUES (\(upload.id), \(upload.kind.rawValue), \(upload.app), \(upload.user.realm), \(upload.user.id), \(upload.registration),
                         \(upload.deviceId), \(upload.receivedAt), \(Int64(upload.size)), \(upload.report))
                 """, logger: logger)
             if !entries.isEmpty {
                 // One statement for all entries.
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO midtier_client_log_entries
                         (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
                     SELECT \(upload.id), e.* FROM unnest(\(entries.map { Int64($0.sequence) })::int8[], \(entries.map(\.time))::int8[],
@@ -685,10 +751,12 @@ package final class PostgresStore: StateStore {
             }
             // Then the user's, over all registrations, the same way.
             var userKept: [(id: String, size: Int64)] = []
-            for try await (id, size) in try await connection.query("""
+            for try await (id, size) in try await connection.query(
+                """
                 SELECT id, size FROM midtier_client_uploads WHERE user_realm = \(upload.user.realm) AND user_id = \(upload.user.id)
                     AND kind = \(upload.kind.rawValue) AND id <> \(upload.id) ORDER BY received_at, id
-                """, logger: logger).decode((String, Int64).self) where !dropped.contains(id) { userKept.append((id, size)) }
+                """, logger: logger
+            ).decode((String, Int64).self) where !dropped.contains(id) { userKept.append((id, size)) }
             var userTotal = userKept.reduce(Int64(upload.size)) { $0 + $1.size }
             for old in userKept where userTotal > Int64(bounds.bytesPerUser) {
                 dropped.append(old.id)
@@ -702,13 +770,16 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    package func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                            limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+    package func clientLogs(
+        matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientLogRecord] {
         try await read { client, logger in
-            var query = PostgresQuery(unsafeSQL: """
-                SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
-                FROM midtier_client_log_entries e JOIN midtier_client_uploads u ON u.id = e.upload_id WHERE TRUE
-                """)
+            var query = PostgresQuery(
+                unsafeSQL: """
+                    SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
+                    FROM midtier_client_log_entries e JOIN midtier_client_uploads u ON u.id = e.upload_id WHERE TRUE
+                    """)
             Self.append(filter, time: "e.time", to: &query)
             if let minimum = filter.minimumSeverity {
                 query.binds.append(Int32(minimum.rank))
@@ -730,22 +801,28 @@ package final class PostgresStore: StateStore {
             query.sql += " ORDER BY e.time DESC, e.upload_id DESC, e.sequence DESC LIMIT $\(query.binds.count)"
             var records: [ClientLogRecord] = []
             let rows = try await client.query(query, logger: logger).decode(
-                (String, String, String, String, String, String, String, Int64, Int64, String,
-                 Int64, Int64, String, String, String, String, String).self)
+                (
+                    String, String, String, String, String, String, String, Int64, Int64, String,
+                    Int64, Int64, String, String, String, String, String
+                ).self)
             for try await row in rows {
                 let upload = Self.clientUpload(row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9)
-                records.append(ClientLogRecord(
-                    entry: ClientLogEntry(upload: upload.id, sequence: Int(row.10), time: row.11,
-                                          severity: ClientLogSeverity(rawValue: row.12) ?? .fatal,
-                                          correlationId: row.13, source: row.14, location: row.15, message: row.16),
-                    upload: upload))
+                records.append(
+                    ClientLogRecord(
+                        entry: ClientLogEntry(
+                            upload: upload.id, sequence: Int(row.10), time: row.11,
+                            severity: ClientLogSeverity(rawValue: row.12) ?? .fatal,
+                            correlationId: row.13, source: row.14, location: row.15, message: row.16),
+                        upload: upload))
             }
             return records
         }
     }
 
-    package func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                               limit: Int) async throws(StoreError) -> [ClientUpload] {
+    package func clientUploads(
+        _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientUpload] {
         try await read { client, logger in
             var query: PostgresQuery = "SELECT \(unescaped: Self.uploadColumns) FROM midtier_client_uploads u WHERE u.kind = \(kind.rawValue)"
             Self.append(filter, time: "u.received_at", to: &query)
@@ -768,13 +845,16 @@ package final class PostgresStore: StateStore {
 
     package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
         try await write(lock: nil) { connection, logger in
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE received_at < \(cutoff))
                 """, logger: logger)
             var purged = 0
-            for try await _ in try await connection.query("""
+            for try await _ in try await connection.query(
+                """
                 DELETE FROM midtier_client_uploads WHERE received_at < \(cutoff) RETURNING 1
-                """, logger: logger) { purged += 1 }
+                """, logger: logger)
+            { purged += 1 }
             return purged
         }
     }
@@ -785,7 +865,8 @@ package final class PostgresStore: StateStore {
     package func newestChange() async throws(StoreError) -> Int64 {
         try await read { client, logger in
             var newest: Int64 = 0
-            for try await value in try await client.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
+            for try await value in try await client.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self)
+            {
                 newest = value
             }
             return newest
@@ -797,11 +878,13 @@ package final class PostgresStore: StateStore {
     package func changes(after: Int64, limit: Int = 10_000) async throws(StoreError) -> (changes: [(Int64, StoreChange)], gap: Bool) {
         try await read { client, logger in
             var oldest: Int64 = 0
-            for try await value in try await client.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self) {
+            for try await value in try await client.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self)
+            {
                 oldest = value
             }
             var found: [(Int64, StoreChange)] = []
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT sequence, kind, key_a, key_b FROM midtier_change WHERE sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
                 """, logger: logger)
             for try await (sequence, kind, first, second) in rows.decode((Int64, String, String, String).self) {
@@ -827,7 +910,8 @@ package final class PostgresStore: StateStore {
 
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await read { client, logger in
-            let rows = try await client.query("""
+            let rows = try await client.query(
+                """
                 SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
                 WHERE at >= \(since) AND sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
                 """, logger: logger)
@@ -842,17 +926,20 @@ package final class PostgresStore: StateStore {
             let rows: PostgresRowSequence
             switch selection {
             case nil:
-                rows = try await client.query("""
+                rows = try await client.query(
+                    """
                     SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
                     WHERE sequence < \(before) ORDER BY sequence DESC LIMIT \(Int64(limit))
                     """, logger: logger)
             case (let target, nil)?:
-                rows = try await client.query("""
+                rows = try await client.query(
+                    """
                     SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
                     WHERE sequence < \(before) AND target = \(target) ORDER BY sequence DESC LIMIT \(Int64(limit))
                     """, logger: logger)
             case (let target, let actor?)?:
-                rows = try await client.query("""
+                rows = try await client.query(
+                    """
                     SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
                     WHERE sequence < \(before) AND (target = \(target) OR actor = \(actor)) ORDER BY sequence DESC LIMIT \(Int64(limit))
                     """, logger: logger)
@@ -863,7 +950,9 @@ package final class PostgresStore: StateStore {
 
     private static func auditEntries(_ rows: PostgresRowSequence) async throws -> [AuditEntry] {
         var entries: [AuditEntry] = []
-        for try await (sequence, at, actor, action, target, detail, source) in rows.decode((Int64, Int64, String, String, String, String, String).self) {
+        for try await (sequence, at, actor, action, target, detail, source) in rows.decode(
+            (Int64, Int64, String, String, String, String, String).self)
+        {
             entries.append(AuditEntry(sequence: sequence, at: at, actor: actor, action: action, target: target, detail: detail, source: source))
         }
         return entries

@@ -59,8 +59,10 @@ package struct PushDeliveryRecord: Sendable, Equatable {
     /// Why it failed, was skipped or is being retried; "" otherwise. Never a token.
     package var reason: String
 
-    package init(notification: String, registration: String, state: PushDeliveryState, attempts: Int, nextAttemptAt: Int64,
-                 updatedAt: Int64, provider: PushProvider?, reason: String) {
+    package init(
+        notification: String, registration: String, state: PushDeliveryState, attempts: Int, nextAttemptAt: Int64,
+        updatedAt: Int64, provider: PushProvider?, reason: String
+    ) {
         self.notification = notification
         self.registration = registration
         self.state = state
@@ -108,8 +110,10 @@ package protocol PushStore: Sendable {
     func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws(StoreError) -> [ClaimedPushDelivery]
     /// Records an attempt's outcome and ends the lease, if `owner` still holds it (false
     /// otherwise: the lease ran out and another owner may have it).
-    func finishPushDelivery(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-                            now: Int64) async throws(StoreError) -> Bool
+    func finishPushDelivery(
+        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+        now: Int64
+    ) async throws(StoreError) -> Bool
     /// A notification and its deliveries (by registration id's bytes); nil when unknown.
     func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])?
     /// The newest notifications first, of one app or of all (`app` nil), at most `limit`.

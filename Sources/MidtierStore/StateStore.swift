@@ -21,8 +21,10 @@ package protocol StateStore: Sendable {
     /// there is none.
     func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool
     /// Moves a registration to `state` when its current state is in `allowedFrom`.
-    func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
-                    audit: AuditEntry) async throws(StoreError) -> StateTransition
+    func transition(
+        id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+        audit: AuditEntry
+    ) async throws(StoreError) -> StateTransition
     /// Deletes when the registration's state is in `allowedFrom`, and retires its id for good.
     func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome
     /// Records successful contacts, in one write (monotonic: a last contact never moves back
@@ -74,8 +76,10 @@ package protocol StateStore: Sendable {
     /// that also checks that the user's documents stay within `userLimit` bytes together and,
     /// for a `device` level key, that the registration is the user's active one of the app.
     /// Wiping or deleting a registration deletes its documents in its own transaction.
-    func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
-                                        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason>
+    func writeStorage<Reason: Sendable>(
+        _ key: StorageKey, userLimit: Int, now: Int64,
+        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
+    ) async throws(StoreError) -> StorageWrite<Reason>
     /// Every document of `user` (all apps and levels), without values, for admins.
     func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry]
 
@@ -86,16 +90,22 @@ package protocol StateStore: Sendable {
     /// against `bounds.uploadsPerWindow`, and drops its oldest uploads of the kind (with their
     /// entries) until all kept fit in `bounds.bytesPerRegistration`. Wiping or deleting a
     /// registration deletes its uploads in its own transaction.
-    func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
-                          now: Int64) async throws(StoreError) -> ClientUploadSave
+    func saveClientUpload(
+        _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+        now: Int64
+    ) async throws(StoreError) -> ClientUploadSave
     /// Log entries that `filter` selects, newest first (entry time, then upload, then sequence
     /// descending), after `cursor` when given, at most `limit`.
-    func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                    limit: Int) async throws(StoreError) -> [ClientLogRecord]
+    func clientLogs(
+        matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientLogRecord]
     /// Uploads of `kind` that `filter` selects (by `receivedAt`), newest first, after
     /// `cursor` when given, at most `limit`.
-    func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                       limit: Int) async throws(StoreError) -> [ClientUpload]
+    func clientUploads(
+        _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientUpload]
     /// Deletes every upload (with its entries) received before `cutoff` (ms); how many.
     func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int
 

@@ -40,7 +40,9 @@ package struct UserCertificateAuthority: Sendable {
 
     /// A certificate for `subject` (already filled in), valid from a minute ago for the
     /// destination's validity.
-    package func issue(subject: [(type: SubjectPattern.AttributeType, value: String)], now: Date = Date()) throws(UserCertificateError) -> UserCertificate {
+    package func issue(
+        subject: [(type: SubjectPattern.AttributeType, value: String)], now: Date = Date()
+    ) throws(UserCertificateError) -> UserCertificate {
         do {
             let userKey = P256.Signing.PrivateKey()
             // A pattern is written as LDAP strings are (RFC 4514: most specific first); the
@@ -66,9 +68,10 @@ package struct UserCertificateAuthority: Sendable {
             )
             var serializer = DER.Serializer()
             try serializer.serialize(issued)
-            return UserCertificate(certificateDER: serializer.serializedBytes, keyDER: Array(userKey.derRepresentation),
-                                   caCertificateDER: try Self.der(certificate), notAfter: notAfter,
-                                   subject: String(describing: name))
+            return UserCertificate(
+                certificateDER: serializer.serializedBytes, keyDER: Array(userKey.derRepresentation),
+                caCertificateDER: try Self.der(certificate), notAfter: notAfter,
+                subject: String(describing: name))
         } catch let error as UserCertificateError {
             throw error
         } catch {
@@ -106,7 +109,8 @@ package struct UserCertificateAuthority: Sendable {
         defer { BIO_free(bio) }
         let loaded = (passphrase ?? "").withCString { PEM_read_bio_PrivateKey(bio, nil, nil, UnsafeMutableRawPointer(mutating: $0)) }
         guard let loaded else {
-            throw UserCertificateError("the caKey does not load (\(passphrase == nil ? "no caKeyPassphrase given" : "wrong caKeyPassphrase or format"))")
+            throw UserCertificateError(
+                "the caKey does not load (\(passphrase == nil ? "no caKeyPassphrase given" : "wrong caKeyPassphrase or format"))")
         }
         defer { EVP_PKEY_free(loaded) }
         if EVP_PKEY_get_base_id(loaded) == EVP_PKEY_RSA, EVP_PKEY_get_bits(loaded) < 2048 {

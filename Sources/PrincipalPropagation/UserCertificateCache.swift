@@ -51,8 +51,10 @@ package final class UserCertificateCache<Extra: Sendable>: PerUserCache {
 
     /// The usable entry for `key`, or a new one from `issue` (which returns the certificate
     /// and its validity in seconds).
-    package func entry(for key: UserCertificateKey,
-                       issue: () throws(UserCertificateError) -> (UserCertificate, Extra, validitySeconds: Int)) throws(UserCertificateError) -> Entry {
+    package func entry(
+        for key: UserCertificateKey,
+        issue: () throws(UserCertificateError) -> (UserCertificate, Extra, validitySeconds: Int)
+    ) throws(UserCertificateError) -> Entry {
         let now = self.now()
         let found: Entry? = entries.withLock { entries in
             guard var entry = entries[key], now < entry.usableUntil else { return nil }

@@ -37,8 +37,10 @@ package struct PushSenderRoutes: Sendable {
     static let bodyLimit = 256 * 1024
     static let challenge = "Basic realm=\"midtier push\", charset=\"UTF-8\""
 
-    package init(runtime: RuntimeHolder, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
-                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    package init(
+        runtime: RuntimeHolder, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.runtime = runtime
         self.registrations = registrations
         self.store = store
@@ -97,19 +99,28 @@ package struct PushSenderRoutes: Sendable {
 
         let targets = try await recipients(document, context, audience: audience, app: app)
         guard !targets.registrations.isEmpty else {
-            return .json(["status": ["code": 404, "message": .string("no registrations with a push token for \(targets.described)")]], status: .notFound)
+            return .json(
+                ["status": ["code": 404, "message": .string("no registrations with a push token for \(targets.described)")]], status: .notFound)
         }
-        let record = PushNotificationRecord(id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name,
-                                            payload: notification.serialized(), createdAt: now())
+        let record = PushNotificationRecord(
+            id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name,
+            payload: notification.serialized(), createdAt: now())
         try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.enqueue(record, registrations: targets.registrations)
         }
         wakeUp.nudge()
-        logger.info("push notification accepted", metadata: ["notification": "\(record.id)", "app": "\(app.id)", "sender": "\(sender.name)",
-                                                            "registrations": "\(targets.registrations.count)"])
-        return .json(["status": ["code": 202, "message": "accepted"], "notificationId": .string(record.id),
-                      "pushResults": .array(targets.results.map { ["target": .string($0), "notificationId": .string(record.id), "code": 202] })],
-                     status: .accepted)
+        logger.info(
+            "push notification accepted",
+            metadata: [
+                "notification": "\(record.id)", "app": "\(app.id)", "sender": "\(sender.name)",
+                "registrations": "\(targets.registrations.count)",
+            ])
+        return .json(
+            [
+                "status": ["code": 202, "message": "accepted"], "notificationId": .string(record.id),
+                "pushResults": .array(targets.results.map { ["target": .string($0), "notificationId": .string(record.id), "code": 202] }),
+            ],
+            status: .accepted)
     }
 
     /// The notification object: the body itself (v1 to an app or a device), or its
@@ -128,8 +139,10 @@ package struct PushSenderRoutes: Sendable {
         var described: String
     }
 
-    private func recipients(_ document: JSON, _ context: MidtierRequestContext, audience: Audience,
-                            app: AppConfiguration) async throws(Refusal) -> Recipients {
+    private func recipients(
+        _ document: JSON, _ context: MidtierRequestContext, audience: Audience,
+        app: AppConfiguration
+    ) async throws(Refusal) -> Recipients {
         let realm = Self.realm(of: app)
         switch audience {
         case .app:
@@ -139,7 +152,9 @@ package struct PushSenderRoutes: Sendable {
             guard case .array(let entries)? = document["users"], !entries.isEmpty else {
                 throw .badRequest("users must be a non-empty list of user ids (or {\"realm\",\"id\"} objects)")
             }
-            guard entries.count <= Self.maximumUsers else { throw .badRequest("users names \(entries.count) users; at most \(Self.maximumUsers) in one call") }
+            guard entries.count <= Self.maximumUsers else {
+                throw .badRequest("users names \(entries.count) users; at most \(Self.maximumUsers) in one call")
+            }
             var found: [String] = [], results: [String] = []
             for (index, entry) in entries.enumerated() {
                 let user = try Self.user(entry, realm: realm, at: "users[\(index)]")
@@ -209,15 +224,21 @@ package struct PushSenderRoutes: Sendable {
         }
         let overall = Self.overall(deliveries)
         let shown: [JSON] = deliveries.map { delivery in
-            .sortedObject(["registration": .string(delivery.registration), "status": .string(delivery.state.rawValue),
-                           "attempts": .number(delivery.attempts), "provider": .optional(delivery.provider) { .string($0.rawValue) },
-                           "reason": .string(delivery.reason), "updatedAt": .number(delivery.updatedAt)])
+            .sortedObject([
+                "registration": .string(delivery.registration), "status": .string(delivery.state.rawValue),
+                "attempts": .number(delivery.attempts), "provider": .optional(delivery.provider) { .string($0.rawValue) },
+                "reason": .string(delivery.reason), "updatedAt": .number(delivery.updatedAt),
+            ])
         }
-        return .json(["status": ["code": 200, "message": "OK"],
-                      "statusDetails": ["notificationId": .string(notification.id), "applicationId": .string(notification.app),
-                                        "caller": .string(notification.sender), "status": .string(overall),
-                                        "createdAt": .number(notification.createdAt)],
-                      "deliveries": .array(shown)])
+        return .json([
+            "status": ["code": 200, "message": "OK"],
+            "statusDetails": [
+                "notificationId": .string(notification.id), "applicationId": .string(notification.app),
+                "caller": .string(notification.sender), "status": .string(overall),
+                "createdAt": .number(notification.createdAt),
+            ],
+            "deliveries": .array(shown),
+        ])
     }
 
     /// SAP's status for the whole notification: `QUEUED` while any delivery is pending, `SENT`

@@ -38,7 +38,9 @@ package final class APNsClient: Sendable {
         let now = ContinuousClock.now
         if !renew, let current = providerToken.withLock({ $0 }), now - current.madeAt < Self.tokenLifetime { return current.value }
         // Whole seconds: APNs refuses an `iat` with a fraction.
-        let claims = ProviderClaims(iss: IssuerClaim(value: settings.teamID), iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
+        let claims = ProviderClaims(
+            iss: IssuerClaim(value: settings.teamID),
+            iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
         let value = try await keys.sign(claims, kid: JWKIdentifier(string: settings.keyID))
         providerToken.withLock { $0 = (value, now) }
         return value

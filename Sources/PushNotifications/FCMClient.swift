@@ -54,8 +54,9 @@ package actor FCMClient {
     private func fetchToken() async throws -> String {
         // Whole seconds: Google refuses an `iat` or `exp` with a fraction.
         let now = Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))
-        let claims = AssertionClaims(iss: IssuerClaim(value: settings.clientEmail), scope: Self.scope, aud: AudienceClaim(value: settings.tokenURI),
-                                     iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600)))
+        let claims = AssertionClaims(
+            iss: IssuerClaim(value: settings.clientEmail), scope: Self.scope, aud: AudienceClaim(value: settings.tokenURI),
+            iat: IssuedAtClaim(value: now), exp: ExpirationClaim(value: now.addingTimeInterval(3600)))
         let assertion = try await keys.sign(claims)
         var request = HTTPClientRequest(url: settings.tokenURI)
         request.method = .POST
@@ -65,9 +66,11 @@ package actor FCMClient {
         let body = try await response.body.collect(upTo: 64 * 1024)
         let answer = StrictJSON.object(Array(buffer: body)).get(or: [:])
         guard response.status == .ok, let value = answer["access_token"]?.stringValue, !value.isEmpty,
-              value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw TokenRefused(reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))",
-                               permanent: (400..<500).contains(Int(response.status.code)) && response.status.code != 429)
+            value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw TokenRefused(
+                reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))",
+                permanent: (400..<500).contains(Int(response.status.code)) && response.status.code != 429)
         }
         let lifetime = max(60, Int(answer["expires_in"]?.doubleValue ?? 3600))
         accessToken = (value, ContinuousClock.now + .seconds(lifetime - 60))

@@ -36,8 +36,10 @@ package actor PushClients {
     /// The FCM client of `app`; nil when it has no FCM settings or its key does not load.
     package func fcmClient(for app: AppConfiguration) async -> FCMClient? {
         guard let settings = app.push.fcm else { return nil }
-        let fingerprint = [settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? ""]
-            .joined(separator: "\u{0}")
+        let fingerprint = [
+            settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? "",
+        ]
+        .joined(separator: "\u{0}")
         if let known = fcm[app.id], known.fingerprint == fingerprint { return known.client }
         do {
             let client = try await FCMClient(settings: settings, httpClient: httpClient(caFile: settings.caFile))

@@ -2,9 +2,9 @@ import Foundation
 package import Logging
 package import MidtierCore
 import MidtierJSON
-import Synchronization
 package import MidtierMetrics
 package import MidtierStore
+import Synchronization
 
 /// Sends the store's pending push deliveries (docs/push.md, "Delivery"): it takes a batch with
 /// a lease (so another instance does not send them too), checks each registration right before
@@ -35,9 +35,11 @@ package struct PushDeliveryWorker: Sendable {
     package static let maxAttempts = 8
     static let idlePoll = Duration.seconds(1)
 
-    package init(store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
-                 clients: PushClients, wakeUp: PushWakeUp, metrics: MidtierMetrics, logger: Logger,
-                 owner: String = UUID().uuidString, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    package init(
+        store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
+        clients: PushClients, wakeUp: PushWakeUp, metrics: MidtierMetrics, logger: Logger,
+        owner: String = UUID().uuidString, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.store = store
         self.registrations = registrations
         self.apps = apps
@@ -98,11 +100,13 @@ package struct PushDeliveryWorker: Sendable {
     package func send(_ claimed: ClaimedPushDelivery) async {
         let outcome = await deliver(claimed)
         do {
-            _ = try await store.finishPushDelivery(notification: claimed.notification.id, registration: claimed.registration,
-                                                   owner: owner, outcome: outcome, now: now())
+            _ = try await store.finishPushDelivery(
+                notification: claimed.notification.id, registration: claimed.registration,
+                owner: owner, outcome: outcome, now: now())
         } catch {
             // The lease runs out and the delivery is tried again (it may then go twice).
-            logger.warning("a push delivery's outcome was not written", metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
+            logger.warning(
+                "a push delivery's outcome was not written", metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
         }
     }
 
@@ -155,8 +159,9 @@ package struct PushDeliveryWorker: Sendable {
             do {
                 _ = try await store.clearPushToken(registration: registration.id, provider: provider, token: token)
             } catch {
-                logger.warning("a gone push token was not cleared; the next notification finds out again",
-                               metadata: ["registration": "\(registration.id)", "error": "\(error)"])
+                logger.warning(
+                    "a gone push token was not cleared; the next notification finds out again",
+                    metadata: ["registration": "\(registration.id)", "error": "\(error)"])
             }
             return failed(.tokenGone, provider, reason)
         case .refused(let reason):

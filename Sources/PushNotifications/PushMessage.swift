@@ -110,7 +110,8 @@ extension PushMessage {
             }
         }
         guard message.hasContent else {
-            throw PushMessageError(message: "\(path) has nothing to show or deliver: give alert, title, body, badge, sound, data, custom or apns.contentAvailable")
+            throw PushMessageError(
+                message: "\(path) has nothing to show or deliver: give alert, title, body, badge, sound, data, custom or apns.contentAvailable")
         }
         return message
     }
@@ -139,8 +140,8 @@ extension PushMessage {
             case "expiration": apns.expiration = try integer(member.value, at, in: 0...Int(Int32.max))
             // SAP's other APNs members (localized keys, launch images, custom sounds): accepted, not used.
             case "localizedAlertKey", "localizedAlertArguments", "localizedAlertTitleKey", "localizedAlertTitleArguments",
-                 "localizedAlertSubtitleKey", "localizedAlertSubtitleArguments", "launchImageFileName", "showActionButton",
-                 "actionButtonLabel", "localizedActionButtonKey", "urlArguments", "customValues", "customSound", "topic", "pushType":
+                "localizedAlertSubtitleKey", "localizedAlertSubtitleArguments", "launchImageFileName", "showActionButton",
+                "actionButtonLabel", "localizedActionButtonKey", "urlArguments", "customValues", "customSound", "topic", "pushType":
                 continue
             default: throw PushMessageError(message: "\(at) is not a member of the apns section")
             }
@@ -165,7 +166,7 @@ extension PushMessage {
             case "color": gcm.color = try text(member.value, at)
             case "clickAction": gcm.clickAction = try text(member.value, at)
             case "delayWhileIdle", "restrictedPackageName", "bodyLocKey", "bodyLocArgs", "bodyLocArgsArray", "titleLocKey", "titleLocArgs",
-                 "titleLocArgsArray":
+                "titleLocArgsArray":
                 continue
             default: throw PushMessageError(message: "\(at) is not a member of the gcm section")
             }

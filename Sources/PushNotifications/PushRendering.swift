@@ -47,8 +47,9 @@ extension PushMessage {
         top.append(JSONMember(key: "notificationId", value: .string(notificationID)))
         let alerting = aps.contains { ["alert", "badge", "sound"].contains($0.key) }
         let expiration = apns.expiration ?? timeToLive.map { now + $0 }
-        return APNsRequest(payload: JSON.object(top).serialized(), pushType: alerting ? "alert" : "background",
-                           priority: alerting && priority == .high ? 10 : 5, expiration: expiration, collapseID: notificationID)
+        return APNsRequest(
+            payload: JSON.object(top).serialized(), pushType: alerting ? "alert" : "background",
+            priority: alerting && priority == .high ? 10 : 5, expiration: expiration, collapseID: notificationID)
     }
 
     /// FCM HTTP v1's `message` for `token`: a notification (title, body) when there is one to

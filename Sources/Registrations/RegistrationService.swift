@@ -13,8 +13,10 @@ package struct DeviceDetails: Sendable, Equatable {
     /// The Connection entity's other fields, by name (`Registration.details`).
     package var details: [String: String]
 
-    package init(deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
-                apnsDeviceToken: String = "", androidGcmRegistrationId: String = "", details: [String: String] = [:]) {
+    package init(
+        deviceType: String = "", deviceModel: String = "", deviceId: String = "", formFactor: String = "",
+        apnsDeviceToken: String = "", androidGcmRegistrationId: String = "", details: [String: String] = [:]
+    ) {
         self.deviceType = deviceType
         self.deviceModel = deviceModel
         self.deviceId = deviceId
@@ -25,9 +27,10 @@ package struct DeviceDetails: Sendable, Equatable {
     }
 
     package init(of registration: Registration) {
-        self.init(deviceType: registration.deviceType, deviceModel: registration.deviceModel, deviceId: registration.deviceId,
-                  formFactor: registration.formFactor, apnsDeviceToken: registration.apnsDeviceToken,
-                  androidGcmRegistrationId: registration.androidGcmRegistrationId, details: registration.details)
+        self.init(
+            deviceType: registration.deviceType, deviceModel: registration.deviceModel, deviceId: registration.deviceId,
+            formFactor: registration.formFactor, apnsDeviceToken: registration.apnsDeviceToken,
+            androidGcmRegistrationId: registration.androidGcmRegistrationId, details: registration.details)
     }
 }
 
@@ -102,9 +105,11 @@ package struct RegistrationService: Sendable {
     package static let contactResolutionMilliseconds: Int64 = 60_000
     static let dayMilliseconds: Int64 = 86_400_000
 
-    package init(store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-                maximumPerUser: @escaping @Sendable () -> Int? = { nil },
-                sessionsEnded: @escaping @Sendable (_ registrationID: String) -> Void = { _ in }) {
+    package init(
+        store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        maximumPerUser: @escaping @Sendable () -> Int? = { nil },
+        sessionsEnded: @escaping @Sendable (_ registrationID: String) -> Void = { _ in }
+    ) {
         self.store = store
         self.now = now
         self.maximumPerUser = maximumPerUser
@@ -115,13 +120,15 @@ package struct RegistrationService: Sendable {
     /// Whether a client-supplied registration id is acceptable: 1–128 characters of
     /// `A–Z a–z 0–9 . _ ~ -` (it travels in a cookie and in `Connections('…')`).
     package static func isAcceptableID(_ id: String) -> Bool {
-        (1...128).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "-"): true
-            default: false
+        (1...128).contains(id.utf8.count)
+            && id.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
             }
-        }
     }
 
     /// Creates a registration owned by `user`, unless the user's registration of the same
@@ -129,8 +136,10 @@ package struct RegistrationService: Sendable {
     /// acceptable and free — never used before, by anyone —; otherwise a new UUID is given.
     /// `implicit`: made by a proxied call, not a Connections POST (the app's
     /// `implicitRegistration`, docs/device-api.md); the audit entry says so.
-    package func register(app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String,
-                          policy: BlockWipingPolicy = BlockWipingPolicy(), implicit: Bool = false) async throws(StoreError) -> Onboarding {
+    package func register(
+        app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String,
+        policy: BlockWipingPolicy = BlockWipingPolicy(), implicit: Bool = false
+    ) async throws(StoreError) -> Onboarding {
         if let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
             return .deviceHeld(held)
         }
@@ -142,8 +151,9 @@ package struct RegistrationService: Sendable {
             androidGcmRegistrationId: device.androidGcmRegistrationId, createdAt: created, details: device.details
         )
         func audit() -> AuditEntry {
-            AuditEntry(at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
-                       detail: "app \(app), \(device.deviceType) \(device.deviceModel)\(implicit ? ", implicit (X-SMP-DEVICEID)" : "")", source: source)
+            AuditEntry(
+                at: created, actor: "user:\(user)", action: "registration.create", target: registration.id,
+                detail: "app \(app), \(device.deviceType) \(device.deviceModel)\(implicit ? ", implicit (X-SMP-DEVICEID)" : "")", source: source)
         }
         let maximum = maximumPerUser()
         if let requestedID, Self.isAcceptableID(requestedID) {
@@ -182,7 +192,8 @@ package struct RegistrationService: Sendable {
     /// asked about) is nil without asking the store.
     package func owned(id: String, user: UserIdentity, app: String) async throws(StoreError) -> Registration? {
         guard Self.isAcceptableID(id), let registration = try await store.registration(id: id),
-              registration.user == user, registration.appId == app else { return nil }
+            registration.user == user, registration.appId == app
+        else { return nil }
         return registration
     }
 
@@ -191,15 +202,19 @@ package struct RegistrationService: Sendable {
     /// registration of another device: either would let the device leave its lock behind. The
     /// state is judged on the durable store's registration, so a lock made through another
     /// instance holds at once.
-    package func updateDevice(id: String, user: UserIdentity, app: String, source: String, policy: BlockWipingPolicy = BlockWipingPolicy(),
-                             _ change: (inout DeviceDetails) -> Void) async throws(StoreError) -> DeviceUpdate {
+    package func updateDevice(
+        id: String, user: UserIdentity, app: String, source: String, policy: BlockWipingPolicy = BlockWipingPolicy(),
+        _ change: (inout DeviceDetails) -> Void
+    ) async throws(StoreError) -> DeviceUpdate {
         guard Self.isAcceptableID(id), var registration = try await store.currentRegistration(id: id), registration.user == user,
-              UserIdentity.sameBytes(registration.appId, app) else { return .notFound }
+            UserIdentity.sameBytes(registration.appId, app)
+        else { return .notFound }
         guard registration.state == .active else { return .deviceHeld(registration) }
         var device = DeviceDetails(of: registration)
         change(&device)
         if !DeviceIdentity.same(device.deviceId, registration.deviceId),
-           let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
+            let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy)
+        {
             return .deviceHeld(held)
         }
         registration.deviceType = device.deviceType
@@ -221,8 +236,10 @@ package struct RegistrationService: Sendable {
     /// would do. A registration without a `DeviceId` names no device: nil.
     ///
     /// Read from the durable store, so a lock made through another instance holds at once.
-    package func heldRegistration(app: String, user: UserIdentity, deviceId: String,
-                                 policy: BlockWipingPolicy) async throws(StoreError) -> Registration? {
+    package func heldRegistration(
+        app: String, user: UserIdentity, deviceId: String,
+        policy: BlockWipingPolicy
+    ) async throws(StoreError) -> Registration? {
         guard DeviceIdentity.namesADevice(deviceId) else { return nil }
         let sameDevice = try await store.registrations(matching: RegistrationFilter(user: user, app: app))
             .filter { DeviceIdentity.same($0.deviceId, deviceId) && $0.user == user }
@@ -264,9 +281,12 @@ package struct RegistrationService: Sendable {
     }
 
     /// Locks, unlocks or wipes a registration, with an audit entry in the same transaction.
-    package func apply(_ action: RegistrationAction, to id: String, by actor: AuditActor, detail: String = "") async throws(StoreError) -> StateTransition {
-        let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
-                               detail: detail, source: actor.source)
+    package func apply(
+        _ action: RegistrationAction, to id: String, by actor: AuditActor, detail: String = ""
+    ) async throws(StoreError) -> StateTransition {
+        let audit = AuditEntry(
+            at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
+            detail: detail, source: actor.source)
         let result = try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
         // A lock or wipe ends the back-end sessions; an unlock starts without them.
         if case .changed = result, action != .unlock { sessionsEnded(id) }
@@ -288,8 +308,10 @@ package struct RegistrationService: Sendable {
     /// Decides whether `user` may make a proxied call with `found` (a registration and its
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
-    package func admit(_ found: RegistrationAndBlock?, user: UserIdentity,
-                      policy: BlockWipingPolicy) async throws(StoreError) -> Admission {
+    package func admit(
+        _ found: RegistrationAndBlock?, user: UserIdentity,
+        policy: BlockWipingPolicy
+    ) async throws(StoreError) -> Admission {
         guard let found, found.registration.user == user else { return .unknown }
         let (registration, block) = (found.registration, found.block)
         if let block, block.kind.blocksTraffic { return .blocked(block.kind) }

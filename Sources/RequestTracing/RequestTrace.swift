@@ -53,19 +53,24 @@ package final class RequestTrace: Sendable {
     /// (Inlined: with tracing off a call is the body's call and one task-local read, with no
     /// frame of its own — frames deepen the task's stack, which costs allocations.)
     @inlinable
-    package static func span<T, Failure: Error>(_ name: String, kind: Kind = .internal,
-                                                _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
+    package static func span<T, Failure: Error>(
+        _ name: String, kind: Kind = .internal,
+        _ body: (TraceSpan) async throws(Failure) -> T
+    ) async throws(Failure) -> T {
         guard let trace = current, let recording = trace.recording else { return try await body(TraceSpan(nil)) }
         return try await traced(trace, recording, name, kind: kind, body)
     }
 
     @usableFromInline
-    static func traced<T, Failure: Error>(_ trace: RequestTrace, _ recording: Recording, _ name: String, kind: Kind,
-                                          _ body: (TraceSpan) async throws(Failure) -> T) async throws(Failure) -> T {
+    static func traced<T, Failure: Error>(
+        _ trace: RequestTrace, _ recording: Recording, _ name: String, kind: Kind,
+        _ body: (TraceSpan) async throws(Failure) -> T
+    ) async throws(Failure) -> T {
         let child = recording.tracer.startSpan(name, context: recording.span.context, ofKind: kind == .client ? .client : .internal)
         defer { child.end() }
-        let inner = RequestTrace(recording: Recording(tracer: recording.tracer, request: recording.request, span: child),
-                                 traceID: trace.traceID, traceresponse: trace.traceresponse, tracestate: trace.tracestate)
+        let inner = RequestTrace(
+            recording: Recording(tracer: recording.tracer, request: recording.request, span: child),
+            traceID: trace.traceID, traceresponse: trace.traceresponse, tracestate: trace.tracestate)
         let result: Result<T, Failure> = await $current.withValue(inner) {
             do throws(Failure) {
                 return .success(try await body(TraceSpan(child)))

@@ -71,8 +71,10 @@ package struct RequestTracer: Sendable {
     /// not. `trustedCaller`: the request came through a trusted proxy, whose sampled flag is
     /// followed; anyone else's is not (Midtier draws). Nil when tracing is off. End it with
     /// ``RequestTrace/finish(status:)``.
-    package func start(_ name: String, method: String, route: String, propagation: PropagationHeaders,
-                       trustedCaller: Bool = false) -> RequestTrace? {
+    package func start(
+        _ name: String, method: String, route: String, propagation: PropagationHeaders,
+        trustedCaller: Bool = false
+    ) -> RequestTrace? {
         guard let tracer else { return nil }
         let incoming = propagation.traceparent.flatMap {
             try? TraceContext(traceParentHeaderValue: $0, traceStateHeaderValue: propagation.tracestate)
@@ -90,8 +92,9 @@ package struct RequestTracer: Sendable {
             let traceparent = own.traceParentHeaderValue
             // `00-<trace id>-…`: the id is the 32 characters after the version.
             let id = traceparent.utf8.dropFirst(3).prefix(32)
-            return RequestTrace(recording: nil, traceID: String(Substring(id)), traceresponse: traceparent,
-                                tracestate: incoming?.state.isEmpty == false ? own.traceStateHeaderValue : nil)
+            return RequestTrace(
+                recording: nil, traceID: String(Substring(id)), traceresponse: traceparent,
+                tracestate: incoming?.state.isEmpty == false ? own.traceStateHeaderValue : nil)
         }
         var parent = ServiceContext.topLevel
         if incoming != nil { tracer.extract(propagation, into: &parent, using: PropagationHeaders.Extractor()) }
@@ -102,8 +105,9 @@ package struct RequestTracer: Sendable {
         tracer.inject(span.context, into: &carrier, using: PropagationHeaders.Injector())
         let traceresponse = carrier.traceparent ?? ""
         let ownTraceID = traceresponse.split(separator: "-").dropFirst().first.map(String.init) ?? traceID.description
-        return RequestTrace(recording: .init(tracer: tracer, request: span, span: span), traceID: ownTraceID, traceresponse: traceresponse,
-                            tracestate: carrier.tracestate)
+        return RequestTrace(
+            recording: .init(tracer: tracer, request: span, span: span), traceID: ownTraceID, traceresponse: traceresponse,
+            tracestate: carrier.tracestate)
     }
 
     /// Midtier's own draw against the ratio (never the caller's trace id, which it chooses).

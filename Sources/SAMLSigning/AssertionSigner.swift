@@ -31,11 +31,11 @@ package struct AssertionSigner: Sendable {
         let signedInfoTree = try XMLTree(parsing: Array(signedInfo.utf8))
         let signatureValue = try key.sign(signedInfoTree.exclusiveCanonicalForm(of: signedInfoTree.root))
         let signature = """
-        <ds:Signature xmlns:ds="\(SAMLNames.xmldsig)">\(Self.withoutNamespaceDeclaration(signedInfo))\
-        <ds:SignatureValue>\(Data(signatureValue).base64EncodedString())</ds:SignatureValue>\
-        <ds:KeyInfo><ds:X509Data><ds:X509Certificate>\(certificate.derBase64)</ds:X509Certificate></ds:X509Data></ds:KeyInfo>\
-        </ds:Signature>
-        """
+            <ds:Signature xmlns:ds="\(SAMLNames.xmldsig)">\(Self.withoutNamespaceDeclaration(signedInfo))\
+            <ds:SignatureValue>\(Data(signatureValue).base64EncodedString())</ds:SignatureValue>\
+            <ds:KeyInfo><ds:X509Data><ds:X509Certificate>\(certificate.derBase64)</ds:X509Certificate></ds:X509Data></ds:KeyInfo>\
+            </ds:Signature>
+            """
         return try assertion.xml(signature: signature)
     }
 

@@ -54,10 +54,11 @@ package struct AssertionVerifier: Sendable {
         }
         let transforms = try reference.requiredChild(named: "Transforms", in: ds).children
         guard transforms.count == 2,
-              transforms.allSatisfy({ $0.isElement("Transform", in: ds) }),
-              transforms[0].attribute("Algorithm") == SAMLNames.envelopedSignature,
-              transforms[1].attribute("Algorithm") == SAMLNames.exclusiveC14N,
-              transforms[1].children.isEmpty else {
+            transforms.allSatisfy({ $0.isElement("Transform", in: ds) }),
+            transforms[0].attribute("Algorithm") == SAMLNames.envelopedSignature,
+            transforms[1].attribute("Algorithm") == SAMLNames.exclusiveC14N,
+            transforms[1].children.isEmpty
+        else {
             throw SigningError(.invalidSignature, "the reference must use the enveloped-signature and exclusive c14n transforms")
         }
         try Self.expectAlgorithm(reference.requiredChild(named: "DigestMethod", in: ds), SAMLNames.sha256)
@@ -141,8 +142,10 @@ package struct AssertionExpectations: Sendable {
     /// Whether the `api_key` attribute must name the client (SuccessFactors).
     package var expectsAPIKey: Bool
 
-    package init(clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60,
-                 issuer: String? = nil, expectsAPIKey: Bool = true) {
+    package init(
+        clientID: String, audience: String = "www.successfactors.com", recipient: String, clockSkew: TimeInterval = 60,
+        issuer: String? = nil, expectsAPIKey: Bool = true
+    ) {
         self.issuer = issuer ?? clientID
         self.expectsAPIKey = expectsAPIKey
         self.clientID = clientID

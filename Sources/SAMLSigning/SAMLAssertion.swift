@@ -97,7 +97,8 @@ package struct SAMLAssertion: Sendable, Equatable {
         if !all.isEmpty {
             statement = "<saml2:AttributeStatement>"
             for attribute in all {
-                statement += try "<saml2:Attribute Name=\"\(escaped(attribute.name))\"><saml2:AttributeValue>\(escaped(attribute.value))</saml2:AttributeValue></saml2:Attribute>"
+                statement += try
+                    "<saml2:Attribute Name=\"\(escaped(attribute.name))\"><saml2:AttributeValue>\(escaped(attribute.value))</saml2:AttributeValue></saml2:Attribute>"
             }
             statement += "</saml2:AttributeStatement>"
         }

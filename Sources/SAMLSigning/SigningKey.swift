@@ -20,7 +20,9 @@ package final class SigningKey: @unchecked Sendable {
         }
         guard let key else {
             let detail = OpenSSL.lastErrorText()
-            throw SigningError(.invalidPrivateKey, "the private key does not load (\(passphrase == nil ? "no passphrase given" : "wrong passphrase or format")): \(detail)")
+            throw SigningError(
+                .invalidPrivateKey,
+                "the private key does not load (\(passphrase == nil ? "no passphrase given" : "wrong passphrase or format")): \(detail)")
         }
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_RSA else {
             EVP_PKEY_free(key)

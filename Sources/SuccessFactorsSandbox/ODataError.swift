@@ -51,7 +51,7 @@ struct ODataError: Error, Sendable {
             "error": .object([
                 "code": .string(code),
                 "message": .object(["lang": .string("en-US"), "value": .string(message)]),
-            ]),
+            ])
         ])
     }
 

@@ -47,7 +47,7 @@ struct ODataPathSegment: Sendable {
         var index = 0
         while true {
             guard index + 2 < kinds.count, case .identifier(let name) = kinds[index], kinds[index + 1] == .equals,
-                  case .literal(let value) = kinds[index + 2]
+                case .literal(let value) = kinds[index + 2]
             else {
                 throw .badRequest("Malformed key predicate (\(predicate)) for \(type.name): expected name=value pairs.")
             }

@@ -19,7 +19,7 @@ struct ODataSerializer {
     ) -> JSON {
         let uri = self.uri(of: entity, type: type)
         var members = [
-            JSONMember(key: "__metadata", value: .object(["uri": .string(uri), "type": .string(model.qualifiedName(of: type))])),
+            JSONMember(key: "__metadata", value: .object(["uri": .string(uri), "type": .string(model.qualifiedName(of: type))]))
         ]
         for property in type.properties where select?.includes(property: property.name) ?? true {
             members.append(JSONMember(key: property.name, value: entity[property.name].json))

@@ -113,11 +113,11 @@ enum ODataDate {
     static func parse(_ text: String) -> Int64? {
         var scanner = DigitScanner(Array(text.utf8))
         guard let year = scanner.number(digits: 4), scanner.take("-"),
-              let month = scanner.number(digits: 2), scanner.take("-"),
-              let day = scanner.number(digits: 2)
+            let month = scanner.number(digits: 2), scanner.take("-"),
+            let day = scanner.number(digits: 2)
         else { return nil }
         guard (1...9999).contains(year), (1...12).contains(month),
-              (1...daysInMonth(year: year, month: month)).contains(day)
+            (1...daysInMonth(year: year, month: month)).contains(day)
         else { return nil }
         var hour = 0, minute = 0, second = 0, millisecond = 0
         if scanner.take("T") {
@@ -140,7 +140,7 @@ enum ODataDate {
             // UTC
         } else if let sign = scanner.sign() {
             guard let h = scanner.number(digits: 2), scanner.take(":"), let m = scanner.number(digits: 2),
-                  h < 24, m < 60
+                h < 24, m < 60
             else { return nil }
             offsetMinutes = sign * (h * 60 + m)
         }

@@ -138,7 +138,7 @@ private enum PayrollDemo {
                     PayrollData.PaymentDetail(
                         externalCode: 3201, paySequence: 1, currency: "USD", bank: "BANK-US-001", bankCountry: "USA",
                         accountOwner: "Alice Smith", accountNumber: "000123456789",
-                        businessIdentifierCode: "FEXBUS33XXX", routingNumber: "110000000", purpose: "Salary"),
+                        businessIdentifierCode: "FEXBUS33XXX", routingNumber: "110000000", purpose: "Salary")
                 ], lastModified: changed),
             PayrollData.PaymentInformation(
                 worker: "100002", effectiveStartDate: start, effectiveEndDate: end, jobCountry: "DEU",
@@ -158,7 +158,7 @@ private enum PayrollDemo {
                     PayrollData.PaymentDetail(
                         externalCode: 3204, paySequence: 1, currency: "GBP", bank: "BANK-GB-001", bankCountry: "GBR",
                         accountOwner: "Carol White", accountNumber: "31926819", iban: "GB29NWBK60161331926819",
-                        businessIdentifierCode: "EXMPGB2LXXX", routingNumber: "601613", purpose: "Salary"),
+                        businessIdentifierCode: "EXMPGB2LXXX", routingNumber: "601613", purpose: "Salary")
                 ], lastModified: changed),
         ]
     }()
@@ -200,7 +200,7 @@ private enum PayrollDemo {
 
         let base = year >= 2025 ? percentOf(profile.baseCents, 10_000 + profile.raiseBasisPoints) : profile.baseCents
         var earnings: [(wageType: String, name: String, cents: Int64, quantity: Int64?)] = [
-            ("1000", "Base Salary", base, nil),
+            ("1000", "Base Salary", base, nil)
         ]
         if profile.overtimeMonths.contains(month) {
             earnings.append(("1100", "Overtime", profile.overtimeHours * profile.overtimeRateCents, profile.overtimeHours))

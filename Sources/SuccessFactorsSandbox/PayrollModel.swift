@@ -42,7 +42,7 @@ enum PayrollModel {
             ODataProperty("lastModifiedDateTime", .dateTimeOffset, label: "Last Modified Date"),
         ],
         navigations: [
-            ODataNavigation("empInfo", to: "EmpEmployment", toMany: false, joins: [("userId", "userId")]),
+            ODataNavigation("empInfo", to: "EmpEmployment", toMany: false, joins: [("userId", "userId")])
         ]
     )
 
@@ -116,7 +116,7 @@ enum PayrollModel {
             ODataProperty("lastModifiedDateTime", .dateTimeOffset, label: "Last Modified On"),
         ],
         navigations: [
-            ODataNavigation("bankNav", to: "Bank", toMany: false, joins: [("bank", "externalCode")]),
+            ODataNavigation("bankNav", to: "Bank", toMany: false, joins: [("bank", "externalCode")])
         ]
     )
 

@@ -123,7 +123,8 @@ package struct PayrollODataService: Sendable {
                         + "properties and properties in the resource path.")
             }
             if let navigation = type.navigation(named: segment.name),
-               let targetType = model.entityType(named: navigation.target) {
+                let targetType = model.entityType(named: navigation.target)
+            {
                 let related = store.related(entity, via: navigation, visibleTo: user)
                 if navigation.toMany {
                     target = .collection(targetType, related)
@@ -143,7 +144,8 @@ package struct PayrollODataService: Sendable {
                 throw .propertyNotFound(segment.name, of: type, in: "the resource path")
             }
         }
-        if isCount, case .collection = target {} else if isCount {
+        if isCount, case .collection = target {
+        } else if isCount {
             throw .badRequest("$count can only follow a collection, e.g. EmployeePayrollRunResults/$count.")
         }
         return (target, isCount)

@@ -36,10 +36,12 @@ package struct SandboxServer: Sendable {
         router.get("/sandbox/stats") { _, _ -> Response in
             let statistics = tokens.statistics
             let byUser = statistics.exchangesByUser.sorted { $0.key < $1.key }.map { JSONMember(key: $0.key, value: .number($0.value)) }
-            return Self.json(status: 200, .object([
-                "exchanges": .number(statistics.exchanges), "exchangesByUser": .object(byUser),
-                "newTokenRequests": .number(statistics.newTokenRequests), "rejected": .number(statistics.rejected),
-            ]))
+            return Self.json(
+                status: 200,
+                .object([
+                    "exchanges": .number(statistics.exchanges), "exchangesByUser": .object(byUser),
+                    "newTokenRequests": .number(statistics.newTokenRequests), "rejected": .number(statistics.rejected),
+                ]))
         }
         router.post("/sandbox/revoke-tokens") { _, _ -> Response in
             tokens.revokeAll()
@@ -48,7 +50,8 @@ package struct SandboxServer: Sendable {
         for method in [HTTPRequest.Method.get, .post, .put, .patch, .delete, .head] {
             router.on("/odata/v2/**", method: method) { request, _ -> Response in
                 guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
-                      let user = tokens.user(forToken: String(authorization.dropFirst("Bearer ".count))) else {
+                    let user = tokens.user(forToken: String(authorization.dropFirst("Bearer ".count)))
+                else {
                     let error = ODataError(status: 401, code: "COE_INVALID_TOKEN", message: "Invalid or expired OAuth token")
                     var response = Self.json(status: error.status, error.json)
                     response.headers[.wwwAuthenticate] = "Bearer"
@@ -56,16 +59,19 @@ package struct SandboxServer: Sendable {
                 }
                 let path = String(request.uri.path.dropFirst("/odata/v2/".count))
                 let serviceRoot = "http://\(request.head.authority ?? "localhost")/odata/v2/"
-                let result = odata.handle(method: request.method.rawValue, path: path, query: request.uri.query,
-                                          serviceRoot: serviceRoot, user: user)
+                let result = odata.handle(
+                    method: request.method.rawValue, path: path, query: request.uri.query,
+                    serviceRoot: serviceRoot, user: user)
                 var headers = HTTPFields()
                 headers[.contentType] = result.contentType
-                return Response(status: .init(code: result.status), headers: headers,
-                                body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
+                return Response(
+                    status: .init(code: result.status), headers: headers,
+                    body: .init(byteBuffer: ByteBuffer(bytes: result.body)))
             }
         }
-        return Application(router: router, configuration: .init(address: address, serverName: nil),
-                           onServerRunning: onServerRunning, logger: logger)
+        return Application(
+            router: router, configuration: .init(address: address, serverName: nil),
+            onServerRunning: onServerRunning, logger: logger)
     }
 
     static func json(status: Int, _ value: JSON) -> Response {

@@ -19,8 +19,10 @@ package final class SandboxTokenService: Sendable {
         package var tokenURL: String?
         package var tokenLifetimeSeconds: Int
 
-        package init(certificatePEM: [UInt8], clientID: String, companyID: String, audience: String = "www.successfactors.com",
-                    tokenURL: String? = nil, tokenLifetimeSeconds: Int = 3600) {
+        package init(
+            certificatePEM: [UInt8], clientID: String, companyID: String, audience: String = "www.successfactors.com",
+            tokenURL: String? = nil, tokenLifetimeSeconds: Int = 3600
+        ) {
             self.certificatePEM = certificatePEM
             self.clientID = clientID
             self.companyID = companyID
@@ -87,9 +89,11 @@ package final class SandboxTokenService: Sendable {
     package func exchange(form: [String: String], host: String?, now: Date = Date()) -> Answer {
         func refuse(_ status: Int, _ message: String) -> Answer {
             state.withLock { $0.statistics.rejected += 1 }
-            return Answer(status: status, body: .object([
-                "errorMessage": .string(message), "httpStatus": .string(status == 401 ? "401 Unauthorized" : "400 Bad Request"),
-            ]))
+            return Answer(
+                status: status,
+                body: .object([
+                    "errorMessage": .string(message), "httpStatus": .string(status == 401 ? "401 Unauthorized" : "400 Bad Request"),
+                ]))
         }
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:saml2-bearer" else {
             return refuse(400, "Unsupported grant type; expected urn:ietf:params:oauth:grant-type:saml2-bearer")
@@ -105,7 +109,10 @@ package final class SandboxTokenService: Sendable {
         do {
             claims = try verifier.verify(xml)
         } catch {
-            return refuse(401, "Unable to verify the signature of the SAML assertion. Please ensure that the assertion has a signature and the key pairs match the client ID (\(error.message))")
+            return refuse(
+                401,
+                "Unable to verify the signature of the SAML assertion. Please ensure that the assertion has a signature and the key pairs match the client ID (\(error.message))"
+            )
         }
         let recipient = settings.tokenURL ?? "http://\(host ?? "localhost")/oauth/token"
         let expectations = AssertionExpectations(clientID: clientID, audience: settings.audience, recipient: recipient)
@@ -132,9 +139,11 @@ package final class SandboxTokenService: Sendable {
     }
 
     private static func granted(_ token: String, expiresIn seconds: Int) -> Answer {
-        Answer(status: 200, body: .object([
-            "access_token": .string(token), "expires_in": .number(seconds), "token_type": .string("Bearer"),
-        ]))
+        Answer(
+            status: 200,
+            body: .object([
+                "access_token": .string(token), "expires_in": .number(seconds), "token_type": .string("Bearer"),
+            ]))
     }
 
     static func decodeBase64(_ text: String) -> [UInt8]? {

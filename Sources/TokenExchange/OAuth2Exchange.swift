@@ -25,9 +25,11 @@ package struct OAuth2Exchange: Sendable {
         case .jwtBearer:
             return [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", userToken ?? "")]
         case .tokenExchange:
-            return [("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("subject_token", userToken ?? ""),
-                    ("subject_token_type", "urn:ietf:params:oauth:token-type:jwt"),
-                    ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token")]
+            return [
+                ("grant_type", "urn:ietf:params:oauth:grant-type:token-exchange"), ("subject_token", userToken ?? ""),
+                ("subject_token_type", "urn:ietf:params:oauth:token-type:jwt"),
+                ("requested_token_type", "urn:ietf:params:oauth:token-type:access_token"),
+            ]
         }
     }
 
@@ -59,8 +61,9 @@ package struct OAuth2Exchange: Sendable {
     /// A token for `userToken` (nil for client credentials).
     package func exchange(userToken: String?) async throws(TokenExchangeError) -> AccessToken {
         let (form, basic) = request(userToken: userToken)
-        return try await TokenServiceRequest.post(form, to: settings.tokenServiceURL, basic: basic, httpClient: httpClient, timeout: timeout,
-                                                  secrets: [userToken ?? "", settings.clientSecret ?? "", settings.tokenServicePassword ?? ""]
-                                                      .filter { !$0.isEmpty })
+        return try await TokenServiceRequest.post(
+            form, to: settings.tokenServiceURL, basic: basic, httpClient: httpClient, timeout: timeout,
+            secrets: [userToken ?? "", settings.clientSecret ?? "", settings.tokenServicePassword ?? ""]
+                .filter { !$0.isEmpty })
     }
 }

@@ -21,8 +21,9 @@ package struct SAMLBearerExchange: Sendable {
     /// Loads the signing key and certificate of `settings` (they must belong together).
     package init(settings: SAMLBearerSettings, httpClient: HTTPClient, timeoutMilliseconds: Int) throws(SigningError) {
         self.settings = settings
-        self.signer = try AssertionSigner(keyPEM: settings.signingKeyPEM, passphrase: settings.signingKeyPassphrase,
-                                          certificatePEM: settings.signingCertificatePEM)
+        self.signer = try AssertionSigner(
+            keyPEM: settings.signingKeyPEM, passphrase: settings.signingKeyPassphrase,
+            certificatePEM: settings.signingCertificatePEM)
         self.httpClient = httpClient
         self.timeout = .milliseconds(Int64(timeoutMilliseconds))
     }
@@ -72,8 +73,9 @@ package struct SAMLBearerExchange: Sendable {
         if newToken, settings.companyId != nil { form.append(("new_token", "true")) }
 
         let basic = settings.tokenServiceUser.flatMap { user in settings.tokenServicePassword.map { (user, $0) } }
-        return try await TokenServiceRequest.post(form, to: settings.tokenServiceURL, basic: basic, httpClient: httpClient, timeout: timeout,
-                                                  secrets: [assertion, encoded, settings.tokenServicePassword ?? ""])
+        return try await TokenServiceRequest.post(
+            form, to: settings.tokenServiceURL, basic: basic, httpClient: httpClient, timeout: timeout,
+            secrets: [assertion, encoded, settings.tokenServicePassword ?? ""])
     }
 }
 
@@ -160,7 +162,8 @@ package enum TokenResponse {
 
     /// Printable ASCII only, at most 300 characters, and no long token-like runs.
     static func sanitized(_ text: String) -> String {
-        var cleaned = String(String.UnicodeScalarView(text.unicodeScalars.prefix(300).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : " " }))
+        var cleaned = String(
+            String.UnicodeScalarView(text.unicodeScalars.prefix(300).map { $0.isASCII && $0.value >= 0x20 && $0.value < 0x7F ? $0 : " " }))
         let words = cleaned.split(separator: " ", omittingEmptySubsequences: false)
         if words.contains(where: { $0.count > 64 }) {
             cleaned = words.map { $0.count > 64 ? "<redacted>" : String($0) }.joined(separator: " ")

@@ -61,8 +61,10 @@ package final class TokenCache: PerUserCache {
     ///   - capacity: the most keys kept.
     ///   - now: monotonic clock in nanoseconds (injectable for tests).
     ///   - companions: caches whose entries of a user go whenever that user's tokens go.
-    package init(capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
-                 companions: [any PerUserCache] = []) {
+    package init(
+        capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        companions: [any PerUserCache] = []
+    ) {
         self.capacity = max(1, capacity)
         self.now = now
         self.companions = companions

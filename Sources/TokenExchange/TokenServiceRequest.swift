@@ -1,6 +1,6 @@
 import AsyncHTTPClient
-import MidtierCore
 import ExtrasBase64
+import MidtierCore
 import NIOCore
 import NIOHTTP1
 import RequestTracing
@@ -10,8 +10,10 @@ import RequestTracing
 enum TokenServiceRequest {
     /// Posts `form` to `url` (with `Authorization: Basic` of `basic` when given) and reads the
     /// token. A refusal's reason never carries anything of `secrets`.
-    static func post(_ form: [(String, String)], to url: String, basic: (user: String, password: String)?, httpClient: HTTPClient,
-                     timeout: TimeAmount, secrets: [String]) async throws(TokenExchangeError) -> AccessToken {
+    static func post(
+        _ form: [(String, String)], to url: String, basic: (user: String, password: String)?, httpClient: HTTPClient,
+        timeout: TimeAmount, secrets: [String]
+    ) async throws(TokenExchangeError) -> AccessToken {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")

@@ -25,12 +25,13 @@ extension ConsoleRoutes {
             levels: ClientLogSeverity.allCases.map { ConsolePage.Option(value: $0.rawValue, selected: $0.rawValue == level) },
             entries: page.records.map { record in
                 let e = record.entry
-                return .init(time: Self.preciseTime(e.time), severity: e.severity.rawValue, registration: record.upload.registration,
-                             registrationLink: Self.path("/console/client-logs", [("registration", record.upload.registration)]),
-                             user: record.upload.user.description, app: record.upload.app, source: e.source,
-                             location: e.location, message: e.message,
-                             // Mustache shows a section for an empty string too.
-                             correlationId: e.correlationId.isEmpty ? nil : e.correlationId)
+                return .init(
+                    time: Self.preciseTime(e.time), severity: e.severity.rawValue, registration: record.upload.registration,
+                    registrationLink: Self.path("/console/client-logs", [("registration", record.upload.registration)]),
+                    user: record.upload.user.description, app: record.upload.app, source: e.source,
+                    location: e.location, message: e.message,
+                    // Mustache shows a section for an empty string too.
+                    correlationId: e.correlationId.isEmpty ? nil : e.correlationId)
             },
             hasEntries: !page.records.isEmpty, first: pager.first, next: pager.next)
         return pages.page("console-client-logs", shown, layout: layout(admin, nav: .clientLogs))
@@ -44,12 +45,17 @@ extension ConsoleRoutes {
         let shown = ConsolePage.ClientUsage(
             query: Self.uploadQuery(form), realms: uploadRealms(form), apps: uploadApps(form),
             reports: page.uploads.map { upload in
-                .init(time: Self.preciseTime(upload.receivedAt), registration: upload.registration,
-                      registrationLink: Self.path("/console/client-logs", [("registration", upload.registration)]),
-                      user: upload.user.description, app: upload.app, size: upload.size,
-                      preview: String(upload.report.prefix(Self.reportPreview)), truncated: upload.report.count > Self.reportPreview,
-                      full: Self.path("/console/client-usage/report", [("registration", upload.registration),
-                                                                       ("at", String(upload.receivedAt)), ("id", upload.id)]))
+                .init(
+                    time: Self.preciseTime(upload.receivedAt), registration: upload.registration,
+                    registrationLink: Self.path("/console/client-logs", [("registration", upload.registration)]),
+                    user: upload.user.description, app: upload.app, size: upload.size,
+                    preview: String(upload.report.prefix(Self.reportPreview)), truncated: upload.report.count > Self.reportPreview,
+                    full: Self.path(
+                        "/console/client-usage/report",
+                        [
+                            ("registration", upload.registration),
+                            ("at", String(upload.receivedAt)), ("id", upload.id),
+                        ]))
             },
             hasReports: !page.uploads.isEmpty, first: pager.first, next: pager.next)
         return pages.page("console-client-usage", shown, layout: layout(admin, nav: .clientUsage))
@@ -73,8 +79,9 @@ extension ConsoleRoutes {
             time: Self.preciseTime(upload.receivedAt), registration: upload.registration,
             registrationLink: Self.path("/console/client-logs", [("registration", upload.registration)]),
             user: upload.user.description, app: upload.app, size: upload.size, text: upload.report, deviceId: upload.deviceId)
-        let shown = ConsolePage.ClientUsageReport(report: report,
-                                                  back: Self.path("/console/client-usage", [("registration", upload.registration)]))
+        let shown = ConsolePage.ClientUsageReport(
+            report: report,
+            back: Self.path("/console/client-usage", [("registration", upload.registration)]))
         return pages.page("console-client-usage-report", shown, layout: layout(admin, nav: .clientUsage))
     }
 
@@ -94,8 +101,9 @@ extension ConsoleRoutes {
 
     /// The filter form's fields, as the admin typed them.
     private static func uploadQuery(_ form: FormBody) -> ConsolePage.UploadQuery {
-        ConsolePage.UploadQuery(registration: form["registration"] ?? "", userId: form["userId"] ?? "", from: form["from"] ?? "",
-                                until: form["until"] ?? "", text: form["text"] ?? "")
+        ConsolePage.UploadQuery(
+            registration: form["registration"] ?? "", userId: form["userId"] ?? "", from: form["from"] ?? "",
+            until: form["until"] ?? "", text: form["text"] ?? "")
     }
 
     private func uploadRealms(_ form: FormBody) -> [ConsolePage.Option] {
@@ -123,8 +131,10 @@ extension ConsoleRoutes {
     /// `2026-11-25 14:03:07.250 UTC`: log entries come many a minute.
     static func preciseTime(_ milliseconds: Int64) -> String {
         let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-        return date.formatted(Date.VerbatimFormatStyle(
-            format: "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits).\(secondFraction: .fractional(3)) UTC",
-            timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
+        return date.formatted(
+            Date.VerbatimFormatStyle(
+                format:
+                    "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits):\(second: .twoDigits).\(secondFraction: .fractional(3)) UTC",
+                timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
     }
 }

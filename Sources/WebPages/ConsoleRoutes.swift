@@ -27,12 +27,14 @@ package struct ConsoleFacts: Sendable {
     /// app that is not configured: what the console offers as `ConfigurationProvider.plist`.
     package var onboarding: @Sendable (String) -> JSON?
 
-    package init(realms: @escaping @Sendable () -> [String], apps: @escaping @Sendable () -> [String],
-                 localUserIDs: @escaping @Sendable () -> [String],
-                 configuration: @escaping @Sendable () -> (apps: Int, destinations: Int, users: Int), storeKind: String,
-                 storeReachable: @escaping @Sendable () async -> Bool, exchanges: @escaping @Sendable () -> [String: ExchangeTotals],
-                 secure: @escaping @Sendable () -> Bool,
-                 onboarding: @escaping @Sendable (String) -> JSON? = { _ in nil }) {
+    package init(
+        realms: @escaping @Sendable () -> [String], apps: @escaping @Sendable () -> [String],
+        localUserIDs: @escaping @Sendable () -> [String],
+        configuration: @escaping @Sendable () -> (apps: Int, destinations: Int, users: Int), storeKind: String,
+        storeReachable: @escaping @Sendable () async -> Bool, exchanges: @escaping @Sendable () -> [String: ExchangeTotals],
+        secure: @escaping @Sendable () -> Bool,
+        onboarding: @escaping @Sendable (String) -> JSON? = { _ in nil }
+    ) {
         self.realms = realms
         self.apps = apps
         self.localUserIDs = localUserIDs
@@ -71,8 +73,10 @@ package struct ConsoleRoutes: Sendable {
     static let auditPage = 50
 
     /// - Parameter sessions: the console's sessions; by default in the administration's store.
-    package init(administration: Administration, authenticator: AdminAuthenticator, facts: ConsoleFacts,
-                 sessions: PageSessions<String>? = nil, logger: Logger) {
+    package init(
+        administration: Administration, authenticator: AdminAuthenticator, facts: ConsoleFacts,
+        sessions: PageSessions<String>? = nil, logger: Logger
+    ) {
         self.administration = administration
         self.authenticator = authenticator
         self.facts = facts
@@ -148,14 +152,17 @@ package struct ConsoleRoutes: Sendable {
                 try await sessions.end(cookie)
                 return nil
             }
-            return SignedIn(admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: session.notice,
-                            actor: AuditActor(name: session.subject, source: context.clientIP ?? ""))
+            return SignedIn(
+                admin: session.subject, cookie: cookie, csrf: session.csrfToken, notice: session.notice,
+                actor: AuditActor(name: session.subject, source: context.clientIP ?? ""))
         }
     }
 
     /// A page for a signed-in admin; others go to the sign-in page.
-    private func show(_ request: Request, _ context: MidtierRequestContext,
-                      _ page: (Request, SignedIn) async throws(Refusal) -> Response) async -> Response {
+    private func show(
+        _ request: Request, _ context: MidtierRequestContext,
+        _ page: (Request, SignedIn) async throws(Refusal) -> Response
+    ) async -> Response {
         let signedIn: SignedIn?
         do throws(Refusal) { signedIn = try await self.signedIn(request, context) } catch { return problem(error, admin: nil, back: "/console/") }
         guard let admin = signedIn else { return Pages.redirect(to: "/console/sign-in") }
@@ -178,8 +185,10 @@ package struct ConsoleRoutes: Sendable {
 
     /// A form that changes something: only from a signed-in admin's own page (its session's
     /// CSRF token), then back to a page with what happened.
-    private func change(_ request: Request, _ context: MidtierRequestContext,
-                        _ action: (FormBody, SignedIn) async throws(Refusal) -> Response) async -> Response {
+    private func change(
+        _ request: Request, _ context: MidtierRequestContext,
+        _ action: (FormBody, SignedIn) async throws(Refusal) -> Response
+    ) async -> Response {
         let signedIn: SignedIn?
         do throws(Refusal) { signedIn = try await self.signedIn(request, context) } catch { return problem(error, admin: nil, back: "/console/") }
         guard let admin = signedIn else { return Pages.redirect(to: "/console/sign-in") }
@@ -199,8 +208,9 @@ package struct ConsoleRoutes: Sendable {
 
     private func problem(_ refusal: Refusal, admin: SignedIn?, back: String) -> Response {
         let heading = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
-        return pages.page("console-problem", ConsolePage.Problem(heading: heading, message: refusal.message, back: back),
-                          layout: layout(admin, nav: nil), status: refusal.status)
+        return pages.page(
+            "console-problem", ConsolePage.Problem(heading: heading, message: refusal.message, back: back),
+            layout: layout(admin, nav: nil), status: refusal.status)
     }
 
     /// What every page's layout reads.
@@ -212,8 +222,10 @@ package struct ConsoleRoutes: Sendable {
 
     /// The sign-in form. Its token (kept in a cookie too) shows that a post comes from this
     /// form, before there is a session to hold one.
-    private func signInPage(_ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok,
-                            retryAfter: Int? = nil) async -> Response {
+    private func signInPage(
+        _ request: Request, problem: String? = nil, status: HTTPResponse.Status = .ok,
+        retryAfter: Int? = nil
+    ) async -> Response {
         // Signed in already: the overview (which says so when the store fails).
         if problem == nil, let cookie = request.cookies[Self.sessionCookie]?.value, (try? await sessions.session(cookie)) != nil {
             return Pages.redirect(to: "/console/")
@@ -246,11 +258,13 @@ package struct ConsoleRoutes: Sendable {
         case .failure(.invalid):
             return await signInPage(request, problem: "That is not a valid admin token.", status: .unauthorized)
         case .failure(.throttled(let seconds)):
-            return await signInPage(request, problem: "Too many failed sign-ins from here; try again in \(seconds) s.",
-                              status: .tooManyRequests, retryAfter: seconds)
+            return await signInPage(
+                request, problem: "Too many failed sign-ins from here; try again in \(seconds) s.",
+                status: .tooManyRequests, retryAfter: seconds)
         case .failure(.busy(let seconds)):
-            return await signInPage(request, problem: "Too many sign-ins are being checked; try again in \(seconds) s.",
-                              status: .serviceUnavailable, retryAfter: seconds)
+            return await signInPage(
+                request, problem: "Too many sign-ins are being checked; try again in \(seconds) s.",
+                status: .serviceUnavailable, retryAfter: seconds)
         }
     }
 
@@ -262,9 +276,11 @@ package struct ConsoleRoutes: Sendable {
             ConsolePage.Overview.Exchanges(destination: name, total: totals.exchanges, failures: totals.failures, failed: totals.failures > 0)
         }
         let onboardingApps = facts.apps().sorted().map { app in
-            ConsolePage.Overview.OnboardingApp(app: app, downloads: OnboardingDownload.Format.allCases.map {
-                .init(href: OnboardingDownload.path(app: app, $0), label: $0.label)
-            })
+            ConsolePage.Overview.OnboardingApp(
+                app: app,
+                downloads: OnboardingDownload.Format.allCases.map {
+                    .init(href: OnboardingDownload.path(app: app, $0), label: $0.label)
+                })
         }
         let overview = ConsolePage.Overview(
             storeReachable: await facts.storeReachable(), storeKind: facts.storeKind, apps: configuration.apps,
@@ -285,8 +301,9 @@ package struct ConsoleRoutes: Sendable {
         do throws(Refusal) {
             let record = try await administration.user(user)
             let block = record.block.map { block in
-                ConsolePage.Users.User.Block(type: block.kind.rawValue, since: Pages.time(block.since), by: block.by,
-                                             reason: block.reason.isEmpty ? nil : block.reason)
+                ConsolePage.Users.User.Block(
+                    type: block.kind.rawValue, since: Pages.time(block.since), by: block.by,
+                    reason: block.reason.isEmpty ? nil : block.reason)
             }
             // Carried percent-encoded: an HTML form would turn a CR into CR LF, a NUL into U+FFFD.
             page.user = ConsolePage.Users.User(
@@ -295,7 +312,7 @@ package struct ConsoleRoutes: Sendable {
                 history: Self.path("/console/audit", [("user", user.id)] + (user.isLocal ? [] : [("realm", user.realm)])),
                 registrationsPage: Self.registrationsPage(of: user), block: block,
                 registrations: record.registrations.map(registrationRow), hasRegistrations: !record.registrations.isEmpty)
-        } catch where error.status == .notFound {
+        } catch  where error.status == .notFound {
             page.missing = user.description
             if user.isLocal {
                 // By bytes: "Kim" does not stand for "\u{212A}im" (KELVIN SIGN), which is offered.
@@ -311,7 +328,8 @@ package struct ConsoleRoutes: Sendable {
     /// The user a form names in its carried (percent-encoded) `id` and `realm` fields.
     private static func carriedUser(_ form: FormBody) throws(Refusal) -> UserIdentity {
         guard let id = try form.required("id").removingPercentEncoding, !id.isEmpty,
-              let realm = (form["realm"] ?? "").removingPercentEncoding else {
+            let realm = (form["realm"] ?? "").removingPercentEncoding
+        else {
             throw .badRequest("the form's user is not percent-encoded as the page sends it")
         }
         try checkUser(id, realm)
@@ -332,7 +350,9 @@ package struct ConsoleRoutes: Sendable {
         }
         let outcome = try await administration.block(user, kind: kind, reason: form["reason"] ?? "", by: admin.actor)
         // An identity provider's user may be blocked before their first sign-in (docs/admin.md).
-        let unseen = user.isLocal || outcome.seen ? "" : " Midtier holds no registration of them yet: check that the id is spelled as their sign-in carries it."
+        let unseen =
+            user.isLocal || outcome.seen
+            ? "" : " Midtier holds no registration of them yet: check that the id is spelled as their sign-in carries it."
         await note("\(user) is blocked (\(kind.rawValue)).\(unseen)", for: admin)
         return Pages.redirect(to: Self.userPage(user))
     }
@@ -410,32 +430,39 @@ package struct ConsoleRoutes: Sendable {
             guard let sequence = Int64(text), sequence > 0 else { throw .badRequest("before must be an audit sequence number") }
             before = sequence
         }
-        let subject: AuditSubject? = !registration.isEmpty ? .registration(registration)
+        let subject: AuditSubject? =
+            !registration.isEmpty
+            ? .registration(registration)
             : !userID.isEmpty ? .user(UserIdentity(realm: realm, id: userID)) : nil
         let entries = try await administration.recentAudit(before: before, about: subject, limit: Self.auditPage)
         var filters: [(String, String)] = []
         if !userID.isEmpty { filters += [("user", userID), ("realm", realm)] }
         if !registration.isEmpty { filters.append(("registration", registration)) }
-        let older = entries.count == Self.auditPage ? entries.last.map { last in
-            Self.path("/console/audit", filters + [("before", String(last.sequence))])
-        } : nil
+        let older =
+            entries.count == Self.auditPage
+            ? entries.last.map { last in
+                Self.path("/console/audit", filters + [("before", String(last.sequence))])
+            } : nil
         let page = ConsolePage.Audit(
             query: .init(user: userID, registration: registration), realms: realmOptions(selected: realm),
             entries: entries.map { entry in
-                .init(sequence: entry.sequence, at: Pages.time(entry.at), actor: entry.actor, action: entry.action,
-                      target: entry.target, detail: entry.detail, source: entry.source)
+                .init(
+                    sequence: entry.sequence, at: Pages.time(entry.at), actor: entry.actor, action: entry.action,
+                    target: entry.target, detail: entry.detail, source: entry.source)
             },
             hasEntries: !entries.isEmpty, newer: before == nil ? nil : Self.path("/console/audit", filters), older: older)
         return pages.page("console-audit", page, layout: layout(admin, nav: .audit))
     }
 
     private func destinations(_ request: Request, _ admin: SignedIn) async throws(Refusal) -> Response {
-        let page = ConsolePage.Destinations(destinations: administration.destinationSummaries().map { destination in
-            .init(name: destination.name, url: destination.url, authentication: destination.authentication,
-                  timeout: destination.timeoutMilliseconds, headers: destination.headers.joined(separator: ", "),
-                  cookies: destination.forwardDeviceCookies.joined(separator: ", "), user: destination.user,
-                  tokenService: destination.tokenServiceURL)
-        })
+        let page = ConsolePage.Destinations(
+            destinations: administration.destinationSummaries().map { destination in
+                .init(
+                    name: destination.name, url: destination.url, authentication: destination.authentication,
+                    timeout: destination.timeoutMilliseconds, headers: destination.headers.joined(separator: ", "),
+                    cookies: destination.forwardDeviceCookies.joined(separator: ", "), user: destination.user,
+                    tokenService: destination.tokenServiceURL)
+            })
         return pages.page("console-destinations", page, layout: layout(admin, nav: .destinations))
     }
 

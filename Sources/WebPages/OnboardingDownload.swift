@@ -48,8 +48,9 @@ enum OnboardingDownload {
             do {
                 data = try PropertyListSerialization.data(fromPropertyList: propertyList(document) ?? [String: Any](), format: .xml, options: 0)
             } catch {
-                throw Refusal(.unprocessableContent, code: "NOT_WRITABLE",
-                              "The onboarding configuration of \(app) cannot be written as \(format.filename): check its discovery members.")
+                throw Refusal(
+                    .unprocessableContent, code: "NOT_WRITABLE",
+                    "The onboarding configuration of \(app) cannot be written as \(format.filename): check its discovery members.")
             }
         case .json:
             data = Data(document.prettyPrinted().utf8)

@@ -65,9 +65,11 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     /// - Parameter perSubject: the most sessions one person may hold; signing in once more ends
     ///   their least recently used one (so that one person signing in over and over cannot push
     ///   everybody else out of a full table).
-    package init(store: any StateStore, site: String, idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600,
-                 capacity: Int = 10_000, perSubject: Int = 5,
-                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    package init(
+        store: any StateStore, site: String, idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600,
+        capacity: Int = 10_000, perSubject: Int = 5,
+        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    ) {
         self.store = store
         self.site = site
         self.idleSeconds = idleSeconds
@@ -87,9 +89,10 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
         let now = self.now()
         var lifetime = lifetimeMilliseconds
         if let validSeconds { lifetime = min(lifetime, Int64(max(0, min(validSeconds, Double(Int32.max))) * 1000)) }
-        let session = StoredPageSession(key: Self.digest(id), site: site, subject: subject.storedIdentity,
-                                        credentialStamp: Self.digest(credentialStamp), csrfToken: RandomToken.make(),
-                                        startedAt: now, endsAt: now + lifetime, lastSeen: now, idleMilliseconds: idleMilliseconds)
+        let session = StoredPageSession(
+            key: Self.digest(id), site: site, subject: subject.storedIdentity,
+            credentialStamp: Self.digest(credentialStamp), csrfToken: RandomToken.make(),
+            startedAt: now, endsAt: now + lifetime, lastSeen: now, idleMilliseconds: idleMilliseconds)
         try await store.startPageSession(session, bounds: bounds, now: now)
         return id
     }
@@ -101,8 +104,9 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
         guard let stored = try await store.usePageSession(key: Self.digest(cookie), site: site, now: now(), takingNotice: takingNotice) else {
             return nil
         }
-        return Session(subject: Subject(storedIdentity: stored.subject), credentialStamp: stored.credentialStamp,
-                       csrfToken: stored.csrfToken, notice: stored.notice)
+        return Session(
+            subject: Subject(storedIdentity: stored.subject), credentialStamp: stored.credentialStamp,
+            csrfToken: stored.csrfToken, notice: stored.notice)
     }
 
     /// Ends the session a cookie value names, on every instance.

@@ -48,8 +48,10 @@ package struct Pages: Sendable {
     }
 
     /// `template` rendered with `model`, its layout's header with `layout` (``PageFrame``).
-    package func page(_ template: String, _ model: some Sendable, layout: some Sendable = NoLayout(),
-                      status: HTTPResponse.Status = .ok) -> Response {
+    package func page(
+        _ template: String, _ model: some Sendable, layout: some Sendable = NoLayout(),
+        status: HTTPResponse.Status = .ok
+    ) -> Response {
         let html = html(template, model, layout: layout)
         var headers = HTTPFields()
         headers[.contentType] = "text/html; charset=utf-8"
@@ -96,9 +98,11 @@ package struct Pages: Sendable {
     package static func time(_ milliseconds: Int64) -> String {
         guard milliseconds > 0 else { return "never" }
         let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-        return date.formatted(Date.VerbatimFormatStyle(
-            format: "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits) UTC",
-            timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
+        return date.formatted(
+            Date.VerbatimFormatStyle(
+                format:
+                    "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits) UTC",
+                timeZone: .gmt, calendar: Calendar(identifier: .gregorian)))
     }
 }
 

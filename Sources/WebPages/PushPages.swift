@@ -30,8 +30,9 @@ extension ConsoleRoutes {
             test: .init(userId: "", alert: ""), maximumAlert: Administration.maximumTestAlert,
             notifications: found.map { detail in
                 let n = detail.notification
-                return .init(id: n.id, link: Self.pushNotificationPage(n.id), app: n.app, sender: n.sender,
-                             time: Self.preciseTime(n.createdAt), status: detail.overall, deliveries: detail.deliveries.count)
+                return .init(
+                    id: n.id, link: Self.pushNotificationPage(n.id), app: n.app, sender: n.sender,
+                    time: Self.preciseTime(n.createdAt), status: detail.overall, deliveries: detail.deliveries.count)
             },
             hasNotifications: !found.isEmpty, limit: Self.pushRows)
         return pages.page("console-push", page, layout: layout(admin, nav: .push))
@@ -47,12 +48,14 @@ extension ConsoleRoutes {
             var link: String?
             do throws(Refusal) {
                 link = Self.registrationsPage(of: try await administration.registration(id: delivery.registration).user)
-            } catch where error.status == .notFound {
+            } catch  where error.status == .notFound {
                 link = nil
             }
-            deliveries.append(.init(registration: delivery.registration, registrationLink: link, state: delivery.state.rawValue,
-                                    attempts: delivery.attempts, provider: delivery.provider?.rawValue,
-                                    reason: delivery.reason.isEmpty ? nil : delivery.reason, updated: Self.preciseTime(delivery.updatedAt)))
+            deliveries.append(
+                .init(
+                    registration: delivery.registration, registrationLink: link, state: delivery.state.rawValue,
+                    attempts: delivery.attempts, provider: delivery.provider?.rawValue,
+                    reason: delivery.reason.isEmpty ? nil : delivery.reason, updated: Self.preciseTime(delivery.updatedAt)))
         }
         let n = detail.notification
         let page = ConsolePage.PushNotification(
@@ -67,8 +70,9 @@ extension ConsoleRoutes {
         let realm = form["realm"] ?? UserIdentity.localRealm
         let app = try form.required("app")
         let alert = try form.required("alert")
-        let sent = try await administration.sendTestNotification(user: UserIdentity(realm: realm, id: id), app: app, alert: alert,
-                                                                 by: admin.actor)
+        let sent = try await administration.sendTestNotification(
+            user: UserIdentity(realm: realm, id: id), app: app, alert: alert,
+            by: admin.actor)
         return Pages.redirect(to: Self.pushNotificationPage(sent.notification.id))
     }
 

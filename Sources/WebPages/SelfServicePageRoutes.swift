@@ -57,8 +57,10 @@ package struct SelfServicePageRoutes: Sendable {
     static let home = "/mobileservices/me/"
 
     /// - Parameter sessions: the page's sessions; by default in the registrations' store.
-    package init(registrations: RegistrationService, signIn: any PageSignIn, secure: @escaping @Sendable () -> Bool,
-                 sessions: PageSessions<UserIdentity>? = nil, logger: Logger) {
+    package init(
+        registrations: RegistrationService, signIn: any PageSignIn, secure: @escaping @Sendable () -> Bool,
+        sessions: PageSessions<UserIdentity>? = nil, logger: Logger
+    ) {
         self.registrations = registrations
         self.signIn = signIn
         self.secure = secure
@@ -150,8 +152,9 @@ package struct SelfServicePageRoutes: Sendable {
 
     private func problem(_ refusal: Refusal, user: SignedIn?) -> Response {
         let heading = refusal.status == .notFound ? "Not found" : refusal.status.code >= 500 ? "Not available" : "Refused"
-        return pages.page("me-problem", SelfServicePage.Problem(heading: heading, message: refusal.message), layout: layout(user),
-                          status: refusal.status)
+        return pages.page(
+            "me-problem", SelfServicePage.Problem(heading: heading, message: refusal.message), layout: layout(user),
+            status: refusal.status)
     }
 
     /// What every page's layout reads.
@@ -178,8 +181,9 @@ package struct SelfServicePageRoutes: Sendable {
             }
             // A session opened with a token ends when the token does.
             let cookie = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await sessions.start(signedIn.user, credentialStamp: signedIn.stamp,
-                                         validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
+                try await sessions.start(
+                    signedIn.user, credentialStamp: signedIn.stamp,
+                    validSeconds: signedIn.expiresAt.map { $0 - Date().timeIntervalSince1970 })
             }
             logger.info("self-service page sign-in", metadata: ["user": "\(signedIn.user)"])
             return Self.form.signedIn(session: cookie, home: Self.home, secure: secure())
@@ -204,7 +208,8 @@ package struct SelfServicePageRoutes: Sendable {
                 created: Pages.time(registration.createdAt), lastContact: Pages.time(registration.lastContactAt),
                 state: registration.state.rawValue,
                 actions: Self.actions(for: registration.state).map { action in
-                    RegistrationActionLink(action: action.rawValue, label: Self.label(action), registrationID: ConsoleRoutes.queryValue(registration.id))
+                    RegistrationActionLink(
+                        action: action.rawValue, label: Self.label(action), registrationID: ConsoleRoutes.queryValue(registration.id))
                 })
         }
         return pages.page("me-devices", SelfServicePage.Devices(devices: devices, hasDevices: !mine.isEmpty), layout: layout(user))
@@ -216,7 +221,8 @@ package struct SelfServicePageRoutes: Sendable {
             throw .badRequest("action must be lock or wipe")
         }
         let registration = try await own(query["id"] ?? "", of: user)
-        let consequence = action == .lock
+        let consequence =
+            action == .lock
             ? "The app on this device can no longer reach company data. An administrator can unlock it."
             : "The app on this device can never reach company data again and deletes what it holds. This cannot be undone."
         let page = SelfServicePage.Confirm(
@@ -233,7 +239,8 @@ package struct SelfServicePageRoutes: Sendable {
         }
         switch result {
         case .changed:
-            logger.notice("registration \(action.rawValue) by its user (page)", metadata: ["registration": "\(registration.id)", "user": "\(user.user)"])
+            logger.notice(
+                "registration \(action.rawValue) by its user (page)", metadata: ["registration": "\(registration.id)", "user": "\(user.user)"])
             do {
                 try await sessions.leaveNotice(
                     "\(registration.deviceModel.isEmpty ? "The device" : registration.deviceModel) is \(action == .lock ? "locked" : "wiped").",

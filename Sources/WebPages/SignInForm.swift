@@ -14,8 +14,10 @@ struct SignInForm: Sendable {
 
     /// The form page: `template` with the model `model` makes of a fresh form token (the
     /// templates' `signInToken`), its cookie set.
-    func page(_ pages: Pages, _ template: String, status: HTTPResponse.Status, retryAfter: Int?, secure: Bool,
-              model: (_ signInToken: String) -> some Sendable) -> Response {
+    func page(
+        _ pages: Pages, _ template: String, status: HTTPResponse.Status, retryAfter: Int?, secure: Bool,
+        model: (_ signInToken: String) -> some Sendable
+    ) -> Response {
         let token = RandomToken.make()
         var response = pages.page(template, model(token), status: status)
         if let retryAfter { response.headers[.retryAfter] = String(retryAfter) }
@@ -28,7 +30,7 @@ struct SignInForm: Sendable {
     func posted(_ request: Request) async throws(Refusal) -> FormBody {
         do throws(Refusal) {
             return try await FormBody.posted(request, expectedToken: request.cookies[formCookie]?.value)
-        } catch where error.code == "CSRF" {
+        } catch  where error.code == "CSRF" {
             throw Refusal.forbidden("The sign-in form had expired; please sign in again.")
         }
     }

@@ -1,8 +1,8 @@
 import ArgumentParser
 import AsyncHTTPClient
+import ConfigurationFiles
 import DeviceAuthentication
 import Foundation
-import ConfigurationFiles
 import MidtierCore
 import MidtierServer
 import SAMLSigning
@@ -40,7 +40,8 @@ struct Assertion: AsyncParsableCommand {
         if let source = destinationConfiguration.userIdSource {
             // The user whose id has exactly these bytes (docs/identity.md).
             guard let account = configuration.users[user], account.id.utf8.elementsEqual(user.utf8),
-                  let value = account.attributes[source] else {
+                let value = account.attributes[source]
+            else {
                 printError("midtier assertion: user \(user) has no attribute \(source) in users.json")
                 throw ExitCode.failure
             }
@@ -56,7 +57,8 @@ struct Assertion: AsyncParsableCommand {
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let assertion: Result<String, SigningError>
         do {
-            let exchange = try SAMLBearerExchange(settings: settings, httpClient: client, timeoutMilliseconds: destinationConfiguration.timeoutMilliseconds)
+            let exchange = try SAMLBearerExchange(
+                settings: settings, httpClient: client, timeoutMilliseconds: destinationConfiguration.timeoutMilliseconds)
             assertion = .success(try exchange.signedAssertion(nameID: nameID, attributes: attributes))
         } catch {
             assertion = .failure(error)
@@ -78,17 +80,25 @@ struct Assertion: AsyncParsableCommand {
         }
         var xml = Array(contents)
         let text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if !text.hasPrefix("<"), let decoded = Data(base64Encoded: text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/").padding(toLength: (text.count + 3) / 4 * 4, withPad: "=", startingAt: 0)) {
+        if !text.hasPrefix("<"),
+            let decoded = Data(
+                base64Encoded: text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/").padding(
+                    toLength: (text.count + 3) / 4 * 4, withPad: "=", startingAt: 0))
+        {
             xml = Array(decoded)
         }
         do throws(SigningError) {
             let verifier = AssertionVerifier(trustedCertificate: try SigningCertificate(pem: settings.signingCertificatePEM))
             let claims = try verifier.verify(xml)
-            try AssertionExpectations(clientID: settings.clientKey, audience: settings.audience, recipient: settings.assertionRecipient,
-                                      issuer: settings.assertionIssuer, expectsAPIKey: settings.companyId != nil)
-                .check(claims, now: Date())
+            try AssertionExpectations(
+                clientID: settings.clientKey, audience: settings.audience, recipient: settings.assertionRecipient,
+                issuer: settings.assertionIssuer, expectsAPIKey: settings.companyId != nil
+            )
+            .check(claims, now: Date())
             guard claims.nameID == nameID else { throw SigningError(.invalidSignature, "the assertion names \(claims.nameID), not \(nameID)") }
-            print("OK: signature verifies with the registered certificate; NameID \(claims.nameID); valid until \(claims.notOnOrAfter.map { "\($0)" } ?? "?")")
+            print(
+                "OK: signature verifies with the registered certificate; NameID \(claims.nameID); valid until \(claims.notOnOrAfter.map { "\($0)" } ?? "?")"
+            )
         } catch {
             print("INVALID: \(error.message)")
             throw ExitCode.failure

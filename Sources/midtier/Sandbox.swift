@@ -2,9 +2,9 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
-import ServiceLifecycle
 import MidtierServer
 import SAMLSigning
+import ServiceLifecycle
 import SuccessFactorsSandbox
 import UnixSignals
 
@@ -38,8 +38,9 @@ struct Sandbox: AsyncParsableCommand {
     @Option(name: .customLong("page-size"), help: "OData server page size (__next paging beyond it).")
     var pageSize = 20
 
-    @Option(name: .customLong("extra-employees"),
-            help: "Generated employees 200001, 200002, … with payroll data, besides the three demo ones (for load tests).")
+    @Option(
+        name: .customLong("extra-employees"),
+        help: "Generated employees 200001, 200002, … with payroll data, besides the three demo ones (for load tests).")
     var extraEmployees = 0
 
     func validate() throws {
@@ -56,18 +57,24 @@ struct Sandbox: AsyncParsableCommand {
         }
         let tokens: SandboxTokenService
         do {
-            tokens = try SandboxTokenService(settings: .init(certificatePEM: Array(pem), clientID: clientID, companyID: companyID,
-                                                             audience: audience, tokenURL: tokenURL, tokenLifetimeSeconds: tokenLifetime))
+            tokens = try SandboxTokenService(
+                settings: .init(
+                    certificatePEM: Array(pem), clientID: clientID, companyID: companyID,
+                    audience: audience, tokenURL: tokenURL, tokenLifetimeSeconds: tokenLifetime))
         } catch {
             printError("midtier sandbox: \(certificate): \(error.message)")
             throw ExitCode.failure
         }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "sandbox")
-        let application = SandboxServer(tokens: tokens, odata: PayrollODataService(data: extraEmployees == 0 ? .demo : .demo(extraEmployees: extraEmployees), pageSize: pageSize))
-            .makeApplication(address: .hostname(host, port: port), logger: logger)
-        let services = ServiceGroup(configuration: .init(services: [.init(service: application)],
-                                                         gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let application = SandboxServer(
+            tokens: tokens, odata: PayrollODataService(data: extraEmployees == 0 ? .demo : .demo(extraEmployees: extraEmployees), pageSize: pageSize)
+        )
+        .makeApplication(address: .hostname(host, port: port), logger: logger)
+        let services = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: application)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         logger.info("SuccessFactors sandbox on http://\(host):\(port) (client id \(clientID), company \(companyID))")
         try await services.run()
     }

@@ -1,9 +1,9 @@
 import ArgumentParser
+import ConfigurationFiles
 import Foundation
 import Hummingbird
 import Logging
 import MetadataPatching
-import ConfigurationFiles
 import MidtierCore
 import MidtierServer
 import RequestTracing
@@ -20,11 +20,12 @@ struct Serve: AsyncParsableCommand {
         let configuration = try configurationOrExit(config, last: { "midtier: not starting: \($0) configuration problem(s)" })
         let level = Logger.Level(rawValue: configuration.server.logLevel) ?? .info
         // A request's log lines carry its trace id (docs/operations.md, "Traces").
-        LoggingSystem.bootstrap({ label, provider in
-            var handler = JSONLogHandler(label: label, level: level)
-            handler.metadataProvider = provider
-            return handler
-        }, metadataProvider: RequestTrace.loggingMetadata)
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var handler = JSONLogHandler(label: label, level: level)
+                handler.metadataProvider = provider
+                return handler
+            }, metadataProvider: RequestTrace.loggingMetadata)
         let logger = Logger(label: "midtier")
         for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { logger.warning("\(warning)") }
 
@@ -46,21 +47,27 @@ struct Serve: AsyncParsableCommand {
             printError("midtier: not starting: \(error)")
             throw ExitCode.failure
         }
-        let services = ServiceGroup(configuration: .init(
-            services: tracing + [
-                .init(service: server.contactWriter()),
-                .init(service: server.clientUploadSweeper()),
-                .init(service: server.pushDeliverer()),
-                .init(service: server.makeApplication()),
-                .init(service: server.makeAdminApplication()),
-                .init(service: server.reloadOnHangup()),
-                .init(service: server.storeChanges()),
-            ],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        ))
-        logger.info("midtier starting", metadata: ["listen": "\(configuration.server.listen)", "adminListen": "\(configuration.server.adminListen)", "publicURL": "\(configuration.server.publicURL)",
-                                                   "apps": "\(configuration.apps.count)", "destinations": "\(configuration.destinations.count)"])
+        let services = ServiceGroup(
+            configuration: .init(
+                services: tracing + [
+                    .init(service: server.contactWriter()),
+                    .init(service: server.clientUploadSweeper()),
+                    .init(service: server.pushDeliverer()),
+                    .init(service: server.makeApplication()),
+                    .init(service: server.makeAdminApplication()),
+                    .init(service: server.reloadOnHangup()),
+                    .init(service: server.storeChanges()),
+                ],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ))
+        logger.info(
+            "midtier starting",
+            metadata: [
+                "listen": "\(configuration.server.listen)", "adminListen": "\(configuration.server.adminListen)",
+                "publicURL": "\(configuration.server.publicURL)",
+                "apps": "\(configuration.apps.count)", "destinations": "\(configuration.destinations.count)",
+            ])
         do {
             try await services.run()
         } catch {
@@ -82,8 +89,9 @@ struct CheckConfig: AsyncParsableCommand {
     @Option(help: "The configuration directory.")
     var config = "config"
 
-    @Option(name: .customLong("metadata"), parsing: .singleValue,
-            help: "DESTINATION=FILE: check the destination's metadataPatches against a saved $metadata document (repeatable).")
+    @Option(
+        name: .customLong("metadata"), parsing: .singleValue,
+        help: "DESTINATION=FILE: check the destination's metadataPatches against a saved $metadata document (repeatable).")
     var metadata: [String] = []
 
     func run() async throws {
@@ -93,17 +101,24 @@ struct CheckConfig: AsyncParsableCommand {
             let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2 else { problems.append("--metadata \(pair): expected DESTINATION=FILE"); continue }
             let file = "\(config)/destinations/\(parts[0]).json"
-            guard let destination = configuration.destinations[parts[0]] else { problems.append("--metadata \(pair): no destination named \(parts[0])"); continue }
-            guard let document = FileManager.default.contents(atPath: parts[1]) else { problems.append("--metadata \(pair): cannot read \(parts[1])"); continue }
+            guard let destination = configuration.destinations[parts[0]] else {
+                problems.append("--metadata \(pair): no destination named \(parts[0])"); continue
+            }
+            guard let document = FileManager.default.contents(atPath: parts[1]) else {
+                problems.append("--metadata \(pair): cannot read \(parts[1])"); continue
+            }
             let patches = destination.metadataPatches
             do {
                 let result = try MetadataPatcher.apply(patches, to: Array(document))
                 for patch in result.unmatched {
                     let index = patches.firstIndex(of: patch) ?? 0
-                    problems.append("\(file): metadataPatches[\(index)]: matches no property \(patch.property) of an entity type \(patch.entityType) in \(parts[1])")
+                    problems.append(
+                        "\(file): metadataPatches[\(index)]: matches no property \(patch.property) of an entity type \(patch.entityType) in \(parts[1])"
+                    )
                 }
                 for unfitting in result.unfittingScales {
-                    problems.append("\(file): metadataPatches: after patching \(parts[1]), \(unfitting) (clients refuse it; set a Precision that fits)")
+                    problems.append(
+                        "\(file): metadataPatches: after patching \(parts[1]), \(unfitting) (clients refuse it; set a Precision that fits)")
                 }
             } catch {
                 problems.append("--metadata \(pair): \(error.description)")
@@ -112,15 +127,18 @@ struct CheckConfig: AsyncParsableCommand {
         for problem in problems { print(problem) }
         guard problems.isEmpty else { throw ExitCode.failure }
         for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { print(warning) }
-        print("\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
+        print(
+            "\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
     }
 }
 
 /// The configuration in `directory`; when it has problems, each is printed (`file: key: what`,
 /// to standard error unless `printing` says otherwise), then `last` with their number, and the
 /// command ends with failure.
-func configurationOrExit(_ directory: String, printing: (String) -> Void = printError,
-                         last: ((Int) -> String)? = nil) throws -> MidtierConfiguration {
+func configurationOrExit(
+    _ directory: String, printing: (String) -> Void = printError,
+    last: ((Int) -> String)? = nil
+) throws -> MidtierConfiguration {
     do {
         return try loadConfiguration(directory)
     } catch {

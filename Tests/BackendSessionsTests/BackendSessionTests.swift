@@ -4,6 +4,7 @@ import MidtierCore
 import MidtierStore
 import MidtierTestSupport
 import Testing
+
 @testable import BackendSessions
 
 /// Back-end sessions (docs/operations.md): the jar in memory, sealed copies in the store, and
@@ -50,10 +51,15 @@ import Testing
         let jar = BackendCookieJar()
         let a = BackendCookieJar.Key(registration: "a", destination: "gw")
         let b = BackendCookieJar.Key(registration: "b", destination: "gw")
-        #expect(jar.store(["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)?.cookies.count == 2)
+        #expect(
+            jar.store(
+                ["SAP_SESSIONID=s1; path=/; HttpOnly", "sap-usercontext=sap-client=100; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)?
+                .cookies.count == 2)
         #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "SAP_SESSIONID=s1; sap-usercontext=sap-client=100")
         #expect(jar.cookieHeader(for: b, path: "/sap/opu") == nil, "another registration has no session")
-        #expect(jar.store(["SAP_SESSIONID=s1; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock) == nil, "the same cookie again changes nothing")
+        #expect(
+            jar.store(["SAP_SESSIONID=s1; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock) == nil,
+            "the same cookie again changes nothing")
         jar.store(["SAP_SESSIONID=; expires=Thu, 01 Jan 1970 00:00:00 GMT; path=/"], for: a, requestPath: "/sap/x", startedAt: jar.clock)
         #expect(jar.cookieHeader(for: a, path: "/sap/opu") == "sap-usercontext=sap-client=100")
         jar.store(["scoped=1; Path=/only"], for: a, requestPath: "/x", startedAt: jar.clock)
@@ -116,8 +122,10 @@ import Testing
         #expect(mine.stamp > theirs)
         // Memory lost the jar while a call ran: the answer builds on what the call was sent.
         jar.forget(key)
-        let late = try #require(jar.store(["t=1"], for: key, requestPath: "/", startedAt: jar.clock,
-                                          sent: held.cookies, sentStamp: theirs + 100))
+        let late = try #require(
+            jar.store(
+                ["t=1"], for: key, requestPath: "/", startedAt: jar.clock,
+                sent: held.cookies, sentStamp: theirs + 100))
         #expect(late.stamp > theirs + 100)
         #expect(late.cookies.map(\.name) == ["s", "t"])
     }
@@ -126,7 +134,9 @@ import Testing
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
             let audit = AuditEntry(at: 1_000, actor: "admin#1", action: "registration.lock", target: "r1")
-            #expect(try await store.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(
+                try await store.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil)
+                    == .inserted)
             func session(_ sealed: [UInt8], stamp: Int64, expiresAt: Int64? = nil, registration: String = "r1") -> SealedBackendSession {
                 SealedBackendSession(registration: registration, destination: "gw", sealed: sealed, expiresAt: expiresAt, stamp: stamp)
             }
@@ -142,7 +152,8 @@ import Testing
             #expect(try await store.saveBackendSession(session([3], stamp: 20), now: 1_000) == .stale)
             #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 4_999) == expiring)
             #expect(try await store.backendSession(registration: "r1", destination: "gw", now: 5_000) == nil, "expired as the back end said")
-            #expect(try await store.saveBackendSession(session([4], stamp: 1), now: 6_000) == .saved, "an expired session is gone, whatever its stamp")
+            #expect(
+                try await store.saveBackendSession(session([4], stamp: 1), now: 6_000) == .saved, "an expired session is gone, whatever its stamp")
 
             #expect(try await store.saveBackendSession(session([5], stamp: 30), now: 6_000) == .saved)
             _ = try await store.transition(id: "r1", to: .locked, allowedFrom: [.active], audit: audit)
@@ -162,7 +173,9 @@ import Testing
     @Test(arguments: StoreKind.allCases) func twoInstancesContinueOneSession(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let storeA = try await test.open(cached: false), storeB = try await test.open(cached: false)
-            #expect(try await storeA.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil) == .inserted)
+            #expect(
+                try await storeA.insert(Registration(id: "r1", appId: "demo", user: .local("alice"), createdAt: 1), maximumPerUser: nil, audit: nil)
+                    == .inserted)
             // In the middle of a key rotation: A seals with the old key, B with the new; both open both.
             // Both instances' wall clocks stand still: every answer below comes within the same
             // millisecond, as on a fast machine, and each still replaces the one it followed.
@@ -182,7 +195,8 @@ import Testing
             // B renews the session; A, told by the change feed, reads it again.
             await b.finish(write, setCookies: ["SAP_SESSIONID=renewed; path=/"])
             a.changed(registration: "r1", destination: "gw")
-            #expect(await a.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: false).cookieHeader
+            #expect(
+                await a.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: false).cookieHeader
                     == "SAP_SESSIONID=renewed; sap-usercontext=sap-client=100")
 
             // An answer that renews one cookie while memory lost the jar (another instance's
@@ -190,7 +204,8 @@ import Testing
             let renewing = await a.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: false)
             a.changed(registration: "r1", destination: "gw")
             await a.finish(renewing, setCookies: ["sap-usercontext=sap-client=200; path=/"])
-            #expect(await b.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: true).cookieHeader
+            #expect(
+                await b.begin(registration: "r1", destination: "gw", path: "/sap/x", modifying: true).cookieHeader
                     == "SAP_SESSIONID=renewed; sap-usercontext=sap-client=200", "both cookies in the store")
 
             // Another registration never gets them.

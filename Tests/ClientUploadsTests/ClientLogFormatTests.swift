@@ -1,8 +1,8 @@
 import ClientUploads
 import Foundation
 import MidtierStore
-import Testing
 import MidtierTestSupport
+import Testing
 
 /// SAP's client log format and the bodies the log upload takes (docs/device-api.md, "Client
 /// logs and usage"): plain, zipped, multipart.
@@ -34,7 +34,9 @@ import MidtierTestSupport
     static func multipart(_ parts: [(String, [UInt8])], boundary: String = "XyZ123") -> [UInt8] {
         var body: [UInt8] = []
         for (name, bytes) in parts {
-            body += Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(name)\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8)
+            body += Array(
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"\(name)\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                    .utf8)
             body += bytes
             body += Array("\r\n".utf8)
         }
@@ -81,8 +83,9 @@ import MidtierTestSupport
 
     @Test func aBadSeverityOrDateNamesTheLine() {
         let severity = Self.failure("#2020-01-02T03:04:05Z#INFO####ok#\n#2020-01-02T03:04:05Z#LOUD####no#\n")
-        #expect(severity?.kind == .invalid && severity?.message.contains("line 2") == true && severity?.message.contains("severity") == true,
-                "\(String(describing: severity))")
+        #expect(
+            severity?.kind == .invalid && severity?.message.contains("line 2") == true && severity?.message.contains("severity") == true,
+            "\(String(describing: severity))")
         let date = Self.failure("#2020-01-02T03:04:05Z#INFO####ok#\n\n#2020-02-30T03:04:05Z#INFO####no#\n")
         #expect(date?.message.contains("line 3") == true && date?.message.contains("date time") == true, "\(String(describing: date))")
         let zone = Self.failure("#2020-01-02 03:04:05#INFO####no#")
@@ -162,7 +165,9 @@ import MidtierTestSupport
         let damaged = Self.patched(zip, at: try Self.centralEntry(zip) + field, value)
         for type in ["application/zip", "text/plain", nil] {
             // An answer either way, never a trap: an error, or what the local headers hold.
-            let outcome = Result { () throws(ClientUploadError) in try ClientLogBody.entries(of: damaged, contentType: type, upload: "u1", limits: Self.limits) }
+            let outcome = Result { () throws(ClientUploadError) in
+                try ClientLogBody.entries(of: damaged, contentType: type, upload: "u1", limits: Self.limits)
+            }
             if case .success(let entries) = outcome { #expect(entries.allSatisfy { $0.message.utf8.count <= 64 * 1024 }) }
         }
         // The review's exact case: the local header's offset past the end of the body.
@@ -179,7 +184,9 @@ import MidtierTestSupport
             random ^= random << 13; random ^= random >> 7; random ^= random << 17
             var changed = zip
             changed[Int(random % UInt64(zip.count))] = UInt8(truncatingIfNeeded: random >> 32)
-            _ = Result { () throws(ClientUploadError) in try ClientLogBody.entries(of: changed, contentType: "application/zip", upload: "u", limits: Self.limits) }
+            _ = Result { () throws(ClientUploadError) in
+                try ClientLogBody.entries(of: changed, contentType: "application/zip", upload: "u", limits: Self.limits)
+            }
         }
     }
 
@@ -200,8 +207,11 @@ import MidtierTestSupport
     /// ten bytes stopped the process); such bodies are refused before it sees them.
     @Test func aPartHeaderThatIsNotASCIIIsAnError() throws {
         let type = "multipart/form-data; boundary=XyZ"
-        for body in [Array("--XyZ\r\n".utf8) + [0xFF], Array("--XyZ\r\nContent-Type: text/plain\r\nX".utf8) + [0xC3, 0xA9] + Array(": 1\r\n\r\nbody\r\n--XyZ--".utf8),
-                     Array("preamble --XyZ\r\n".utf8) + [0x80] + Array(": x\r\n\r\n".utf8)] {
+        for body in [
+            Array("--XyZ\r\n".utf8) + [0xFF],
+            Array("--XyZ\r\nContent-Type: text/plain\r\nX".utf8) + [0xC3, 0xA9] + Array(": 1\r\n\r\nbody\r\n--XyZ--".utf8),
+            Array("preamble --XyZ\r\n".utf8) + [0x80] + Array(": x\r\n\r\n".utf8),
+        ] {
             let error = Self.failure(body, contentType: type)
             #expect(error?.kind == .invalid && error?.message.contains("not ASCII") == true, "\(String(describing: error))")
         }
@@ -212,7 +222,8 @@ import MidtierTestSupport
     }
 
     @Test func usageReportsAreChecked() throws {
-        let good = #"{"report":"8f4d2c1e-0000-4000-8000-000000000001","appInfo":{"application":"demo","appVersion":"1.0"},"deviceInfo":{"platform":"iOS"},"sessions":[{"sessionInfo":{"sessionId":"s"},"events":[{"time":"2020-01-02T03:04:05Z","type":"tap"}]}]}"#
+        let good =
+            #"{"report":"8f4d2c1e-0000-4000-8000-000000000001","appInfo":{"application":"demo","appVersion":"1.0"},"deviceInfo":{"platform":"iOS"},"sessions":[{"sessionInfo":{"sessionId":"s"},"events":[{"time":"2020-01-02T03:04:05Z","type":"tap"}]}]}"#
         #expect(try ClientUsageReport.check(Array(good.utf8), limit: 4096) == good)
         func failure(_ text: String, limit: Int = 4096) -> String {
             do {

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 import Testing
 
@@ -81,7 +81,9 @@ let brokenCases: [Broken] = [
     Broken("midtier.json missing", file: midtier, key: "", message: "required file is missing") {
         $0.files[midtier] = nil
     },
-    Broken("invalid JSON says where", file: midtier, key: "", message: "invalid JSON at line 3, column 1: a comma after the last member is not allowed") {
+    Broken(
+        "invalid JSON says where", file: midtier, key: "", message: "invalid JSON at line 3, column 1: a comma after the last member is not allowed"
+    ) {
         $0.files[midtier] = nil
         $0.rawFiles[midtier] = "{\n  \"listen\": \"0.0.0.0:8080\",\n}"
     },
@@ -118,7 +120,9 @@ let brokenCases: [Broken] = [
         $0.files["destinations/odata.json"] = [("Name", #""odata""#), ("URL", #""http://x.example""#), ("Authentication", #""NoAuthentication""#)]
     },
     Broken("destination name with bad characters", file: "destinations/my dest.json", key: "Name", message: "letters, digits") {
-        $0.files["destinations/my dest.json"] = [("Name", #""my dest""#), ("URL", #""http://x.example""#), ("Authentication", #""NoAuthentication""#)]
+        $0.files["destinations/my dest.json"] = [
+            ("Name", #""my dest""#), ("URL", #""http://x.example""#), ("Authentication", #""NoAuthentication""#),
+        ]
     },
     Broken("URL not http", file: sf, key: "URL", message: "absolute http or https URL") {
         $0.set(sf, "URL", #""ftp://files.example/""#)
@@ -168,7 +172,10 @@ let brokenCases: [Broken] = [
         $0.set(sf, "caKey", "\"\($0.root)/certs/sf.key\"")
         $0.set(sf, "caCertificate", "\"\($0.root)/certs/sf.crt\"")
     },
-    Broken("ClientCertificateAuthentication with a key store of another kind", file: sf, key: "KeyStoreLocation", message: "must name a .p12, .pfx or .pem file") {
+    Broken(
+        "ClientCertificateAuthentication with a key store of another kind", file: sf, key: "KeyStoreLocation",
+        message: "must name a .p12, .pfx or .pem file"
+    ) {
         $0.set(sf, "Authentication", #""ClientCertificateAuthentication""#)
         $0.set(sf, "KeyStoreLocation", #""certs/client.jks""#)
     },
@@ -241,7 +248,9 @@ let brokenCases: [Broken] = [
         $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Precision":"3","Scale":"5"}}]"#)
     },
     Broken("metadata facet of wrong type", file: sf, key: "metadataPatches[1].set.Precision", message: "string or a number (found an object)") {
-        $0.set(sf, "metadataPatches", #"[{"entityType":"E","property":"p","set":{"Precision":15,"Scale":2}},{"entityType":"E","property":"q","set":{"Precision":{}}}]"#)
+        $0.set(
+            sf, "metadataPatches",
+            #"[{"entityType":"E","property":"p","set":{"Precision":15,"Scale":2}},{"entityType":"E","property":"q","set":{"Precision":{}}}]"#)
     },
 
     // apps
@@ -264,19 +273,34 @@ let brokenCases: [Broken] = [
         $0.set(jwtApp, "authentication", #"{"type":"jwt","audience":"a","jwks":{"url":"https://idp.example/jwks"}}"#)
     },
     Broken("oauth2 without tokenEndpoint", file: jwtApp, key: "authentication.oauth2.tokenEndpoint", message: "missing required key") {
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#
+        )
     },
     Broken("oauth2 endpoint over plain http", file: jwtApp, key: "authentication.oauth2.authorizationEndpoint", message: "https") {
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"http://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"http://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#
+        )
     },
     Broken("oauth2 without clients", file: jwtApp, key: "authentication.oauth2.clients", message: "at least one") {
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[]}}"#
+        )
     },
     Broken("oauth2 redirect URL not absolute", file: jwtApp, key: "authentication.oauth2.clients[0].redirectURL", message: "absolute URL") {
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"/cb"}]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clients":[{"clientID":"app","redirectURL":"/cb"}]}}"#
+        )
     },
     Broken("oauth2 unknown key", file: jwtApp, key: "authentication.oauth2.clientSecret", message: "unknown key") {
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clientSecret":"x","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token","clientSecret":"x","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#
+        )
     },
     Broken("trustedCertificates for a plain http URL", file: legacy, key: "trustedCertificates", message: "only for an https URL") {
         $0.set(legacy, "trustedCertificates", "\"\($0.root)/certs/sf.crt\"")
@@ -285,13 +309,24 @@ let brokenCases: [Broken] = [
         $0.writeText("not-a-certificate.txt", "hello")
         $0.set(sf, "trustedCertificates", "\"\($0.root)/not-a-certificate.txt\"")
     },
-    Broken("oauth2 discovery document of another issuer", file: jwtApp, key: "authentication.oauth2.openidConfiguration", message: "not of this app's issuer") {
-        $0.writeText("other-idp.json", #"{"issuer":"https://other.example","authorization_endpoint":"https://other.example/a","token_endpoint":"https://other.example/t"}"#)
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/other-idp.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+    Broken(
+        "oauth2 discovery document of another issuer", file: jwtApp, key: "authentication.oauth2.openidConfiguration",
+        message: "not of this app's issuer"
+    ) {
+        $0.writeText(
+            "other-idp.json",
+            #"{"issuer":"https://other.example","authorization_endpoint":"https://other.example/a","token_endpoint":"https://other.example/t"}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/other-idp.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#
+        )
     },
     Broken("oauth2 discovery document and endpoints both", file: jwtApp, key: "authentication.oauth2.openidConfiguration", message: "not both") {
         $0.writeText("idp.json", #"{"issuer":"i","authorization_endpoint":"https://idp.example/a","token_endpoint":"https://idp.example/t"}"#)
-        $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/idp.json","authorizationEndpoint":"https://idp.example/a","tokenEndpoint":"https://idp.example/t","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#)
+        $0.set(
+            jwtApp, "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"https://idp.example/jwks"},"oauth2":{"openidConfiguration":"\#($0.root)/idp.json","authorizationEndpoint":"https://idp.example/a","tokenEndpoint":"https://idp.example/t","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}"#
+        )
     },
     Broken("jwks file unreadable", file: jwtApp, key: "authentication.jwks.file", message: "cannot read file /nonexistent/jwks.json") {
         $0.set(jwtApp, "authentication", #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"file":"/nonexistent/jwks.json"}}"#)
@@ -307,10 +342,16 @@ let brokenCases: [Broken] = [
     },
     // Two apps of one issuer share a realm (docs/identity.md): naming users by different
     // claims would make `alice` by preferred_username the `alice` by sub.
-    Broken("two jwt apps of one issuer with different userClaim", file: "apps/com.example.jwt2.json", key: "authentication.userClaim",
-           message: #"app "com.example.jwt2" names users by "preferred_username" but app "com.example.jwt" of the same issuer "https://idp.example" names them by "sub""#) {
+    Broken(
+        "two jwt apps of one issuer with different userClaim", file: "apps/com.example.jwt2.json", key: "authentication.userClaim",
+        message:
+            #"app "com.example.jwt2" names users by "preferred_username" but app "com.example.jwt" of the same issuer "https://idp.example" names them by "sub""#
+    ) {
         $0.files["apps/com.example.jwt2.json"] = [
-            ("authentication", "{\"type\":\"jwt\",\"issuer\":\"https://idp.example\",\"audience\":\"other\",\"userClaim\":\"preferred_username\",\"jwks\":{\"file\":\"\($0.root)/jwks.json\"}}"),
+            (
+                "authentication",
+                "{\"type\":\"jwt\",\"issuer\":\"https://idp.example\",\"audience\":\"other\",\"userClaim\":\"preferred_username\",\"jwks\":{\"file\":\"\($0.root)/jwks.json\"}}"
+            )
         ]
     },
     Broken("blockWipeEnabled not a boolean", file: payroll, key: "blockWipingPolicy.blockWipeEnabled", message: "true or false") {
@@ -375,7 +416,8 @@ let brokenCases: [Broken] = [
     Broken("backendSessionKeys entry repeated", file: midtier, key: "backendSessionKeys[1]", message: "repeats an earlier key") {
         $0.set(midtier, "backendSessionKeys", #"["AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=", "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE="]"#)
     },
-    Broken("backendSessionKeys entry from an unset variable", file: midtier, key: "backendSessionKeys[0]", message: "MIDTIER_NO_SUCH_KEY is not set") {
+    Broken("backendSessionKeys entry from an unset variable", file: midtier, key: "backendSessionKeys[0]", message: "MIDTIER_NO_SUCH_KEY is not set")
+    {
         $0.set(midtier, "backendSessionKeys", #"[{"env": "MIDTIER_NO_SUCH_KEY"}]"#)
     },
     Broken("users not an array", file: users, key: "users", message: "must be an array (found an object)") {
@@ -414,15 +456,16 @@ let brokenCases: [Broken] = [
         fixture.rawFiles["apps/broken.json"] = "{"
         let problems = fixture.problems()
         let found = Set(problems.map { "\($0.file.dropFirst(fixture.config.count + 1)): \($0.key)" })
-        #expect(found == [
-            "midtier.json: listen",
-            "midtier.json: colour",
-            "destinations/sf.json: Name",
-            "destinations/legacy.json: User",
-            "apps/com.example.payroll.json: destinations[1]",
-            "apps/broken.json: ",
-            "users.json: users[0].passwordHash",
-        ])
+        #expect(
+            found == [
+                "midtier.json: listen",
+                "midtier.json: colour",
+                "destinations/sf.json: Name",
+                "destinations/legacy.json: User",
+                "apps/com.example.payroll.json: destinations[1]",
+                "apps/broken.json: ",
+                "users.json: users[0].passwordHash",
+            ])
         #expect(problems.count == 7)
         // The description prints one problem per line, as check-config shows them.
         let errors = ConfigurationErrors(problems: problems)

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 
 /// Values the fixture's files carry, so tests can compare and look for leaks.
@@ -91,14 +91,20 @@ final class Fixture {
             ("discovery", #"{"note":"hello"}"#),
         ]
         files["apps/com.example.jwt.json"] = [
-            ("authentication", "{\"type\":\"jwt\",\"issuer\":\"https://idp.example\",\"audience\":\"midtier\",\"jwks\":{\"file\":\"\(root)/jwks.json\"}}"),
+            (
+                "authentication",
+                "{\"type\":\"jwt\",\"issuer\":\"https://idp.example\",\"audience\":\"midtier\",\"jwks\":{\"file\":\"\(root)/jwks.json\"}}"
+            ),
             ("destinations", #"["public"]"#),
         ]
         files["users.json"] = [
-            ("users", """
-            [{"id":"alice","passwordHash":"\(Values.aliceHash)","attributes":{"sfUserId":"alice1","employeeNumber":1001}},
-             {"id":"bob","passwordHash":"\(Values.bobHash)"}]
-            """),
+            (
+                "users",
+                """
+                [{"id":"alice","passwordHash":"\(Values.aliceHash)","attributes":{"sfUserId":"alice1","employeeNumber":1001}},
+                 {"id":"bob","passwordHash":"\(Values.bobHash)"}]
+                """
+            )
         ]
     }
 

@@ -15,7 +15,8 @@ import Testing
         let fixture = Fixture()
         fixture.set(payroll, "implicitRegistration", #""sometimes""#)
         let problems = fixture.problems()
-        #expect(problems.contains { $0.key == "implicitRegistration" && $0.description.contains("true or false") },
-                "\(problems.map(\.description))")
+        #expect(
+            problems.contains { $0.key == "implicitRegistration" && $0.description.contains("true or false") },
+            "\(problems.map(\.description))")
     }
 }

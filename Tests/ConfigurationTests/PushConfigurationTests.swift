@@ -1,7 +1,7 @@
+import ConfigurationFiles
 import Crypto
 import CryptoExtras
 import Foundation
-import ConfigurationFiles
 import MidtierCore
 import Testing
 
@@ -238,16 +238,25 @@ let pushBrokenCases: [Broken] = [
     Broken("service account without client_email", file: payroll, key: "push.fcm.serviceAccount", message: "has no client_email") {
         $0.changeAccount("client_email", nil)
     },
-    Broken("service account's client_email not an address", file: payroll, key: "push.fcm.serviceAccount", message: "client_email must be an e-mail address") {
+    Broken(
+        "service account's client_email not an address", file: payroll, key: "push.fcm.serviceAccount",
+        message: "client_email must be an e-mail address"
+    ) {
         $0.changeAccount("client_email", #""midtier push""#)
     },
-    Broken("service account's private_key an EC key", file: payroll, key: "push.fcm.serviceAccount", message: "private_key must be an RSA private key") {
+    Broken(
+        "service account's private_key an EC key", file: payroll, key: "push.fcm.serviceAccount", message: "private_key must be an RSA private key"
+    ) {
         $0.changeAccount("private_key", jsonString(PushValues.apnsKey))
     },
-    Broken("service account's private_key garbage", file: payroll, key: "push.fcm.serviceAccount", message: "private_key must be an RSA private key") {
+    Broken("service account's private_key garbage", file: payroll, key: "push.fcm.serviceAccount", message: "private_key must be an RSA private key")
+    {
         $0.changeAccount("private_key", jsonString(PushValues.wrongSecret))
     },
-    Broken("service account's private_key a number", file: payroll, key: "push.fcm.serviceAccount", message: "private_key must be a non-empty string (found a number)") {
+    Broken(
+        "service account's private_key a number", file: payroll, key: "push.fcm.serviceAccount",
+        message: "private_key must be a non-empty string (found a number)"
+    ) {
         $0.changeAccount("private_key", "12345678901234567890")
     },
     Broken("service account's token_uri plain http", file: payroll, key: "push.fcm.serviceAccount", message: "token_uri must be an https URL") {
@@ -269,18 +278,23 @@ let pushBrokenCases: [Broken] = [
         $0.changeFCM("projectID", #""demo-project""#)
     },
     // push-senders.json
-    Broken("sender naming an unknown app", file: senders, key: "senders[0].apps[0]",
-           message: #"sender "sf-workflow" names app "com.example.payrol", but there is no such app"#) {
+    Broken(
+        "sender naming an unknown app", file: senders, key: "senders[0].apps[0]",
+        message: #"sender "sf-workflow" names app "com.example.payrol", but there is no such app"#
+    ) {
         $0.set(senders, "senders", #"[{"name": "sf-workflow", "passwordHash": "\#(Values.aliceHash)", "apps": ["com.example.payrol"]}]"#)
     },
     Broken("sender naming an app in another letter case", file: senders, key: "senders[0].apps[0]", message: "but there is no such app") {
         $0.set(senders, "senders", #"[{"name": "sf-workflow", "passwordHash": "\#(Values.aliceHash)", "apps": ["COM.example.payroll"]}]"#)
     },
     Broken("sender naming an app twice", file: senders, key: "senders[0].apps[1]", message: "names app \"com.example.payroll\" twice") {
-        $0.set(senders, "senders", #"[{"name": "a", "passwordHash": "\#(Values.aliceHash)", "apps": ["com.example.payroll", "com.example.payroll"]}]"#)
+        $0.set(
+            senders, "senders", #"[{"name": "a", "passwordHash": "\#(Values.aliceHash)", "apps": ["com.example.payroll", "com.example.payroll"]}]"#)
     },
     Broken("duplicate sender names", file: senders, key: "senders[1].name", message: #"duplicate sender name "sf-workflow""#) {
-        $0.set(senders, "senders", #"""
+        $0.set(
+            senders, "senders",
+            #"""
             [{"name": "sf-workflow", "passwordHash": "\#(Values.aliceHash)", "apps": ["com.example.payroll"]},
              {"name": "sf-workflow", "passwordHash": "\#(Values.bobHash)", "apps": ["com.example.jwt"]}]
             """#)
@@ -289,7 +303,10 @@ let pushBrokenCases: [Broken] = [
         $0.set(senders, "senders", #"[{"name": "sf-workflow", "passwordHash": "\#(PushValues.wrongSecret)", "apps": ["com.example.payroll"]}]"#)
     },
     Broken("bcrypt hash with a cost out of range", file: senders, key: "senders[0].passwordHash", message: "must be a bcrypt hash") {
-        $0.set(senders, "senders", #"[{"name": "sf-workflow", "passwordHash": "\#(Values.aliceHash.replacingOccurrences(of: "$10$", with: "$03$"))", "apps": ["com.example.payroll"]}]"#)
+        $0.set(
+            senders, "senders",
+            #"[{"name": "sf-workflow", "passwordHash": "\#(Values.aliceHash.replacingOccurrences(of: "$10$", with: "$03$"))", "apps": ["com.example.payroll"]}]"#
+        )
     },
     Broken("sender name with ':'", file: senders, key: "senders[0].name", message: "must not contain ':' or control characters") {
         $0.set(senders, "senders", #"[{"name": "sf:workflow", "passwordHash": "\#(Values.aliceHash)", "apps": ["com.example.payroll"]}]"#)
@@ -325,8 +342,9 @@ let pushBrokenCases: [Broken] = [
         #expect(apns.teamID == "ABCDE12345")
         #expect(apns.keyID == "KEY1234567")
         #expect(apns.privateKeyPEM.hasPrefix("-----BEGIN PRIVATE KEY-----"))
-        #expect(try P256.Signing.PrivateKey(pemRepresentation: apns.privateKeyPEM).publicKey.rawRepresentation
-            == P256.Signing.PrivateKey(pemRepresentation: PushValues.apnsKey).publicKey.rawRepresentation)
+        #expect(
+            try P256.Signing.PrivateKey(pemRepresentation: apns.privateKeyPEM).publicKey.rawRepresentation
+                == P256.Signing.PrivateKey(pemRepresentation: PushValues.apnsKey).publicKey.rawRepresentation)
         #expect(apns.topic == "com.example.payroll")
         #expect(apns.environment == .sandbox)
         #expect(apns.endpoint == "https://api.sandbox.push.apple.com")
@@ -376,8 +394,9 @@ let pushBrokenCases: [Broken] = [
 
         // A stand-in's endpoint and CA for APNs; FCM left out. A tokenURI lets the account go
         // without token_uri.
-        fixture.setPush(apns: with(with(PushValues.apns(fixture.root), "endpoint", #""https://localhost:8443""#), "caFile", jsonString(ca)),
-                        fcm: nil)
+        fixture.setPush(
+            apns: with(with(PushValues.apns(fixture.root), "endpoint", #""https://localhost:8443""#), "caFile", jsonString(ca)),
+            fcm: nil)
         configuration = try fixture.load()
         push = try #require(configuration.apps["com.example.payroll"]).push
         #expect(push.apns?.endpoint == "https://localhost:8443")
@@ -432,7 +451,9 @@ let pushBrokenCases: [Broken] = [
     @Test func senderNamesCompareByBytes() throws {
         // "é" precomposed and decomposed are equal as Swift strings but are different names.
         let fixture = Fixture.withPush()
-        fixture.set(senders, "senders", """
+        fixture.set(
+            senders, "senders",
+            """
             [{"name": "caf\u{E9}", "passwordHash": "\(Values.aliceHash)", "apps": ["com.example.payroll"]},
              {"name": "cafe\u{301}", "passwordHash": "\(Values.bobHash)", "apps": ["com.example.jwt"]}]
             """)
@@ -445,10 +466,11 @@ let pushBrokenCases: [Broken] = [
         let fixture = Fixture.withPush()
         let configuration = try fixture.load()
         let warnings = ConfigurationLoader(directory: fixture.config, environment: fixture.environment).warnings(for: configuration)
-        #expect(warnings.map(\.description) == [
-            "\(fixture.path(senders)): senders[1].apps[1]: warning: app \"com.example.jwt\" has no push section (apns or fcm), "
-                + "so sender \"gateway\"'s notifications to it are refused (docs/configuration.md#push)",
-        ])
+        #expect(
+            warnings.map(\.description) == [
+                "\(fixture.path(senders)): senders[1].apps[1]: warning: app \"com.example.jwt\" has no push section (apns or fcm), "
+                    + "so sender \"gateway\"'s notifications to it are refused (docs/configuration.md#push)"
+            ])
     }
 
     @Test func brokenAppFileIsNotAlsoAnUndefinedAppOfASender() {

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 import MidtierJSON
 import Testing
@@ -41,10 +41,12 @@ import Testing
         }
         // Secret resolution problems name the variable or file, never a value.
         fixture.environment = ["TEST_SF_KEY_PASSPHRASE": ""]
-        #expect(fixture.problems().contains(ConfigProblem(
-            file: fixture.path("destinations/sf.json"), key: "signingKeyPassphrase",
-            message: "environment variable TEST_SF_KEY_PASSPHRASE is empty"
-        )))
+        #expect(
+            fixture.problems().contains(
+                ConfigProblem(
+                    file: fixture.path("destinations/sf.json"), key: "signingKeyPassphrase",
+                    message: "environment variable TEST_SF_KEY_PASSPHRASE is empty"
+                )))
     }
 }
 
@@ -59,16 +61,18 @@ import Testing
         for length in stride(from: 0, to: bytes.count - 2, by: 7) {
             fixture.rawBytes["destinations/sf.json"] = Array(bytes[..<length])
             let problems = fixture.problems()
-            #expect(problems.contains { $0.file == fixture.path("destinations/sf.json") && $0.key == "" },
-                    "prefix of \(length) bytes")
+            #expect(
+                problems.contains { $0.file == fixture.path("destinations/sf.json") && $0.key == "" },
+                "prefix of \(length) bytes")
         }
     }
 
     @Test func deepNestingIsRefusedNotFollowed() {
         let fixture = Fixture()
         let depth = 100_000
-        fixture.set("apps/com.example.payroll.json", "discovery",
-                    "{\"deep\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}")
+        fixture.set(
+            "apps/com.example.payroll.json", "discovery",
+            "{\"deep\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}")
         let problems = fixture.problems()
         #expect(problems.count == 1)
         #expect(problems.first?.key == "")
@@ -107,8 +111,9 @@ import Testing
     @Test func moderateNestingInFreeFormValuesIsKept() throws {
         let fixture = Fixture()
         let depth = 50
-        fixture.set("apps/com.example.payroll.json", "discovery",
-                    "{\"deep\":" + String(repeating: "[", count: depth) + "1e3" + String(repeating: "]", count: depth) + "}")
+        fixture.set(
+            "apps/com.example.payroll.json", "discovery",
+            "{\"deep\":" + String(repeating: "[", count: depth) + "1e3" + String(repeating: "]", count: depth) + "}")
         var value = try #require(try fixture.load().apps["com.example.payroll"]?.discovery["deep"])
         for _ in 0..<depth {
             guard case .array(let elements) = value, let first = elements.first else {
@@ -161,9 +166,12 @@ import Testing
         do {
             _ = try ConfigurationLoader(directory: fixture.config, environment: fixture.environment).load()
         } catch {
-            #expect(error.problems == [ConfigProblem(
-                file: fixture.path("destinations/dir.json"), key: "", message: "cannot read the file: is a directory, not a file"
-            )])
+            #expect(
+                error.problems == [
+                    ConfigProblem(
+                        file: fixture.path("destinations/dir.json"), key: "", message: "cannot read the file: is a directory, not a file"
+                    )
+                ])
         }
     }
 }
@@ -224,12 +232,21 @@ import Testing
     @Test(arguments: [
         ("sqlite:/var/lib/midtier/db.sqlite", StoreLocation.sqlite(path: "/var/lib/midtier/db.sqlite")),
         ("postgres://midtier@localhost/midtier", StoreLocation.postgres(PostgresLocation(host: "localhost", user: "midtier", database: "midtier"))),
-        ("postgresql://midtier@/midtier?host=/var/run/postgresql",
-         StoreLocation.postgres(PostgresLocation(host: "/var/run/postgresql", user: "midtier", database: "midtier"))),
-        ("postgres://mid%40tier:p%40ss@[::1]:6543/?sslmode=verify-full&sslrootcert=/etc/ca.pem",
-         StoreLocation.postgres(PostgresLocation(host: "::1", port: 6543, user: "mid@tier", password: "p@ss", database: "mid@tier",
-                                                 tls: .verifyFull, rootCertificatePath: "/etc/ca.pem"))),
-        ("postgres://u@db.example/d?sslmode=disable", StoreLocation.postgres(PostgresLocation(host: "db.example", user: "u", database: "d", tls: .disable))),
+        (
+            "postgresql://midtier@/midtier?host=/var/run/postgresql",
+            StoreLocation.postgres(PostgresLocation(host: "/var/run/postgresql", user: "midtier", database: "midtier"))
+        ),
+        (
+            "postgres://mid%40tier:p%40ss@[::1]:6543/?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            StoreLocation.postgres(
+                PostgresLocation(
+                    host: "::1", port: 6543, user: "mid@tier", password: "p@ss", database: "mid@tier",
+                    tls: .verifyFull, rootCertificatePath: "/etc/ca.pem"))
+        ),
+        (
+            "postgres://u@db.example/d?sslmode=disable",
+            StoreLocation.postgres(PostgresLocation(host: "db.example", user: "u", database: "d", tls: .disable))
+        ),
     ])
     func storeIsAccepted(_ given: String, _ expected: StoreLocation) throws {
         let fixture = Fixture()
@@ -237,10 +254,12 @@ import Testing
         #expect(try fixture.load().server.store == expected)
     }
 
-    @Test(arguments: ["sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite",
-                      "postgres://db.example/midtier", "postgres://u@db.example/d?sslmode=maybe", "postgres://u@db.example/d?connect_timeout=5",
-                      "postgres://u@db.example/d?sslrootcert=/ca.pem", "postgres://u@db.example/a/b", "postgres://u@db.example:0/d",
-                      "postgres://u@/d?host=relative"])
+    @Test(arguments: [
+        "sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite",
+        "postgres://db.example/midtier", "postgres://u@db.example/d?sslmode=maybe", "postgres://u@db.example/d?connect_timeout=5",
+        "postgres://u@db.example/d?sslrootcert=/ca.pem", "postgres://u@db.example/a/b", "postgres://u@db.example:0/d",
+        "postgres://u@/d?host=relative",
+    ])
     func storeIsRefused(_ given: String) {
         let fixture = Fixture()
         fixture.set("midtier.json", "store", "\"\(given)\"")
@@ -249,8 +268,9 @@ import Testing
 
     @Test func jwksOverPlainHTTPIsAllowedForLocalhostOnly() throws {
         let fixture = Fixture()
-        fixture.set("apps/com.example.jwt.json", "authentication",
-                    #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"http://localhost:8081/jwks"}}"#)
+        fixture.set(
+            "apps/com.example.jwt.json", "authentication",
+            #"{"type":"jwt","issuer":"i","audience":"a","jwks":{"url":"http://localhost:8081/jwks"}}"#)
         #expect(try fixture.load().apps["com.example.jwt"] != nil)
     }
 }
@@ -261,10 +281,13 @@ import Testing
         let fifo = fixture.root + "/secrets/pipe"
         #expect(mkfifo(fifo, 0o600) == 0)
         fixture.set("destinations/legacy.json", "Password", "{\"file\":\"\(fifo)\"}")
-        #expect(fixture.problems() == [ConfigProblem(
-            file: fixture.path("destinations/legacy.json"), key: "Password",
-            message: "cannot read secret file \(fifo): is not a regular file"
-        )])
+        #expect(
+            fixture.problems() == [
+                ConfigProblem(
+                    file: fixture.path("destinations/legacy.json"), key: "Password",
+                    message: "cannot read secret file \(fifo): is not a regular file"
+                )
+            ])
     }
 
     @Test func configurationPathThatIsAFileIsOneProblem() {

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 import Testing
 
@@ -11,8 +11,9 @@ import Testing
         let fixture = Fixture()
         fixture.set("users.json", "users", #"[{"id":"\#(id)","passwordHash":"\#(Values.aliceHash)"}]"#)
         let problems = fixture.problems()
-        #expect(problems.contains { $0.key == "users[0].id" && $0.message.contains("control characters") },
-                "\(id): \(problems.map(\.description))")
+        #expect(
+            problems.contains { $0.key == "users[0].id" && $0.message.contains("control characters") },
+            "\(id): \(problems.map(\.description))")
     }
 
     @Test func printableIdsOfAnyScriptAreKept() throws {

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 import Testing
 
@@ -69,8 +69,10 @@ import Testing
 
 /// The `OAuth2*` types, with BTP's property names.
 @Suite struct OAuth2DestinationTests {
-    @Test(arguments: [("OAuth2ClientCredentials", OAuth2Grant.clientCredentials), ("OAuth2JWTBearer", .jwtBearer),
-                      ("OAuth2UserTokenExchange", .jwtBearer), ("OAuth2TokenExchange", .tokenExchange)])
+    @Test(arguments: [
+        ("OAuth2ClientCredentials", OAuth2Grant.clientCredentials), ("OAuth2JWTBearer", .jwtBearer),
+        ("OAuth2UserTokenExchange", .jwtBearer), ("OAuth2TokenExchange", .tokenExchange),
+    ])
     func eachTypeReadsItsKeys(type: String, grant: OAuth2Grant) throws {
         let fixture = Fixture()
         let sf = "destinations/sf.json"
@@ -149,7 +151,8 @@ import Testing
             let found = Self.problems { fixture in
                 fixture.files["apps/corp.json"] = [("authentication", #"{"type":"jwt","issuer":"\#(issuer)","audience":"m","jwks":{"file":"/x"}}"#)]
             }
-            #expect(found.contains { $0.contains("apps/corp.json: authentication.issuer") && $0.contains("a realm Midtier names itself") }, "\(found)")
+            #expect(
+                found.contains { $0.contains("apps/corp.json: authentication.issuer") && $0.contains("a realm Midtier names itself") }, "\(found)")
         }
     }
 

@@ -1,5 +1,5 @@
-import Foundation
 import ConfigurationFiles
+import Foundation
 import MidtierCore
 import MidtierJSON
 import Testing
@@ -32,9 +32,10 @@ import Testing
         #expect(sf.extraHeaders.map(\.value) == ["on"])
         #expect(sf.extraQueries.map(\.name) == ["customPageSize"])
         #expect(sf.extraQueries.map(\.value) == ["100"])
-        #expect(sf.metadataPatches == [
-            MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Precision": "15", "Scale": "2"]),
-        ])
+        #expect(
+            sf.metadataPatches == [
+                MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Precision": "15", "Scale": "2"])
+            ])
         guard case .samlBearer(let saml) = sf.authentication else {
             Issue.record("sf should use OAuth2SAMLBearerAssertion")
             return
@@ -84,9 +85,12 @@ import Testing
         #expect(payroll.discovery == ["note": .string("hello")])
 
         let jwtApp = try #require(configuration.apps["com.example.jwt"])
-        #expect(jwtApp.authentication == .jwt(JWTAuthentication(
-            issuer: "https://idp.example", audience: "midtier", jwks: .file(path: fixture.root + "/jwks.json"), userClaim: "sub"
-        )))
+        #expect(
+            jwtApp.authentication
+                == .jwt(
+                    JWTAuthentication(
+                        issuer: "https://idp.example", audience: "midtier", jwks: .file(path: fixture.root + "/jwks.json"), userClaim: "sub"
+                    )))
         #expect(jwtApp.destinations == ["public"])
         #expect(jwtApp.blockWipingPolicy == BlockWipingPolicy())
         #expect(jwtApp.passwordPolicy.isEmpty)
@@ -134,7 +138,8 @@ import Testing
     @Test func postgresStorePasswordFromTheEnvironment() throws {
         let fixture = Fixture()
         fixture.environment["MIDTIER_DB_PASSWORD"] = "s3cret"
-        fixture.set("midtier.json", "store", #"{"url": "postgres://midtier@db.example/midtier?sslmode=require", "password": {"env": "MIDTIER_DB_PASSWORD"}}"#)
+        fixture.set(
+            "midtier.json", "store", #"{"url": "postgres://midtier@db.example/midtier?sslmode=require", "password": {"env": "MIDTIER_DB_PASSWORD"}}"#)
         let store = try fixture.load().server.store
         #expect(store == .postgres(PostgresLocation(host: "db.example", user: "midtier", password: "s3cret", database: "midtier", tls: .require)))
         guard case .postgres(let location) = store else { return }
@@ -157,7 +162,9 @@ import Testing
         #expect(try fixture.load().server.backendSessionKeys == [], "none by default: sessions stay in memory")
         fixture.environment["MIDTIER_SESSION_KEY"] = Data(repeating: 2, count: 32).base64EncodedString()
         fixture.writeText("secrets/session.key", Data(repeating: 3, count: 32).base64EncodedString() + "\n")
-        fixture.set("midtier.json", "backendSessionKeys", """
+        fixture.set(
+            "midtier.json", "backendSessionKeys",
+            """
             ["\(Data(repeating: 1, count: 32).base64EncodedString())", {"env": "MIDTIER_SESSION_KEY"}, {"file": "\(fixture.root)/secrets/session.key"}]
             """)
         let keys = try fixture.load().server.backendSessionKeys
@@ -169,19 +176,33 @@ import Testing
     /// settings carry them (strings) come out as JSON booleans and numbers.
     @Test func clientPolicyGroupsAreCheckedAndNormalized() throws {
         let fixture = Fixture()
-        fixture.set("apps/com.example.payroll.json", "passwordPolicy", #"{"passwordPolicyEnabled":"true","passwordPolicyMinLength":"10","passwordPolicyRetryLimit":5}"#)
-        fixture.set("apps/com.example.payroll.json", "usagePolicy", #"{"dataCollectionEnabled":false,"uploadDataAfterDays":"7","crashLogUploadEnabled":"FALSE"}"#)
-        fixture.set("apps/com.example.payroll.json", "featureVectorPolicies", #"{"featureVectorPolicyAllEnabled":false,"allowedPolicies":["camera"],"restrictedPolicies":[]}"#)
+        fixture.set(
+            "apps/com.example.payroll.json", "passwordPolicy",
+            #"{"passwordPolicyEnabled":"true","passwordPolicyMinLength":"10","passwordPolicyRetryLimit":5}"#)
+        fixture.set(
+            "apps/com.example.payroll.json", "usagePolicy",
+            #"{"dataCollectionEnabled":false,"uploadDataAfterDays":"7","crashLogUploadEnabled":"FALSE"}"#)
+        fixture.set(
+            "apps/com.example.payroll.json", "featureVectorPolicies",
+            #"{"featureVectorPolicyAllEnabled":false,"allowedPolicies":["camera"],"restrictedPolicies":[]}"#)
         let app = try #require(try fixture.load().apps["com.example.payroll"])
-        #expect(app.passwordPolicy == ["passwordPolicyEnabled": .bool(true), "passwordPolicyMinLength": .number(10), "passwordPolicyRetryLimit": .number(5)])
+        #expect(
+            app.passwordPolicy == [
+                "passwordPolicyEnabled": .bool(true), "passwordPolicyMinLength": .number(10), "passwordPolicyRetryLimit": .number(5),
+            ])
         #expect(app.usagePolicy == ["dataCollectionEnabled": .bool(false), "uploadDataAfterDays": .number(7), "crashLogUploadEnabled": .bool(false)])
-        #expect(app.featureVectorPolicies == ["featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")]),
-                                              "restrictedPolicies": .array([])])
+        #expect(
+            app.featureVectorPolicies == [
+                "featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")]),
+                "restrictedPolicies": .array([]),
+            ])
     }
 
     @Test func jwtAppAnnouncesItsOAuth2Clients() throws {
         let fixture = Fixture()
-        fixture.set("apps/com.example.jwt.json", "authentication", #"""
+        fixture.set(
+            "apps/com.example.jwt.json", "authentication",
+            #"""
             {"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/jwks"},
              "oauth2":{"authorizationEndpoint":"https://idp.example/auth","tokenEndpoint":"https://idp.example/token",
                        "clients":[{"clientID":"payroll-ios","redirectURL":"com.example.payroll:/oauth2redirect"},
@@ -191,21 +212,29 @@ import Testing
             Issue.record("not a jwt app")
             return
         }
-        #expect(jwt.oauth2 == OAuth2Discovery(
-            authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
-            clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/oauth2redirect"),
-                      .init(clientID: "payroll-android", redirectURL: "https://m.example/cb")]))
+        #expect(
+            jwt.oauth2
+                == OAuth2Discovery(
+                    authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
+                    clients: [
+                        .init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/oauth2redirect"),
+                        .init(clientID: "payroll-android", redirectURL: "https://m.example/cb"),
+                    ]))
         #expect(jwt.oauth2?.endUserUI == "https://idp.example/auth", "the sign-in page defaults to the authorization endpoint")
     }
 
     /// The endpoints may come from the issuer's OpenID Connect discovery document, saved to a file.
     @Test func oauth2EndpointsFromASavedDiscoveryDocument() throws {
         let fixture = Fixture()
-        fixture.writeText("openid-configuration.json", #"""
+        fixture.writeText(
+            "openid-configuration.json",
+            #"""
             {"issuer":"https://idp.example","authorization_endpoint":"https://idp.example/protocol/openid-connect/auth",
              "token_endpoint":"https://idp.example/protocol/openid-connect/token","jwks_uri":"https://idp.example/certs"}
             """#)
-        fixture.set("apps/com.example.jwt.json", "authentication", """
+        fixture.set(
+            "apps/com.example.jwt.json", "authentication",
+            """
             {"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/certs"},
              "oauth2":{"openidConfiguration":"\(fixture.root)/openid-configuration.json","clients":[{"clientID":"app","redirectURL":"com.example.app:/cb"}]}}
             """)
@@ -228,12 +257,16 @@ import Testing
         let fixture = Fixture()
         fixture.files["apps/com.example.payroll.json"] = nil
         fixture.files["users.json"] = nil
-        fixture.set("apps/com.example.jwt.json", "authentication",
-                    #"{"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/jwks"},"userClaim":"email"}"#)
+        fixture.set(
+            "apps/com.example.jwt.json", "authentication",
+            #"{"type":"jwt","issuer":"https://idp.example","audience":"midtier","jwks":{"url":"https://idp.example/jwks"},"userClaim":"email"}"#)
         let configuration = try fixture.load()
-        #expect(configuration.apps["com.example.jwt"]?.authentication == .jwt(JWTAuthentication(
-            issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"), userClaim: "email"
-        )))
+        #expect(
+            configuration.apps["com.example.jwt"]?.authentication
+                == .jwt(
+                    JWTAuthentication(
+                        issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"), userClaim: "email"
+                    )))
         #expect(configuration.users.isEmpty)
     }
 
@@ -242,10 +275,16 @@ import Testing
     @Test func jwtAppsOfOneIssuerWithTheSameUserClaimLoad() throws {
         let fixture = Fixture()
         fixture.files["apps/com.example.jwt2.json"] = [
-            ("authentication", #"{"type":"jwt","issuer":"https://idp.example","audience":"other","userClaim":"sub","jwks":{"url":"https://idp.example/jwks"}}"#),
+            (
+                "authentication",
+                #"{"type":"jwt","issuer":"https://idp.example","audience":"other","userClaim":"sub","jwks":{"url":"https://idp.example/jwks"}}"#
+            )
         ]
         fixture.files["apps/com.example.jwt3.json"] = [
-            ("authentication", #"{"type":"jwt","issuer":"https://idp.example/other","audience":"midtier","userClaim":"email","jwks":{"url":"https://idp.example/jwks"}}"#),
+            (
+                "authentication",
+                #"{"type":"jwt","issuer":"https://idp.example/other","audience":"midtier","userClaim":"email","jwks":{"url":"https://idp.example/jwks"}}"#
+            )
         ]
         let configuration = try fixture.load()
         #expect(configuration.apps.count == 4)
@@ -255,12 +294,14 @@ import Testing
     /// judged on the patched document (`check-config --metadata`), not at load.
     @Test func metadataPatchSettingScaleAloneLoads() throws {
         let fixture = Fixture()
-        fixture.set("destinations/sf.json", "metadataPatches",
-                    #"[{"entityType":"EmployeePayrollRunResultsItems","property":"amount","set":{"Scale":"2"}}]"#)
+        fixture.set(
+            "destinations/sf.json", "metadataPatches",
+            #"[{"entityType":"EmployeePayrollRunResultsItems","property":"amount","set":{"Scale":"2"}}]"#)
         let configuration = try fixture.load()
-        #expect(configuration.destinations["sf"]?.metadataPatches == [
-            MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Scale": "2"]),
-        ])
+        #expect(
+            configuration.destinations["sf"]?.metadataPatches == [
+                MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Scale": "2"])
+            ])
     }
 
     @Test func hiddenAndNonJSONFilesAreIgnored() throws {
@@ -300,10 +341,13 @@ import Testing
             _ = try ConfigurationLoader(directory: fixture.config + "/", environment: fixture.environment).load()
             Issue.record("expected a problem")
         } catch {
-            #expect(error.problems == [ConfigProblem(
-                file: fixture.path("midtier.json"), key: "logLevel",
-                message: #"must be one of "trace", "debug", "info", "notice", "warning", "error", "critical""#
-            )])
+            #expect(
+                error.problems == [
+                    ConfigProblem(
+                        file: fixture.path("midtier.json"), key: "logLevel",
+                        message: #"must be one of "trace", "debug", "info", "notice", "warning", "error", "critical""#
+                    )
+                ])
         }
     }
 
@@ -322,10 +366,13 @@ import Testing
         fixture.rawFiles[onlyInConfig] = Values.keyPEM
         fixture.set("destinations/sf.json", "signingKey", "\"\(onlyInConfig)\"")
         let problems = fixture.problems()
-        #expect(problems == [ConfigProblem(
-            file: fixture.path("destinations/sf.json"), key: "signingKey",
-            message: "cannot read file \(onlyInConfig): file not found"
-        )])
+        #expect(
+            problems == [
+                ConfigProblem(
+                    file: fixture.path("destinations/sf.json"), key: "signingKey",
+                    message: "cannot read file \(onlyInConfig): file not found"
+                )
+            ])
     }
 
     @Test func signingMaterialValidatorIsCalledPerSAMLDestinationAndReported() {
@@ -339,10 +386,13 @@ import Testing
             _ = try fixture.load(validate: validate)
             Issue.record("expected a problem")
         } catch {
-            #expect(error.problems == [ConfigProblem(
-                file: fixture.path("destinations/sf.json"), key: "signingCertificate",
-                message: "the certificate does not belong to the key"
-            )])
+            #expect(
+                error.problems == [
+                    ConfigProblem(
+                        file: fixture.path("destinations/sf.json"), key: "signingCertificate",
+                        message: "the certificate does not belong to the key"
+                    )
+                ])
         }
         #expect(seen.calls == [["API-KEY-123", Values.keyPassphrase, "\(Values.keyPEM.utf8.count)"]])
 

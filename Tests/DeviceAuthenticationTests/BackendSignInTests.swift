@@ -69,7 +69,9 @@ import Testing
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
         // Two free failures and one more are the back end's to answer; the next is not asked.
         for attempt in 0..<3 {
-            #expect(await authenticator.authenticate(authorization: Self.header("carol", "wrong-\(attempt)"), client: "10.0.0.2") == .failure(.invalidCredentials))
+            #expect(
+                await authenticator.authenticate(authorization: Self.header("carol", "wrong-\(attempt)"), client: "10.0.0.2")
+                    == .failure(.invalidCredentials))
         }
         let asked = backend.checks.withLock { $0.count }
         guard case .failure(.throttled) = await authenticator.authenticate(authorization: Self.header("carol", "wrong-9"), client: "10.0.0.2") else {
@@ -84,7 +86,9 @@ import Testing
         let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2)
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
         for spelling in ["carol", "Carol", "CAROL"] {
-            #expect(await authenticator.authenticate(authorization: Self.header(spelling, "wrong-" + spelling), client: "10.0.0.3") == .failure(.invalidCredentials))
+            #expect(
+                await authenticator.authenticate(authorization: Self.header(spelling, "wrong-" + spelling), client: "10.0.0.3")
+                    == .failure(.invalidCredentials))
         }
         guard case .failure(.throttled) = await authenticator.authenticate(authorization: Self.header("cArOl", "wrong-4"), client: "10.0.0.3") else {
             Issue.record("a fourth spelling should meet the same closed user")
@@ -97,7 +101,7 @@ import Testing
         let backend = Backend([:])
         backend.answer.withLock { $0 = .accepted }
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600)
-        for name in ["stra\u{DF}e", "\u{FB00}", "\u{1C6}", "alice bob", "\u{212A}elvin"] {   // ß, ﬀ, ǆ, a space, the Kelvin sign
+        for name in ["stra\u{DF}e", "\u{FB00}", "\u{1C6}", "alice bob", "\u{212A}elvin"] {  // ß, ﬀ, ǆ, a space, the Kelvin sign
             guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: Self.header(name, "pw")) else {
                 Issue.record("\(name) should be refused, not folded into another name")
                 continue

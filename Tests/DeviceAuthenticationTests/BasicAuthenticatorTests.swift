@@ -2,6 +2,7 @@ import Foundation
 import MidtierCore
 import Synchronization
 import Testing
+
 @testable import DeviceAuthentication
 
 @Suite struct BasicAuthenticatorTests {
@@ -22,8 +23,10 @@ import Testing
     @Test func malformedHeadersAreClearFailures() async {
         let authenticator = BasicAuthenticator(users: Self.users, cacheSeconds: 300)
         #expect(await authenticator.authenticate(authorization: nil) == .failure(.missingCredentials))
-        for bad in ["Bearer abc", "Basic", "Basic !!!", "Basic " + Data("nocolon".utf8).base64EncodedString(),
-                    "Basic " + Data(":pw".utf8).base64EncodedString(), "Basic " + String(repeating: "A", count: 10000)] {
+        for bad in [
+            "Bearer abc", "Basic", "Basic !!!", "Basic " + Data("nocolon".utf8).base64EncodedString(),
+            "Basic " + Data(":pw".utf8).base64EncodedString(), "Basic " + String(repeating: "A", count: 10000),
+        ] {
             guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: bad) else {
                 Issue.record("\(bad.prefix(40)) was not refused as malformed")
                 continue
@@ -55,8 +58,10 @@ import Testing
     /// bcrypt stops at NUL and reads 72 bytes: neither may let a wrong password in.
     @Test func controlCharactersAndOverlongPasswordsAreRefused() async throws {
         let long = String(repeating: "p", count: 72)
-        let users = ["alice": LocalUser(id: "alice", passwordHash: SecretHashing.hash("right", cost: 4)),
-                     "bob": LocalUser(id: "bob", passwordHash: SecretHashing.hash(long, cost: 4))]
+        let users = [
+            "alice": LocalUser(id: "alice", passwordHash: SecretHashing.hash("right", cost: 4)),
+            "bob": LocalUser(id: "bob", passwordHash: SecretHashing.hash(long, cost: 4)),
+        ]
         let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)
         for bad in ["right\u{0}", "right\u{0}tail", "right\u{1}", "ri\u{7F}ght", "right\t"] {
             guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: header("alice", bad)) else {
@@ -73,8 +78,10 @@ import Testing
 
     /// The decoy for unknown users costs what the configured hashes cost.
     @Test func theDecoyHasTheCostOfTheConfiguredHashes() {
-        let users = ["a": LocalUser(id: "a", passwordHash: SecretHashing.hash("x", cost: 5)),
-                     "b": LocalUser(id: "b", passwordHash: SecretHashing.hash("y", cost: 6))]
+        let users = [
+            "a": LocalUser(id: "a", passwordHash: SecretHashing.hash("x", cost: 5)),
+            "b": LocalUser(id: "b", passwordHash: SecretHashing.hash("y", cost: 6)),
+        ]
         let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)
         #expect(authenticator.decoyCost == 6)
         #expect(Decoy.cost(of: Decoy.hash(cost: 6)) == 6)
@@ -91,7 +98,8 @@ import Testing
             #expect(await authenticator.authenticate(authorization: header("alice", "wrong"), client: "10.0.0.9") == .failure(.invalidCredentials))
         }
         #expect(await authenticator.authenticate(authorization: header("alice", "wrong"), client: "10.0.0.9") == .failure(.invalidCredentials))
-        guard case .failure(.throttled(let seconds)) = await authenticator.authenticate(authorization: header("alice", "wrong2"), client: "10.0.0.9") else {
+        guard case .failure(.throttled(let seconds)) = await authenticator.authenticate(authorization: header("alice", "wrong2"), client: "10.0.0.9")
+        else {
             Issue.record("the fifth failure in a row was not throttled")
             return
         }

@@ -5,14 +5,18 @@ import MidtierCore
 import MidtierTestSupport
 import Synchronization
 import Testing
+
 @testable import DeviceAuthentication
 
 /// The JWT authenticator itself, with clocks in hand: its cache, JWKS fetching and refusals.
 @Suite struct JWTAuthenticatorTests {
-    static func authenticator(_ jwks: JWTAuthentication.KeySource, clocks: ManualClocks, userClaim: String = "sub",
-                              httpClient: HTTPClient? = nil, capacity: Int = 10_000) -> JWTAuthenticator {
-        JWTAuthenticator(settings: JWTAuthentication(issuer: TestTokens.issuer, audience: TestTokens.audience, jwks: jwks, userClaim: userClaim),
-                         httpClient: httpClient, capacity: capacity, now: { clocks.wall }, uptime: { clocks.uptime })
+    static func authenticator(
+        _ jwks: JWTAuthentication.KeySource, clocks: ManualClocks, userClaim: String = "sub",
+        httpClient: HTTPClient? = nil, capacity: Int = 10_000
+    ) -> JWTAuthenticator {
+        JWTAuthenticator(
+            settings: JWTAuthentication(issuer: TestTokens.issuer, audience: TestTokens.audience, jwks: jwks, userClaim: userClaim),
+            httpClient: httpClient, capacity: capacity, now: { clocks.wall }, uptime: { clocks.uptime })
     }
 
     static func withKeyFile(_ body: (_ directory: String, _ rsa: JWTTestKey, _ ec: JWTTestKey) async throws -> Void) async throws {
@@ -67,7 +71,9 @@ import Testing
         try await Self.withKeyFile { directory, _, ec in
             let clocks = ManualClocks()
             let authenticator = Self.authenticator(.file(path: "\(directory)/jwks.json"), clocks: clocks, userClaim: "email")
-            let claims = TestTokens.claims(now: clocks.wall) { $0["email"] = "alice@example.com"; $0["groups"] = ["payroll"]; $0["level"] = 3 }
+            let claims = TestTokens.claims(now: clocks.wall) {
+                $0["email"] = "alice@example.com"; $0["groups"] = ["payroll"]; $0["level"] = 3
+            }
             let user = try await authenticator.authenticate(authorization: "Bearer " + (try TestTokens.make(.key(ec), claims: claims))).get()
             #expect(user.id == "alice@example.com")
             #expect(user.attributes["sfUserId"] == "100001")
@@ -87,19 +93,27 @@ import Testing
         try await Self.withKeyFile { directory, rsa, _ in
             let clocks = ManualClocks()
             let authenticator = JWTAuthenticator(
-                settings: JWTAuthentication(issuer: "https://idp.test/realms/K\u{E9}", audience: "app-K",
-                                            jwks: .file(path: "\(directory)/jwks.json"), userClaim: "sub"),
+                settings: JWTAuthentication(
+                    issuer: "https://idp.test/realms/K\u{E9}", audience: "app-K",
+                    jwks: .file(path: "\(directory)/jwks.json"), userClaim: "sub"),
                 httpClient: nil, now: { clocks.wall }, uptime: { clocks.uptime })
             func token(iss: String, aud: Any) throws -> String {
-                "Bearer " + (try TestTokens.make(.key(rsa), claims: TestTokens.claims(now: clocks.wall) { $0["iss"] = iss; $0["aud"] = aud }))
+                "Bearer "
+                    + (try TestTokens.make(
+                        .key(rsa),
+                        claims: TestTokens.claims(now: clocks.wall) {
+                            $0["iss"] = iss; $0["aud"] = aud
+                        }))
             }
             #expect("https://idp.test/realms/\u{212A}e\u{301}" == "https://idp.test/realms/K\u{E9}", "Swift's == calls them equal")
-            #expect(try await authenticator.authenticate(authorization: token(iss: "https://idp.test/realms/K\u{E9}", aud: "app-K")).get().id == "alice")
+            #expect(
+                try await authenticator.authenticate(authorization: token(iss: "https://idp.test/realms/K\u{E9}", aud: "app-K")).get().id == "alice")
             let kelvin = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/\u{212A}e\u{301}", aud: "app-K"))
             #expect(kelvin == .failure(.wrongIssuer(expected: "https://idp.test/realms/K\u{E9}")))
             let audience = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/K\u{E9}", aud: "app-\u{212A}"))
             #expect(audience == .failure(.wrongAudience(expected: "app-K")))
-            let inList = await authenticator.authenticate(authorization: try token(iss: "https://idp.test/realms/K\u{E9}", aud: ["x", "app-\u{212A}"]))
+            let inList = await authenticator.authenticate(
+                authorization: try token(iss: "https://idp.test/realms/K\u{E9}", aud: ["x", "app-\u{212A}"]))
             #expect(inList == .failure(.wrongAudience(expected: "app-K")))
         }
     }
@@ -119,17 +133,23 @@ import Testing
                 let token = try TestTokens.make(.key(rsa), header: ["alg": alg, "kid": "rsa-1"], claims: claims)
                 #expect(await check(token) == .failure(.algorithmNotAccepted(alg)), "\(alg)")
             }
-            let confused = try TestTokens.make(.hmac(secret: rsa.publicKeyPEM, directory: directory), header: ["alg": "HS256", "kid": "rsa-1"], claims: claims)
+            let confused = try TestTokens.make(
+                .hmac(secret: rsa.publicKeyPEM, directory: directory), header: ["alg": "HS256", "kid": "rsa-1"], claims: claims)
             #expect(await check(confused) == .failure(.algorithmNotAccepted("HS256")))
             #expect(JWTAuthenticationFailure.algorithmNotAccepted("<script>").description.contains("<script>") == false)
             // A header that names its own key is ignored: only the JWKS is trusted.
             let stranger = try JWTTestKey.rsa("rsa-1", in: directory)
-            let withJWK = try TestTokens.make(.key(stranger), header: ["alg": "RS256", "kid": "rsa-1", "jwk": stranger.jwk,
-                                                                      "jku": "http://127.0.0.1:1/jwks"], claims: claims)
+            let withJWK = try TestTokens.make(
+                .key(stranger),
+                header: [
+                    "alg": "RS256", "kid": "rsa-1", "jwk": stranger.jwk,
+                    "jku": "http://127.0.0.1:1/jwks",
+                ], claims: claims)
             #expect(await check(withJWK) == .failure(.signatureDoesNotVerify))
             let critical = try TestTokens.make(.key(rsa), header: ["alg": "RS256", "kid": "rsa-1", "crit": ["exp"]], claims: claims)
             #expect(await check(critical) == .failure(.malformedToken("its header has critical parameters (crit), which are not supported")))
-            #expect(await check(try TestTokens.make(.key(rsa), claims: TestTokens.claims(now: clocks.wall) { $0["exp"] = "tomorrow" }))
+            #expect(
+                await check(try TestTokens.make(.key(rsa), claims: TestTokens.claims(now: clocks.wall) { $0["exp"] = "tomorrow" }))
                     == .failure(.malformedToken("its exp is not a number")))
             #expect(await check("a.b.c.d.e") == .failure(.malformedToken("it is encrypted (JWE), not signed")))
         }
@@ -168,8 +188,9 @@ import Testing
                 let clocks = ManualClocks()
                 let authenticator = Self.authenticator(.url(url), clocks: clocks, httpClient: client)
                 func check(_ signer: JWTTestKey, kid: String? = nil) async throws -> Result<AuthenticatedUser, JWTAuthenticationFailure> {
-                    let token = try TestTokens.make(.key(signer), header: ["alg": "RS256", "kid": kid ?? signer.kid],
-                                                    claims: TestTokens.claims(now: clocks.wall))
+                    let token = try TestTokens.make(
+                        .key(signer), header: ["alg": "RS256", "kid": kid ?? signer.kid],
+                        claims: TestTokens.claims(now: clocks.wall))
                     return await authenticator.authenticate(authorization: "Bearer " + token)
                 }
                 #expect(try await check(key).get().id == "alice")

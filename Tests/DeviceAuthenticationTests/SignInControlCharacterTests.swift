@@ -1,6 +1,7 @@
 import Foundation
 import MidtierCore
 import Testing
+
 @testable import DeviceAuthentication
 
 /// A Basic sign-in refuses exactly what stored text refuses (docs/identity.md, "Stored text"):
@@ -18,7 +19,8 @@ import Testing
                     continue
                 }
                 guard case .failure(.malformedCredentials) = await authenticator.authenticate(authorization: basic(user, password)) else {
-                    Issue.record("\(user.debugDescription) / a password with \(control.unicodeScalars.first!.value) was not refused in a Basic header")
+                    Issue.record(
+                        "\(user.debugDescription) / a password with \(control.unicodeScalars.first!.value) was not refused in a Basic header")
                     continue
                 }
             }

@@ -2,6 +2,7 @@ import Foundation
 import MidtierCore
 import Synchronization
 import Testing
+
 @testable import DeviceAuthentication
 
 /// The failed sign-in throttle and the budget in front of bcrypt (docs/identity.md, "Sign-in
@@ -22,8 +23,9 @@ import Testing
         for host in 1...10 {
             throttle.recordFailure(address: "2001:db8:0:7::\(String(host, radix: 16))", user: "user\(host)")
         }
-        #expect(throttle.retryAfter(address: "2001:db8:0:7:ffff:ffff:ffff:ffff", user: "someone") != nil,
-                "ten failures from ten addresses of one /64 must close that /64")
+        #expect(
+            throttle.retryAfter(address: "2001:db8:0:7:ffff:ffff:ffff:ffff", user: "someone") != nil,
+            "ten failures from ten addresses of one /64 must close that /64")
         #expect(throttle.retryAfter(address: "2001:db8:0:8::1", user: "someone") == nil, "another /64 is another client")
 
         for _ in 0..<6 { throttle.recordFailure(address: "::ffff:192.0.2.7", user: "x") }
@@ -108,7 +110,8 @@ import Testing
         let header = { (user: String, password: String) in "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }
         #expect(try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.1").get().id == "alice")
         for address in 2...10 {
-            #expect(await authenticator.authenticate(authorization: header("alice", "guess\(address)"), client: "10.0.0.\(address)")
+            #expect(
+                await authenticator.authenticate(authorization: header("alice", "guess\(address)"), client: "10.0.0.\(address)")
                     == .failure(.busy(retryAfterSeconds: 1)))
         }
         #expect(try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.1").get().id == "alice")

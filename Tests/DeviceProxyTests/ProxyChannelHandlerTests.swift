@@ -8,6 +8,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import Synchronization
 import Testing
+
 @testable import DeviceProxy
 
 /// ``ProxyChannelHandler`` on a testing channel: which requests it answers, which go on to
@@ -64,28 +65,33 @@ import Testing
             let reads = ReadCounter()
             channel = NIOAsyncTestingChannel()
             try await channel.pipeline.addHandler(reads)
-            try await channel.pipeline.addHandler(ProxyChannelHandler(respond: { request, _ in
-                await gate.pass(request.uri.path)
-                guard request.uri.path != "/dest/stream" else {
-                    // A streamed body whose first bytes come only when the test says so.
-                    let (body, source) = AsyncStream<ByteBuffer>.makeStream()
-                    Task {
-                        await gate.pass("/dest/stream/body")
-                        source.yield(ByteBuffer(string: "late"))
-                        source.finish()
-                    }
-                    return Response(status: .ok, body: ResponseBody(asyncSequence: body))
-                }
-                return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "answer to \(request.uri.path)")))
-            }, logger: Logger(label: "test")))
+            try await channel.pipeline.addHandler(
+                ProxyChannelHandler(
+                    respond: { request, _ in
+                        await gate.pass(request.uri.path)
+                        guard request.uri.path != "/dest/stream" else {
+                            // A streamed body whose first bytes come only when the test says so.
+                            let (body, source) = AsyncStream<ByteBuffer>.makeStream()
+                            Task {
+                                await gate.pass("/dest/stream/body")
+                                source.yield(ByteBuffer(string: "late"))
+                                source.finish()
+                            }
+                            return Response(status: .ok, body: ResponseBody(asyncSequence: body))
+                        }
+                        return Response(status: .ok, body: ResponseBody(byteBuffer: ByteBuffer(string: "answer to \(request.uri.path)")))
+                    }, logger: Logger(label: "test")))
             try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 8080))
             self.gate = gate
             self.reads = reads
         }
 
         func send(_ path: String, _ fields: HTTPFields = [:], method: HTTPRequest.Method = .get, body: String? = nil) async throws {
-            try await channel.writeInbound(HTTPRequestPart.head(HTTPRequest(method: method, scheme: nil, authority: "midtier.test",
-                                                                              path: path, headerFields: fields)))
+            try await channel.writeInbound(
+                HTTPRequestPart.head(
+                    HTTPRequest(
+                        method: method, scheme: nil, authority: "midtier.test",
+                        path: path, headerFields: fields)))
             if let body { try await channel.writeInbound(HTTPRequestPart.body(ByteBuffer(string: body))) }
             try await channel.writeInbound(HTTPRequestPart.end(nil))
         }

@@ -3,6 +3,7 @@ import Hummingbird
 import MidtierHTTP
 import NIOCore
 import Testing
+
 @testable import DeviceProxy
 
 /// Which registration a call names: `X-SMP-APPCID`, said the same way each time it is repeated,
@@ -28,8 +29,12 @@ import Testing
     @Test func repeatedHeadersMustSayTheSameBytes() {
         #expect("caf\u{E9}" == "cafe\u{301}", "the premise")
         #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "caf\u{E9}"), ("X-SMP-APPCID", "cafe\u{301}")])) == nil)
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "reg-1"), ("X-SMP-APPCID", "reg-2"),
-                                                         ("Cookie", "X-SMP-APPCID=reg-3")])) == nil)
+        #expect(
+            ProxyHandler.registrationID(
+                of: request([
+                    ("X-SMP-APPCID", "reg-1"), ("X-SMP-APPCID", "reg-2"),
+                    ("Cookie", "X-SMP-APPCID=reg-3"),
+                ])) == nil)
     }
 
     @Test func fieldsAreCountedByName() {

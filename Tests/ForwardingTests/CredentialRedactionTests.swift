@@ -1,12 +1,14 @@
 import Foundation
 import NIOCore
 import Testing
+
 @testable import Forwarding
 
 @Suite struct CredentialRedactionTests {
     @Test func findsTheCredentialInEveryFormAndNothingElse() {
         let bearer = CredentialRedaction(authorization: "Bearer abc.DEF-123_token")
-        #expect(bearer.redact("error: token abc.DEF-123_token rejected; again abc.DEF-123_token") == "error: token [redacted] rejected; again [redacted]")
+        #expect(
+            bearer.redact("error: token abc.DEF-123_token rejected; again abc.DEF-123_token") == "error: token [redacted] rejected; again [redacted]")
         #expect(bearer.redact("nothing here") == nil)
         #expect(bearer.redact(Array("abc.DEF-123_toke".utf8)) == nil, "a prefix is not the token")
 
@@ -16,8 +18,9 @@ import Testing
         #expect(basic.redact("user TECH:secret-password") == "user [redacted]")
         #expect(basic.redact("password secret-password") == "password [redacted]")
 
-        #expect(CredentialRedaction(authorization: "Basic " + Data("u:pw".utf8).base64EncodedString()).redact("pw u:pw") == nil,
-                "values under 8 bytes would match ordinary text")
+        #expect(
+            CredentialRedaction(authorization: "Basic " + Data("u:pw".utf8).base64EncodedString()).redact("pw u:pw") == nil,
+            "values under 8 bytes would match ordinary text")
         #expect(CredentialRedaction(authorization: nil).isEmpty)
     }
 
@@ -60,7 +63,8 @@ import Testing
         // Redaction first, then the back end's URLs.
         let body = ByteBuffer(string: "{\"uri\":\"http://backend/base/X\",\"t\":\"token-caf\u{E9}-0001\"}")
         var carry: ByteBuffer?
-        #expect(String(buffer: first.redactingAndRewriting.replace(body, carry: &carry, final: true))
+        #expect(
+            String(buffer: first.redactingAndRewriting.replace(body, carry: &carry, final: true))
                 == "{\"uri\":\"https://m.example/sf/X\",\"t\":\"[redacted]\"}")
     }
 
@@ -91,19 +95,25 @@ import Testing
 
     @Test func redactsAcrossEveryChunkBoundary() async throws {
         let bearer = CredentialRedaction(authorization: "Bearer eyJ.token-value_123")
-        let input = #"{"echo":"Bearer eyJ.token-value_123","again":"eyJ.token-value_123eyJ.token-value_123","near":"eyJ.token-value_12","end":"eyJ.token-value_123"#
+        let input =
+            #"{"echo":"Bearer eyJ.token-value_123","again":"eyJ.token-value_123eyJ.token-value_123","near":"eyJ.token-value_12","end":"eyJ.token-value_123"#
         let expected = #"{"echo":"Bearer [redacted]","again":"[redacted][redacted]","near":"eyJ.token-value_12","end":"[redacted]"#
         let basic = CredentialRedaction(authorization: "Basic " + Data("TECH:secret-password".utf8).base64EncodedString())
-        let basicInput = "user TECH:secret-password, password secret-password, header Basic " + Data("TECH:secret-password".utf8).base64EncodedString()
+        let basicInput =
+            "user TECH:secret-password, password secret-password, header Basic " + Data("TECH:secret-password".utf8).base64EncodedString()
         let rewriter = URLRewriter(backendBase: "http://backend:8081/base", deviceBase: "https://m.example/sf")
         let both = #"{"uri":"http://backend:8081/base/X('1')","auth":"Bearer eyJ.token-value_123","e":"eyJ.token-value_123"}"#
         for chunk in [1, 2, 3, 7, 16, 1000] {
             #expect(try await Self.replaced(input, chunk: chunk, by: bearer.replacements) == expected, "chunk size \(chunk)")
-            #expect(try await Self.replaced(basicInput, chunk: chunk, by: basic.replacements) == "user [redacted], password [redacted], header Basic [redacted]")
+            #expect(
+                try await Self.replaced(basicInput, chunk: chunk, by: basic.replacements)
+                    == "user [redacted], password [redacted], header Basic [redacted]")
             #expect(try await Self.replaced(input, chunk: chunk, by: bearer.keepingLength).utf8.count == input.utf8.count)
-            #expect(try await Self.replaced(input, chunk: chunk, by: bearer.keepingLength)
+            #expect(
+                try await Self.replaced(input, chunk: chunk, by: bearer.keepingLength)
                     == input.replacingOccurrences(of: "eyJ.token-value_123", with: "[redacted]*********"))
-            #expect(try await Self.replaced(both, chunk: chunk, by: bearer.replacements + rewriter.replacements)
+            #expect(
+                try await Self.replaced(both, chunk: chunk, by: bearer.replacements + rewriter.replacements)
                     == #"{"uri":"https://m.example/sf/X('1')","auth":"Bearer [redacted]","e":"[redacted]"}"#, "chunk size \(chunk)")
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+
 @testable import Forwarding
 
 @Suite struct URLRewriterTests {
@@ -19,8 +20,10 @@ import Testing
     }
 
     @Test func rewritesAcrossEveryChunkBoundary() async throws {
-        let input = #"{"uri":"http://backend:8081/base/X('1')","__next":"http:\/\/backend:8081\/base\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"http://backend:8081/base"}"#
-        let expected = #"{"uri":"https://m.example/sf/X('1')","__next":"https:\/\/m.example\/sf\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"https://m.example/sf"}"#
+        let input =
+            #"{"uri":"http://backend:8081/base/X('1')","__next":"http:\/\/backend:8081\/base\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"http://backend:8081/base"}"#
+        let expected =
+            #"{"uri":"https://m.example/sf/X('1')","__next":"https:\/\/m.example\/sf\/X?$skip=2","other":"http://backend:8081/basement/x","far":"http://elsewhere/base/x","root":"https://m.example/sf"}"#
         for chunk in [1, 2, 3, 7, 16, 1000] {
             #expect(try await rewrite(input, chunk: chunk) == expected, "chunk size \(chunk)")
         }
@@ -39,8 +42,10 @@ import Testing
         #expect(URLRewriter.isRewritable(contentType: " \tApplication/JSON ; charset=utf-8"))
         #expect(URLRewriter.isRewritable(contentType: "application/HAL+Json"))
         #expect(URLRewriter.isRewritable(contentType: "TEXT/XML"))
-        for other in ["", ";", "application/jsonp", "json", "+json", "xml", "text/html", "application/json-patch", "multipart/form-data",
-                      "application/js on", "application/\u{212A}ml"] {
+        for other in [
+            "", ";", "application/jsonp", "json", "+json", "xml", "text/html", "application/json-patch", "multipart/form-data",
+            "application/js on", "application/\u{212A}ml",
+        ] {
             #expect(URLRewriter.isRewritable(contentType: other) == (other == "+json"), "\(other)")
         }
     }

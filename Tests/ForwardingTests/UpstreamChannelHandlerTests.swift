@@ -1,9 +1,10 @@
-@testable import Forwarding
 import MidtierTestSupport
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+
+@testable import Forwarding
 
 /// `UpstreamChannelHandler` on an `EmbeddedChannel`: what each transition of its state machine
 /// does to the connection (writes, reads, close), to the call (answered, failed, sent again)
@@ -128,8 +129,9 @@ import Testing
         let exchange = call(clock: true)
         connection.handler.start(exchange)
         #expect(try connection.written() == ["head GET /x", "end"])
-        #expect(Self.outcome(exchange.connected.futureResult).map { (try? $0.get()) === connection.channel } == true,
-                "the call is given the connection's channel")
+        #expect(
+            Self.outcome(exchange.connected.futureResult).map { (try? $0.get()) === connection.channel } == true,
+            "the call is given the connection's channel")
         try connection.answer(Self.small, Self.body("hel"), Self.body("lo"))
         #expect(Self.outcome(exchange.answer.futureResult) == nil, "answered before the end")
         try connection.answer(.end(nil))
@@ -274,8 +276,10 @@ import Testing
 
     // MARK: The connection closes, at each state
 
-    @Test(arguments: ["fresh", "idle", "awaitingHead on a fresh connection", "awaitingHead on a pooled connection",
-                      "awaitingHead with a body on a pooled connection", "collecting", "streaming"])
+    @Test(arguments: [
+        "fresh", "idle", "awaitingHead on a fresh connection", "awaitingHead on a pooled connection",
+        "awaitingHead with a body on a pooled connection", "collecting", "streaming",
+    ])
     func theBackEndClosingTheConnection(_ stage: String) async throws {
         let pool = RecordingPool()
         let connection = stage == "fresh" || stage.hasSuffix("fresh connection") ? try connect(to: pool) : try reusedConnection(pool)

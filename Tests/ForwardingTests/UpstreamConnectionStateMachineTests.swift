@@ -1,9 +1,10 @@
-@testable import Forwarding
 import MidtierTestSupport
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+
+@testable import Forwarding
 
 /// `UpstreamConnectionStateMachine` alone: every transition, no channel. The calls are real
 /// `UpstreamExchange`s on an embedded loop (only their promises are used, and every call is
@@ -21,8 +22,9 @@ import Testing
 
     func call(_ method: HTTPMethod = .GET, hasBody: Bool = false) -> UpstreamExchange {
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: "/x", headers: ["Host": "127.0.0.1"])
-        let call = UpstreamExchange(head: head, origin: UpstreamOrigin(url: "http://127.0.0.1:1")!, hasBody: hasBody,
-                                    deadline: .now() + .seconds(60), loop: loop)
+        let call = UpstreamExchange(
+            head: head, origin: UpstreamOrigin(url: "http://127.0.0.1:1")!, hasBody: hasBody,
+            deadline: .now() + .seconds(60), loop: loop)
         made.all.append(call)
         return call
     }
@@ -426,8 +428,8 @@ extension UpstreamConnectionStateMachine.Action {
     var exchange: UpstreamExchange? {
         switch self {
         case .sendRequest(let exchange, _), .sendElsewhere(let exchange), .answerStreamed(let exchange, _),
-             .forwardBodyPart(let exchange, _), .answerWhole(let exchange, _, _, _), .finishStream(let exchange, _),
-             .pauseClock(let exchange), .resume(let exchange, _), .closeAndFail(let exchange, _), .closeAndRetry(let exchange):
+            .forwardBodyPart(let exchange, _), .answerWhole(let exchange, _, _, _), .finishStream(let exchange, _),
+            .pauseClock(let exchange), .resume(let exchange, _), .closeAndFail(let exchange, _), .closeAndRetry(let exchange):
             exchange
         case .none, .read, .close:
             nil

@@ -1,4 +1,3 @@
-@testable import Forwarding
 import Foundation
 import MidtierCore
 import MidtierTestSupport
@@ -7,6 +6,8 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 import Testing
+
+@testable import Forwarding
 
 /// A back end on a real socket that answers keep-alive requests one after another, as a script
 /// says per connection and per request on it; it counts connections and keeps what it was sent.
@@ -66,7 +67,11 @@ final class ScriptedBackEnd: @unchecked Sendable {
     }
 
     private func acceptLoop() {
-        defer { state.withLock { $0.listenerClosed = true; Glibc.close(listener) } }
+        defer {
+            state.withLock {
+                $0.listenerClosed = true; Glibc.close(listener)
+            }
+        }
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
@@ -121,7 +126,8 @@ final class ScriptedBackEnd: @unchecked Sendable {
                 pending += buffer[0..<count]
             }
             let head = String(decoding: pending[0..<headEnd!], as: UTF8.self)
-            let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            let length =
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                 .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
             while pending.count < headEnd! + length {
                 let count = recv(connection, &buffer, buffer.count, 0)
@@ -205,8 +211,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
         try await group.shutdownGracefully()
     }
 
-    func call(_ backEnd: ScriptedBackEnd, _ method: HTTPMethod = .GET, path: String = "/x", body: String? = nil,
-              timeout: TimeAmount = generous, scheme: String = "http") async throws -> (status: Int, body: String) {
+    func call(
+        _ backEnd: ScriptedBackEnd, _ method: HTTPMethod = .GET, path: String = "/x", body: String? = nil,
+        timeout: TimeAmount = generous, scheme: String = "http"
+    ) async throws -> (status: Int, body: String) {
         var headers = HTTPHeaders([("Host", "127.0.0.1")])
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
@@ -260,7 +268,9 @@ final class EventLoopTaskExecutor: TaskExecutor {
         let chunked = String(large.utf8.count, radix: 16)
         let backEnd = ScriptedBackEnd { _, _, head in
             if head.hasPrefix("HEAD") { return .respond("HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n") }
-            if head.contains("/chunked") { return .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(chunked)\r\n\(large)\r\n0\r\n\r\n") }
+            if head.contains("/chunked") {
+                return .respond("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\(chunked)\r\n\(large)\r\n0\r\n\r\n")
+            }
             if head.contains("/to-close") { return .respond("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n\(large)") }
             if head.contains("/long") { return .respond(ScriptedBackEnd.ok(large)) }
             return .respond(ScriptedBackEnd.ok("small"))
@@ -311,8 +321,12 @@ final class EventLoopTaskExecutor: TaskExecutor {
         let directory = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(directory) }
         let key = directory + "/server.key", certificate = directory + "/server.crt"
-        let made = try await runOffThePool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
-                                                                "-days", "1", "-subj", "/CN=backend.test", "-addext", "subjectAltName=IP:127.0.0.1"])
+        let made = try await runOffThePool(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                "-days", "1", "-subj", "/CN=backend.test", "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
         #expect(made.status == 0, "\(made.output)")
         let (probe, port) = listenOnLoopback()
         Glibc.close(probe)
@@ -329,14 +343,18 @@ final class EventLoopTaskExecutor: TaskExecutor {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_addr.s_addr = inet_addr("127.0.0.1")
             address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
             Glibc.close(socket)
             if connected == 0 { break }
             try await Task.sleep(for: .milliseconds(50))
         }
         let pem = try Array(Data(contentsOf: URL(fileURLWithPath: certificate)))
-        let trusting = UpstreamDestination(DestinationConfiguration(name: "gateway", url: "https://127.0.0.1:\(port)", authentication: .noAuthentication,
-                                                                    trustedCertificatesPEM: pem), publicURL: "http://m.test")
+        let trusting = UpstreamDestination(
+            DestinationConfiguration(
+                name: "gateway", url: "https://127.0.0.1:\(port)", authentication: .noAuthentication,
+                trustedCertificatesPEM: pem), publicURL: "http://m.test")
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/", headers: ["Host": "127.0.0.1"])
         try await running { () async throws in
             try #require(onTheLoop.isCurrent)

@@ -1,4 +1,3 @@
-@testable import Forwarding
 import Foundation
 import MidtierTestSupport
 import NIOCore
@@ -7,6 +6,8 @@ import NIOPosix
 import NIOSSL
 import Synchronization
 import Testing
+
+@testable import Forwarding
 
 /// An https back end in the test process: answers `ok` to every request but `/silent`, which it
 /// never answers. Its connections close the TLS way (close_notify both ways), so a connection
@@ -54,7 +55,11 @@ final class TLSBackEnd: Sendable {
 
     /// Closes the listener and every connection (once).
     func stop() async throws {
-        guard stopped.withLock({ let was = $0; $0 = true; return !was }) else { return }
+        guard
+            stopped.withLock({
+                let was = $0; $0 = true; return !was
+            })
+        else { return }
         try await group.shutdownGracefully()
     }
 }
@@ -126,8 +131,10 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
     /// handler of `midtier serve` starts it, and returns the task that awaits it (on the loop
     /// too). A slow reader takes a streamed answer part by part, yielding between parts, so that
     /// the answer is still streaming when the pool goes.
-    static func begin(_ pool: UpstreamConnectionPool, _ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String,
-                      body: String? = nil, timeout: TimeAmount, slowReader: Bool = false, on loop: EventLoopTaskExecutor) async -> Task<Outcome, Never> {
+    static func begin(
+        _ pool: UpstreamConnectionPool, _ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String,
+        body: String? = nil, timeout: TimeAmount, slowReader: Bool = false, on loop: EventLoopTaskExecutor
+    ) async -> Task<Outcome, Never> {
         var headers = HTTPHeaders([("Host", "127.0.0.1")])
         if let body { headers.add(name: "Content-Length", value: String(body.utf8.count)) }
         let head = HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)
@@ -189,8 +196,12 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         let directory = try makeTemporaryDirectory()
         defer { removeTemporaryDirectory(directory) }
         let key = directory + "/server.key", certificate = directory + "/server.crt"
-        let made = try await runOffThePool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
-                                                                "-days", "1", "-subj", "/CN=backend.test", "-addext", "subjectAltName=IP:127.0.0.1"])
+        let made = try await runOffThePool(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", certificate,
+                "-days", "1", "-subj", "/CN=backend.test", "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
         try #require(made.status == 0, "\(made.output)")
         let large = String(repeating: "0123456789abcdef", count: 16 * 1024)  // 256 KiB: streamed
         let half = "HTTP/1.1 200 OK\r\nContent-Length: \(large.utf8.count)\r\n\r\n" + large.prefix(100_000)
@@ -221,11 +232,14 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
             // Calls start on the group's loops in turn, as requests arrive on them.
             let loops = group.makeIterator().map { EventLoopTaskExecutor($0) }
             var started = 0
-            func begin(_ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String, body: String? = nil,
-                       timeout: TimeAmount, slowReader: Bool = false) async -> Task<Outcome, Never> {
+            func begin(
+                _ origin: UpstreamOrigin, _ method: HTTPMethod = .GET, path: String, body: String? = nil,
+                timeout: TimeAmount, slowReader: Bool = false
+            ) async -> Task<Outcome, Never> {
                 started += 1
-                return await Self.begin(pool!, origin, method, path: path, body: body, timeout: timeout, slowReader: slowReader,
-                                        on: loops[started % loops.count])
+                return await Self.begin(
+                    pool!, origin, method, path: path, body: body, timeout: timeout, slowReader: slowReader,
+                    on: loops[started % loops.count])
             }
 
             // Idle connections in the pool, plain and TLS.
@@ -317,7 +331,8 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         var pool: UpstreamConnectionPool? = UpstreamConnectionPool(group: group)
         let origin = try #require(UpstreamOrigin(url: "http://127.0.0.1:\(backEnd.port)"))
-        #expect(await Self.begin(pool!, origin, path: "/x", timeout: .seconds(60), on: EventLoopTaskExecutor(group.next())).value == .answered(200, "ok"))
+        #expect(
+            await Self.begin(pool!, origin, path: "/x", timeout: .seconds(60), on: EventLoopTaskExecutor(group.next())).value == .answered(200, "ok"))
         #expect(backEnd.open == 1, "the connection is kept for the next call")
         pool = nil
         #expect(await Self.eventually { backEnd.open == 0 }, "the idle connection of a released pool is left open")

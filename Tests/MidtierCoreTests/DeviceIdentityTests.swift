@@ -3,8 +3,10 @@ import Testing
 
 /// "The same device" (docs/identity.md): `DeviceId`s compared by their normal form.
 @Suite struct DeviceIdentityTests {
-    @Test(arguments: ["BOB-DEV-1", "bob-dev-1 ", " bob-dev-1", "\tbob-dev-1\n", "bob-dev-1\u{200B}", "bob\u{200D}-dev-1",
-                      "\u{FF42}\u{FF4F}\u{FF42}-dev-1", "bob-\u{00AD}dev-1", "bob-dev-1\u{FE0F}"])
+    @Test(arguments: [
+        "BOB-DEV-1", "bob-dev-1 ", " bob-dev-1", "\tbob-dev-1\n", "bob-dev-1\u{200B}", "bob\u{200D}-dev-1",
+        "\u{FF42}\u{FF4F}\u{FF42}-dev-1", "bob-\u{00AD}dev-1", "bob-dev-1\u{FE0F}",
+    ])
     func respellingsNameTheSameDevice(_ spelling: String) {
         #expect(DeviceIdentity.same(spelling, "bob-dev-1"), "\(spelling.unicodeScalars.map(\.value))")
     }

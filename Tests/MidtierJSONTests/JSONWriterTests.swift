@@ -80,7 +80,9 @@ import Testing
     @Test func decodesAndEncodesThroughCodable() throws {
         struct Claims: Codable { var claims: JSON }
         // As jwt-kit hands a token's claims over: through Foundation's decoder.
-        let decoded = try JSONDecoder().decode(Claims.self, from: Data(#"{"claims":{"exp":1700000000,"aud":["a","b"],"ratio":0.5,"ok":true,"no":null}}"#.utf8)).claims
+        let decoded = try JSONDecoder().decode(
+            Claims.self, from: Data(#"{"claims":{"exp":1700000000,"aud":["a","b"],"ratio":0.5,"ok":true,"no":null}}"#.utf8)
+        ).claims
         #expect(decoded["exp"] == .number("1700000000"))
         #expect(decoded["aud"] == ["a", "b"])
         #expect(decoded["ratio"]?.doubleValue == 0.5)

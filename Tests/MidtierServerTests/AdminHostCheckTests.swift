@@ -1,7 +1,8 @@
+import Hummingbird
 import MidtierTestSupport
 import Testing
+
 @testable import AdminAPI
-import Hummingbird
 
 /// Which `Host` names the admin listener answers to for the admin API and the console
 /// (docs/operations.md): IP addresses, localhost and adminURL's host; never another name, which
@@ -14,8 +15,10 @@ import Hummingbird
         #expect(Check.isAllowed(host, adminHost: nil))
     }
 
-    @Test(arguments: ["rebind.attacker.example", "127.0.0.1.attacker.example", "localhost.attacker.example", "1.2.3", "1.2.3.4.5",
-                      "１２７.0.0.1", "midtier-admin.internal", ""])
+    @Test(arguments: [
+        "rebind.attacker.example", "127.0.0.1.attacker.example", "localhost.attacker.example", "1.2.3", "1.2.3.4.5",
+        "１２７.0.0.1", "midtier-admin.internal", "",
+    ])
     func otherNamesAreRefused(_ host: String) {
         #expect(!Check.isAllowed(host, adminHost: nil))
     }
@@ -32,13 +35,18 @@ import Hummingbird
     @Test func aForeignHostIsRefusedOnEveryPathTheRouterWouldServe() async throws {
         try await TestEnvironment.with { env in
             func status(_ path: String, host: String) async throws -> Int {
-                let result = try await runOffThePool("/usr/bin/curl", [
-                    "-s", "--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: \(host)",
-                    "-H", "Authorization: Bearer \(TestEnvironment.adminToken)", "http://127.0.0.1:\(env.adminPort)\(path)"])
+                let result = try await runOffThePool(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "--path-as-is", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Host: \(host)",
+                        "-H", "Authorization: Bearer \(TestEnvironment.adminToken)", "http://127.0.0.1:\(env.adminPort)\(path)",
+                    ])
                 return Int(result.output) ?? -1
             }
-            for path in ["/admin/v1/users/x", "//admin/v1/users/x", "///admin/v1/users/x", "/admin//v1/users/x", "//console/",
-                         "//console", "/console/", "//console/users?id=x", "//metrics", "/metrics/", "//healthz", "/nothing"] {
+            for path in [
+                "/admin/v1/users/x", "//admin/v1/users/x", "///admin/v1/users/x", "/admin//v1/users/x", "//console/",
+                "//console", "/console/", "//console/users?id=x", "//metrics", "/metrics/", "//healthz", "/nothing",
+            ] {
                 let got = try await status(path, host: "rebind.attacker.example:\(env.adminPort)")
                 #expect(got == 421, "\(path)")
             }

@@ -15,8 +15,10 @@ import Testing
     @Test(arguments: StoreKind.allCases) func theAdminAPIRefusesControlCharactersNamingTheParameter(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             // Registration ids: unknown.
-            var unknown: [(HTTPMethod, String)] = [(.GET, "/admin/v1/registrations/a%00b"), (.DELETE, "/admin/v1/registrations/a%00b"),
-                                                  (.GET, "/admin/v1/registrations/a%0Ab"), (.GET, "/admin/v1/registrations/%C2%85")]
+            var unknown: [(HTTPMethod, String)] = [
+                (.GET, "/admin/v1/registrations/a%00b"), (.DELETE, "/admin/v1/registrations/a%00b"),
+                (.GET, "/admin/v1/registrations/a%0Ab"), (.GET, "/admin/v1/registrations/%C2%85"),
+            ]
             for action in ["lock", "unlock", "wipe"] { unknown.append((.POST, "/admin/v1/registrations/a%00b/\(action)")) }
             for (method, path) in unknown {
                 let reply = try await env.admin(method, path)
@@ -88,8 +90,10 @@ import Testing
                 #expect(reply.status == status, "\(path) \(form): \(reply.status) \(reply.text.prefix(300))")
             }
             // Control: printable filters still work.
-            for path in ["/console/users?id=alice", "/console/registrations?user=alice", "/console/audit?registration=\(id)",
-                         "/console/registrations/confirm?action=lock&id=\(id)"] {
+            for path in [
+                "/console/users?id=alice", "/console/registrations?user=alice", "/console/audit?registration=\(id)",
+                "/console/registrations/confirm?action=lock&id=\(id)",
+            ] {
                 let reply = try await console.call(client, .GET, path)
                 #expect(reply.status == 200, "\(path): \(reply.status)")
             }

@@ -19,12 +19,18 @@ import Testing
             for id in ["never-seen-\(UUID().uuidString.lowercased())", known] {
                 for credentials in [[], [("Authorization", wrong)]] {
                     let reply = try await env.call(.GET, "/echo/x", headers: [("X-SMP-APPCID", id)] + credentials)
-                    #expect(reply.status == 401, "\(id == known ? "known" : "unknown") id, \(credentials.isEmpty ? "no" : "wrong") credentials: \(reply.status) \(reply.text)")
+                    #expect(
+                        reply.status == 401,
+                        "\(id == known ? "known" : "unknown") id, \(credentials.isEmpty ? "no" : "wrong") credentials: \(reply.status) \(reply.text)")
                 }
             }
             // Signed in, the id is looked up, and the broken store shows.
-            let signedIn = try await env.call(.GET, "/echo/x", headers: [("X-SMP-APPCID", "never-seen-\(UUID().uuidString.lowercased())"),
-                                                                         ("Authorization", TestUser.alice.basic)])
+            let signedIn = try await env.call(
+                .GET, "/echo/x",
+                headers: [
+                    ("X-SMP-APPCID", "never-seen-\(UUID().uuidString.lowercased())"),
+                    ("Authorization", TestUser.alice.basic),
+                ])
             #expect(signedIn.status == 503, "\(signedIn.status) \(signedIn.text)")
             try await database.write { db in try db.execute(sql: "ALTER TABLE registration_gone RENAME TO registration") }
         }

@@ -33,13 +33,15 @@ import Testing
     }
 
     static func log(_ id: String, _ registration: String, _ user: UserIdentity, app: String = "demo", at: Int64 = 10_000) -> ClientUpload {
-        ClientUpload(id: id, kind: .log, app: app, user: user, registration: registration, deviceId: "dev-\(registration)",
-                     receivedAt: at, size: 100, report: "")
+        ClientUpload(
+            id: id, kind: .log, app: app, user: user, registration: registration, deviceId: "dev-\(registration)",
+            receivedAt: at, size: 100, report: "")
     }
 
     static func entry(_ upload: String, _ sequence: Int, _ time: Int64, _ severity: ClientLogSeverity, _ message: String) -> ClientLogEntry {
-        ClientLogEntry(upload: upload, sequence: sequence, time: time, severity: severity, correlationId: "c-\(sequence)",
-                       source: "App", location: "Main.swift:\(sequence)", message: message)
+        ClientLogEntry(
+            upload: upload, sequence: sequence, time: time, severity: severity, correlationId: "c-\(sequence)",
+            source: "App", location: "Main.swift:\(sequence)", message: message)
     }
 
     /// Four users' registrations and uploads: the messages, newest first, are
@@ -49,20 +51,28 @@ import Testing
         try await register(env, "reg-idp", idpAlice, app: "corp")
         try await register(env, "reg-nfc", composed)
         try await register(env, "reg-nfd", decomposed)
-        try await save(env, log("up-alice", "reg-alice", alice), [
-            entry("up-alice", 0, 1_000, .debug, "boot"),
-            entry("up-alice", 1, 2_000, .info, "hello <script>alert(1)</script>"),
-            entry("up-alice", 2, 3_000, .error, "crash in payroll"),
-            entry("up-alice", 3, 3_000, .warn, "slow"),
-        ])
+        try await save(
+            env, log("up-alice", "reg-alice", alice),
+            [
+                entry("up-alice", 0, 1_000, .debug, "boot"),
+                entry("up-alice", 1, 2_000, .info, "hello <script>alert(1)</script>"),
+                entry("up-alice", 2, 3_000, .error, "crash in payroll"),
+                entry("up-alice", 3, 3_000, .warn, "slow"),
+            ])
         try await save(env, log("up-nfc", "reg-nfc", composed, at: 11_000), [entry("up-nfc", 0, 4_000, .fatal, "nfc")])
         try await save(env, log("up-nfd", "reg-nfd", decomposed, at: 12_000), [entry("up-nfd", 0, 5_000, .info, "nfd")])
         try await save(env, log("up-idp", "reg-idp", idpAlice, app: "corp", at: 13_000), [entry("up-idp", 0, 6_000, .info, "idp")])
-        try await save(env, ClientUpload(id: "use-alice", kind: .usage, app: "demo", user: alice, registration: "reg-alice",
-                                         deviceId: "dev-reg-alice", receivedAt: 20_000, size: 31, report: #"{"a":1,"b":[true,null,"x"]}"#))
+        try await save(
+            env,
+            ClientUpload(
+                id: "use-alice", kind: .usage, app: "demo", user: alice, registration: "reg-alice",
+                deviceId: "dev-reg-alice", receivedAt: 20_000, size: 31, report: #"{"a":1,"b":[true,null,"x"]}"#))
         let long = #"{"events":[\#((0..<40).map { #"{"n":\#($0),"tag":"<b>"}"# }.joined(separator: ","))]}"#
-        try await save(env, ClientUpload(id: "use-nfc", kind: .usage, app: "demo", user: composed, registration: "reg-nfc",
-                                         deviceId: "", receivedAt: 21_000, size: long.utf8.count, report: long))
+        try await save(
+            env,
+            ClientUpload(
+                id: "use-nfc", kind: .usage, app: "demo", user: composed, registration: "reg-nfc",
+                deviceId: "", receivedAt: 21_000, size: long.utf8.count, report: long))
     }
 
     static func messages(_ reply: TestEnvironment.Reply) -> [String] {
@@ -104,8 +114,13 @@ import Testing
                 ("text=PAYROLL", []),
                 ("registration=reg-alice&level=ERROR&text=crash", ["crash in payroll"]),
                 // Empty filters are no filters; a realm without a user is ignored.
-                ("registration=&userId=&app=&level=&text=&from=&until=&cursor=", ["idp", "nfd", "nfc", "slow", "crash in payroll",
-                                                                                   "hello <script>alert(1)</script>", "boot"]),
+                (
+                    "registration=&userId=&app=&level=&text=&from=&until=&cursor=",
+                    [
+                        "idp", "nfd", "nfc", "slow", "crash in payroll",
+                        "hello <script>alert(1)</script>", "boot",
+                    ]
+                ),
             ]
             for (query, expected) in filtered {
                 let reply = try await env.admin(.GET, "/admin/v1/client-logs?\(query)")
@@ -202,12 +217,14 @@ import Testing
             #expect((secondPage.json["reports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["use-alice"])
             #expect(secondPage.json["next"] is NSNull)
 
-            for (query, message) in [("level=INFO", "level filters client logs only, not usage reports"),
-                                     ("text=x", "text filters client logs only, not usage reports"),
-                                     ("limit=1000", "limit must be a whole number from 1 to 500"),
-                                     ("cursor=1.2.3.%01", "cursor is malformed: pass the previous page's next value unchanged"),
-                                     ("from=2025-03-01", "from must be an RFC 3339 date-time (2025-03-01T08:15:00Z)"),
-                                     ("userId=a%00b", "userId contains control characters")] {
+            for (query, message) in [
+                ("level=INFO", "level filters client logs only, not usage reports"),
+                ("text=x", "text filters client logs only, not usage reports"),
+                ("limit=1000", "limit must be a whole number from 1 to 500"),
+                ("cursor=1.2.3.%01", "cursor is malformed: pass the previous page's next value unchanged"),
+                ("from=2025-03-01", "from must be an RFC 3339 date-time (2025-03-01T08:15:00Z)"),
+                ("userId=a%00b", "userId contains control characters"),
+            ] {
                 let reply = try await env.admin(.GET, "/admin/v1/client-usage?\(query)")
                 #expect(reply.status == 400 && reply.errorMessage == message, "\(query): \(reply.status) \(reply.text)")
             }
@@ -217,8 +234,11 @@ import Testing
             try await Self.register(env, "reg-big", Self.alice)
             let big = #"{"blob":""# + String(repeating: "x", count: 3 << 20) + #""}"#
             for n in 0..<3 {
-                try await Self.save(env, ClientUpload(id: "big-\(n)", kind: .usage, app: "demo", user: Self.alice, registration: "reg-big",
-                                                      deviceId: "", receivedAt: 40_000 + Int64(n), size: big.utf8.count, report: big))
+                try await Self.save(
+                    env,
+                    ClientUpload(
+                        id: "big-\(n)", kind: .usage, app: "demo", user: Self.alice, registration: "reg-big",
+                        deviceId: "", receivedAt: 40_000 + Int64(n), size: big.utf8.count, report: big))
             }
             let heavy = try await env.admin(.GET, "/admin/v1/client-usage?registration=reg-big&limit=500")
             #expect((heavy.json["reports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["big-2", "big-1"])
@@ -233,8 +253,9 @@ import Testing
         try await OnboardingLockTests.withMidtier(kind) { env in
             try await Self.seed(env)
             // 55 more entries of one upload, for a second page.
-            try await Self.save(env, Self.log("up-many", "reg-alice", Self.alice, at: 30_000),
-                                (0..<55).map { Self.entry("up-many", $0, 100_000 + Int64($0), .info, "many \($0)") })
+            try await Self.save(
+                env, Self.log("up-many", "reg-alice", Self.alice, at: 30_000),
+                (0..<55).map { Self.entry("up-many", $0, 100_000 + Int64($0), .info, "many \($0)") })
             // All 62 in one page of the admin API: read from the store in batches of 50.
             let everything = try await env.admin(.GET, "/admin/v1/client-logs?limit=500")
             #expect(Self.messages(everything).count == 62 && Self.messages(everything).last == "boot" && everything.json["next"] is NSNull)
@@ -281,15 +302,20 @@ import Testing
         #expect(second.text.contains(#"message">many 4 "#) && second.text.contains(#"message">boot "#) && !second.text.contains(#"id="older""#))
 
         // Filters as the form sends them (an empty realm, a datetime-local time).
-        let filtered = try await console.call(client, .GET,
+        let filtered = try await console.call(
+            client, .GET,
             "/console/client-logs?registration=&userId=alice&realm=&app=&level=ERROR&from=1970-01-01T00%3A00&until=&text=")
-        #expect(filtered.status == 200 && filtered.text.contains("crash in payroll") && !filtered.text.contains(#"message">slow "#), "\(filtered.text.prefix(300))")
+        #expect(
+            filtered.status == 200 && filtered.text.contains("crash in payroll") && !filtered.text.contains(#"message">slow "#),
+            "\(filtered.text.prefix(300))")
         let byte = try await console.call(client, .GET, "/console/client-logs?userId=Jose%CC%81&realm=")
         #expect(byte.text.contains(#"message">nfd "#) && !byte.text.contains(#"message">nfc "#), "users by exact bytes")
-        for (path, status) in [("/console/client-logs?level=LOUD", 400), ("/console/client-logs?from=soon", 400),
-                               ("/console/client-logs?registration=a%00b", 400), ("/console/client-logs?cursor=x", 400),
-                               ("/console/client-usage/report?registration=reg-alice&at=20000&id=nope", 404),
-                               ("/console/client-usage/report?registration=reg-alice&at=soon&id=use-alice", 400)] {
+        for (path, status) in [
+            ("/console/client-logs?level=LOUD", 400), ("/console/client-logs?from=soon", 400),
+            ("/console/client-logs?registration=a%00b", 400), ("/console/client-logs?cursor=x", 400),
+            ("/console/client-usage/report?registration=reg-alice&at=20000&id=nope", 404),
+            ("/console/client-usage/report?registration=reg-alice&at=soon&id=use-alice", 400),
+        ] {
             let reply = try await console.call(client, .GET, path)
             #expect(reply.status == status, "\(path): \(reply.status)")
             #expect(reply.text.contains(#"id="problem""#), "\(path): the console's problem page")

@@ -21,16 +21,21 @@ import Testing
         #2024-05-06T07:08:10.000+02:00#INFO##com.example.app#Orders.swift:50#retrying#
 
         """
-    static let usage = #"{"report":"0b5a3c9e-1f0d-4c57-9a52-2f1d8c1e7a11","appInfo":{"application":"demo","appVersion":"1.0"},"deviceInfo":{"platform":"iOS","deviceID":"phone-a"},"sessions":[{"sessionInfo":{"sessionId":"s1"},"events":[{"time":"2024-05-06T07:08:09Z","name":"open"}]}]}"#
+    static let usage =
+        #"{"report":"0b5a3c9e-1f0d-4c57-9a52-2f1d8c1e7a11","appInfo":{"application":"demo","appVersion":"1.0"},"deviceInfo":{"platform":"iOS","deviceID":"phone-a"},"sessions":[{"sessionInfo":{"sessionId":"s1"},"events":[{"time":"2024-05-06T07:08:09Z","name":"open"}]}]}"#
 
-    static func withMidtier(_ kind: StoreKind, logs: Bool = true, usage: Bool = true,
-                            adjust: @escaping @Sendable (inout MidtierConfiguration) -> Void = { _ in },
-                            _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
-            if logs { configuration.apps["demo"]?.logSettings = ["logEnabled": .string("true"), "logLevel": .string("DEBUG")] }
-            if usage { configuration.apps["demo"]?.usagePolicy = ["dataCollectionEnabled": .bool(true)] }
-            adjust(&configuration)
-        }, body)
+    static func withMidtier(
+        _ kind: StoreKind, logs: Bool = true, usage: Bool = true,
+        adjust: @escaping @Sendable (inout MidtierConfiguration) -> Void = { _ in },
+        _ body: (TestEnvironment) async throws -> Void
+    ) async throws {
+        try await OnboardingLockTests.withMidtier(
+            kind,
+            adjust: { configuration in
+                if logs { configuration.apps["demo"]?.logSettings = ["logEnabled": .string("true"), "logLevel": .string("DEBUG")] }
+                if usage { configuration.apps["demo"]?.usagePolicy = ["dataCollectionEnabled": .bool(true)] }
+                adjust(&configuration)
+            }, body)
     }
 
     /// A POST with a body of bytes.
@@ -41,8 +46,9 @@ import Testing
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await env.client.execute(request, timeout: .seconds(30))
         var buffer = try await response.body.collect(upTo: 1 << 20)
-        return TestEnvironment.Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                     body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+        return TestEnvironment.Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: buffer.readBytes(length: buffer.readableBytes) ?? [])
     }
 
     static func zip(_ text: String) throws -> [UInt8] {
@@ -73,28 +79,35 @@ import Testing
 
             // Zipped, found by the SDK's X-SMP-DEVICEID alone (no X-SMP-APPCID).
             let zipped = try Self.zip(Self.log)
-            let byDevice = try await Self.post(env, Self.logPath + "?deviceId=phone-a", zipped,
-                                               headers: [("Authorization", TestUser.alice.basic), ("Content-Type", "application/zip"),
-                                                         ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "phone-a")])
+            let byDevice = try await Self.post(
+                env, Self.logPath + "?deviceId=phone-a", zipped,
+                headers: [
+                    ("Authorization", TestUser.alice.basic), ("Content-Type", "application/zip"),
+                    ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "phone-a"),
+                ])
             #expect(byDevice.status == 204, "\(byDevice.status) \(byDevice.text)")
             kept = try await Self.logs(env, registration: alice)
             #expect(kept.count == 4)
 
             // Usage, with and without the device in the path.
             for path in [Self.usagePath, Self.usagePath + "/device/phone-a"] {
-                let reply = try await Self.post(env, path, Array(Self.usage.utf8),
-                                                headers: [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json"), ("X-SMP-APPCID", alice)])
+                let reply = try await Self.post(
+                    env, path, Array(Self.usage.utf8),
+                    headers: [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json"), ("X-SMP-APPCID", alice)])
                 #expect(reply.status == 204, "\(path): \(reply.status) \(reply.text)")
             }
-            let reports = try await env.server.registrations.store.clientUploads(.usage, matching: ClientUploadFilter(registration: alice),
-                                                                                after: nil, limit: 10)
+            let reports = try await env.server.registrations.store.clientUploads(
+                .usage, matching: ClientUploadFilter(registration: alice),
+                after: nil, limit: 10)
             #expect(reports.count == 2 && reports.allSatisfy { $0.report == Self.usage && $0.deviceId == "phone-a" })
 
             // A bad log is 400 naming the line; nothing more is kept.
-            let bad = try await Self.post(env, Self.logPath, Array("#2024-05-06T07:08:09Z#INFO####ok#\n#yesterday#INFO####no#\n".utf8),
-                                          headers: Self.headers(.alice, alice))
+            let bad = try await Self.post(
+                env, Self.logPath, Array("#2024-05-06T07:08:09Z#INFO####ok#\n#yesterday#INFO####no#\n".utf8),
+                headers: Self.headers(.alice, alice))
             #expect(bad.status == 400 && bad.errorMessage?.contains("line 2") == true, "\(bad.status) \(bad.text)")
-            let badUsage = try await Self.post(env, Self.usagePath, Array(#"{"appInfo":{"application":"demo"}}"#.utf8), headers: Self.headers(.alice, alice))
+            let badUsage = try await Self.post(
+                env, Self.usagePath, Array(#"{"appInfo":{"application":"demo"}}"#.utf8), headers: Self.headers(.alice, alice))
             #expect(badUsage.status == 400 && badUsage.errorMessage?.contains("report") == true, "\(badUsage.text)")
             #expect(try await Self.logs(env, registration: alice).count == 4)
         }
@@ -111,8 +124,9 @@ import Testing
             // Alice's device, without a registration id: Bob has no registration of it.
             let byDevice = try await Self.post(env, Self.logPath + "?deviceId=phone-a", body, headers: Self.headers(.bob, nil))
             #expect(byDevice.status == 403, "\(byDevice.status) \(byDevice.text)")
-            let byHeader = try await Self.post(env, Self.logPath, body,
-                                               headers: Self.headers(.bob, nil) + [("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "phone-a")])
+            let byHeader = try await Self.post(
+                env, Self.logPath, body,
+                headers: Self.headers(.bob, nil) + [("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "phone-a")])
             #expect(byHeader.status == 403, "\(byHeader.status) \(byHeader.text)")
             // His own registration naming her device: 400, never stored as hers or his.
             let mixed = try await Self.post(env, Self.logPath + "?deviceId=phone-a", body, headers: Self.headers(.bob, bob))
@@ -128,16 +142,21 @@ import Testing
     }
 
     @Test func theTwoAppIdsMustBeTheSameKnownApp() async throws {
-        try await Self.withMidtier(.sqlite, adjust: { configuration in
-            configuration.apps["other"] = AppConfiguration(id: "other", destinations: [])
-        }) { env in
+        try await Self.withMidtier(
+            .sqlite,
+            adjust: { configuration in
+                configuration.apps["other"] = AppConfiguration(id: "other", destinations: [])
+            }
+        ) { env in
             let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
             let body = Array(Self.log.utf8)
-            let unknown = try await Self.post(env, "/mobileservices/application/demo/clientlogs/v1/runtime/log/application/nope", body,
-                                              headers: Self.headers(.alice, alice))
+            let unknown = try await Self.post(
+                env, "/mobileservices/application/demo/clientlogs/v1/runtime/log/application/nope", body,
+                headers: Self.headers(.alice, alice))
             #expect(unknown.status == 404 && unknown.errorMessage == "unknown application nope", "\(unknown.text)")
-            let other = try await Self.post(env, "/mobileservices/application/demo/clientlogs/v1/runtime/log/application/other", body,
-                                            headers: Self.headers(.alice, alice))
+            let other = try await Self.post(
+                env, "/mobileservices/application/demo/clientlogs/v1/runtime/log/application/other", body,
+                headers: Self.headers(.alice, alice))
             #expect(other.status == 403, "\(other.status) \(other.text)")
             let get = try await env.call(.GET, Self.logPath, headers: Self.headers(.alice, alice))
             #expect(get.status == 405 && get.header("Allow") == "POST")
@@ -145,9 +164,12 @@ import Testing
     }
 
     @Test func uploadsAreRefusedWhenTheAppDoesNotCollectThem() async throws {
-        try await Self.withMidtier(.sqlite, logs: false, usage: false, adjust: { configuration in
-            configuration.apps["demo"]?.logSettings = ["logEnabled": .string("false")]
-        }) { env in
+        try await Self.withMidtier(
+            .sqlite, logs: false, usage: false,
+            adjust: { configuration in
+                configuration.apps["demo"]?.logSettings = ["logEnabled": .string("false")]
+            }
+        ) { env in
             let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
             let log = try await Self.post(env, Self.logPath, Array(Self.log.utf8), headers: Self.headers(.alice, alice))
             #expect(log.status == 403 && log.errorMessage?.contains("logSettings.logEnabled") == true, "\(log.status) \(log.text)")
@@ -157,10 +179,14 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func tooLargeTooOftenAndLockedAreRefused(_ kind: StoreKind) async throws {
-        try await Self.withMidtier(kind, adjust: { configuration in
-            configuration.server.clientUploads = ClientUploadSettings(maxUploadBytes: 1024, maxStoredBytesPerRegistration: 4096,
-                                                                      maxUploadsPerHour: 2, retentionDays: 14)
-        }) { env in
+        try await Self.withMidtier(
+            kind,
+            adjust: { configuration in
+                configuration.server.clientUploads = ClientUploadSettings(
+                    maxUploadBytes: 1024, maxStoredBytesPerRegistration: 4096,
+                    maxUploadsPerHour: 2, retentionDays: 14)
+            }
+        ) { env in
             let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
             let line = "#2024-05-06T07:08:09Z#INFO####0123456789012345678901234567890123456789#\n"
             let large = try await Self.post(env, Self.logPath, Array(String(repeating: line, count: 30).utf8), headers: Self.headers(.alice, alice))
@@ -177,14 +203,16 @@ import Testing
                 #expect(ok.status == 204, "\(ok.status) \(ok.text)")
             }
             let third = try await Self.post(env, Self.logPath, Array(line.utf8), headers: Self.headers(.alice, alice))
-            #expect(third.status == 429 && third.header("Retry-After") != nil && third.errorMessage?.contains("maxUploadsPerHour") == true,
-                    "\(third.status) \(third.text)")
+            #expect(
+                third.status == 429 && third.header("Retry-After") != nil && third.errorMessage?.contains("maxUploadsPerHour") == true,
+                "\(third.status) \(third.text)")
             // Usage is counted on its own.
             let usage = try await Self.post(env, Self.usagePath, Array(Self.usage.utf8), headers: Self.headers(.alice, alice))
             #expect(usage.status == 204, "\(usage.status) \(usage.text)")
 
             // A locked registration may not upload.
-            let locked = try await env.call(.POST, "/mobileservices/me/registrations/\(alice)/lock", headers: [("Authorization", TestUser.alice.basic)])
+            let locked = try await env.call(
+                .POST, "/mobileservices/me/registrations/\(alice)/lock", headers: [("Authorization", TestUser.alice.basic)])
             #expect(locked.status == 200, "\(locked.text)")
             let refused = try await Self.post(env, Self.usagePath, Array(Self.usage.utf8), headers: Self.headers(.alice, alice))
             #expect(refused.status == 403 && refused.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(refused.status) \(refused.text)")
@@ -194,10 +222,14 @@ import Testing
     /// A 10 KB zip of 99 999 entries was kept as 10 KB and added 21 MB to the store: the quotas
     /// now count what is stored (each entry's texts and its row), per registration and per user.
     @Test func quotasCountWhatIsStoredNotWhatWasSent() async throws {
-        try await Self.withMidtier(.sqlite, adjust: { configuration in
-            configuration.server.clientUploads = ClientUploadSettings(maxUploadBytes: 64 * 1024, maxStoredBytesPerRegistration: 256 * 1024,
-                                                                      maxStoredBytesPerUser: 300 * 1024, maxUploadsPerHour: 100, retentionDays: 14)
-        }) { env in
+        try await Self.withMidtier(
+            .sqlite,
+            adjust: { configuration in
+                configuration.server.clientUploads = ClientUploadSettings(
+                    maxUploadBytes: 64 * 1024, maxStoredBytesPerRegistration: 256 * 1024,
+                    maxStoredBytesPerUser: 300 * 1024, maxUploadsPerHour: 100, retentionDays: 14)
+            }
+        ) { env in
             let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
             let line = "#2024-05-06T07:08:09Z#INFO####x#\n"
             // 7 000 entries: 238 000 bytes unzipped (within four times maxUploadBytes), a few KB
@@ -205,7 +237,8 @@ import Testing
             let many = try Self.zip(String(repeating: line, count: 7000))
             #expect(many.count < 16 * 1024)
             let refused = try await Self.post(env, Self.logPath, many, headers: Self.headers(.alice, alice) + [("Content-Type", "application/zip")])
-            #expect(refused.status == 413 && refused.errorMessage?.contains("maxStoredBytesPerRegistration") == true, "\(refused.status) \(refused.text)")
+            #expect(
+                refused.status == 413 && refused.errorMessage?.contains("maxStoredBytesPerRegistration") == true, "\(refused.status) \(refused.text)")
             #expect(try await Self.logs(env, registration: alice).isEmpty)
 
             // 1 000 entries are 65 000 bytes stored; two registrations of the user keep at most
@@ -213,11 +246,13 @@ import Testing
             let second = try await UserStorageTests.onboard(env, .alice, device: "phone-b")
             let thousand = try Self.zip(String(repeating: line, count: 1000))
             for registration in [alice, second, alice, second, alice, second] {
-                let kept = try await Self.post(env, Self.logPath, thousand, headers: Self.headers(.alice, registration) + [("Content-Type", "application/zip")])
+                let kept = try await Self.post(
+                    env, Self.logPath, thousand, headers: Self.headers(.alice, registration) + [("Content-Type", "application/zip")])
                 #expect(kept.status == 204, "\(kept.status) \(kept.text)")
             }
             let store = env.server.registrations.store
-            let uploads = try await store.clientUploads(.log, matching: ClientUploadFilter(user: UserIdentity(realm: "", id: "alice")), after: nil, limit: 100)
+            let uploads = try await store.clientUploads(
+                .log, matching: ClientUploadFilter(user: UserIdentity(realm: "", id: "alice")), after: nil, limit: 100)
             #expect(uploads.allSatisfy { $0.size == 65_000 }, "\(uploads.map(\.size))")
             #expect(uploads.count == 4 && uploads.reduce(0) { $0 + $1.size } <= 300 * 1024, "\(uploads.count) uploads kept")
         }
@@ -252,17 +287,24 @@ import Testing
                 return .failure(error)
             }
         }
-        #expect(try load("{}").get() == ClientUploadSettings(maxUploadBytes: 5 << 20, maxStoredBytesPerRegistration: 20 << 20,
-                                                              maxUploadsPerHour: 60, retentionDays: 14))
-        let set = try load(#"{"clientUploads":{"maxUploadBytes":2048,"maxStoredBytesPerRegistration":"4096","maxUploadsPerHour":5,"retentionDays":3}}"#).get()
+        #expect(
+            try load("{}").get()
+                == ClientUploadSettings(
+                    maxUploadBytes: 5 << 20, maxStoredBytesPerRegistration: 20 << 20,
+                    maxUploadsPerHour: 60, retentionDays: 14))
+        let set = try load(
+            #"{"clientUploads":{"maxUploadBytes":2048,"maxStoredBytesPerRegistration":"4096","maxUploadsPerHour":5,"retentionDays":3}}"#
+        ).get()
         #expect(set == ClientUploadSettings(maxUploadBytes: 2048, maxStoredBytesPerRegistration: 4096, maxUploadsPerHour: 5, retentionDays: 3))
-        for (text, key) in [(#"{"clientUploads":{"maxUploadBytes":0}}"#, "clientUploads.maxUploadBytes"),
-                            (#"{"clientUploads":{"maxUploadsPerHour":"many"}}"#, "clientUploads.maxUploadsPerHour"),
-                            (#"{"clientUploads":{"retentionDays":0}}"#, "clientUploads.retentionDays"),
-                            (#"{"clientUploads":{"maxStoredBytesPerRegistration":2048}}"#, "clientUploads.maxUploadBytes"),
-                            (#"{"clientUploads":{"maxStoredBytesPerUser":2048}}"#, "clientUploads.maxStoredBytesPerUser"),
-                            (#"{"clientUploads":{"retention":3}}"#, "clientUploads.retention"),
-                            (#"{"clientUploads":14}"#, "clientUploads")] {
+        for (text, key) in [
+            (#"{"clientUploads":{"maxUploadBytes":0}}"#, "clientUploads.maxUploadBytes"),
+            (#"{"clientUploads":{"maxUploadsPerHour":"many"}}"#, "clientUploads.maxUploadsPerHour"),
+            (#"{"clientUploads":{"retentionDays":0}}"#, "clientUploads.retentionDays"),
+            (#"{"clientUploads":{"maxStoredBytesPerRegistration":2048}}"#, "clientUploads.maxUploadBytes"),
+            (#"{"clientUploads":{"maxStoredBytesPerUser":2048}}"#, "clientUploads.maxStoredBytesPerUser"),
+            (#"{"clientUploads":{"retention":3}}"#, "clientUploads.retention"),
+            (#"{"clientUploads":14}"#, "clientUploads"),
+        ] {
             guard case .failure(let errors) = try load(text) else {
                 Issue.record("\(text) was accepted")
                 continue
@@ -273,9 +315,12 @@ import Testing
 
     /// Uploads are kept `clientUploads.retentionDays`, then the sweeper deletes them.
     @Test(arguments: StoreKind.allCases) func uploadsPastTheirRetentionAreDeleted(_ kind: StoreKind) async throws {
-        try await Self.withMidtier(kind, adjust: { configuration in
-            configuration.server.clientUploads.retentionDays = 14
-        }) { env in
+        try await Self.withMidtier(
+            kind,
+            adjust: { configuration in
+                configuration.server.clientUploads.retentionDays = 14
+            }
+        ) { env in
             let alice = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
             let reply = try await Self.post(env, Self.logPath, Array(Self.log.utf8), headers: Self.headers(.alice, alice))
             #expect(reply.status == 204, "\(reply.status) \(reply.text)")

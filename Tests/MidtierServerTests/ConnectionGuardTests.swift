@@ -78,8 +78,8 @@ import Testing
     @Test func anAnswerBeforeTheBodyEndsLeavesTheBodyTimed() {
         var deadlines = ConnectionDeadlines(Self.limits, openedAt: Self.at(0))
         deadlines.headRead()
-        deadlines.answerSent(at: Self.at(1))    // a refusal, before the body was read
-        deadlines.readRequested(at: Self.at(1)) // the rest of the body is read and dropped
+        deadlines.answerSent(at: Self.at(1))  // a refusal, before the body was read
+        deadlines.readRequested(at: Self.at(1))  // the rest of the body is read and dropped
         #expect(deadlines.deadline?.at == Self.at(31))
         #expect(deadlines.deadline?.limit == .requestBody)
         deadlines.bytesArrived(at: Self.at(2))
@@ -129,12 +129,14 @@ import Testing
     @Test func connectionsAreCountedPerAddressAndPerIPv6Slash64() throws {
         let connections = ConnectionsPerAddress()
         let v4 = ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "203.0.113.9")))
-        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "::ffff:203.0.113.9"))) == v4,
-                "an IPv4-mapped address is its IPv4 address")
+        #expect(
+            ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "::ffff:203.0.113.9"))) == v4,
+            "an IPv4-mapped address is its IPv4 address")
         #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "203.0.113.10"))) != v4)
         let v6 = ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:2::1")))
-        #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:2:ffff:ffff:ffff:ffff"))) == v6,
-                "one /64 is one client")
+        #expect(
+            ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:2:ffff:ffff:ffff:ffff"))) == v6,
+            "one /64 is one client")
         #expect(ConnectionsPerAddress.key(of: try #require(AddressRange.bytes(of: "2001:db8:1:3::1"))) != v6)
 
         for _ in 0..<2 { #expect(connections.open(v4, limit: 2)) }

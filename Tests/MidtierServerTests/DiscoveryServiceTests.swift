@@ -44,7 +44,7 @@ import Testing
         ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='nobody')", "EmailAddress is not an email address"),
         ("getApplicationConfiguration(AppConfigID='demo,EmailAddress='a@b.c')", "separated by"),
         ("getApplicationConfiguration(AppConfigID=demo,EmailAddress='a@b.c')", "AppConfigID must be a quoted string"),
-        ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='a@b.c",  "unknown function"),
+        ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='a@b.c", "unknown function"),
         ("getApplicationConfiguration(AppConfigID='demo',AppConfigID='demo',EmailAddress='a@b.c')", "AppConfigID is given twice"),
         ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='a@b.c',Extra='x')", "unknown parameter Extra"),
         ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='a\u{01}@b.c')", "EmailAddress contains control characters"),

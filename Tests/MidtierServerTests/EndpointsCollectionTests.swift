@@ -11,12 +11,14 @@ import Testing
     static let dotted = "com.sap.edm.sampleservice.v2"
 
     static func withMidtier(_ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite, adjust: { configuration in
-            // A dotted destination the app may use, and one it may not.
-            configuration.destinations[Self.dotted] = configuration.destinations["echo"]
-            configuration.destinations["payroll-admin"] = configuration.destinations["echo"]
-            configuration.apps["demo"]?.destinations.append(Self.dotted)
-        }, body)
+        try await OnboardingLockTests.withMidtier(
+            .sqlite,
+            adjust: { configuration in
+                // A dotted destination the app may use, and one it may not.
+                configuration.destinations[Self.dotted] = configuration.destinations["echo"]
+                configuration.destinations["payroll-admin"] = configuration.destinations["echo"]
+                configuration.apps["demo"]?.destinations.append(Self.dotted)
+            }, body)
     }
 
     static let alice = [("Authorization", TestUser.alice.basic)]
@@ -54,16 +56,19 @@ import Testing
         try await Self.withMidtier { env in
             let feed = try await env.call(.GET, "/odata/applications/v1/demo/Endpoints", headers: Self.alice + [("Accept", "application/atom+xml")])
             #expect(feed.status == 200 && feed.header("content-type")?.hasPrefix("application/atom+xml") == true, "\(feed.text)")
-            #expect(feed.text.contains("<title type=\"text\">Endpoints</title>") && feed.text.contains("<d:EndpointName>sf</d:EndpointName>")
-                && feed.text.contains("term=\"applications.Endpoint\"") && feed.text.contains("<d:AnonymousAccess m:type=\"Edm.Boolean\">false</d:AnonymousAccess>"),
-                    "\(feed.text)")
+            #expect(
+                feed.text.contains("<title type=\"text\">Endpoints</title>") && feed.text.contains("<d:EndpointName>sf</d:EndpointName>")
+                    && feed.text.contains("term=\"applications.Endpoint\"")
+                    && feed.text.contains("<d:AnonymousAccess m:type=\"Edm.Boolean\">false</d:AnonymousAccess>"),
+                "\(feed.text)")
             let service = try await env.call(.GET, "/odata/applications/v1/demo", headers: Self.alice)
             #expect(service.text.contains("<collection href=\"Endpoints\">"), "\(service.text)")
             let json = try await env.call(.GET, "/odata/applications/v1/demo?$format=json", headers: Self.alice)
             #expect((json.json["d"] as? [String: Any])?["EntitySets"] as? [String] == ["Connections", "Endpoints"], "\(json.text)")
             let metadata = try await env.call(.GET, "/odata/applications/v1/demo/$metadata", headers: Self.alice)
-            #expect(metadata.text.contains("<EntityType Name=\"Endpoint\"><Key><PropertyRef Name=\"EndpointName\"/></Key>")
-                && metadata.text.contains("<EntitySet Name=\"Endpoints\" EntityType=\"applications.Endpoint\"/>"), "\(metadata.text)")
+            #expect(
+                metadata.text.contains("<EntityType Name=\"Endpoint\"><Key><PropertyRef Name=\"EndpointName\"/></Key>")
+                    && metadata.text.contains("<EntitySet Name=\"Endpoints\" EntityType=\"applications.Endpoint\"/>"), "\(metadata.text)")
         }
     }
 

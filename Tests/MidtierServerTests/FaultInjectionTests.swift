@@ -5,6 +5,7 @@ import MidtierTestSupport
 import NIOHTTP1
 import Synchronization
 import Testing
+
 @testable import TokenExchange
 
 /// A TCP server that misbehaves on purpose, one way at a time: it closes the connection
@@ -114,15 +115,16 @@ final class FaultServer: @unchecked Sendable {
 
     /// Destination `faulty`: SAML, its token service and its data both at fault servers.
     static func environment(token: FaultServer, data: FaultServer, _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await TestEnvironment.with(adjust: { configuration, _, _ in
-            guard case .samlBearer(var settings) = configuration.destinations["sf"]!.authentication else { return }
-            settings.tokenServiceURL = "http://127.0.0.1:\(token.port)/oauth/token"
-            settings.assertionRecipient = settings.tokenServiceURL
-            configuration.destinations["faulty"] = DestinationConfiguration(
-                name: "faulty", url: "http://127.0.0.1:\(data.port)/data", authentication: .samlBearer(settings),
-                userIdSource: "sfUserId", timeoutMilliseconds: timeout)
-            configuration.apps["demo"]!.destinations.append("faulty")
-        }, body)
+        try await TestEnvironment.with(
+            adjust: { configuration, _, _ in
+                guard case .samlBearer(var settings) = configuration.destinations["sf"]!.authentication else { return }
+                settings.tokenServiceURL = "http://127.0.0.1:\(token.port)/oauth/token"
+                settings.assertionRecipient = settings.tokenServiceURL
+                configuration.destinations["faulty"] = DestinationConfiguration(
+                    name: "faulty", url: "http://127.0.0.1:\(data.port)/data", authentication: .samlBearer(settings),
+                    userIdSource: "sfUserId", timeoutMilliseconds: timeout)
+                configuration.apps["demo"]!.destinations.append("faulty")
+            }, body)
     }
 
     /// Midtier's own (client-side) TCP connections to `port` that are still open: ESTABLISHED,
@@ -172,7 +174,9 @@ final class FaultServer: @unchecked Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(device, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(device, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard connected == 0 else { throw TestFailure("cannot connect to Midtier") }
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(device, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
@@ -185,7 +189,8 @@ final class FaultServer: @unchecked Sendable {
             let count = recv(device, &buffer, buffer.count, 0)
             guard count > 0 else { throw TestFailure("no head from Midtier") }
             received += buffer[0..<count]
-            headEnd = received.count < 4 ? nil : (0...(received.count - 4)).first { received[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) }.map { $0 + 4 }
+            headEnd =
+                received.count < 4 ? nil : (0...(received.count - 4)).first { received[$0..<$0 + 4].elementsEqual([13, 10, 13, 10]) }.map { $0 + 4 }
         }
         let status = Int(String(decoding: received[9..<12], as: UTF8.self)) ?? 0
         var bodyBytes = received.count - headEnd!
@@ -204,7 +209,8 @@ final class FaultServer: @unchecked Sendable {
         return (reply, ContinuousClock.now - start)
     }
 
-    static let goodToken = FaultServer.http("200 OK", "application/json", #"{"access_token":"fault-token-1","token_type":"Bearer","expires_in":3600}"#)
+    static let goodToken = FaultServer.http(
+        "200 OK", "application/json", #"{"access_token":"fault-token-1","token_type":"Bearer","expires_in":3600}"#)
     static let goodData = FaultServer.http("200 OK", "application/json", #"{"d":{"ok":true}}"#)
 
     @Test func tokenServiceFaultsAre502Or504AndNothingIsCached() async throws {
@@ -221,7 +227,10 @@ final class FaultServer: @unchecked Sendable {
                 ("an HTML page", .respond(FaultServer.http("200 OK", "text/html", "<html><body>Login</body></html>")), 502),
                 ("negative expires_in", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t","expires_in":-5}"#)), 502),
                 ("no expires_in", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t"}"#)), 502),
-                ("expires_in not a number", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t","expires_in":"soon"}"#)), 502),
+                (
+                    "expires_in not a number", .respond(FaultServer.http("200 OK", "application/json", #"{"access_token":"t","expires_in":"soon"}"#)),
+                    502
+                ),
                 ("no access_token", .respond(FaultServer.http("200 OK", "application/json", #"{"expires_in":60}"#)), 502),
             ]
             for (name, mode, expected) in faults {

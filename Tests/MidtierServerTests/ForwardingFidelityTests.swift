@@ -2,11 +2,12 @@ import Foundation
 import MidtierCore
 import MidtierTestSupport
 import NIOCore
+import NIOHTTP1
 import Synchronization
 import Testing
+
 @testable import Forwarding
 @testable import MetadataPatching
-import NIOHTTP1
 
 /// Back ends' absolute URLs, CSRF sessions and `$metadata` through Midtier, over sockets.
 @Suite struct ForwardingFidelityTests {
@@ -24,14 +25,18 @@ import NIOHTTP1
             #expect(fetch.text.contains("http://midtier.test:8080/echo/sap/opu/odata/SRV/Items?$skiptoken=1"), "__next rewritten")
             #expect(!fetch.text.contains("127.0.0.1"))
 
-            let post = try await env.call(.POST, "/echo/sap/opu/odata/SRV/Items", headers: headers + [("X-CSRF-Token", token), ("Content-Type", "application/json")], body: #"{"Id":"7"}"#)
+            let post = try await env.call(
+                .POST, "/echo/sap/opu/odata/SRV/Items", headers: headers + [("X-CSRF-Token", token), ("Content-Type", "application/json")],
+                body: #"{"Id":"7"}"#)
             #expect(post.status == 201, "\(post.text)")
             #expect(post.header("Location") == "http://midtier.test:8080/echo/sap/opu/odata/SRV/Items('7')")
             #expect(post.text.contains("\"uri\":\"http://midtier.test:8080/echo/sap/opu/odata/SRV/Items('7')\""))
 
             // Another registration of the same user has its own session: alice's token is no good there.
             let other = try await env.register(.alice)
-            let foreign = try await env.call(.POST, "/echo/sap/opu/odata/SRV/Items", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", other), ("X-CSRF-Token", token)], body: "{}")
+            let foreign = try await env.call(
+                .POST, "/echo/sap/opu/odata/SRV/Items",
+                headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", other), ("X-CSRF-Token", token)], body: "{}")
             #expect(foreign.status == 403)
             #expect(foreign.header("X-CSRF-Token") == "Required")
         }
@@ -89,7 +94,9 @@ import NIOHTTP1
                 let asSent = reply.body == Array(expected)
                 #expect(asSent, "\(kind): \(reply.body.count) bytes, \(expected.count) expected, every other byte as sent")
                 if let length = reply.header("Content-Length") { #expect(Int(length) == reply.body.count) }
-                #expect((reply.header("Content-Length") != nil) == (kind == .largeBinary), "\(kind): only a download that is not rewritten keeps its length")
+                #expect(
+                    (reply.header("Content-Length") != nil) == (kind == .largeBinary),
+                    "\(kind): only a download that is not rewritten keeps its length")
             }
         }
     }
@@ -108,8 +115,9 @@ import NIOHTTP1
         }) { env in
             let id = try await env.register(.alice)
             let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
-            let reply = try await env.call(.GET, "/echo/x?sap-client=200&%24top=1&sap%2Dclient=300&SAP-Client=400&sap-client&sap-clientx=1&other=a%26b&Sap-Language=DE",
-                                           headers: headers)
+            let reply = try await env.call(
+                .GET, "/echo/x?sap-client=200&%24top=1&sap%2Dclient=300&SAP-Client=400&sap-client&sap-clientx=1&other=a%26b&Sap-Language=DE",
+                headers: headers)
             #expect(reply.status == 200)
             #expect(env.echo.requests.last?.query == "%24top=1&sap-clientx=1&other=a%26b&sap-client=100&sap-language=EN")
             _ = try await env.call(.GET, "/echo/x?sap-client=200", headers: headers)
@@ -126,15 +134,19 @@ import NIOHTTP1
     @Test func theDevicesOwnCookiesReachTheBackEndOnlyWhenListed() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, echoPort in
             configuration.destinations["echo"]!.authentication = .noAuthentication
-            configuration.destinations["echo"]!.forwardDeviceCookies = ["allowed", "MYSAPSSO2", "SAP_SESSIONID_ABC_100", "sap-usercontext",
-                                                                         "SAP_SESSIONID", "X-SMP-APPCID"]
-            configuration.destinations["plain"] = DestinationConfiguration(name: "plain", url: "http://127.0.0.1:\(echoPort)/base",
-                                                                           authentication: .noAuthentication, timeoutMilliseconds: 5000)
+            configuration.destinations["echo"]!.forwardDeviceCookies = [
+                "allowed", "MYSAPSSO2", "SAP_SESSIONID_ABC_100", "sap-usercontext",
+                "SAP_SESSIONID", "X-SMP-APPCID",
+            ]
+            configuration.destinations["plain"] = DestinationConfiguration(
+                name: "plain", url: "http://127.0.0.1:\(echoPort)/base",
+                authentication: .noAuthentication, timeoutMilliseconds: 5000)
             configuration.apps["demo"]!.destinations.append("plain")
         }) { env in
             let id = try await env.register(.alice)
             let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
-            let device = "MYSAPSSO2=ticket; other=y; allowed=z; SAP_SESSIONID_ABC_100=s; sap-usercontext=sap-client=100; SAP_SESSIONID=forged; X-SMP-APPCID=\(id)"
+            let device =
+                "MYSAPSSO2=ticket; other=y; allowed=z; SAP_SESSIONID_ABC_100=s; sap-usercontext=sap-client=100; SAP_SESSIONID=forged; X-SMP-APPCID=\(id)"
             for name in ["echo", "plain"] {
                 let path = "/\(name)/sap/opu/odata/SRV/Items"
                 let fetch = try await env.call(.GET, path, headers: headers + [("X-CSRF-Token", "Fetch")])
@@ -166,7 +178,7 @@ import NIOHTTP1
     @Test func payrollPagingLinksAndMetadataPatchesThroughMidtier() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.destinations["sf"]!.metadataPatches = [
-                MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Precision": "15", "Scale": "2"]),
+                MetadataPatch(entityType: "EmployeePayrollRunResultsItems", property: "amount", set: ["Precision": "15", "Scale": "2"])
             ]
         }) { env in
             let id = try await env.register(.alice)
@@ -189,7 +201,9 @@ import NIOHTTP1
             #expect(seen == 24)
             let metadata = try await env.call(.GET, "/sf/odata/v2/$metadata", headers: headers)
             #expect(metadata.status == 200)
-            #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Precision="15""#, options: .regularExpression) != nil, "\(metadata.text)")
+            #expect(
+                metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Precision="15""#, options: .regularExpression) != nil,
+                "\(metadata.text)")
             #expect(metadata.text.range(of: #"<Property Name="amount" Type="Edm.Decimal"[^>]*Scale="2""#, options: .regularExpression) != nil)
         }
     }
@@ -234,8 +248,10 @@ final class CredentialEchoBackEnd: @unchecked Sendable {
         let half = auth.count / 2
         switch kind {
         case .chunked:
-            return [Array(#"{"seen":""#.utf8) + auth[..<half], Array(auth[half...]) + Array(#"","again":""#.utf8) + auth[..<3],
-                    Array(auth[3...]) + Array(#""}"#.utf8)]
+            return [
+                Array(#"{"seen":""#.utf8) + auth[..<half], Array(auth[half...]) + Array(#"","again":""#.utf8) + auth[..<3],
+                Array(auth[3...]) + Array(#""}"#.utf8),
+            ]
         case .large, .largeBinary:
             // Filler, then the credential cut in two: the first half ends a piece.
             var pieces: [[UInt8]] = [[]]
@@ -258,7 +274,8 @@ final class CredentialEchoBackEnd: @unchecked Sendable {
         }
         let lines = String(decoding: received, as: UTF8.self).components(separatedBy: "\r\n")
         let path = lines[0].split(separator: " ").dropFirst().first ?? ""
-        let authorization = lines.first { $0.lowercased().hasPrefix("authorization:") }.map { String($0.dropFirst(14)).trimmingCharacters(in: .whitespaces) } ?? ""
+        let authorization =
+            lines.first { $0.lowercased().hasPrefix("authorization:") }.map { String($0.dropFirst(14)).trimmingCharacters(in: .whitespaces) } ?? ""
         seen.withLock { $0.append(authorization) }
         guard let kind = Kind(rawValue: String(path.split(separator: "/").last ?? "")) else { return }
         func send(_ bytes: [UInt8]) -> Bool {

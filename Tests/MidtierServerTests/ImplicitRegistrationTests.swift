@@ -20,10 +20,12 @@ import Testing
     }
 
     static func withMidtier(_ kind: StoreKind, implicit: Bool, maximum: Int? = nil, _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
-            configuration.apps["demo"]?.implicitRegistration = implicit
-            if let maximum { configuration.server.maxRegistrationsPerUser = maximum }
-        }, body)
+        try await OnboardingLockTests.withMidtier(
+            kind,
+            adjust: { configuration in
+                configuration.apps["demo"]?.implicitRegistration = implicit
+                if let maximum { configuration.server.maxRegistrationsPerUser = maximum }
+            }, body)
     }
 
     @Test(arguments: StoreKind.allCases) func offByDefaultAnUnregisteredDeviceIsRefused(_ kind: StoreKind) async throws {
@@ -39,8 +41,9 @@ import Testing
             let first = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(first.status == 200, "\(first.status) \(first.text)")
             let made = try await Self.registrations(env, .alice)
-            #expect(made.count == 1 && made.first?["deviceId"] as? String == "phone-1" && made.first?["appId"] as? String == "demo",
-                    "\(made)")
+            #expect(
+                made.count == 1 && made.first?["deviceId"] as? String == "phone-1" && made.first?["appId"] as? String == "demo",
+                "\(made)")
             let audit = try await env.admin(.GET, "/admin/v1/audit")
             let entries = (audit.json["entries"] as? [[String: Any]] ?? []).filter { $0["action"] as? String == "registration.create" }
             #expect(entries.count == 1 && (entries.first?["detail"] as? String ?? "").contains("implicit"), "\(entries)")

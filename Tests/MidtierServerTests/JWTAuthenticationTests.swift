@@ -6,11 +6,12 @@ import Logging
 import MidtierCore
 import MidtierTestSupport
 import NIOCore
+import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
 import Testing
+
 @testable import DeviceAuthentication
-import NIOHTTP1
 
 // MARK: - Through real sockets
 
@@ -18,9 +19,13 @@ import NIOHTTP1
     static let bearerChallenge = #"Bearer realm="midtier""#
 
     static func idpApp(_ jwks: JWTAuthentication.KeySource, userClaim: String = "sub") -> AppConfiguration {
-        AppConfiguration(id: "idp", authentication: .jwt(JWTAuthentication(issuer: TestTokens.issuer, audience: TestTokens.audience,
-                                                                          jwks: jwks, userClaim: userClaim)),
-                         destinations: ["sf", "echo"])
+        AppConfiguration(
+            id: "idp",
+            authentication: .jwt(
+                JWTAuthentication(
+                    issuer: TestTokens.issuer, audience: TestTokens.audience,
+                    jwks: jwks, userClaim: userClaim)),
+            destinations: ["sf", "echo"])
     }
 
     /// Keys and a JWKS file in a fresh directory, for `body`.
@@ -29,9 +34,10 @@ import NIOHTTP1
     }
 
     static func register(_ env: TestEnvironment, token: String) async throws -> TestEnvironment.Reply {
-        try await env.call(.POST, "/odata/applications/v1/idp/Connections",
-                           headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-                           body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
+        try await env.call(
+            .POST, "/odata/applications/v1/idp/Connections",
+            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
+            body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
     }
 
     static func results(_ reply: TestEnvironment.Reply) -> [[String: Any]] {
@@ -49,7 +55,8 @@ import NIOHTTP1
                 #expect((registered.json["d"] as? [String: Any])?["UserName"] as? String == "alice", "the user is the token's sub")
                 let id = try #require(registered.header("X-SMP-APPCID"))
 
-                let reply = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
+                let reply = try await env.call(
+                    .GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
                 #expect(reply.status == 200, "\(reply.text)")
                 let runs = Self.results(reply)
                 #expect(runs.count == 5)
@@ -74,8 +81,9 @@ import NIOHTTP1
                 let registered = try await Self.register(env, token: token)
                 #expect(registered.status == 201, "\(registered.text)")
                 let id = try #require(registered.header("X-SMP-APPCID"))
-                let own = try await env.call(.GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=100",
-                                             headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
+                let own = try await env.call(
+                    .GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=100",
+                    headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
                 #expect(own.status == 200, "\(own.text)")
                 #expect(!Self.results(own).isEmpty)
                 #expect(Self.results(own).allSatisfy { $0["userId"] as? String == "100002" })
@@ -94,36 +102,67 @@ import NIOHTTP1
             let valid = TestTokens.claims(now: now)
             let cases: [(String, String, String)] = [
                 ("forged signature", try TestTokens.make(.key(forger), claims: valid), "the token's signature does not verify"),
-                ("tampered claims", try {
-                    let good = try TestTokens.make(.key(rsa), claims: valid).split(separator: ".")
-                    let other = base64URL(Array(try JSONSerialization.data(withJSONObject: TestTokens.claims(sub: "bob", sfUserId: "100002"))))
-                    return "\(good[0]).\(other).\(good[2])"
-                }(), "the token's signature does not verify"),
+                (
+                    "tampered claims",
+                    try {
+                        let good = try TestTokens.make(.key(rsa), claims: valid).split(separator: ".")
+                        let other = base64URL(Array(try JSONSerialization.data(withJSONObject: TestTokens.claims(sub: "bob", sfUserId: "100002"))))
+                        return "\(good[0]).\(other).\(good[2])"
+                    }(), "the token's signature does not verify"
+                ),
                 ("expired", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["exp"] = Int(now) - 3600 }), "the token has expired"),
-                ("expired beyond the skew", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["exp"] = Int(now) - 75 }), "the token has expired"),
-                ("not yet valid", try TestTokens.make(.key(ec), claims: TestTokens.claims { $0["nbf"] = Int(now) + 3600 }), "the token is not valid yet (nbf)"),
+                (
+                    "expired beyond the skew", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["exp"] = Int(now) - 75 }),
+                    "the token has expired"
+                ),
+                (
+                    "not yet valid", try TestTokens.make(.key(ec), claims: TestTokens.claims { $0["nbf"] = Int(now) + 3600 }),
+                    "the token is not valid yet (nbf)"
+                ),
                 ("no exp", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["exp"] = nil }), "the token has no exp claim"),
-                ("wrong audience", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["aud"] = "another-app" }),
-                 "the token's audience is not midtier-app"),
-                ("audience list without ours", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["aud"] = ["a", "b"] }),
-                 "the token's audience is not midtier-app"),
-                ("wrong issuer", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["iss"] = "https://evil.test" }),
-                 "the token's issuer is not \(TestTokens.issuer)"),
-                ("alg none", try TestTokens.make(.unsigned, header: ["alg": "none", "kid": "rsa-1"], claims: valid),
-                 "the token uses alg none, which is not accepted (only RS256 and ES256 are)"),
-                ("alg none without kid", try TestTokens.make(.unsigned, claims: valid),
-                 "the token uses alg none, which is not accepted (only RS256 and ES256 are)"),
-                ("HS256 with the RSA public key as secret", try TestTokens.make(.hmac(secret: rsa.publicKeyPEM, directory: directory),
-                                                                               header: ["alg": "HS256", "kid": "rsa-1", "typ": "JWT"], claims: valid),
-                 "the token uses alg HS256, which is not accepted (only RS256 and ES256 are)"),
-                ("RS256 naming the EC key", try TestTokens.make(.key(rsa), header: ["alg": "RS256", "kid": "ec-1"], claims: valid),
-                 "the token's alg RS256 does not match the type of the key it names"),
-                ("ES256 naming the RSA key", try TestTokens.make(.key(ec), header: ["alg": "ES256", "kid": "rsa-1"], claims: valid),
-                 "the token's alg ES256 does not match the type of the key it names"),
-                ("unknown kid", try TestTokens.make(.key(rsa), header: ["alg": "RS256", "kid": "rsa-9"], claims: valid),
-                 "the token's signing key is not one of the identity provider's keys"),
-                ("missing user claim", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["sub"] = nil }),
-                 "the token has no sub claim naming the user"),
+                (
+                    "wrong audience", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["aud"] = "another-app" }),
+                    "the token's audience is not midtier-app"
+                ),
+                (
+                    "audience list without ours", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["aud"] = ["a", "b"] }),
+                    "the token's audience is not midtier-app"
+                ),
+                (
+                    "wrong issuer", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["iss"] = "https://evil.test" }),
+                    "the token's issuer is not \(TestTokens.issuer)"
+                ),
+                (
+                    "alg none", try TestTokens.make(.unsigned, header: ["alg": "none", "kid": "rsa-1"], claims: valid),
+                    "the token uses alg none, which is not accepted (only RS256 and ES256 are)"
+                ),
+                (
+                    "alg none without kid", try TestTokens.make(.unsigned, claims: valid),
+                    "the token uses alg none, which is not accepted (only RS256 and ES256 are)"
+                ),
+                (
+                    "HS256 with the RSA public key as secret",
+                    try TestTokens.make(
+                        .hmac(secret: rsa.publicKeyPEM, directory: directory),
+                        header: ["alg": "HS256", "kid": "rsa-1", "typ": "JWT"], claims: valid),
+                    "the token uses alg HS256, which is not accepted (only RS256 and ES256 are)"
+                ),
+                (
+                    "RS256 naming the EC key", try TestTokens.make(.key(rsa), header: ["alg": "RS256", "kid": "ec-1"], claims: valid),
+                    "the token's alg RS256 does not match the type of the key it names"
+                ),
+                (
+                    "ES256 naming the RSA key", try TestTokens.make(.key(ec), header: ["alg": "ES256", "kid": "rsa-1"], claims: valid),
+                    "the token's alg ES256 does not match the type of the key it names"
+                ),
+                (
+                    "unknown kid", try TestTokens.make(.key(rsa), header: ["alg": "RS256", "kid": "rsa-9"], claims: valid),
+                    "the token's signing key is not one of the identity provider's keys"
+                ),
+                (
+                    "missing user claim", try TestTokens.make(.key(rsa), claims: TestTokens.claims { $0["sub"] = nil }),
+                    "the token has no sub claim naming the user"
+                ),
                 ("garbage", "this-is-not-a-token", "the token is malformed: it is not a JWT of three base64url parts"),
                 ("garbage in three parts", "a.b!.c", "the token is malformed: its parts are not base64url"),
             ]
@@ -154,9 +193,11 @@ import NIOHTTP1
                 // The clock is read again here: on a loaded machine the cases above can take longer
                 // than the skew.
                 let later = Date().timeIntervalSince1970
-                for (name, claims) in [("valid", valid), ("audience list", TestTokens.claims { $0["aud"] = ["a", TestTokens.audience] }),
-                                       ("expired within the skew", TestTokens.claims { $0["exp"] = Int(later) - 20 }),
-                                       ("nbf within the skew", TestTokens.claims { $0["nbf"] = Int(later) + 20 })] {
+                for (name, claims) in [
+                    ("valid", valid), ("audience list", TestTokens.claims { $0["aud"] = ["a", TestTokens.audience] }),
+                    ("expired within the skew", TestTokens.claims { $0["exp"] = Int(later) - 20 }),
+                    ("nbf within the skew", TestTokens.claims { $0["nbf"] = Int(later) + 20 }),
+                ] {
                     let reply = try await Self.register(env, token: try TestTokens.make(.key(rsa), claims: claims))
                     #expect(reply.status == 201, "\(name): \(reply.text)")
                 }
@@ -179,7 +220,10 @@ import NIOHTTP1
                 let token = try TestTokens.make(.key(first), claims: TestTokens.claims())
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for _ in 0..<20 {
-                        group.addTask { try await env.call(.GET, "/mobileservices/settingsExchange/v1/idp", headers: [("Authorization", "Bearer \(token)")]).status }
+                        group.addTask {
+                            try await env.call(.GET, "/mobileservices/settingsExchange/v1/idp", headers: [("Authorization", "Bearer \(token)")])
+                                .status
+                        }
                     }
                     return try await group.reduce(into: [Int]()) { $0.append($1) }
                 }
@@ -222,8 +266,9 @@ import NIOHTTP1
             }) { env in
                 let token = try TestTokens.make(.key(rsa), claims: TestTokens.claims())
                 for app in ["idp", "idp2"] {
-                    let reply = try await env.call(.POST, "/odata/applications/v1/\(app)/Connections",
-                                                   headers: [("Authorization", "Bearer \(token)")], body: "{}")
+                    let reply = try await env.call(
+                        .POST, "/odata/applications/v1/\(app)/Connections",
+                        headers: [("Authorization", "Bearer \(token)")], body: "{}")
                     #expect(reply.status == 401, "\(app)")
                     #expect(reply.errorMessage == "the identity provider's keys are not available to Midtier; try again later")
                 }

@@ -11,8 +11,9 @@ import Testing
     static let payroll = "/sf/odata/v2/User('100001')"
 
     func proxied(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> TestEnvironment.Reply {
-        try await env.call(.GET, Self.payroll.replacingOccurrences(of: "100001", with: user.sfUserId),
-                           headers: [("Authorization", user.basic), ("X-SMP-APPCID", id)])
+        try await env.call(
+            .GET, Self.payroll.replacingOccurrences(of: "100001", with: user.sfUserId),
+            headers: [("Authorization", user.basic), ("X-SMP-APPCID", id)])
     }
 
     func registerReply(_ env: TestEnvironment, _ user: TestUser) async throws -> TestEnvironment.Reply {
@@ -75,8 +76,9 @@ import Testing
 
     @Test func theOfflinePolicyIsEnforcedServerSide() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
-            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
-                                                                             wipeDisconnectedPeriod: 90)
+            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(
+                blockWipeEnabled: true, blockDisconnectedPeriod: 30,
+                wipeDisconnectedPeriod: 90)
         }) { env in
             let lockedLater = try await env.register(.alice)
             let wipedLater = try await env.register(.alice)
@@ -103,8 +105,10 @@ import Testing
     @Test func aProxiedCallsContactReachesTheStore() async throws {
         try await TestEnvironment.with { env in
             let id = try await env.register(.alice)
-            let created = try #require(Date((try await env.admin(.GET, "/admin/v1/registrations/\(id)").json["createdAt"] as? String) ?? "",
-                                            strategy: .iso8601))
+            let created = try #require(
+                Date(
+                    (try await env.admin(.GET, "/admin/v1/registrations/\(id)").json["createdAt"] as? String) ?? "",
+                    strategy: .iso8601))
             env.clock.advance(days: 1)
             #expect(try await proxied(env, .alice, id).status == 200)
             var contact: Date?
@@ -114,7 +118,8 @@ import Testing
                 if let contact, contact.timeIntervalSince(created) > 23 * 3600 { break }
                 try await Task.sleep(for: .milliseconds(50))
             }
-            #expect(contact.map { $0.timeIntervalSince(created) > 23 * 3600 } == true, "lastContactAt \(String(describing: contact)), created \(created)")
+            #expect(
+                contact.map { $0.timeIntervalSince(created) > 23 * 3600 } == true, "lastContactAt \(String(describing: contact)), created \(created)")
         }
     }
 
@@ -123,18 +128,21 @@ import Testing
             let phone = try await env.register(.alice)
             let tablet = try await env.register(.alice)
             let bobs = try await env.register(.bob)
-            let mine = try await env.call(.GET, "/mobileservices/me/registrations", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
+            let mine = try await env.call(
+                .GET, "/mobileservices/me/registrations", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
             #expect(mine.status == 200)
             let ids = ((mine.json["d"] as? [String: Any])?["results"] as? [[String: Any]])?.compactMap { $0["ApplicationConnectionId"] as? String }
             #expect(Set(ids ?? []) == [phone, tablet])
             // Alice cannot touch bob's registration: it does not exist for her.
             for action in ["lock", "wipe"] {
-                let reply = try await env.call(.POST, "/mobileservices/me/registrations/\(bobs)/\(action)", headers: [("Authorization", TestUser.alice.basic)])
+                let reply = try await env.call(
+                    .POST, "/mobileservices/me/registrations/\(bobs)/\(action)", headers: [("Authorization", TestUser.alice.basic)])
                 #expect(reply.status == 404)
             }
             #expect(try await proxied(env, .bob, bobs).status == 200)
             // Her own lost phone: wiped from the tablet, without an admin.
-            let wipe = try await env.call(.POST, "/mobileservices/me/registrations/\(phone)/wipe", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
+            let wipe = try await env.call(
+                .POST, "/mobileservices/me/registrations/\(phone)/wipe", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", tablet)])
             #expect(wipe.status == 200)
             #expect(try await proxied(env, .alice, phone).header("x-message-code") == "TRAFFIC_REG_WIPED")
             #expect(try await proxied(env, .alice, tablet).status == 200)
@@ -183,8 +191,9 @@ import Testing
             let nothing = try await env.admin(.GET, "/admin/v1/nothing-here")
             #expect(nothing.status == 404)
             #expect(nothing.errorMessage != nil, "the router's own 404 has an OData error body too")
-            let lowercase = try await env.call(.GET, "/admin/v1/destinations", headers: [("Authorization", "bearer \(TestEnvironment.adminToken)")],
-                                               base: "http://127.0.0.1:\(env.adminPort)")
+            let lowercase = try await env.call(
+                .GET, "/admin/v1/destinations", headers: [("Authorization", "bearer \(TestEnvironment.adminToken)")],
+                base: "http://127.0.0.1:\(env.adminPort)")
             #expect(lowercase.status == 200, "the auth scheme is case-insensitive")
             #expect(try await env.call(.GET, "/odata/nothing").errorMessage != nil)
         }
@@ -198,10 +207,12 @@ import Testing
             configuration.apps["demo"]!.logSettings = ["logEnabled": .bool(true)]
         }) { env in
             let headers = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
-            let created = try await env.call(.POST, "/odata/applications/v1/demo/Connections", headers: headers, body: """
-                {"DeviceType":"iOS","DeviceSubType":"iPhone","ApnsPushEnable":"true","AndroidGcmPushEnabled":false,
-                 "Email":"alice@example.com","UserLocale":"de_DE","TimeZone":"Europe/Berlin","CustomCustom1":"c1","ApplicationVersion":"2.1"}
-                """)
+            let created = try await env.call(
+                .POST, "/odata/applications/v1/demo/Connections", headers: headers,
+                body: """
+                    {"DeviceType":"iOS","DeviceSubType":"iPhone","ApnsPushEnable":"true","AndroidGcmPushEnabled":false,
+                     "Email":"alice@example.com","UserLocale":"de_DE","TimeZone":"Europe/Berlin","CustomCustom1":"c1","ApplicationVersion":"2.1"}
+                    """)
             #expect(created.status == 201, "\(created.text)")
             let id = try #require(created.header("X-SMP-APPCID"))
             let read = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
@@ -216,8 +227,9 @@ import Testing
             #expect(d?["PasswordPolicyEnabled"] as? Bool == true)
             #expect(d?["PasswordPolicyMinLength"] as? Int == 8)
             #expect(d?["UploadLogs"] as? Bool == true)
-            let updated = try await env.call(.PATCH, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)],
-                                             body: #"{"TimeZone":"Europe/Paris"}"#)
+            let updated = try await env.call(
+                .PATCH, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)],
+                body: #"{"TimeZone":"Europe/Paris"}"#)
             #expect(updated.status < 300, "\(updated.status) \(updated.text)")
             let again = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
             #expect((again.json["d"] as? [String: Any])?["TimeZone"] as? String == "Europe/Paris")
@@ -233,12 +245,16 @@ import Testing
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             var app = configuration.apps["demo"]!
             app.id = "jwt-demo"
-            app.authentication = .jwt(JWTAuthentication(
-                issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"),
-                oauth2: OAuth2Discovery(authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
-                                        endUserUI: "https://idp.example/login",
-                                        clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/cb"),
-                                                  .init(clientID: "payroll-android", redirectURL: "https://m.example/cb")])))
+            app.authentication = .jwt(
+                JWTAuthentication(
+                    issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"),
+                    oauth2: OAuth2Discovery(
+                        authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
+                        endUserUI: "https://idp.example/login",
+                        clients: [
+                            .init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/cb"),
+                            .init(clientID: "payroll-android", redirectURL: "https://m.example/cb"),
+                        ])))
             configuration.apps["jwt-demo"] = app
         }) { env in
             let discovery = try await env.call(.GET, "/config/v1/jwt-demo")
@@ -264,11 +280,14 @@ import Testing
 
     @Test func clientConfigurationAndSettingsExchange() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
-            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30,
-                                                                             wipeDisconnectedPeriod: 90)
+            configuration.apps["demo"]!.blockWipingPolicy = BlockWipingPolicy(
+                blockWipeEnabled: true, blockDisconnectedPeriod: 30,
+                wipeDisconnectedPeriod: 90)
             configuration.apps["demo"]!.passwordPolicy = ["passwordPolicyMinLength": .number(8), "passwordPolicyEnabled": .bool(true)]
             configuration.apps["demo"]!.usagePolicy = ["dataCollectionEnabled": .bool(true), "uploadDataAfterDays": .number(7)]
-            configuration.apps["demo"]!.featureVectorPolicies = ["featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")])]
+            configuration.apps["demo"]!.featureVectorPolicies = [
+                "featureVectorPolicyAllEnabled": .bool(false), "allowedPolicies": .array([.string("camera")]),
+            ]
         }) { env in
             let discovery = try await env.call(.GET, "/config/v1/demo")
             #expect(discovery.status == 200)

@@ -10,17 +10,20 @@ import Testing
 /// configuration"): the same document as `/config/v1/{appId}`, behind the console's sign-in.
 @Suite struct OnboardingDownloadTests {
     static func withJWTApp(_ body: (TestEnvironment) async throws -> Void) async throws {
-        try await TestEnvironment.with(adjust: { configuration, _, _ in
-            var app = configuration.apps["demo"]!
-            app.id = "jwt-demo"
-            app.authentication = .jwt(JWTAuthentication(
-                issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"),
-                oauth2: OAuth2Discovery(authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
-                                        endUserUI: "https://idp.example/login",
-                                        clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/cb")])))
-            configuration.apps["jwt-demo"] = app
-            configuration.server.publicURL = "https://mobile.example.com"
-        }, body)
+        try await TestEnvironment.with(
+            adjust: { configuration, _, _ in
+                var app = configuration.apps["demo"]!
+                app.id = "jwt-demo"
+                app.authentication = .jwt(
+                    JWTAuthentication(
+                        issuer: "https://idp.example", audience: "midtier", jwks: .url("https://idp.example/jwks"),
+                        oauth2: OAuth2Discovery(
+                            authorizationEndpoint: "https://idp.example/auth", tokenEndpoint: "https://idp.example/token",
+                            endUserUI: "https://idp.example/login",
+                            clients: [.init(clientID: "payroll-ios", redirectURL: "com.example.payroll:/cb")])))
+                configuration.apps["jwt-demo"] = app
+                configuration.server.publicURL = "https://mobile.example.com"
+            }, body)
     }
 
     static func withConsole(_ env: TestEnvironment, _ body: (HTTPClient, AdminStoredTextTests.Console) async throws -> Void) async throws {

@@ -3,8 +3,8 @@ import Foundation
 import MidtierCore
 import MidtierStore
 import MidtierTestSupport
-import Registrations
 import NIOHTTP1
+import Registrations
 import Testing
 
 /// A lock or wipe holds for the device, not only for its registration (docs/identity.md,
@@ -16,13 +16,16 @@ import Testing
     static let connections = "/odata/applications/v1/demo/Connections"
 
     /// `body` with a Midtier on a fresh store of `kind`.
-    static func withMidtier(_ kind: StoreKind, adjust: @escaping @Sendable (inout MidtierConfiguration) -> Void = { _ in },
-                            _ body: (TestEnvironment) async throws -> Void) async throws {
+    static func withMidtier(
+        _ kind: StoreKind, adjust: @escaping @Sendable (inout MidtierConfiguration) -> Void = { _ in },
+        _ body: (TestEnvironment) async throws -> Void
+    ) async throws {
         try await withTestStore(kind) { test in
-            try await TestEnvironment.with(adjust: { configuration, _, _ in
-                if let postgres = test.postgres { configuration.server.store = .postgres(postgres) }
-                adjust(&configuration)
-            }, body)
+            try await TestEnvironment.with(
+                adjust: { configuration, _, _ in
+                    if let postgres = test.postgres { configuration.server.store = .postgres(postgres) }
+                    adjust(&configuration)
+                }, body)
         }
     }
 
@@ -53,25 +56,32 @@ import Testing
                 #expect(again.header("X-SMP-APPCID") == nil)
             }
             // Nor through the SDK's own headers: the device id still finds the locked registration.
-            let bySDK = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", alice.basic), ("X-SMP-APPID", "demo"),
-                                                                                ("X-SMP-DEVICEID", "lost-phone-1")])
+            let bySDK = try await env.call(
+                .GET, RegisterAndReadTests.seedQuery,
+                headers: [
+                    ("Authorization", alice.basic), ("X-SMP-APPID", "demo"),
+                    ("X-SMP-DEVICEID", "lost-phone-1"),
+                ])
             #expect(bySDK.status == 403 && bySDK.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(bySDK.status) \(bySDK.text)")
 
             // The locked registration cannot move away from its device id...
-            let moved = try await env.call(.PUT, "\(Self.connections)('\(lost)')", headers: [("Authorization", alice.basic)],
-                                           body: #"{"DeviceId":"somewhere-else"}"#)
+            let moved = try await env.call(
+                .PUT, "\(Self.connections)('\(lost)')", headers: [("Authorization", alice.basic)],
+                body: #"{"DeviceId":"somewhere-else"}"#)
             #expect(moved.status == 403 && moved.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(moved.status) \(moved.text)")
             // ...and another registration of the user cannot take it.
             let newPhone = try await Self.onboard(env, alice, body: #"{"DeviceId":"new-phone-2"}"#)
             #expect(newPhone.status == 201, "a new phone onboards: \(newPhone.text)")
             let newID = try #require(newPhone.header("X-SMP-APPCID"))
             for method in [HTTPMethod.PUT, .PATCH] {
-                let taken = try await env.call(method, "\(Self.connections)('\(newID)')", headers: [("Authorization", alice.basic)],
-                                               body: #"{"DeviceId":"lost-phone-1"}"#)
+                let taken = try await env.call(
+                    method, "\(Self.connections)('\(newID)')", headers: [("Authorization", alice.basic)],
+                    body: #"{"DeviceId":"lost-phone-1"}"#)
                 #expect(taken.status == 403 && taken.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(method): \(taken.status) \(taken.text)")
             }
-            let otherFields = try await env.call(.PATCH, "\(Self.connections)('\(newID)')", headers: [("Authorization", alice.basic)],
-                                                 body: #"{"DeviceModel":"Pixel 9"}"#)
+            let otherFields = try await env.call(
+                .PATCH, "\(Self.connections)('\(newID)')", headers: [("Authorization", alice.basic)],
+                body: #"{"DeviceModel":"Pixel 9"}"#)
             #expect(otherFields.status == 204, "the new registration's other fields still change: \(otherFields.text)")
             // Another user's device of that id is another device.
             let bob = try await Self.onboard(env, .bob, body: #"{"DeviceId":"lost-phone-1"}"#)
@@ -112,21 +122,28 @@ import Testing
             let id = try #require(first.header("X-SMP-APPCID"), "\(first.status) \(first.text)")
             let locked = try await env.admin(.POST, "/admin/v1/registrations/\(id)/lock")
             #expect(locked.status == 200, "\(locked.text)")
-            for spelling in ["bob-dev-1", "BOB-DEV-1", "bob-dev-1 ", " bob-dev-1", "bob-dev-1\u{200B}", "\u{FF42}\u{FF4F}\u{FF42}-dev-1", "Bob-\u{00AD}dev-1"] {
+            for spelling in [
+                "bob-dev-1", "BOB-DEV-1", "bob-dev-1 ", " bob-dev-1", "bob-dev-1\u{200B}", "\u{FF42}\u{FF4F}\u{FF42}-dev-1", "Bob-\u{00AD}dev-1",
+            ] {
                 let escaped = spelling.unicodeScalars.map { $0.isASCII ? String($0) : String(format: "\\u%04X", $0.value) }.joined()
                 let again = try await Self.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"\#(escaped)"}"#)
                 #expect(again.status == 403 && again.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(escaped): \(again.status) \(again.text)")
                 // Nor through the SDK's headers without X-SMP-APPCID.
-                let bySDK = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", TestUser.bob.basic), ("X-SMP-APPID", "demo"),
-                                                                                    ("X-SMP-DEVICEID", spelling.trimmingCharacters(in: .whitespaces))])
+                let bySDK = try await env.call(
+                    .GET, RegisterAndReadTests.seedQuery,
+                    headers: [
+                        ("Authorization", TestUser.bob.basic), ("X-SMP-APPID", "demo"),
+                        ("X-SMP-DEVICEID", spelling.trimmingCharacters(in: .whitespaces)),
+                    ])
                 #expect(bySDK.status == 403, "\(escaped): \(bySDK.status) \(bySDK.text)")
             }
             let other = try await Self.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bob-dev-2"}"#)
             #expect(other.status == 201, "another device onboards: \(other.status) \(other.text)")
             // Nor can another registration take the locked device's id respelled.
             let otherID = try #require(other.header("X-SMP-APPCID"))
-            let moved = try await env.call(.PUT, "\(Self.connections)('\(otherID)')", headers: [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")],
-                                           body: #"{"DeviceId":"BOB-DEV-1"}"#)
+            let moved = try await env.call(
+                .PUT, "\(Self.connections)('\(otherID)')", headers: [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")],
+                body: #"{"DeviceId":"BOB-DEV-1"}"#)
             #expect(moved.status == 403 && moved.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(moved.status) \(moved.text)")
         }
     }
@@ -135,8 +152,11 @@ import Testing
         try await withTestStore(kind) { test in
             let one = RegistrationService(store: try await test.open()), other = RegistrationService(store: try await test.open())
             let alice = UserIdentity.local("alice")
-            guard case .registered(let phone) = try await one.register(app: "demo", user: alice, requestedID: nil,
-                                                                      device: DeviceDetails(deviceId: "phone-1"), source: "") else {
+            guard
+                case .registered(let phone) = try await one.register(
+                    app: "demo", user: alice, requestedID: nil,
+                    device: DeviceDetails(deviceId: "phone-1"), source: "")
+            else {
                 Issue.record("no registration"); return
             }
             #expect(try await other.owned(id: phone.id, user: alice, app: "demo")?.state == .active, "the other instance has it in memory")
@@ -164,9 +184,12 @@ import Testing
     /// A registration the app's offline policy has locked (`blockDisconnectedPeriod`) is
     /// locked for onboarding too, even before its device calls again.
     @Test(arguments: StoreKind.allCases) func theOfflinePolicyHoldsForOnboarding(_ kind: StoreKind) async throws {
-        try await Self.withMidtier(kind, adjust: { configuration in
-            configuration.apps["demo"]?.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30)
-        }) { env in
+        try await Self.withMidtier(
+            kind,
+            adjust: { configuration in
+                configuration.apps["demo"]?.blockWipingPolicy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 30)
+            }
+        ) { env in
             let first = try await Self.onboard(env, .alice, body: #"{"DeviceId":"idle-phone"}"#)
             let id = try #require(first.header("X-SMP-APPCID"))
             env.clock.advance(days: 31)

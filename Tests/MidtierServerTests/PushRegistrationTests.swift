@@ -13,15 +13,19 @@ import Testing
 
     /// The demo app with APNs and FCM settings (no key is loaded unless something is sent).
     static func withPush(_ kind: StoreKind, _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
-            configuration.apps["demo"]?.push = PushSettings(
-                apns: APNsSettings(teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused", topic: "com.example.demo", environment: .sandbox),
-                fcm: FCMSettings(projectID: "demo", clientEmail: "push@demo.example", privateKeyPEM: "unused"))
-        }, body)
+        try await OnboardingLockTests.withMidtier(
+            kind,
+            adjust: { configuration in
+                configuration.apps["demo"]?.push = PushSettings(
+                    apns: APNsSettings(
+                        teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused", topic: "com.example.demo", environment: .sandbox),
+                    fcm: FCMSettings(projectID: "demo", clientEmail: "push@demo.example", privateKeyPEM: "unused"))
+            }, body)
     }
 
     static func tokens(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> (apns: String?, fcm: String?) {
-        let reply = try await env.call(.GET, "\(OnboardingLockTests.connections)('\(id)')", headers: [("Authorization", user.basic), ("Accept", "application/json")])
+        let reply = try await env.call(
+            .GET, "\(OnboardingLockTests.connections)('\(id)')", headers: [("Authorization", user.basic), ("Accept", "application/json")])
         let entity = (reply.json["d"] as? [String: Any]) ?? [:]
         return (entity["ApnsDeviceToken"] as? String, entity["AndroidGcmRegistrationId"] as? String)
     }
@@ -64,7 +68,8 @@ import Testing
                 #expect(reply.status == status && reply.text.contains(words), "\(os) \(body): \(reply.status) \(reply.text)")
             }
             // Another user's registration is not the caller's.
-            let bob = try await env.call(.POST, "\(Self.push)/ios/devices/\(id)", headers: [("Authorization", TestUser.bob.basic)], body: #"{"pushToken":"ab"}"#)
+            let bob = try await env.call(
+                .POST, "\(Self.push)/ios/devices/\(id)", headers: [("Authorization", TestUser.bob.basic)], body: #"{"pushToken":"ab"}"#)
             #expect(bob.status == 403, "\(bob.status) \(bob.text)")
             let anonymous = try await env.call(.POST, "\(Self.push)/ios/devices/\(id)", body: #"{"pushToken":"ab"}"#)
             #expect(anonymous.status == 401)
@@ -86,14 +91,17 @@ import Testing
             #expect(taken.status == 409, "\(taken.status) \(taken.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11", "Alice keeps her phone's token")
             #expect(try await Self.tokens(env, .bob, bobID).apns == "")
-            let onboarding = try await OnboardingLockTests.onboard(env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bobs-other","ApnsDeviceToken":"aa11"}"#)
+            let onboarding = try await OnboardingLockTests.onboard(
+                env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bobs-other","ApnsDeviceToken":"aa11"}"#)
             #expect(onboarding.status == 409 && onboarding.header("X-SMP-APPCID") == nil, "\(onboarding.status) \(onboarding.text)")
-            let entity = try await env.call(.PUT, "\(OnboardingLockTests.connections)('\(bobID)')", headers: bob, body: #"{"ApnsDeviceToken":"aa11"}"#)
+            let entity = try await env.call(
+                .PUT, "\(OnboardingLockTests.connections)('\(bobID)')", headers: bob, body: #"{"ApnsDeviceToken":"aa11"}"#)
             #expect(entity.status == 409, "\(entity.status) \(entity.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11")
 
             // Alice's own new registration takes her token from her earlier one.
-            let again = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"iOS","DeviceId":"alices-new","ApnsDeviceToken":"aa11"}"#)
+            let again = try await OnboardingLockTests.onboard(
+                env, .alice, body: #"{"DeviceType":"iOS","DeviceId":"alices-new","ApnsDeviceToken":"aa11"}"#)
             let newID = try #require(again.header("X-SMP-APPCID"), "\(again.status) \(again.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "", "her earlier registration no longer holds it")
             #expect(try await Self.tokens(env, .alice, newID).apns == "aa11")

@@ -11,7 +11,8 @@ import Testing
 /// The spine, through real sockets: a device registers, reads its own user's payroll through
 /// Midtier, and nothing about the request path can be bent to read someone else's.
 @Suite struct RegisterAndReadTests {
-    static let seedQuery = "/sf/odata/v2/EmployeePayrollRunResults?%24filter=userId%20eq%20%27100001%27"
+    static let seedQuery =
+        "/sf/odata/v2/EmployeePayrollRunResults?%24filter=userId%20eq%20%27100001%27"
         + "&%24expand=employeePayrollRunResultsItems,userIdNav/empInfo/paymentInformationNav/toPaymentInformationDetailV3/bankNav"
         + "&%24top=5&%24orderby=payDate%20desc"
 
@@ -33,7 +34,8 @@ import Testing
             #expect((items?.count ?? 0) > 0, "items are expanded")
             #expect(reply.text.contains("bankNav"), "the bank expansion is there")
             // The cookie alone also identifies the registration.
-            let viaCookie = try await env.call(.GET, Self.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("Cookie", "X-SMP-APPCID=\(id)")])
+            let viaCookie = try await env.call(
+                .GET, Self.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("Cookie", "X-SMP-APPCID=\(id)")])
             #expect(viaCookie.status == 200)
         }
     }
@@ -43,9 +45,10 @@ import Testing
     @Test func theSDKsAppAndDeviceHeadersFindTheUsersRegistration() async throws {
         try await TestEnvironment.with { env in
             func register(_ user: TestUser, device: String) async throws -> String {
-                let reply = try await env.call(.POST, "/odata/applications/v1/demo/Connections",
-                                               headers: [("Authorization", user.basic), ("Content-Type", "application/json")],
-                                               body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2","DeviceId":"\#(device)"}"#)
+                let reply = try await env.call(
+                    .POST, "/odata/applications/v1/demo/Connections",
+                    headers: [("Authorization", user.basic), ("Content-Type", "application/json")],
+                    body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2","DeviceId":"\#(device)"}"#)
                 return try #require(reply.header("X-SMP-APPCID"), "registration failed: \(reply.status) \(reply.text)")
             }
             let aliceID = try await register(.alice, device: "device-1")
@@ -60,8 +63,12 @@ import Testing
             let bob = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.bob.basic)])
             #expect(bob.status == 403, "\(bob.text)")
             // An app that is not the registration's is refused, with the id or without.
-            let otherApp = try await env.call(.GET, Self.seedQuery, headers: [("X-SMP-APPID", "other"), ("X-SMP-APPCID", aliceID),
-                                                                            ("Authorization", TestUser.alice.basic)])
+            let otherApp = try await env.call(
+                .GET, Self.seedQuery,
+                headers: [
+                    ("X-SMP-APPID", "other"), ("X-SMP-APPCID", aliceID),
+                    ("Authorization", TestUser.alice.basic),
+                ])
             #expect(otherApp.status == 403, "\(otherApp.text)")
             // Two registrations of the same device: which one is meant must be said.
             _ = try await register(.alice, device: "device-1")
@@ -94,7 +101,9 @@ import Testing
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<200 {
                     group.addTask {
-                        try await env.call(.GET, "/sf/odata/v2/User('100001')", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]).status
+                        try await env.call(
+                            .GET, "/sf/odata/v2/User('100001')", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
+                        ).status
                     }
                 }
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -110,10 +119,12 @@ import Testing
     @Test func spoofedIdentityHeadersChangeNothingAndAreNotForwarded() async throws {
         try await TestEnvironment.with { env in
             let id = try await env.register(.alice)
-            let spoofs = [("X-Forwarded-User", "bob"), ("X_Forwarded_User", "bob"), ("X-Remote-User", "bob"), ("Remote-User", "bob"),
-                          ("X-Forwarded-For", "10.9.9.9"), ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "gopher"),
-                          ("Forwarded", "for=10.9.9.9;host=evil"), ("X-Real-IP", "10.9.9.9"), ("SAP-User", "bob"),
-                          ("X-SMP-User", "bob"), ("X-Auth-Request-User", "bob"), ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "device-1")]
+            let spoofs = [
+                ("X-Forwarded-User", "bob"), ("X_Forwarded_User", "bob"), ("X-Remote-User", "bob"), ("Remote-User", "bob"),
+                ("X-Forwarded-For", "10.9.9.9"), ("X-Forwarded-Host", "evil.example"), ("X-Forwarded-Proto", "gopher"),
+                ("Forwarded", "for=10.9.9.9;host=evil"), ("X-Real-IP", "10.9.9.9"), ("SAP-User", "bob"),
+                ("X-SMP-User", "bob"), ("X-Auth-Request-User", "bob"), ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "device-1"),
+            ]
             let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)] + spoofs
             // Through the sandbox: still alice's data.
             let reply = try await env.call(.GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=50", headers: headers)
@@ -145,9 +156,11 @@ import Testing
         try await TestEnvironment.with { env in
             let id = try await env.register(.alice)
             let headers = [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)]
-            let tricks = ["/echo/../x", "/echo/%2e%2e/x", "/echo/%2E%2E/x", "/echo/..%2fx", "/echo/..%2Fx", "/echo/a/../../x",
-                          "/echo/%252e%252e/x", "/echo/..;/x", "/echo/.%2e/x", "/echo/%c0%ae%c0%ae/x", "/echo/a%5c..%5cx",
-                          "/echo/./x", "/echo/a%00b", "/echo/%zz"]
+            let tricks = [
+                "/echo/../x", "/echo/%2e%2e/x", "/echo/%2E%2E/x", "/echo/..%2fx", "/echo/..%2Fx", "/echo/a/../../x",
+                "/echo/%252e%252e/x", "/echo/..;/x", "/echo/.%2e/x", "/echo/%c0%ae%c0%ae/x", "/echo/a%5c..%5cx",
+                "/echo/./x", "/echo/a%00b", "/echo/%zz",
+            ]
             for trick in tricks {
                 let reply = try await env.curl(trick, headers: headers)
                 #expect(reply.status == 400, "\(trick) gave \(reply.status)")
@@ -172,12 +185,14 @@ import Testing
             #expect(unknown.status == 403)
             let someoneElses = try await env.call(.GET, path, headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", bob)])
             #expect(someoneElses.status == 403)
-            let wrongPassword = try await env.call(.GET, path, headers: [("Authorization", "Basic " + Data("alice:nope".utf8).base64EncodedString()), ("X-SMP-APPCID", alice)])
+            let wrongPassword = try await env.call(
+                .GET, path, headers: [("Authorization", "Basic " + Data("alice:nope".utf8).base64EncodedString()), ("X-SMP-APPCID", alice)])
             #expect(wrongPassword.status == 401)
             #expect(wrongPassword.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
             let noCredentials = try await env.call(.GET, path, headers: [("X-SMP-APPCID", alice)])
             #expect(noCredentials.status == 401)
-            let unknownDestination = try await env.call(.GET, "/nowhere/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", alice)])
+            let unknownDestination = try await env.call(
+                .GET, "/nowhere/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", alice)])
             #expect(unknownDestination.status == 404)
             #expect(unknownDestination.errorMessage != nil)
             let stats = try await env.sandboxStats()
@@ -199,31 +214,38 @@ import Testing
             #expect(entity["UserName"] as? String == "alice")
             #expect(entity["DeviceType"] as? String == "iOS")
             #expect((entity["CreatedAt"] as? String)?.hasPrefix("/Date(") == true)
-            #expect(((entity["__metadata"] as? [String: Any])?["uri"] as? String) == "http://midtier.test:8080\(path.replacingOccurrences(of: "latest", with: "latest"))")
-            for key in ["DeviceModel", "DeviceId", "FormFactor", "ApnsDeviceToken", "AndroidGcmRegistrationId", "BlockWipeEnabled",
-                        "BlockDisconnectedPeriod", "WipeDisconnectedPeriod", "IsWiped"] {
+            #expect(
+                ((entity["__metadata"] as? [String: Any])?["uri"] as? String)
+                    == "http://midtier.test:8080\(path.replacingOccurrences(of: "latest", with: "latest"))")
+            for key in [
+                "DeviceModel", "DeviceId", "FormFactor", "ApnsDeviceToken", "AndroidGcmRegistrationId", "BlockWipeEnabled",
+                "BlockDisconnectedPeriod", "WipeDisconnectedPeriod", "IsWiped",
+            ] {
                 #expect(entity[key] != nil, "missing \(key)")
             }
             #expect(try await env.call(.GET, path, headers: [("Authorization", TestUser.bob.basic)]).status == 404)
             #expect(try await env.call(.DELETE, path, headers: [("Authorization", TestUser.bob.basic)]).status == 404)
             #expect(try await env.call(.DELETE, path, headers: [("Authorization", TestUser.alice.basic)]).status == 204)
             #expect(try await env.call(.GET, path, headers: [("Authorization", TestUser.alice.basic)]).status == 404)
-            let after = try await env.call(.GET, "/sf/odata/v2/User('100001')", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
+            let after = try await env.call(
+                .GET, "/sf/odata/v2/User('100001')", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
             #expect(after.status == 403, "a deleted registration carries no traffic")
         }
     }
 
     @Test func registrationResponseCarriesTheIdInHeaderAndCookie() async throws {
         try await TestEnvironment.with { env in
-            let reply = try await env.call(.POST, "/odata/applications/v4/demo/Connections",
-                                           headers: [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")],
-                                           body: #"{"d":{"DeviceType":"Android"}}"#)
+            let reply = try await env.call(
+                .POST, "/odata/applications/v4/demo/Connections",
+                headers: [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")],
+                body: #"{"d":{"DeviceType":"Android"}}"#)
             #expect(reply.status == 201)
             let id = try #require(reply.header("X-SMP-APPCID"))
             #expect(reply.header("Set-Cookie")?.hasPrefix("X-SMP-APPCID=\(id);") == true)
             #expect((reply.json["d"] as? [String: Any])?["DeviceType"] as? String == "Android")
-            let bad = try await env.call(.POST, "/odata/applications/v1/demo/Connections",
-                                         headers: [("Authorization", TestUser.alice.basic)], body: #"{"DeviceType": 7}"#)
+            let bad = try await env.call(
+                .POST, "/odata/applications/v1/demo/Connections",
+                headers: [("Authorization", TestUser.alice.basic)], body: #"{"DeviceType": 7}"#)
             #expect(bad.status == 400)
             #expect(bad.errorMessage?.contains("DeviceType") == true)
             let unknownApp = try await env.call(.POST, "/odata/applications/v1/nope/Connections", headers: [("Authorization", TestUser.alice.basic)])
@@ -273,8 +295,9 @@ import Testing
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.destinations["echo"]!.url = "http://127.0.0.1:1"
             configuration.destinations["echo"]!.authentication = .noAuthentication
-            configuration.destinations["slow"] = DestinationConfiguration(name: "slow", url: "http://127.0.0.1:\(SlowServer.shared.port)",
-                                                                          authentication: .noAuthentication, timeoutMilliseconds: 300)
+            configuration.destinations["slow"] = DestinationConfiguration(
+                name: "slow", url: "http://127.0.0.1:\(SlowServer.shared.port)",
+                authentication: .noAuthentication, timeoutMilliseconds: 300)
             configuration.apps["demo"]!.destinations.append("slow")
         }) { env in
             let id = try await env.register(.alice)
@@ -301,7 +324,9 @@ final class SlowServer: Sendable {
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         listen(listener, 128)
         var bound = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -320,15 +345,21 @@ final class SlowServer: Sendable {
             let signer = try AssertionSigner(keyPEM: keys.keyPEM, passphrase: nil, certificatePEM: keys.certificatePEM)
             let recipient = "\(env.sandboxURL)/oauth/token"
             func assertion(audience: String = "www.successfactors.com", recipient: String = recipient, at: Date = Date()) throws -> String {
-                try signer.sign(SAMLAssertion(issueInstant: at, issuer: TestEnvironment.clientKey, nameID: "100001",
-                                              recipient: recipient, audience: audience, apiKey: TestEnvironment.clientKey))
+                try signer.sign(
+                    SAMLAssertion(
+                        issueInstant: at, issuer: TestEnvironment.clientKey, nameID: "100001",
+                        recipient: recipient, audience: audience, apiKey: TestEnvironment.clientKey))
             }
             func post(_ xml: String, company: String = TestEnvironment.companyID) async throws -> (Int, String) {
                 var request = HTTPClientRequest(url: recipient)
                 request.method = .POST
                 request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
                 let encoded = Data(xml.utf8).base64EncodedString().addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-                request.body = .bytes(ByteBuffer(string: "company_id=\(company)&client_id=\(TestEnvironment.clientKey)&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Asaml2-bearer&assertion=\(encoded)"))
+                request.body = .bytes(
+                    ByteBuffer(
+                        string:
+                            "company_id=\(company)&client_id=\(TestEnvironment.clientKey)&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Asaml2-bearer&assertion=\(encoded)"
+                    ))
                 let response = try await env.client.execute(request, timeout: .seconds(10))
                 let body = try await response.body.collect(upTo: 1 << 20)
                 return (Int(response.status.code), String(buffer: body))

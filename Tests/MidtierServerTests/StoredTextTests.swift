@@ -40,14 +40,17 @@ import Testing
             let id = try await env.register(.alice)
             for method in [HTTPMethod.PUT, .PATCH] {
                 let reply = try await env.call(method, "\(Self.connections)('\(id)')", headers: headers, body: #"{"DeviceModel":"x\u0000y"}"#)
-                #expect(reply.status == 400 && reply.errorMessage == "DeviceModel contains control characters", "\(method): \(reply.status) \(reply.text)")
+                #expect(
+                    reply.status == 400 && reply.errorMessage == "DeviceModel contains control characters", "\(method): \(reply.status) \(reply.text)"
+                )
             }
             let stored = try await env.call(.GET, "\(Self.connections)('\(id)')", headers: headers)
             #expect((stored.json["d"] as? [String: Any])?["DeviceModel"] as? String == "iPhone15,2", "\(stored.text)")
 
             // Printable text of any script is kept as sent.
             let model = "Pixel – Ü ☃ 😀 نص"
-            let printable = try await env.call(.POST, Self.connections, headers: headers, body: "{\"DeviceModel\":\"\(model)\",\"CustomCustom1\":\"a b\"}")
+            let printable = try await env.call(
+                .POST, Self.connections, headers: headers, body: "{\"DeviceModel\":\"\(model)\",\"CustomCustom1\":\"a b\"}")
             #expect(printable.status == 201, "\(printable.text)")
             #expect((printable.json["d"] as? [String: Any])?["DeviceModel"] as? String == model)
         }
@@ -59,7 +62,8 @@ import Testing
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             for method in [HTTPMethod.GET, .PUT, .PATCH, .DELETE] {
-                let reply = try await env.call(method, "\(Self.connections)('a%00b')", headers: alice, body: method == .GET || method == .DELETE ? nil : "{}")
+                let reply = try await env.call(
+                    method, "\(Self.connections)('a%00b')", headers: alice, body: method == .GET || method == .DELETE ? nil : "{}")
                 #expect(reply.status == 404, "\(method): \(reply.status) \(reply.text)")
             }
             for action in ["lock", "wipe"] {
@@ -71,9 +75,12 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aJWTWhoseUserClaimHasAControlCharacterIsRefused(_ kind: StoreKind) async throws {
         try await JWTAuthenticationTests.withKeys { directory, rsa, _ in
-            try await OnboardingLockTests.withMidtier(kind, adjust: { configuration in
-                configuration.apps["idp"] = JWTAuthenticationTests.idpApp(.file(path: "\(directory)/jwks.json"))
-            }) { env in
+            try await OnboardingLockTests.withMidtier(
+                kind,
+                adjust: { configuration in
+                    configuration.apps["idp"] = JWTAuthenticationTests.idpApp(.file(path: "\(directory)/jwks.json"))
+                }
+            ) { env in
                 for sub in ["ali\u{0}ce", "alice\u{7f}", "\u{1b}[2Jalice", "alice\n", "ali\u{85}ce"] {
                     let token = try TestTokens.make(.key(rsa), claims: TestTokens.claims(sub: sub))
                     let registered = try await JWTAuthenticationTests.register(env, token: token)
@@ -84,7 +91,8 @@ import Testing
                     #expect(selfService.status == 401, "\(sub.debugDescription): \(selfService.status) \(selfService.text)")
                 }
                 // Control: the same token with a plain sub is accepted.
-                let good = try await JWTAuthenticationTests.register(env, token: try TestTokens.make(.key(rsa), claims: TestTokens.claims(sub: "alice")))
+                let good = try await JWTAuthenticationTests.register(
+                    env, token: try TestTokens.make(.key(rsa), claims: TestTokens.claims(sub: "alice")))
                 #expect(good.status == 201, "\(good.text)")
             }
         }

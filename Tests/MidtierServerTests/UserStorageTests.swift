@@ -22,8 +22,9 @@ import Testing
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let bob = [("Authorization", TestUser.bob.basic)]
-            let put = try await env.call(.PUT, "\(Self.root)/currentuser/HomeScreen", headers: alice,
-                                         body: #"{"Menu":{"AutoHiding":false,"Style":"blue"},"ShortCuts":["Overview","Profile"]}"#)
+            let put = try await env.call(
+                .PUT, "\(Self.root)/currentuser/HomeScreen", headers: alice,
+                body: #"{"Menu":{"AutoHiding":false,"Style":"blue"},"ShortCuts":["Overview","Profile"]}"#)
             #expect(put.status == 200, "\(put.text)")
             let whole = try await env.call(.GET, "\(Self.root)/currentuser/HomeScreen", headers: alice)
             #expect(whole.status == 200 && (whole.json["Menu"] as? [String: Any])?["Style"] as? String == "blue", "\(whole.text)")
@@ -87,7 +88,8 @@ import Testing
     @Test(arguments: StoreKind.allCases) func postCreatesPatchMergesOverwriteMergesTheLevelsAbove(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
-            let post = try await env.call(.POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"dark","font":{"size":12,"face":"serif"}}"#)
+            let post = try await env.call(
+                .POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"dark","font":{"size":12,"face":"serif"}}"#)
             #expect(post.status == 200, "\(post.status) \(post.text)")
             let again = try await env.call(.POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"light"}"#)
             #expect(again.status == 409, "POST does not replace: \(again.status) \(again.text)")
@@ -98,8 +100,9 @@ import Testing
             #expect(patch.status == 200, "\(patch.status) \(patch.text)")
             let after = try await env.call(.GET, "\(Self.root)/currentuser/Prefs", headers: alice)
             let font = after.json["font"] as? [String: Any]
-            #expect(after.json["theme"] == nil && font?["size"] as? Int == 14 && font?["face"] as? String == "serif"
-                && (after.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(after.text)")
+            #expect(
+                after.json["theme"] == nil && font?["size"] as? Int == 14 && font?["face"] as? String == "serif"
+                    && (after.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(after.text)")
             let badPatch = try await env.call(.PATCH, "\(Self.root)/currentuser/Prefs", headers: alice, body: "[1]")
             #expect(badPatch.status == 400, "\(badPatch.status) \(badPatch.text)")
 
@@ -108,14 +111,18 @@ import Testing
             let own = try await env.call(.PUT, "\(Self.root)/device/\(device)/Prefs", headers: alice, body: #"{"font":{"size":20}}"#)
             #expect(own.status == 200, "\(own.text)")
             let plain = try await env.call(.GET, "\(Self.root)/device/\(device)/Prefs", headers: alice)
-            #expect(plain.json["colors"] == nil && (plain.json["font"] as? [String: Any])?["size"] as? Int == 20, "only the device's own: \(plain.text)")
+            #expect(
+                plain.json["colors"] == nil && (plain.json["font"] as? [String: Any])?["size"] as? Int == 20, "only the device's own: \(plain.text)")
             let merged = try await env.call(.GET, "\(Self.root)/device/\(device)/Prefs?overwrite=true", headers: alice)
             let mergedFont = merged.json["font"] as? [String: Any]
-            #expect(merged.status == 200 && mergedFont?["size"] as? Int == 20 && mergedFont?["face"] as? String == "serif"
-                && (merged.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(merged.status) \(merged.text)")
+            #expect(
+                merged.status == 200 && mergedFont?["size"] as? Int == 20 && mergedFont?["face"] as? String == "serif"
+                    && (merged.json["colors"] as? [String: Any])?["accent"] as? String == "red", "\(merged.status) \(merged.text)")
             let all = try await env.call(.GET, "\(Self.root)/device/\(device)?overwrite=true", headers: alice)
-            #expect(all.status == 200 && all.json["mobileservices"] != nil && all.json["Prefs"] != nil, "the global settings are merged in: \(all.text)")
-            let setting = try await env.call(.GET, "\(Self.root)/currentuser/mobileservices/settingsExchange/blockWipingPolicy?overwrite=true", headers: alice)
+            #expect(
+                all.status == 200 && all.json["mobileservices"] != nil && all.json["Prefs"] != nil, "the global settings are merged in: \(all.text)")
+            let setting = try await env.call(
+                .GET, "\(Self.root)/currentuser/mobileservices/settingsExchange/blockWipingPolicy?overwrite=true", headers: alice)
             #expect(setting.status == 200 && setting.json["blockWipeEnabled"] != nil, "\(setting.status) \(setting.text)")
             let withoutOverwrite = try await env.call(.GET, "\(Self.root)/currentuser/mobileservices", headers: alice)
             #expect(withoutOverwrite.status == 404, "\(withoutOverwrite.status) \(withoutOverwrite.text)")
@@ -166,9 +173,13 @@ import Testing
             guard case .written = written else { Issue.record("\(written)"); return }
             #expect(try await second.storageDocument(key) == #"{"a":1}"#)
             // The same id in another realm is another user.
-            #expect(try await second.storageDocument(StorageKey(app: "demo", user: UserIdentity(realm: "", id: "alice"), registration: "", name: "Prefs")) == nil)
-            let tooMuch: StorageWrite<String> = try await second.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: "More"),
-                                                                              userLimit: 100, now: 2) { _ in .set(String(repeating: "x", count: 95)) }
+            #expect(
+                try await second.storageDocument(StorageKey(app: "demo", user: UserIdentity(realm: "", id: "alice"), registration: "", name: "Prefs"))
+                    == nil)
+            let tooMuch: StorageWrite<String> = try await second.writeStorage(
+                StorageKey(app: "demo", user: user, registration: "", name: "More"),
+                userLimit: 100, now: 2
+            ) { _ in .set(String(repeating: "x", count: 95)) }
             guard case .overUserLimit(100) = tooMuch else { Issue.record("\(tooMuch)"); return }
             // A document's size counts its name: "Prefs" and {"a":1}.
             #expect(try await first.storageEntries(of: user).map(\.size) == [5 + 7])
@@ -195,7 +206,8 @@ import Testing
     @Test func theKeyPathNamesAndNestingAreBoundedFirst() async throws {
         try await OnboardingLockTests.withMidtier(.sqlite) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
-            let deep = try await env.curl("\(Self.root)/currentuser/d" + String(repeating: "/a", count: 16_000), method: "PUT", headers: alice, body: "{}")
+            let deep = try await env.curl(
+                "\(Self.root)/currentuser/d" + String(repeating: "/a", count: 16_000), method: "PUT", headers: alice, body: "{}")
             #expect(deep.status == 400 && deep.body.contains("at most 32"), "\(deep.status) \(deep.body.prefix(300))")
             let most = try await env.call(.PUT, "\(Self.root)/currentuser/d" + String(repeating: "/a", count: 31), headers: alice, body: "{}")
             #expect(most.status == 200, "32 segments are fine: \(most.status) \(most.text)")
@@ -211,16 +223,21 @@ import Testing
             let stored = try await env.call(.GET, "\(Self.root)/currentuser/e", headers: alice)
             #expect(stored.status == 200 && stored.text.utf8.count > nested.utf8.count, "the stored document reads back whole: \(stored.status)")
             // Names and keys: at most 256 bytes once decoded.
-            let longName = try await env.curl("\(Self.root)/currentuser/" + String(repeating: "n", count: 30_000), method: "PUT", headers: alice, body: "{}")
+            let longName = try await env.curl(
+                "\(Self.root)/currentuser/" + String(repeating: "n", count: 30_000), method: "PUT", headers: alice, body: "{}")
             #expect(longName.status == 400 && longName.body.contains("256 bytes"), "\(longName.status) \(longName.body.prefix(200))")
-            let longKey = try await env.call(.PUT, "\(Self.root)/currentuser/k/" + String(repeating: "%C3%A9", count: 129), headers: alice, body: "{}")
+            let longKey = try await env.call(
+                .PUT, "\(Self.root)/currentuser/k/" + String(repeating: "%C3%A9", count: 129), headers: alice, body: "{}")
             #expect(longKey.status == 400, "258 bytes decoded: \(longKey.status)")
-            let fullName = try await env.call(.PUT, "\(Self.root)/currentuser/" + String(repeating: "n", count: 256), headers: alice, body: #"{"a":1}"#)
+            let fullName = try await env.call(
+                .PUT, "\(Self.root)/currentuser/" + String(repeating: "n", count: 256), headers: alice, body: #"{"a":1}"#)
             #expect(fullName.status == 200, "\(fullName.status) \(fullName.text)")
             // The quota counts the name: what admins see is name and text.
             let listed = try await env.admin(.GET, "/admin/v1/users/alice")
             let storage = listed.json["storage"] as? [[String: Any]] ?? []
-            #expect(storage.contains { $0["name"] as? String == String(repeating: "n", count: 256) && $0["size"] as? Int == 256 + 7 }, "\(listed.text.prefix(600))")
+            #expect(
+                storage.contains { $0["name"] as? String == String(repeating: "n", count: 256) && $0["size"] as? Int == 256 + 7 },
+                "\(listed.text.prefix(600))")
             #expect(try await env.call(.GET, "/healthz").status == 200)
         }
     }
@@ -232,15 +249,21 @@ import Testing
             let store = try await test.open()
             let user = UserIdentity(realm: "", id: "alice")
             let name = String(repeating: "n", count: 90)
-            let first: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "1"),
-                                                                           userLimit: 200, now: 1) { _ in .set("{}") }
+            let first: StorageWrite<String> = try await store.writeStorage(
+                StorageKey(app: "demo", user: user, registration: "", name: name + "1"),
+                userLimit: 200, now: 1
+            ) { _ in .set("{}") }
             guard case .written = first else { Issue.record("\(first)"); return }
             // 93 bytes kept; another 93 fit, a third does not.
-            let second: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "2"),
-                                                                            userLimit: 200, now: 2) { _ in .set("{}") }
+            let second: StorageWrite<String> = try await store.writeStorage(
+                StorageKey(app: "demo", user: user, registration: "", name: name + "2"),
+                userLimit: 200, now: 2
+            ) { _ in .set("{}") }
             guard case .written = second else { Issue.record("\(second)"); return }
-            let third: StorageWrite<String> = try await store.writeStorage(StorageKey(app: "demo", user: user, registration: "", name: name + "3"),
-                                                                           userLimit: 200, now: 3) { _ in .set("{}") }
+            let third: StorageWrite<String> = try await store.writeStorage(
+                StorageKey(app: "demo", user: user, registration: "", name: name + "3"),
+                userLimit: 200, now: 3
+            ) { _ in .set("{}") }
             guard case .overUserLimit(200) = third else { Issue.record("names are not counted: \(third)"); return }
         }
     }
@@ -263,11 +286,17 @@ import Testing
                 #expect(byDeviceId.status == 200 && byDeviceId.json["theme"] as? String == "dark", "\(byDeviceId.text)")
                 let listed = try await env.admin(.GET, "/admin/v1/users/alice")
                 let storage = listed.json["storage"] as? [[String: Any]] ?? []
-                #expect(storage.contains { $0["registration"] as? String == id && $0["name"] as? String == "Prefs"
-                            && $0["size"] as? Int == "Prefs".utf8.count + #"{"theme":"dark"}"#.utf8.count && $0["appId"] as? String == "demo" },
-                        "admins see the device's documents and sizes: \(listed.text)")
+                #expect(
+                    storage.contains {
+                        $0["registration"] as? String == id && $0["name"] as? String == "Prefs"
+                            && $0["size"] as? Int == "Prefs".utf8.count + #"{"theme":"dark"}"#.utf8.count && $0["appId"] as? String == "demo"
+                    },
+                    "admins see the device's documents and sizes: \(listed.text)")
                 #expect(!listed.text.contains("dark"), "never their values")
-                #expect(try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains { $0.key.registration == id })
+                #expect(
+                    try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains {
+                        $0.key.registration == id
+                    })
                 if ending == "wipe" {
                     let wiped = try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe")
                     #expect(wiped.status == 200, "\(wiped.text)")

@@ -15,7 +15,8 @@ import Testing
             let id = try #require(first.header("X-SMP-APPCID"), "\(first.status) \(first.text)")
             #expect(try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe").status == 200)
 
-            let proxied = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
+            let proxied = try await env.call(
+                .GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
             #expect(proxied.status == 403 && proxied.header("x-message-code") == "TRAFFIC_REG_WIPED", "\(proxied.status) \(proxied.text)")
             #expect(proxied.text.contains(Self.message), "\(proxied.text)")
 

@@ -12,20 +12,20 @@ import Testing
     /// The trail the tests query, in the order it is appended; each entry's `detail` is its
     /// label, `e0` to `e13`.
     static let trail: [(actor: String, action: String, target: String)] = [
-        ("admin#1", "user.block", "alice"),                         // e0: about alice
-        ("user:alice", "registration.create", "ra1"),               // e1: by alice
-        ("admin#1", "user.block", "bob"),                           // e2: about bob
-        ("admin#1", "registration.lock", "r1"),                     // e3: about r1
-        ("user:\(idpAlice)", "registration.create", "ra2"),         // e4: by alice of the IdP
-        ("admin#1", "user.block", idpAlice.description),            // e5: about alice of the IdP
-        ("admin#1", "registration.unlock", "r1"),                   // e6: about r1
-        ("user:bob", "registration.create", "rb1"),                 // e7: by bob
-        ("admin#1", "user.block", "\u{212A}im"),                    // e8: about KELVIN SIGN + "im"
-        ("user:\u{212A}im", "registration.create", "rk1"),          // e9: by KELVIN SIGN + "im"
-        ("admin#1", "user.unblock", "Kim"),                         // e10: about Kim
-        ("user:Kim", "registration.create", "rk2"),                 // e11: by Kim
-        ("user:alice", "registration.lock", "r1"),                  // e12: by alice, about r1
-        ("admin#1", "tokens.purge", "alice"),                       // e13: about alice
+        ("admin#1", "user.block", "alice"),  // e0: about alice
+        ("user:alice", "registration.create", "ra1"),  // e1: by alice
+        ("admin#1", "user.block", "bob"),  // e2: about bob
+        ("admin#1", "registration.lock", "r1"),  // e3: about r1
+        ("user:\(idpAlice)", "registration.create", "ra2"),  // e4: by alice of the IdP
+        ("admin#1", "user.block", idpAlice.description),  // e5: about alice of the IdP
+        ("admin#1", "registration.unlock", "r1"),  // e6: about r1
+        ("user:bob", "registration.create", "rb1"),  // e7: by bob
+        ("admin#1", "user.block", "\u{212A}im"),  // e8: about KELVIN SIGN + "im"
+        ("user:\u{212A}im", "registration.create", "rk1"),  // e9: by KELVIN SIGN + "im"
+        ("admin#1", "user.unblock", "Kim"),  // e10: about Kim
+        ("user:Kim", "registration.create", "rk2"),  // e11: by Kim
+        ("user:alice", "registration.lock", "r1"),  // e12: by alice, about r1
+        ("admin#1", "tokens.purge", "alice"),  // e13: about alice
     ]
 
     /// A store of `kind` holding `trail`.
@@ -33,8 +33,10 @@ import Testing
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
             for (n, entry) in trail.enumerated() {
-                try await store.appendAudit(AuditEntry(at: 1_000 + Int64(n), actor: entry.actor, action: entry.action, target: entry.target,
-                                                       detail: "e\(n)", source: "127.0.0.1"))
+                try await store.appendAudit(
+                    AuditEntry(
+                        at: 1_000 + Int64(n), actor: entry.actor, action: entry.action, target: entry.target,
+                        detail: "e\(n)", source: "127.0.0.1"))
             }
             try await body(store, test)
         }
@@ -53,8 +55,11 @@ import Testing
             #expect(entries.map(\.detail) == (0..<Self.trail.count).reversed().map { "e\($0)" })
             #expect(zip(entries, entries.dropFirst()).allSatisfy { $0.sequence > $1.sequence }, "\(entries.map(\.sequence))")
             let oldest = try #require(entries.last)
-            #expect(oldest == AuditEntry(sequence: oldest.sequence, at: 1_000, actor: "admin#1", action: "user.block", target: "alice",
-                                         detail: "e0", source: "127.0.0.1"))
+            #expect(
+                oldest
+                    == AuditEntry(
+                        sequence: oldest.sequence, at: 1_000, actor: "admin#1", action: "user.block", target: "alice",
+                        detail: "e0", source: "127.0.0.1"))
             #expect(try await Self.labels(store, about: nil, limit: 3) == ["e13", "e12", "e11"], "the newest `limit`")
         }
     }
@@ -96,9 +101,11 @@ import Testing
     /// ended: no entry twice, none left out, then an empty page.
     @Test(arguments: StoreKind.allCases) func pagingWithBefore(_ kind: StoreKind) async throws {
         try await Self.withTrail(kind) { store, _ async throws in
-            for (subject, expected) in [(nil, (0..<Self.trail.count).reversed().map { "e\($0)" }),
-                                        (AuditSubject.user(.local("alice")), ["e13", "e12", "e1", "e0"]),
-                                        (AuditSubject.registration("r1"), ["e12", "e6", "e3"])] as [(AuditSubject?, [String])] {
+            for (subject, expected) in [
+                (nil, (0..<Self.trail.count).reversed().map { "e\($0)" }),
+                (AuditSubject.user(.local("alice")), ["e13", "e12", "e1", "e0"]),
+                (AuditSubject.registration("r1"), ["e12", "e6", "e3"]),
+            ] as [(AuditSubject?, [String])] {
                 var seen: [String] = []
                 var before: Int64?
                 var pages = 0
@@ -124,7 +131,8 @@ import Testing
         try await Self.withTrail(kind) { store, test in
             let cached = try await test.open(cached: true)
             for subject in [nil, .user(.local("alice")), .registration("r1")] as [AuditSubject?] {
-                #expect(try await cached.recentAudit(before: nil, about: subject, limit: 100)
+                #expect(
+                    try await cached.recentAudit(before: nil, about: subject, limit: 100)
                         == store.recentAudit(before: nil, about: subject, limit: 100))
             }
         }

@@ -39,8 +39,10 @@ final class CountingStore: StateStore {
     func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await base.updateDevice(registration, audit: audit)
     }
-    func transition(id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
-                    audit: AuditEntry) async throws(StoreError) -> StateTransition {
+    func transition(
+        id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,
+        audit: AuditEntry
+    ) async throws(StoreError) -> StateTransition {
         try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
     }
     func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
@@ -70,8 +72,10 @@ final class CountingStore: StateStore {
     func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
         try await base.storageDocuments(app: app, user: user, registration: registration)
     }
-    func writeStorage<Reason: Sendable>(_ key: StorageKey, userLimit: Int, now: Int64,
-                                        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>) async throws(StoreError) -> StorageWrite<Reason> {
+    func writeStorage<Reason: Sendable>(
+        _ key: StorageKey, userLimit: Int, now: Int64,
+        _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
+    ) async throws(StoreError) -> StorageWrite<Reason> {
         try await base.writeStorage(key, userLimit: userLimit, now: now, edit)
     }
     func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] { try await base.storageEntries(of: user) }
@@ -170,15 +174,20 @@ final class CountingStore: StateStore {
 }
 
 extension CountingStore {
-    func saveClientUpload(_ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
-                          now: Int64) async throws(StoreError) -> ClientUploadSave {
+    func saveClientUpload(
+        _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
+        now: Int64
+    ) async throws(StoreError) -> ClientUploadSave {
         try await base.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
     }
-    func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?, limit: Int) async throws(StoreError) -> [ClientLogRecord] {
+    func clientLogs(matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?, limit: Int) async throws(StoreError) -> [ClientLogRecord]
+    {
         try await base.clientLogs(matching: filter, after: cursor, limit: limit)
     }
-    func clientUploads(_ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
-                       limit: Int) async throws(StoreError) -> [ClientUpload] {
+    func clientUploads(
+        _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
+        limit: Int
+    ) async throws(StoreError) -> [ClientUpload] {
         try await base.clientUploads(kind, matching: filter, after: cursor, limit: limit)
     }
     func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {

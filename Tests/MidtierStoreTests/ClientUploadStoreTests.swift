@@ -16,21 +16,29 @@ import Testing
         #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
     }
 
-    static func upload(_ id: String, _ kind: ClientUploadKind = .log, registration: String, user: UserIdentity = alice,
-                       app: String = "demo", at: Int64 = 10_000, size: Int = 10, report: String = "") -> ClientUpload {
-        ClientUpload(id: id, kind: kind, app: app, user: user, registration: registration, deviceId: "dev-\(registration)",
-                     receivedAt: at, size: size, report: kind == .usage && report.isEmpty ? #"{"v":"\#(id)"}"# : report)
+    static func upload(
+        _ id: String, _ kind: ClientUploadKind = .log, registration: String, user: UserIdentity = alice,
+        app: String = "demo", at: Int64 = 10_000, size: Int = 10, report: String = ""
+    ) -> ClientUpload {
+        ClientUpload(
+            id: id, kind: kind, app: app, user: user, registration: registration, deviceId: "dev-\(registration)",
+            receivedAt: at, size: size, report: kind == .usage && report.isEmpty ? #"{"v":"\#(id)"}"# : report)
     }
 
-    static func entry(_ upload: String, _ sequence: Int, at time: Int64, _ severity: ClientLogSeverity = .info,
-                      _ message: String = "hello") -> ClientLogEntry {
-        ClientLogEntry(upload: upload, sequence: sequence, time: time, severity: severity, correlationId: "c-\(sequence)",
-                       source: "App", location: "Main.swift", message: message)
+    static func entry(
+        _ upload: String, _ sequence: Int, at time: Int64, _ severity: ClientLogSeverity = .info,
+        _ message: String = "hello"
+    ) -> ClientLogEntry {
+        ClientLogEntry(
+            upload: upload, sequence: sequence, time: time, severity: severity, correlationId: "c-\(sequence)",
+            source: "App", location: "Main.swift", message: message)
     }
 
     /// Saves and expects it kept, with `dropped` older ones dropped.
-    static func save(_ store: any StateStore, _ upload: ClientUpload, _ entries: [ClientLogEntry] = [],
-                     bounds: ClientUploadBounds = roomy, now: Int64 = 10_000, dropped: Int = 0) async throws {
+    static func save(
+        _ store: any StateStore, _ upload: ClientUpload, _ entries: [ClientLogEntry] = [],
+        bounds: ClientUploadBounds = roomy, now: Int64 = 10_000, dropped: Int = 0
+    ) async throws {
         let result = try await store.saveClientUpload(upload, entries: entries, bounds: bounds, now: now)
         #expect(result == .saved(dropped: dropped), "\(upload.id)")
     }
@@ -41,8 +49,10 @@ import Testing
         try await store.clientLogs(matching: filter, after: nil, limit: 1_000).map { "\($0.entry.upload)/\($0.entry.sequence)" }
     }
 
-    static func uploads(_ store: any StateStore, _ kind: ClientUploadKind,
-                        _ filter: ClientUploadFilter = ClientUploadFilter()) async throws -> [String] {
+    static func uploads(
+        _ store: any StateStore, _ kind: ClientUploadKind,
+        _ filter: ClientUploadFilter = ClientUploadFilter()
+    ) async throws -> [String] {
         try await store.clientUploads(kind, matching: filter, after: nil, limit: 1_000).map(\.id)
     }
 
@@ -51,7 +61,8 @@ import Testing
     static func entryRemains(_ test: TestStore, upload: String, sequence: Int = 0) async -> Bool {
         let table = test.kind == .sqlite ? "client_log_entries" : "midtier_client_log_entries"
         do {
-            try await test.execute("""
+            try await test.execute(
+                """
                 INSERT INTO \(table) (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
                 VALUES ('\(upload)', \(sequence), 0, 'INFO', 1, '', '', '', 'probe')
                 """)
@@ -68,13 +79,17 @@ import Testing
             try await Self.register(store, "r2", user: Self.bob)
             try await Self.register(store, "r3", app: "other")
             let first = Self.upload("u1", registration: "r1", at: 10_000)
-            let entries = [Self.entry("u1", 0, at: 1_000, .debug, "starting"), Self.entry("u1", 1, at: 2_000, .warn, "slow network"),
-                           Self.entry("u1", 2, at: 3_000, .fatal, "crashed")]
+            let entries = [
+                Self.entry("u1", 0, at: 1_000, .debug, "starting"), Self.entry("u1", 1, at: 2_000, .warn, "slow network"),
+                Self.entry("u1", 2, at: 3_000, .fatal, "crashed"),
+            ]
             try await Self.save(store, first, entries)
-            try await Self.save(store, Self.upload("u2", registration: "r2", user: Self.bob, at: 11_000),
-                                [Self.entry("u2", 0, at: 2_500, .error, "bob's error")])
-            try await Self.save(store, Self.upload("u3", registration: "r3", app: "other", at: 12_000),
-                                [Self.entry("u3", 0, at: 1_500, .info, "other app")])
+            try await Self.save(
+                store, Self.upload("u2", registration: "r2", user: Self.bob, at: 11_000),
+                [Self.entry("u2", 0, at: 2_500, .error, "bob's error")])
+            try await Self.save(
+                store, Self.upload("u3", registration: "r3", app: "other", at: 12_000),
+                [Self.entry("u3", 0, at: 1_500, .info, "other app")])
             let usage = Self.upload("s1", .usage, registration: "r1", at: 13_000, size: 30, report: #"{"events":[{"n":"é"}]}"#)
             try await Self.save(store, usage)
             try await Self.save(store, Self.upload("s2", .usage, registration: "r2", user: Self.bob, at: 14_000))
@@ -89,16 +104,22 @@ import Testing
             #expect(try await Self.logs(store, ClientUploadFilter(app: "other")) == ["u3/0"])
             #expect(try await Self.logs(store, ClientUploadFilter(minimumSeverity: .warn)) == ["u1/2", "u2/0", "u1/1"])
             #expect(try await Self.logs(store, ClientUploadFilter(minimumSeverity: .fatal)) == ["u1/2"])
-            #expect(try await Self.logs(store, ClientUploadFilter(from: 1_500, until: 3_000)) == ["u2/0", "u1/1", "u3/0"],
-                    "from is inclusive, until exclusive, on the entry's own time")
+            #expect(
+                try await Self.logs(store, ClientUploadFilter(from: 1_500, until: 3_000)) == ["u2/0", "u1/1", "u3/0"],
+                "from is inclusive, until exclusive, on the entry's own time")
             #expect(try await Self.logs(store, ClientUploadFilter(text: "error")) == ["u2/0"])
             #expect(try await Self.logs(store, ClientUploadFilter(text: "Error")).isEmpty, "text compares by bytes")
-            #expect(try await Self.logs(store, ClientUploadFilter(registration: "r1", user: Self.alice, app: "demo", minimumSeverity: .warn,
-                                                                 from: 2_000, until: 4_000, text: "net")) == ["u1/1"])
+            #expect(
+                try await Self.logs(
+                    store,
+                    ClientUploadFilter(
+                        registration: "r1", user: Self.alice, app: "demo", minimumSeverity: .warn,
+                        from: 2_000, until: 4_000, text: "net")) == ["u1/1"])
             #expect(try await Self.logs(store, ClientUploadFilter(registration: "r1", user: Self.bob)).isEmpty)
             #expect(try await store.clientLogs(matching: ClientUploadFilter(), after: nil, limit: 2).count == 2)
-            #expect(try await store.clientLogs(matching: ClientUploadFilter(), after: nil, limit: -1).isEmpty,
-                    "a negative limit is no rows, not every row")
+            #expect(
+                try await store.clientLogs(matching: ClientUploadFilter(), after: nil, limit: -1).isEmpty,
+                "a negative limit is no rows, not every row")
 
             // Uploads of a kind, newest received first.
             #expect(try await Self.uploads(store, .log) == ["u3", "u2", "u1"])
@@ -132,10 +153,14 @@ import Testing
                 #expect(usage.allSatisfy { UserIdentity.sameBytes($0.user.id, user.id) && UserIdentity.sameBytes($0.user.realm, user.realm) })
             }
             // Nor does one upload on behalf of a registration of the other spelling.
-            #expect(try await store.saveClientUpload(Self.upload("x", registration: "rc", user: decomposed), entries: [],
-                                                     bounds: Self.roomy, now: 10_000) == .registrationInactive)
-            #expect(try await store.saveClientUpload(Self.upload("y", registration: "rc", user: elsewhere), entries: [],
-                                                     bounds: Self.roomy, now: 10_000) == .registrationInactive)
+            #expect(
+                try await store.saveClientUpload(
+                    Self.upload("x", registration: "rc", user: decomposed), entries: [],
+                    bounds: Self.roomy, now: 10_000) == .registrationInactive)
+            #expect(
+                try await store.saveClientUpload(
+                    Self.upload("y", registration: "rc", user: elsewhere), entries: [],
+                    bounds: Self.roomy, now: 10_000) == .registrationInactive)
         }
     }
 
@@ -189,8 +214,10 @@ import Testing
             let bounds = ClientUploadBounds(bytesPerRegistration: 1 << 20, uploadsPerWindow: 2, window: 1_000)
             try await Self.save(store, Self.upload("u1", registration: "r1", at: 9_000), bounds: bounds, now: 9_000)
             try await Self.save(store, Self.upload("u2", registration: "r1", at: 9_500), bounds: bounds, now: 9_500)
-            #expect(try await store.saveClientUpload(Self.upload("u3", registration: "r1", at: 10_000), entries: [Self.entry("u3", 0, at: 1)],
-                                                     bounds: bounds, now: 10_000) == .tooMany, "u1 is at the window's start: it counts")
+            #expect(
+                try await store.saveClientUpload(
+                    Self.upload("u3", registration: "r1", at: 10_000), entries: [Self.entry("u3", 0, at: 1)],
+                    bounds: bounds, now: 10_000) == .tooMany, "u1 is at the window's start: it counts")
             #expect(try await Self.uploads(store, .log) == ["u2", "u1"])
             #expect(try await Self.logs(store).isEmpty)
             // Another kind has its own count; the window moves on.
@@ -204,8 +231,9 @@ import Testing
                 for n in 0..<10 {
                     let instance = n % 2 == 0 ? store : other
                     group.addTask {
-                        try await instance.saveClientUpload(Self.upload("c\(n)", registration: "r2", at: 20_000), entries: [],
-                                                            bounds: bounds, now: 20_000)
+                        try await instance.saveClientUpload(
+                            Self.upload("c\(n)", registration: "r2", at: 20_000), entries: [],
+                            bounds: bounds, now: 20_000)
                     }
                 }
                 var results: [ClientUploadSave] = []
@@ -231,8 +259,9 @@ import Testing
             try await Self.save(store, Self.upload("s1", .usage, registration: "r1", at: 2_500, size: 90), bounds: bounds)
             try await Self.save(store, Self.upload("o1", registration: "r2", at: 500, size: 90), bounds: bounds)
             try await Self.save(store, Self.upload("u3", registration: "r1", at: 3_000, size: 20), [Self.entry("u3", 0, at: 3)], bounds: bounds)
-            try await Self.save(store, Self.upload("u4", registration: "r1", at: 4_000, size: 40), [Self.entry("u4", 0, at: 4)],
-                                bounds: bounds, dropped: 1)
+            try await Self.save(
+                store, Self.upload("u4", registration: "r1", at: 4_000, size: 40), [Self.entry("u4", 0, at: 4)],
+                bounds: bounds, dropped: 1)
             #expect(try await Self.uploads(store, .log, ClientUploadFilter(registration: "r1")) == ["u4", "u3", "u2"])
             #expect(try await Self.logs(store, ClientUploadFilter(registration: "r1")) == ["u4/0", "u3/0", "u2/0"])
             #expect(await Self.entryRemains(test, upload: "u1") == false, "a dropped upload's entries go with it")
@@ -251,12 +280,14 @@ import Testing
             _ = try await store.transition(id: "locked", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock"))
             _ = try await store.transition(id: "wiped", to: .wiped, allowedFrom: [.active], audit: Self.audit("registration.wipe"))
             _ = try await store.delete(id: "deleted", allowedFrom: [.active], audit: Self.audit("registration.delete"))
-            let refused = [Self.upload("a", registration: "locked"), Self.upload("b", registration: "wiped"),
-                           Self.upload("c", registration: "deleted"), Self.upload("d", registration: "missing"),
-                           Self.upload("e", registration: "alices", user: Self.bob),
-                           Self.upload("f", registration: "alices", user: UserIdentity(realm: "https://idp.test", id: "alice")),
-                           Self.upload("g", registration: "alices", app: "other"),
-                           Self.upload("h", .usage, registration: "locked")]
+            let refused = [
+                Self.upload("a", registration: "locked"), Self.upload("b", registration: "wiped"),
+                Self.upload("c", registration: "deleted"), Self.upload("d", registration: "missing"),
+                Self.upload("e", registration: "alices", user: Self.bob),
+                Self.upload("f", registration: "alices", user: UserIdentity(realm: "https://idp.test", id: "alice")),
+                Self.upload("g", registration: "alices", app: "other"),
+                Self.upload("h", .usage, registration: "locked"),
+            ]
             for upload in refused {
                 let result = try await store.saveClientUpload(upload, entries: [Self.entry(upload.id, 0, at: 1)], bounds: Self.roomy, now: 10_000)
                 #expect(result == .registrationInactive, "\(upload.id)")
@@ -275,7 +306,8 @@ import Testing
             let store = try await test.open()
             for id in ["w", "d", "l", "k"] {
                 try await Self.register(store, id)
-                try await Self.save(store, Self.upload("u-\(id)", registration: id), [Self.entry("u-\(id)", 0, at: 1), Self.entry("u-\(id)", 1, at: 2)])
+                try await Self.save(
+                    store, Self.upload("u-\(id)", registration: id), [Self.entry("u-\(id)", 0, at: 1), Self.entry("u-\(id)", 1, at: 2)])
                 try await Self.save(store, Self.upload("s-\(id)", .usage, registration: id))
             }
             _ = try await store.transition(id: "w", to: .wiped, allowedFrom: [.active], audit: Self.audit("registration.wipe"))
@@ -315,8 +347,9 @@ import Testing
             let store = try await test.open()
             try await Self.register(store, "r1")
             let messages = ["100% done", "100 done", "a_b", "axb", "back\\slash", "caf\u{E9}", "cafe\u{301}"]
-            try await Self.save(store, Self.upload("u1", registration: "r1"),
-                                messages.enumerated().map { Self.entry("u1", $0.offset, at: Int64($0.offset), .info, $0.element) })
+            try await Self.save(
+                store, Self.upload("u1", registration: "r1"),
+                messages.enumerated().map { Self.entry("u1", $0.offset, at: Int64($0.offset), .info, $0.element) })
             func found(_ text: String) async throws -> [String] {
                 try await store.clientLogs(matching: ClientUploadFilter(text: text), after: nil, limit: 100).map(\.entry.message).reversed()
             }
@@ -331,4 +364,3 @@ import Testing
         }
     }
 }
-

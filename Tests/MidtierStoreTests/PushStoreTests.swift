@@ -36,16 +36,19 @@ import Testing
             try await push.enqueue(Self.notification("n2", at: 2_000), registrations: ["r1"])
             #expect(try await push.pendingPushDeliveries() == 5)
 
-            #expect(try await push.claimPushDeliveries(owner: "A", now: 999, leaseUntil: 60_000, limit: 10).isEmpty,
-                    "nothing is due before it was enqueued")
+            #expect(
+                try await push.claimPushDeliveries(owner: "A", now: 999, leaseUntil: 60_000, limit: 10).isEmpty,
+                "nothing is due before it was enqueued")
             let claimed = try await push.claimPushDeliveries(owner: "A", now: 1_500, leaseUntil: 60_000, limit: 10)
             #expect(Set(Self.keys(claimed)) == ["n1/r1", "n1/r2", "n1/r\u{E9}", "n1/re\u{301}"])
             #expect(claimed.count == 4)
             #expect(claimed.allSatisfy { $0.notification == first && $0.attempts == 0 })
-            #expect(try await push.claimPushDeliveries(owner: "B", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
-                    "a live lease is never handed to another owner")
-            #expect(try await push.claimPushDeliveries(owner: "A", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
-                    "nor to the same owner twice")
+            #expect(
+                try await push.claimPushDeliveries(owner: "B", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
+                "a live lease is never handed to another owner")
+            #expect(
+                try await push.claimPushDeliveries(owner: "A", now: 1_500, leaseUntil: 60_000, limit: 10).isEmpty,
+                "nor to the same owner twice")
             // Oldest due first, at most `limit`.
             #expect(try await push.claimPushDeliveries(owner: "B", now: 3_000, leaseUntil: 60_000, limit: 0).isEmpty)
             #expect(Self.keys(try await push.claimPushDeliveries(owner: "B", now: 3_000, leaseUntil: 60_000, limit: 10)) == ["n2/r1"])
@@ -94,23 +97,34 @@ import Testing
             let push = try Self.push(try await test.open())
             try await push.enqueue(Self.notification("n1"), registrations: ["r1"])
             #expect(Self.keys(try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 2_000, limit: 5)) == ["n1/r1"])
-            #expect(try await push.claimPushDeliveries(owner: "B", now: 2_000, leaseUntil: 3_000, limit: 5).isEmpty,
-                    "the lease runs until its end")
+            #expect(
+                try await push.claimPushDeliveries(owner: "B", now: 2_000, leaseUntil: 3_000, limit: 5).isEmpty,
+                "the lease runs until its end")
             let again = try await push.claimPushDeliveries(owner: "B", now: 2_001, leaseUntil: 3_000, limit: 5)
             #expect(Self.keys(again) == ["n1/r1"])
             #expect(again.first?.attempts == 0)
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "A", outcome: .delivered(.apns),
-                                                      now: 2_100) == false, "the first owner lost its lease")
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "b", outcome: .delivered(.apns),
-                                                      now: 2_100) == false, "owners compare by their bytes")
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
-                                                      now: 2_200))
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
-                                                      now: 2_300) == false, "finishing ends the lease")
-            #expect(try await Self.deliveries(push, "n1") == [
-                PushDeliveryRecord(notification: "n1", registration: "r1", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
-                                   updatedAt: 2_200, provider: .apns, reason: ""),
-            ])
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "A", outcome: .delivered(.apns),
+                    now: 2_100) == false, "the first owner lost its lease")
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "b", outcome: .delivered(.apns),
+                    now: 2_100) == false, "owners compare by their bytes")
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
+                    now: 2_200))
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "B", outcome: .delivered(.apns),
+                    now: 2_300) == false, "finishing ends the lease")
+            #expect(
+                try await Self.deliveries(push, "n1") == [
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "r1", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
+                        updatedAt: 2_200, provider: .apns, reason: "")
+                ])
             #expect(try await push.claimPushDeliveries(owner: "C", now: 100_000, leaseUntil: 200_000, limit: 5).isEmpty)
             #expect(try await push.pendingPushDeliveries() == 0)
         }
@@ -121,21 +135,28 @@ import Testing
             let push = try Self.push(try await test.open())
             try await push.enqueue(Self.notification("n1"), registrations: ["r1"])
             _ = try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 1_500, limit: 5)
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "A",
-                                                      outcome: .retry(at: 5_000, provider: .fcm, reason: "429"), now: 1_200))
-            #expect(try await push.claimPushDeliveries(owner: "A", now: 4_999, leaseUntil: 10_000, limit: 5).isEmpty,
-                    "not due before its time, though no lease holds it")
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "A",
+                    outcome: .retry(at: 5_000, provider: .fcm, reason: "429"), now: 1_200))
+            #expect(
+                try await push.claimPushDeliveries(owner: "A", now: 4_999, leaseUntil: 10_000, limit: 5).isEmpty,
+                "not due before its time, though no lease holds it")
             #expect(try await push.pendingPushDeliveries() == 1)
-            #expect(try await Self.deliveries(push, "n1") == [
-                PushDeliveryRecord(notification: "n1", registration: "r1", state: .pending, attempts: 1, nextAttemptAt: 5_000,
-                                   updatedAt: 1_200, provider: .fcm, reason: "429"),
-            ])
+            #expect(
+                try await Self.deliveries(push, "n1") == [
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "r1", state: .pending, attempts: 1, nextAttemptAt: 5_000,
+                        updatedAt: 1_200, provider: .fcm, reason: "429")
+                ])
             let again = try await push.claimPushDeliveries(owner: "B", now: 5_000, leaseUntil: 10_000, limit: 5)
             #expect(Self.keys(again) == ["n1/r1"])
             #expect(again.first?.attempts == 1)
             // A retry without a provider keeps the one recorded.
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "r1", owner: "B",
-                                                      outcome: .retry(at: 9_000, provider: nil, reason: "timeout"), now: 5_100))
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "B",
+                    outcome: .retry(at: 9_000, provider: nil, reason: "timeout"), now: 5_100))
             #expect(try await Self.deliveries(push, "n1").first?.provider == .fcm)
             #expect(try await Self.deliveries(push, "n1").first?.attempts == 2)
         }
@@ -152,27 +173,36 @@ import Testing
                 ("c", .retry(at: 8_000, provider: .apns, reason: "500")),
             ]
             for (registration, outcome) in outcomes {
-                #expect(try await push.finishPushDelivery(notification: "n1", registration: registration, owner: "W", outcome: outcome,
-                                                          now: 2_000))
+                #expect(
+                    try await push.finishPushDelivery(
+                        notification: "n1", registration: registration, owner: "W", outcome: outcome,
+                        now: 2_000))
             }
             let found = try #require(try await push.pushNotification(id: "n1"))
             #expect(found.0 == notification)
             // By the bytes of the registration ids.
-            #expect(found.1 == [
-                PushDeliveryRecord(notification: "n1", registration: "B", state: .skipped, attempts: 0, nextAttemptAt: 1_000,
-                                   updatedAt: 2_000, provider: nil, reason: "locked"),
-                PushDeliveryRecord(notification: "n1", registration: "a", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
-                                   updatedAt: 2_000, provider: .apns, reason: ""),
-                PushDeliveryRecord(notification: "n1", registration: "b", state: .failed, attempts: 1, nextAttemptAt: 1_000,
-                                   updatedAt: 2_000, provider: .fcm, reason: "UNREGISTERED"),
-                PushDeliveryRecord(notification: "n1", registration: "c", state: .pending, attempts: 1, nextAttemptAt: 8_000,
-                                   updatedAt: 2_000, provider: .apns, reason: "500"),
-            ])
+            #expect(
+                found.1 == [
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "B", state: .skipped, attempts: 0, nextAttemptAt: 1_000,
+                        updatedAt: 2_000, provider: nil, reason: "locked"),
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "a", state: .delivered, attempts: 1, nextAttemptAt: 1_000,
+                        updatedAt: 2_000, provider: .apns, reason: ""),
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "b", state: .failed, attempts: 1, nextAttemptAt: 1_000,
+                        updatedAt: 2_000, provider: .fcm, reason: "UNREGISTERED"),
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "c", state: .pending, attempts: 1, nextAttemptAt: 8_000,
+                        updatedAt: 2_000, provider: .apns, reason: "500"),
+                ])
             #expect(try await push.pendingPushDeliveries() == 1)
             #expect(try await push.pushNotification(id: "N1") == nil, "ids compare by their bytes")
             #expect(try await push.pushNotification(id: "unknown") == nil)
-            #expect(try await push.finishPushDelivery(notification: "n1", registration: "zzz", owner: "W", outcome: .delivered(.apns),
-                                                      now: 2_000) == false, "no such delivery")
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "zzz", owner: "W", outcome: .delivered(.apns),
+                    now: 2_000) == false, "no such delivery")
         }
     }
 
@@ -199,8 +229,9 @@ import Testing
             let store = try await test.open()
             let push = try Self.push(store)
             let composed = "tok-\u{E9}", decomposed = "tok-e\u{301}"
-            var registration = Registration(id: "r1", appId: "demo", user: Self.alice, deviceType: "iOS", apnsDeviceToken: composed,
-                                            androidGcmRegistrationId: "fcm-1", createdAt: 1_000)
+            var registration = Registration(
+                id: "r1", appId: "demo", user: Self.alice, deviceType: "iOS", apnsDeviceToken: composed,
+                androidGcmRegistrationId: "fcm-1", createdAt: 1_000)
             #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
             #expect(try await store.registration(id: "r1")?.apnsDeviceToken == composed, "in memory now")
             let before = try await Self.newestChange(store)
@@ -248,7 +279,8 @@ import Testing
                 Registration(id: "r2", appId: app, user: bob, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 2_000),
                 Registration(id: "r3", appId: "other", user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
                 Registration(id: "r4", appId: app, user: Self.alice, apnsDeviceToken: otherForm, androidGcmRegistrationId: "fcm-t", createdAt: 1_000),
-                Registration(id: "r5", appId: appOtherForm, user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
+                Registration(
+                    id: "r5", appId: appOtherForm, user: Self.alice, apnsDeviceToken: token, androidGcmRegistrationId: "fcm-T", createdAt: 1_000),
             ]
             for registration in registrations {
                 #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
@@ -313,8 +345,10 @@ import Testing
             let claimed = try await push.claimPushDeliveries(owner: "W", now: 5_000, leaseUntil: 9_000, limit: 10)
             #expect(claimed.count == 5)
             for delivery in claimed where !(delivery.notification.id == "waiting" && delivery.registration == "r2") {
-                #expect(try await push.finishPushDelivery(notification: delivery.notification.id, registration: delivery.registration,
-                                                          owner: "W", outcome: .delivered(.apns), now: 6_000))
+                #expect(
+                    try await push.finishPushDelivery(
+                        notification: delivery.notification.id, registration: delivery.registration,
+                        owner: "W", outcome: .delivered(.apns), now: 6_000))
             }
             #expect(try await push.purgePushNotifications(before: 2_000) == 2)
             #expect(try await push.pushNotification(id: "done") == nil)

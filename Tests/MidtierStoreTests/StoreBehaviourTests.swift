@@ -27,8 +27,9 @@ import Testing
                 Registration(id: id, appId: app, user: user, deviceType: "iOS", deviceId: deviceId, createdAt: 1_000)
             }
             #expect(try await store.insert(device("phone", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted)
-            #expect(try await store.insert(device("again", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted,
-                    "an active registration of the device does not hold it")
+            #expect(
+                try await store.insert(device("again", "dev-1"), maximumPerUser: nil, audit: nil) == .inserted,
+                "an active registration of the device does not hold it")
             _ = try await store.transition(id: "phone", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock"))
             #expect(try await store.insert(device("escape", "dev-1"), maximumPerUser: nil, audit: nil) == .deviceHeld(id: "phone"))
             #expect(try await store.registration(id: "escape") == nil)
@@ -53,7 +54,8 @@ import Testing
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
             let alice = UserIdentity.local("alice"), idpAlice = UserIdentity(realm: "https://idp.test", id: "alice")
-            #expect(try await store.insert(Self.registration("r1", at: 1), maximumPerUser: nil, audit: Self.audit("registration.create")) == .inserted)
+            #expect(
+                try await store.insert(Self.registration("r1", at: 1), maximumPerUser: nil, audit: Self.audit("registration.create")) == .inserted)
             #expect(try await store.insert(Self.registration("r1", at: 2), maximumPerUser: nil, audit: nil) == .idTaken)
             #expect(try await store.insert(Self.registration("r2", user: idpAlice, at: 2), maximumPerUser: nil, audit: nil) == .inserted)
             #expect(try await store.insert(Self.registration("r3", at: 3), maximumPerUser: nil, audit: nil) == .inserted)
@@ -69,7 +71,10 @@ import Testing
             #expect(try await store.registration(id: "r1")?.deviceModel == "iPad13,1")
             #expect(try await store.updateDevice(Self.registration("missing"), audit: nil) == false)
 
-            guard case .changed(let locked) = try await store.transition(id: "r1", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock")) else {
+            guard
+                case .changed(let locked) = try await store.transition(
+                    id: "r1", to: .locked, allowedFrom: [.active], audit: Self.audit("registration.lock"))
+            else {
                 Issue.record("lock refused"); return
             }
             #expect(locked.state == .locked)
@@ -145,9 +150,13 @@ import Testing
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
             let bob = UserIdentity.local("bob")
-            try await store.setBlock(UserBlock(user: bob, kind: .traffic, reason: "lost", since: 10, by: "admin#1"), audit: Self.audit("user.block", at: 10))
-            try await store.setBlock(UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"), audit: Self.audit("user.block", at: 20))
-            #expect(try await store.block(of: bob) == UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"), "a block replaces the one before")
+            try await store.setBlock(
+                UserBlock(user: bob, kind: .traffic, reason: "lost", since: 10, by: "admin#1"), audit: Self.audit("user.block", at: 10))
+            try await store.setBlock(
+                UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"), audit: Self.audit("user.block", at: 20))
+            #expect(
+                try await store.block(of: bob) == UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"),
+                "a block replaces the one before")
             _ = try await store.insert(Self.registration("b1", user: bob), maximumPerUser: nil, audit: nil)
             #expect(try await store.registrationAndBlock(id: "b1")?.block?.kind == .all)
             #expect(try await store.removeBlock(of: bob, audit: Self.audit("user.unblock", at: 30)))
@@ -188,7 +197,9 @@ import Testing
             let outcomes = try await withThrowingTaskGroup(of: InsertOutcome.self) { group in
                 for n in 0..<20 {
                     let store = stores[n % 4]
-                    group.addTask { try await store.insert(Self.registration("race-\(n)"), maximumPerUser: 3, audit: Self.audit("registration.create")) }
+                    group.addTask {
+                        try await store.insert(Self.registration("race-\(n)"), maximumPerUser: 3, audit: Self.audit("registration.create"))
+                    }
                 }
                 var all: [InsertOutcome] = []
                 for try await outcome in group { all.append(outcome) }
@@ -249,8 +260,10 @@ import Testing
             _ = try await writer.updateDevice(Self.registration("r1"), audit: nil)
             _ = try await writer.delete(id: "r1", allowedFrom: [.locked], audit: nil)
             // The creation too: another instance may have remembered r1 as unknown.
-            let expected: [StoreChange] = [.created(id: "r1"), .registration(id: "r1"), .block(user: bob), .tokens(user: bob), .device(id: "r1"),
-                                           .registration(id: "r1")]
+            let expected: [StoreChange] = [
+                .created(id: "r1"), .registration(id: "r1"), .block(user: bob), .tokens(user: bob), .device(id: "r1"),
+                .registration(id: "r1"),
+            ]
             // (A probe sent before the first one arrived may still come late: it is only a start signal.)
             for _ in 0..<100 where received.withLock({ $0.filter { $0 != .tokens(user: probe) }.count }) < expected.count {
                 try await Task.sleep(for: .milliseconds(50))

@@ -28,8 +28,9 @@ package struct ConsoleSession: Sendable {
         }
         let response = try await client.execute(request, timeout: .seconds(30))
         let buffer = try await response.body.collect(upTo: 16 << 20)
-        return TestEnvironment.Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                     body: Array(buffer.readableBytesView))
+        return TestEnvironment.Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: Array(buffer.readableBytesView))
     }
 
     /// Signs in with the admin token, as a browser would; the forms' token is read from the

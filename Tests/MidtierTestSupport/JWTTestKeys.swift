@@ -30,8 +30,9 @@ package struct JWTTestKey: Sendable {
             throw TestFailure("no modulus in \(modulus)")
         }
         let pem = try publicKey(of: path, der: false)
-        return JWTTestKey(kind: .rsa, kid: kid, keyPath: path, directory: directory,
-                          jwk: ["kty": "RSA", "kid": kid, "n": base64URL(bytes(hex: hex)), "e": "AQAB"], publicKeyPEM: pem)
+        return JWTTestKey(
+            kind: .rsa, kid: kid, keyPath: path, directory: directory,
+            jwk: ["kty": "RSA", "kid": kid, "n": base64URL(bytes(hex: hex)), "e": "AQAB"], publicKeyPEM: pem)
     }
 
     package static func ec(_ kid: String, in directory: String, curve: String = "P-256") throws -> JWTTestKey {
@@ -40,10 +41,13 @@ package struct JWTTestKey: Sendable {
         let size = curve == "P-256" ? 32 : 48
         // The DER SubjectPublicKeyInfo ends with the uncompressed point 04 || x || y.
         let point = Array(try publicKey(of: path, der: true).suffix(1 + 2 * size))
-        return JWTTestKey(kind: .ec, kid: kid, keyPath: path, directory: directory,
-                          jwk: ["kty": "EC", "kid": kid, "crv": curve,
-                                "x": base64URL(Array(point[1...size])), "y": base64URL(Array(point[(size + 1)...]))],
-                          publicKeyPEM: try publicKey(of: path, der: false))
+        return JWTTestKey(
+            kind: .ec, kid: kid, keyPath: path, directory: directory,
+            jwk: [
+                "kty": "EC", "kid": kid, "crv": curve,
+                "x": base64URL(Array(point[1...size])), "y": base64URL(Array(point[(size + 1)...])),
+            ],
+            publicKeyPEM: try publicKey(of: path, der: false))
     }
 
     /// A JWS signature over `input`: PKCS#1 v1.5 for RSA, raw `r || s` for EC (RFC 7518 §3.4).
@@ -129,10 +133,14 @@ package enum TestTokens {
     package static let audience = "midtier-app"
 
     /// Claims of a valid token for `sub` (mapped to SuccessFactors by `sfUserId`), changed by `adjust`.
-    package static func claims(sub: String = "alice", sfUserId: String = "100001", now: Double = Date().timeIntervalSince1970,
-                       _ adjust: (inout [String: Any]) -> Void = { _ in }) -> [String: Any] {
-        var claims: [String: Any] = ["iss": issuer, "aud": audience, "sub": sub, "sfUserId": sfUserId,
-                                     "iat": Int(now), "exp": Int(now) + 600, "jti": UUID().uuidString]
+    package static func claims(
+        sub: String = "alice", sfUserId: String = "100001", now: Double = Date().timeIntervalSince1970,
+        _ adjust: (inout [String: Any]) -> Void = { _ in }
+    ) -> [String: Any] {
+        var claims: [String: Any] = [
+            "iss": issuer, "aud": audience, "sub": sub, "sfUserId": sfUserId,
+            "iat": Int(now), "exp": Int(now) + 600, "jti": UUID().uuidString,
+        ]
         adjust(&claims)
         return claims
     }
@@ -188,8 +196,9 @@ package final class JWKSServer: Sendable {
             return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: document)))
         }
         let logger = Logger(label: "jwks")
-        let application = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                                      onServerRunning: port.set, logger: logger)
+        let application = Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: port.set, logger: logger)
         let group = ServiceGroup(configuration: .init(services: [.init(service: application)], logger: logger))
         let task = Task { try await group.run() }
         let url = "http://127.0.0.1:\(await port.port)/realms/company/jwks"
@@ -212,7 +221,9 @@ package final class ManualClocks: Sendable {
     package var wall: Double { state.withLock { $0.wall } }
     package var uptime: UInt64 { state.withLock { $0.uptime } }
     package func advance(seconds: Double) {
-        state.withLock { $0.wall += seconds; $0.uptime += UInt64(seconds * 1_000_000_000) }
+        state.withLock {
+            $0.wall += seconds; $0.uptime += UInt64(seconds * 1_000_000_000)
+        }
     }
     /// Moves only the monotonic clock (cache lifetime and JWKS timing), not token time.
     package func advanceUptime(seconds: Double) { state.withLock { $0.uptime += UInt64(seconds * 1_000_000_000) } }

@@ -33,19 +33,23 @@ package final class EchoBackend: Sendable {
             router.on("**", method: method) { request, _ -> Response in
                 var request = request
                 let body = try await request.collectBody(upTo: 1 << 20)
-                let entry = Seen(method: request.method.rawValue, path: request.uri.path, query: request.uri.query,
-                                 headers: request.headers.map { ($0.name.rawName, $0.value) })
+                let entry = Seen(
+                    method: request.method.rawValue, path: request.uri.path, query: request.uri.query,
+                    headers: request.headers.map { ($0.name.rawName, $0.value) })
                 self.seen.withLock { $0.append(entry) }
                 if request.uri.path.hasPrefix("/base/sap/") { return GatewayStandIn.respond(request) }
                 if request.uri.path.hasPrefix("/base/atom") { return GatewayStandIn.atomFeed(request) }
-                let object: [String: Any] = ["path": entry.path, "query": entry.query ?? "", "bodyBytes": body.readableBytes,
-                                             "authorization": request.headers[.authorization] ?? ""]
+                let object: [String: Any] = [
+                    "path": entry.path, "query": entry.query ?? "", "bodyBytes": body.readableBytes,
+                    "authorization": request.headers[.authorization] ?? "",
+                ]
                 let data = try JSONSerialization.data(withJSONObject: object)
                 return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
             }
         }
-        return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                           onServerRunning: onServerRunning, logger: Logger(label: "echo"))
+        return Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: onServerRunning, logger: Logger(label: "echo"))
     }
 }
 
@@ -56,7 +60,9 @@ package enum GatewayStandIn {
     package static func respond(_ request: Request) -> Response {
         let base = "http://\(request.head.authority ?? "?")/base/sap/opu/odata/SRV"
         let session = request.headers[values: .cookie].joined(separator: "; ").split(separator: ";")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("SAP_SESSIONID=") }.map { String($0.dropFirst("SAP_SESSIONID=".count)) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("SAP_SESSIONID=") }.map {
+                String($0.dropFirst("SAP_SESSIONID=".count))
+            }
         var headers = HTTPFields()
         headers[.contentType] = "application/json"
         if request.method == .get {
@@ -65,27 +71,36 @@ package enum GatewayStandIn {
                 headers[HTTPField.Name("X-CSRF-Token")!] = "csrf-\(newSession)"
                 if session == nil { headers[.setCookie] = "SAP_SESSIONID=\(newSession); path=/; HttpOnly" }
             }
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string:
-                #"{"d":{"results":[{"__metadata":{"uri":"\#(base)/Items('1')"},"Id":"1"}],"__next":"\#(base)/Items?$skiptoken=1"}}"#)))
+            return Response(
+                status: .ok, headers: headers,
+                body: .init(
+                    byteBuffer: ByteBuffer(
+                        string:
+                            #"{"d":{"results":[{"__metadata":{"uri":"\#(base)/Items('1')"},"Id":"1"}],"__next":"\#(base)/Items?$skiptoken=1"}}"#)))
         }
         guard let session, request.headers[HTTPField.Name("X-CSRF-Token")!] == "csrf-\(session)" else {
             headers[HTTPField.Name("X-CSRF-Token")!] = "Required"
-            return Response(status: .forbidden, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"error":"CSRF token validation failed"}"#)))
+            return Response(
+                status: .forbidden, headers: headers, body: .init(byteBuffer: ByteBuffer(string: #"{"error":"CSRF token validation failed"}"#)))
         }
         headers[.location] = "\(base)/Items('7')"
-        return Response(status: .created, headers: headers, body: .init(byteBuffer: ByteBuffer(string:
-            #"{"d":{"__metadata":{"uri":"\#(base)/Items('7')","type":"SRV.Item"},"Id":"7","session":"\#(session)"}}"#)))
+        return Response(
+            status: .created, headers: headers,
+            body: .init(
+                byteBuffer: ByteBuffer(
+                    string:
+                        #"{"d":{"__metadata":{"uri":"\#(base)/Items('7')","type":"SRV.Item"},"Id":"7","session":"\#(session)"}}"#)))
     }
 
     package static func atomFeed(_ request: Request) -> Response {
         let base = "http://\(request.head.authority ?? "?")/base/atom"
         let feed = """
-        <?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom" xml:base="\(base)/">\
-        <id>\(base)/Documents</id><link rel="self" href="\(base)/Documents"/>\
-        <entry><id>\(base)/Documents('a')</id><link rel="edit" href="\(base)/Documents('a')"/>\
-        <content type="application/pdf" src="\(base)/Documents('a')/$value"/></entry>\
-        <link rel="next" href="\(base)/Documents?$skiptoken=2"/></feed>
-        """
+            <?xml version="1.0" encoding="utf-8"?><feed xmlns="http://www.w3.org/2005/Atom" xml:base="\(base)/">\
+            <id>\(base)/Documents</id><link rel="self" href="\(base)/Documents"/>\
+            <entry><id>\(base)/Documents('a')</id><link rel="edit" href="\(base)/Documents('a')"/>\
+            <content type="application/pdf" src="\(base)/Documents('a')/$value"/></entry>\
+            <link rel="next" href="\(base)/Documents?$skiptoken=2"/></feed>
+            """
         return Response(status: .ok, headers: [.contentType: "application/atom+xml;type=feed"], body: .init(byteBuffer: ByteBuffer(string: feed)))
     }
 }
@@ -171,49 +186,60 @@ package struct TestEnvironment: Sendable {
         let keys = try TestKeyPair.make(in: directory)
         let logger = Logger(label: "test")
 
-        let sandbox = SandboxServer(tokens: try SandboxTokenService(settings: .init(
-            certificatePEM: keys.certificatePEM, clientID: clientKey, companyID: companyID)))
+        let sandbox = SandboxServer(
+            tokens: try SandboxTokenService(
+                settings: .init(
+                    certificatePEM: keys.certificatePEM, clientID: clientKey, companyID: companyID)))
         let echo = EchoBackend()
         let sandboxPort = PortBox(), echoPort = PortBox(), midtierPort = PortBox(), adminPort = PortBox()
-        let backEnds = ServiceGroup(configuration: .init(services: [
-            .init(service: sandbox.makeApplication(address: .hostname("127.0.0.1", port: 0), logger: logger, onServerRunning: sandboxPort.set)),
-            .init(service: echo.makeApplication(onServerRunning: echoPort.set)),
-        ], logger: logger))
+        let backEnds = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(
+                        service: sandbox.makeApplication(address: .hostname("127.0.0.1", port: 0), logger: logger, onServerRunning: sandboxPort.set)),
+                    .init(service: echo.makeApplication(onServerRunning: echoPort.set)),
+                ], logger: logger))
         let backEndTask = Task { try await backEnds.run() }
         let sfPort = await sandboxPort.port, ePort = await echoPort.port
 
         var configuration = MidtierConfiguration(
-            server: ServerSettings(listen: ListenAddress(host: "127.0.0.1", port: 0), publicURL: "http://midtier.test:8080",
-                                   store: .sqlite(path: "\(directory)/midtier.sqlite"),
-                                   adminTokenHashes: [SecretHashing.hash("another-admin-token", cost: 4), SecretHashing.hash(adminToken, cost: 4)]),
+            server: ServerSettings(
+                listen: ListenAddress(host: "127.0.0.1", port: 0), publicURL: "http://midtier.test:8080",
+                store: .sqlite(path: "\(directory)/midtier.sqlite"),
+                adminTokenHashes: [SecretHashing.hash("another-admin-token", cost: 4), SecretHashing.hash(adminToken, cost: 4)]),
             apps: ["demo": AppConfiguration(id: "demo", destinations: ["sf", "echo"])],
             destinations: [
                 "sf": DestinationConfiguration(
                     name: "sf", url: "http://127.0.0.1:\(sfPort)",
-                    authentication: .samlBearer(SAMLBearerSettings(
-                        tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
-                        signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
+                    authentication: .samlBearer(
+                        SAMLBearerSettings(
+                            tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
+                            signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
                     userIdSource: "sfUserId", timeoutMilliseconds: 5000),
                 "echo": DestinationConfiguration(
                     name: "echo", url: "http://127.0.0.1:\(ePort)/base",
-                    authentication: .samlBearer(SAMLBearerSettings(
-                        tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
-                        signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
+                    authentication: .samlBearer(
+                        SAMLBearerSettings(
+                            tokenServiceURL: "http://127.0.0.1:\(sfPort)/oauth/token", clientKey: clientKey, companyId: companyID,
+                            signingKeyPEM: keys.keyPEM, signingCertificatePEM: keys.certificatePEM)),
                     userIdSource: "sfUserId", timeoutMilliseconds: 5000),
             ],
-            users: Dictionary(uniqueKeysWithValues: [TestUser.alice, TestUser.bob].map {
-                ($0.id, LocalUser(id: $0.id, passwordHash: SecretHashing.hash($0.password, cost: 4), attributes: ["sfUserId": $0.sfUserId]))
-            })
+            users: Dictionary(
+                uniqueKeysWithValues: [TestUser.alice, TestUser.bob].map {
+                    ($0.id, LocalUser(id: $0.id, passwordHash: SecretHashing.hash($0.password, cost: 4), attributes: ["sfUserId": $0.sfUserId]))
+                })
         )
         adjust(&configuration, sfPort, ePort)
         let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
         let clock = TestClock()
         let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: { clock.now })
-        let midtier = ServiceGroup(configuration: .init(services: [
-            .init(service: server.contactWriter(every: .milliseconds(50))),
-            .init(service: server.makeApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: midtierPort.set)),
-            .init(service: server.makeAdminApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: adminPort.set)),
-        ], logger: logger))
+        let midtier = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: server.contactWriter(every: .milliseconds(50))),
+                    .init(service: server.makeApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: midtierPort.set)),
+                    .init(service: server.makeAdminApplication(address: .hostname("127.0.0.1", port: 0), onServerRunning: adminPort.set)),
+                ], logger: logger))
         let midtierTask = Task { try await midtier.run() }
         // Generous waits: on a loaded 2-core machine, 200 calls queued for the client's few
         // connections can wait longer than AsyncHTTPClient's default 10 s for one (no test
@@ -221,9 +247,10 @@ package struct TestEnvironment: Sendable {
         var clientConfiguration = HTTPClient.Configuration()
         clientConfiguration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(120), read: .seconds(120))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        let environment = TestEnvironment(directory: directory, midtierPort: await midtierPort.port, adminPort: await adminPort.port,
-                                          sandboxPort: sfPort, echoPort: ePort, server: server, sandbox: sandbox, echo: echo,
-                                          client: client, clock: clock)
+        let environment = TestEnvironment(
+            directory: directory, midtierPort: await midtierPort.port, adminPort: await adminPort.port,
+            sandboxPort: sfPort, echoPort: ePort, server: server, sandbox: sandbox, echo: echo,
+            client: client, clock: clock)
         do {
             try await body(environment)
         } catch {
@@ -261,30 +288,36 @@ package struct TestEnvironment: Sendable {
     }
 
     /// A call to the admin listener with the admin token (or `token`, or none).
-    package func admin(_ method: HTTPMethod = .GET, _ path: String, body: String? = nil, token: String? = TestEnvironment.adminToken) async throws -> Reply {
+    package func admin(
+        _ method: HTTPMethod = .GET, _ path: String, body: String? = nil, token: String? = TestEnvironment.adminToken
+    ) async throws -> Reply {
         var headers: [(String, String)] = []
         if let token { headers.append(("Authorization", "Bearer \(token)")) }
         if body != nil { headers.append(("Content-Type", "application/json")) }
         return try await call(method, path, headers: headers, body: body, base: "http://127.0.0.1:\(adminPort)")
     }
 
-    package func call(_ method: HTTPMethod = .GET, _ path: String, headers: [(String, String)] = [], body: String? = nil, base: String? = nil) async throws -> Reply {
+    package func call(
+        _ method: HTTPMethod = .GET, _ path: String, headers: [(String, String)] = [], body: String? = nil, base: String? = nil
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: (base ?? midtierURL) + path)
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
         let response = try await client.execute(request, timeout: .seconds(30))
         var buffer = try await response.body.collect(upTo: 16 << 20)
-        return Reply(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                     body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+        return Reply(
+            status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+            body: buffer.readBytes(length: buffer.readableBytes) ?? [])
     }
 
     /// Registers a device for `user`; returns the registration id.
     package func register(_ user: TestUser, requestedID: String? = nil) async throws -> String {
         var headers = [("Authorization", user.basic), ("Content-Type", "application/json")]
         if let requestedID { headers.append(("X-SMP-APPCID", requestedID)) }
-        let reply = try await call(.POST, "/odata/applications/v1/demo/Connections", headers: headers,
-                                   body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
+        let reply = try await call(
+            .POST, "/odata/applications/v1/demo/Connections", headers: headers,
+            body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
         guard reply.status == 201, let id = reply.header("X-SMP-APPCID") else {
             throw TestFailure("registration failed: \(reply.status) \(reply.text)")
         }
@@ -304,7 +337,9 @@ package struct TestEnvironment: Sendable {
     /// (Also for requests AsyncHTTPClient cannot send: a head of tens of kilobytes that
     /// Midtier answers before the client has marked it sent stops the test process in its
     /// state machine.)
-    package func curl(_ path: String, method: String = "GET", headers: [(String, String)], body: String? = nil) async throws -> (status: Int, body: String) {
+    package func curl(
+        _ path: String, method: String = "GET", headers: [(String, String)], body: String? = nil
+    ) async throws -> (status: Int, body: String) {
         var arguments = ["-s", "--path-as-is", "-o", "-", "-w", "\n%{http_code}", "-X", method]
         for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
         if let body { arguments += ["--data-binary", body] }

@@ -16,8 +16,10 @@ package struct TestKeyPair {
     package static func make(in directory: String, name: String = "signing", bits: Int = 2048, passphrase: String? = nil) throws -> TestKeyPair {
         let key = "\(directory)/\(name).key"
         let certificate = "\(directory)/\(name).crt"
-        var arguments = ["req", "-x509", "-newkey", "rsa:\(bits)", "-sha256", "-days", "2",
-                         "-subj", "/CN=\(name)", "-keyout", key, "-out", certificate]
+        var arguments = [
+            "req", "-x509", "-newkey", "rsa:\(bits)", "-sha256", "-days", "2",
+            "-subj", "/CN=\(name)", "-keyout", key, "-out", certificate,
+        ]
         if let passphrase { arguments += ["-passout", "pass:\(passphrase)"] } else { arguments.append("-nodes") }
         let result = try run("/usr/bin/openssl", arguments)
         guard result.status == 0 else { throw TestFailure("openssl req failed: \(result.output)") }

@@ -1,7 +1,7 @@
+import ConfigurationFiles
 import Foundation
 import GRDB
 package import Logging
-import ConfigurationFiles
 package import MidtierCore
 package import MidtierStore
 import PostgresNIO
@@ -34,7 +34,8 @@ package final class TestStore: Sendable {
     /// The PostgreSQL server of the test run.
     package static func server() throws -> PostgresLocation {
         guard let url = ProcessInfo.processInfo.environment["MIDTIER_TEST_POSTGRES"] else {
-            throw TestStoreError("MIDTIER_TEST_POSTGRES is not set: run the tests with `make test`, or `python3 Tests/e2e/postgres.py run -- swift test`")
+            throw TestStoreError(
+                "MIDTIER_TEST_POSTGRES is not set: run the tests with `make test`, or `python3 Tests/e2e/postgres.py run -- swift test`")
         }
         guard case .postgres(let location)? = StoreLocation(url) else {
             throw TestStoreError("MIDTIER_TEST_POSTGRES is not a postgres:// URL")
@@ -98,8 +99,9 @@ package final class TestStore: Sendable {
     }
 
     private static func administer(_ location: PostgresLocation, _ body: (PostgresConnection) async throws -> Void) async throws {
-        let configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
-                                                             password: location.password, database: location.database, tls: .disable)
+        let configuration = PostgresConnection.Configuration(
+            host: location.host, port: location.port, username: location.user,
+            password: location.password, database: location.database, tls: .disable)
         let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
         do {
             try await body(connection)

@@ -9,9 +9,11 @@ import Testing
     /// A CA made by openssl: `kind` is `rsa:2048` or `ec` (P-384).
     static func makeCA(in directory: String, kind: String = "rsa:2048", passphrase: String? = nil) throws -> (key: String, certificate: String) {
         let key = directory + "/ca.key", certificate = directory + "/ca.crt"
-        var arguments = ["req", "-x509", "-sha256", "-days", "2", "-subj", "/CN=Midtier PP CA/O=Example",
-                         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
-                         "-keyout", key, "-out", certificate]
+        var arguments = [
+            "req", "-x509", "-sha256", "-days", "2", "-subj", "/CN=Midtier PP CA/O=Example",
+            "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign",
+            "-keyout", key, "-out", certificate,
+        ]
         if kind == "ec" {
             arguments += ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-384"]
         } else {
@@ -23,11 +25,14 @@ import Testing
         return (key, certificate)
     }
 
-    static func settings(_ ca: (key: String, certificate: String), passphrase: String? = nil,
-                         pattern: String = "CN=${name}") throws -> PrincipalPropagationSettings {
-        PrincipalPropagationSettings(mode: .header, subjectPattern: try SubjectPattern(pattern), validityMinutes: 10,
-                                     caCertificatePEM: Array(FileManager.default.contents(atPath: ca.certificate)!),
-                                     caKeyPEM: Array(FileManager.default.contents(atPath: ca.key)!), caKeyPassphrase: passphrase)
+    static func settings(
+        _ ca: (key: String, certificate: String), passphrase: String? = nil,
+        pattern: String = "CN=${name}"
+    ) throws -> PrincipalPropagationSettings {
+        PrincipalPropagationSettings(
+            mode: .header, subjectPattern: try SubjectPattern(pattern), validityMinutes: 10,
+            caCertificatePEM: Array(FileManager.default.contents(atPath: ca.certificate)!),
+            caKeyPEM: Array(FileManager.default.contents(atPath: ca.key)!), caKeyPassphrase: passphrase)
     }
 
     @Test(arguments: ["rsa:2048", "ec"])
@@ -83,8 +88,12 @@ import Testing
             try UserCertificateAuthority(try Self.settings((other.keyPath, ca.certificate)))
         }
         let leaf = directory + "/leaf"
-        let made = try run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=leaf", "-days", "1",
-                                                "-addext", "basicConstraints=critical,CA:FALSE", "-keyout", leaf + ".key", "-out", leaf + ".crt"])
+        let made = try run(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=leaf", "-days", "1",
+                "-addext", "basicConstraints=critical,CA:FALSE", "-keyout", leaf + ".key", "-out", leaf + ".crt",
+            ])
         #expect(made.status == 0)
         #expect(throws: UserCertificateError.self) { try UserCertificateAuthority(try Self.settings((leaf + ".key", leaf + ".crt"))) }
     }

@@ -45,7 +45,8 @@ import Testing
         let cache = UserCertificateCache<Int>()
         for id in ["alice", "bob"] {
             for destination in ["gw", "s4"] {
-                _ = try cache.entry(for: UserCertificateKey(destination: destination, user: .local(id), subject: id)) { () throws(UserCertificateError) in
+                _ = try cache.entry(for: UserCertificateKey(destination: destination, user: .local(id), subject: id)) {
+                    () throws(UserCertificateError) in
                     (Self.certificate(id), 0, validitySeconds: 600)
                 }
             }
@@ -59,7 +60,8 @@ import Testing
     @Test func staysWithinItsCapacity() throws {
         let cache = UserCertificateCache<Int>(capacity: 10)
         for index in 0..<100 {
-            _ = try cache.entry(for: UserCertificateKey(destination: "gw", user: .local("u\(index)"), subject: "s")) { () throws(UserCertificateError) in
+            _ = try cache.entry(for: UserCertificateKey(destination: "gw", user: .local("u\(index)"), subject: "s")) {
+                () throws(UserCertificateError) in
                 (Self.certificate("u"), 0, validitySeconds: 600)
             }
         }

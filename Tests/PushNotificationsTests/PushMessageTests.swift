@@ -1,5 +1,6 @@
 import MidtierJSON
 import Testing
+
 @testable import PushNotifications
 
 /// SAP's notification object as a sender gives it: what is taken, what is refused (naming the
@@ -21,7 +22,8 @@ import Testing
     }
 
     @Test func readsSAPsMembers() throws {
-        let message = try Self.read(#"""
+        let message = try Self.read(
+            #"""
             {"alert":"New payslip","badge":3,"sound":"default","priority":"normal","data":{"slip":"2026-11"},
              "custom":{"kind":"payslip"},"sendAsSms":false,"wns":{},
              "apns":{"alertTitle":"Payroll","alertSubtitle":"November","category":"PAY","threadId":"pay","mutableContent":true,"expiration":1800000000},
@@ -51,7 +53,9 @@ import Testing
     @Test func apnsGetsAnAlertWithTitleBadgeSoundAndTheIdentifiers() throws {
         let message = try Self.read(#"{"alert":"body text","title":"Title","badge":2,"sound":"chime","data":"d","custom":{"k":"v"},"timeToLive":60}"#)
         let request = message.apnsRequest(notificationID: "n-1", now: 1000)
-        #expect(request.payload == #"{"aps":{"alert":{"title":"Title","body":"body text"},"badge":2,"sound":"chime"},"data":"d","k":"v","notificationId":"n-1"}"#)
+        #expect(
+            request.payload
+                == #"{"aps":{"alert":{"title":"Title","body":"body text"},"badge":2,"sound":"chime"},"data":"d","k":"v","notificationId":"n-1"}"#)
         #expect(request.pushType == "alert" && request.priority == 10 && request.expiration == 1060)
         #expect(request.collapseID == "n-1", "a copy sent again shows once")
     }
@@ -64,9 +68,14 @@ import Testing
     }
 
     @Test func fcmGetsANotificationDataAsStringsAndAndroidOptions() throws {
-        let message = try Self.read(##"{"alert":"body","badge":4,"priority":"normal","custom":{"k":"v"},"gcm":{"title":"T","collapseKey":"c","timeToLive":120,"color":"#fff"}}"##)
+        let message = try Self.read(
+            ##"{"alert":"body","badge":4,"priority":"normal","custom":{"k":"v"},"gcm":{"title":"T","collapseKey":"c","timeToLive":120,"color":"#fff"}}"##
+        )
         let json = message.fcmMessage(token: "tok", notificationID: "n-3").serialized()
-        #expect(json == ##"{"message":{"token":"tok","notification":{"title":"T","body":"body"},"data":{"k":"v","notificationId":"n-3"},"android":{"priority":"NORMAL","ttl":"120s","collapse_key":"c","notification":{"tag":"n-3","color":"#fff","notification_count":4}}}}"##)
+        #expect(
+            json
+                == ##"{"message":{"token":"tok","notification":{"title":"T","body":"body"},"data":{"k":"v","notificationId":"n-3"},"android":{"priority":"NORMAL","ttl":"120s","collapse_key":"c","notification":{"tag":"n-3","color":"#fff","notification_count":4}}}}"##
+        )
     }
 
     /// The notification's id is Midtier's: a custom member of that name cannot replace it.

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+
 @testable import PushNotifications
 
 /// The delivery worker's wake-up: a nudge ends a wait, a nudge given while nobody waits is kept

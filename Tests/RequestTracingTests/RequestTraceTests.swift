@@ -1,8 +1,9 @@
 import InMemoryTracing
-@testable import RequestTracing
 import Testing
 import Tracing
 import W3CTraceContext
+
+@testable import RequestTracing
 
 @Suite struct RequestTraceTests {
     struct Refused: Error, Equatable {}
@@ -26,8 +27,10 @@ import W3CTraceContext
     /// but without the error's text, and the request's span ends with the answer's status.
     @Test func spansNestAndFailuresCarryNoText() async throws {
         let tracer = InMemoryTracer()
-        let trace = try #require(RequestTracer(tracer: tracer).start("GET /{destination}", method: "GET", route: "/{destination}/*",
-                                                                     propagation: PropagationHeaders()))
+        let trace = try #require(
+            RequestTracer(tracer: tracer).start(
+                "GET /{destination}", method: "GET", route: "/{destination}/*",
+                propagation: PropagationHeaders()))
         await trace.run {
             await RequestTrace.span("token") { span in
                 span.set("midtier.token.cache", "miss")
@@ -68,8 +71,10 @@ import W3CTraceContext
         let tracer = InMemoryTracer()
         let never = RequestTracer(tracer: tracer, samplingRatio: 0)
         let device = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-        let trace = try #require(never.start("GET /{destination}", method: "GET", route: "/{destination}/*",
-                                             propagation: PropagationHeaders(traceparent: device, tracestate: "vendor=opaque")))
+        let trace = try #require(
+            never.start(
+                "GET /{destination}", method: "GET", route: "/{destination}/*",
+                propagation: PropagationHeaders(traceparent: device, tracestate: "vendor=opaque")))
         #expect(trace.traceID == "0af7651916cd43dd8448eb211c80319c")
         let parts = trace.traceresponse.split(separator: "-")
         #expect(parts.count == 4 && parts[1] == "0af7651916cd43dd8448eb211c80319c" && parts[2] != "b7ad6b7169203331" && parts[3] == "00")

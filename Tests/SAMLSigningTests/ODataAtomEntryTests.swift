@@ -1,14 +1,16 @@
-import Testing
 import SAMLSigning
+import Testing
 
 /// Atom registration bodies (docs/device-api.md, "Registration in Atom"): SAP's documented
 /// example reads; hostile or broken entries are refused with a message naming what is wrong.
 @Suite struct ODataAtomEntryTests {
     static func entry(_ properties: String, doctype: String = "") -> [UInt8] {
-        let open = "<?xml version='1.0' encoding='utf-8'?>\(doctype)<entry xmlns=\"http://www.w3.org/2005/Atom\" "
+        let open =
+            "<?xml version='1.0' encoding='utf-8'?>\(doctype)<entry xmlns=\"http://www.w3.org/2005/Atom\" "
             + "xmlns:d=\"http://schemas.microsoft.com/ado/2007/08/dataservices\" "
             + "xmlns:m=\"http://schemas.microsoft.com/ado/2007/08/dataservices/metadata\">"
-        let head: String = "<title type=\"text\"/><updated>2014-061-15T02:23:29Z</updated><author><name/></author>"
+        let head: String =
+            "<title type=\"text\"/><updated>2014-061-15T02:23:29Z</updated><author><name/></author>"
             + "<category term=\"applications.Connection\" scheme=\"http://schemas.microsoft.com/ado/2007/08/dataservices/scheme\"/>"
         let content = "<content type=\"application/xml\"><m:properties>\(properties)</m:properties></content></entry>"
         return Array((open + head + content).utf8)
@@ -20,17 +22,23 @@ import SAMLSigning
     }
 
     @Test func sapsExampleReadsWithNullsAndText() throws {
-        let body = Self.entry("<d:DeviceType>iPhone</d:DeviceType><d:DeviceModel m:null=\"true\" />"
-            + "<d:ApnsDeviceToken m:null=\"false\">18AA&amp;48</d:ApnsDeviceToken>")
+        let body = Self.entry(
+            "<d:DeviceType>iPhone</d:DeviceType><d:DeviceModel m:null=\"true\" />"
+                + "<d:ApnsDeviceToken m:null=\"false\">18AA&amp;48</d:ApnsDeviceToken>")
         let properties = try ODataAtomEntry.properties(of: body).get()
-        #expect(properties == [.init(name: "DeviceType", value: "iPhone"), .init(name: "DeviceModel", value: nil),
-                               .init(name: "ApnsDeviceToken", value: "18AA&48")])
+        #expect(
+            properties == [
+                .init(name: "DeviceType", value: "iPhone"), .init(name: "DeviceModel", value: nil),
+                .init(name: "ApnsDeviceToken", value: "18AA&48"),
+            ])
         #expect(try ODataAtomEntry.properties(of: Self.entry("")).get().isEmpty)
     }
 
     @Test func entityAttacksAreRefusedUnexpanded() {
-        let external = problem(Self.entry("<d:DeviceModel>&x;</d:DeviceModel>",
-                                          doctype: "<!DOCTYPE entry [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>"))
+        let external = problem(
+            Self.entry(
+                "<d:DeviceModel>&x;</d:DeviceModel>",
+                doctype: "<!DOCTYPE entry [<!ENTITY x SYSTEM \"file:///etc/passwd\">]>"))
         #expect(external?.contains("DOCTYPE") == true || external?.contains("well-formed") == true)
         #expect(external?.contains("root:") == false)
         var laughs = "<!DOCTYPE entry [<!ENTITY a \"aaaaaaaaaa\">"
@@ -47,8 +55,9 @@ import SAMLSigning
 
     @Test func brokenEntriesNameWhatIsWrong() {
         #expect(problem(Array("<entry xmlns='http://www.w3.org/2005/Atom'><content>".utf8))?.contains("not well-formed") == true)
-        #expect(problem(Array("<entry xmlns='http://www.w3.org/2005/Atom'><content type='application/xml'/></entry>".utf8))?
-            .contains("no m:properties") == true)
+        #expect(
+            problem(Array("<entry xmlns='http://www.w3.org/2005/Atom'><content type='application/xml'/></entry>".utf8))?
+                .contains("no m:properties") == true)
         #expect(problem(Array("<feed xmlns='http://www.w3.org/2005/Atom'/>".utf8))?.contains("not an Atom entry") == true)
         #expect(problem(Self.entry("<d:DeviceType>a</d:DeviceType><d:DeviceType>b</d:DeviceType>"))?.contains("more than once") == true)
         #expect(problem(Self.entry("<d:DeviceType><d:x/></d:DeviceType>"))?.contains("holds elements") == true)

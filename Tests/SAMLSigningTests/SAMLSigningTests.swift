@@ -1,6 +1,7 @@
 import Foundation
 import MidtierTestSupport
 import Testing
+
 @testable import SAMLSigning
 
 /// Assertions signed by Midtier must verify with xmlsec1 (an independent XML-DSig
@@ -15,8 +16,9 @@ import Testing
     }
 
     func assertion(nameID: String = "100001", now: Date = Date()) -> SAMLAssertion {
-        SAMLAssertion(issueInstant: now, issuer: "demo-api-key", nameID: nameID,
-                      recipient: "http://127.0.0.1:8081/oauth/token", apiKey: "demo-api-key")
+        SAMLAssertion(
+            issueInstant: now, issuer: "demo-api-key", nameID: nameID,
+            recipient: "http://127.0.0.1:8081/oauth/token", apiKey: "demo-api-key")
     }
 
     func signer() throws -> AssertionSigner {
@@ -27,10 +29,12 @@ import Testing
     func xmlsecVerifies(_ xml: String, certificate: String) throws -> Bool {
         let file = "\(directory)/assertion-\(UUID().uuidString).xml"
         try xml.write(toFile: file, atomically: true, encoding: .utf8)
-        let result = try run("/usr/bin/xmlsec1", [
-            "--verify", "--pubkey-cert-pem", certificate, "--enabled-key-data", "key-name",
-            "--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:assertion:Assertion", file,
-        ])
+        let result = try run(
+            "/usr/bin/xmlsec1",
+            [
+                "--verify", "--pubkey-cert-pem", certificate, "--enabled-key-data", "key-name",
+                "--id-attr:ID", "urn:oasis:names:tc:SAML:2.0:assertion:Assertion", file,
+            ])
         return result.status == 0 && result.output.contains("OK")
     }
 
@@ -51,11 +55,13 @@ import Testing
         #expect(xml.hasPrefix("<saml2:Assertion xmlns:saml2=\"urn:oasis:names:tc:SAML:2.0:assertion\" ID=\"_"))
         // Signature right after Issuer.
         #expect(xml.contains("</saml2:Issuer><ds:Signature xmlns:ds=\"http://www.w3.org/2000/09/xmldsig#\">"))
-        for required in ["Version=\"2.0\"", "Method=\"urn:oasis:names:tc:SAML:2.0:cm:bearer\"",
-                         "Format=\"urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified\"",
-                         "urn:oasis:names:tc:SAML:2.0:ac:classes:PreviousSession", "<saml2:Attribute Name=\"api_key\">",
-                         "<ds:X509Certificate>", "http://www.w3.org/2001/10/xml-exc-c14n#",
-                         "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256", "http://www.w3.org/2001/04/xmlenc#sha256"] {
+        for required in [
+            "Version=\"2.0\"", "Method=\"urn:oasis:names:tc:SAML:2.0:cm:bearer\"",
+            "Format=\"urn:oasis:names:tc:SAML:1.1:nameid-format:unspecified\"",
+            "urn:oasis:names:tc:SAML:2.0:ac:classes:PreviousSession", "<saml2:Attribute Name=\"api_key\">",
+            "<ds:X509Certificate>", "http://www.w3.org/2001/10/xml-exc-c14n#",
+            "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256", "http://www.w3.org/2001/04/xmlenc#sha256",
+        ] {
             #expect(xml.contains(required), "missing \(required)")
         }
     }
@@ -106,8 +112,10 @@ import Testing
         #expect(throws: SigningError.self) { try SigningKey(pem: Array("not a key".utf8)) }
         #expect(throws: SigningError.self) { try SigningCertificate(pem: []) }
         let verifier = AssertionVerifier(trustedCertificate: try SigningCertificate(pem: pair.certificatePEM))
-        for input in ["", "<", "<a/>", "<!DOCTYPE x [<!ENTITY e \"boom\">]><x>&e;</x>",
-                      "<saml2:Assertion xmlns:saml2=\"urn:oasis:names:tc:SAML:2.0:assertion\" ID=\"_1\"/>"] {
+        for input in [
+            "", "<", "<a/>", "<!DOCTYPE x [<!ENTITY e \"boom\">]><x>&e;</x>",
+            "<saml2:Assertion xmlns:saml2=\"urn:oasis:names:tc:SAML:2.0:assertion\" ID=\"_1\"/>",
+        ] {
             #expect(throws: SigningError.self) { try verifier.verify(Array(input.utf8)) }
         }
     }
@@ -145,7 +153,9 @@ import Testing
             return try withExtendedLifetime(tree) { try AssertionVerifier.claims(of: tree.root, id: "_a") }
         }
         #expect(try claims(assertion()).subjectNotOnOrAfter != nil)
-        #expect(throws: SigningError.self, "a SubjectConfirmationData NotOnOrAfter that is not a time") { try claims(assertion(subjectLimit: "soon")) }
+        #expect(throws: SigningError.self, "a SubjectConfirmationData NotOnOrAfter that is not a time") {
+            try claims(assertion(subjectLimit: "soon"))
+        }
         #expect(throws: SigningError.self, "a Conditions NotBefore that is not a time") { try claims(assertion(notBefore: "2026-11-18")) }
     }
 

@@ -68,7 +68,7 @@ import Testing
                 .init(
                     userId: "u1", username: "u1", firstName: "Uma", lastName: "One", email: "u1@example.com",
                     title: "Tester", department: "QA", division: "Corp", location: "Here", country: "Nowhere",
-                    timeZone: "UTC", defaultLocale: "en_US", hireDate: day, lastModified: day),
+                    timeZone: "UTC", defaultLocale: "en_US", hireDate: day, lastModified: day)
             ],
             employments: [], paymentInformation: [], banks: [],
             payrollRuns: [
@@ -77,7 +77,7 @@ import Testing
                     payrollProviderId: "P", payrollId: "X", payDate: day, periodStart: day, periodEnd: day,
                     currency: "CHF",
                     items: [.init(externalCode: "R1-1", externalName: "Pay", wageType: "1000", amount: "1.50")],
-                    lastModified: day),
+                    lastModified: day)
             ])
         #expect(custom.userIds == ["u1"])
         let service = PayrollODataService(data: custom)

@@ -131,8 +131,10 @@ import Testing
         #expect(String(decoding: count.body, as: UTF8.self) == "0")
         let service = PayrollODataService(pageSize: Int.max)
         #expect(try JSONBody(get("EmployeePayrollRunResults", "$skip=2&$top=\(Int.max)", service: service)).results.count == 22)
-        #expect(PayrollODataService(pageSize: -5).handle(
-            method: "GET", path: "User", query: nil, serviceRoot: serviceRoot, user: "100001").status == 200)
+        #expect(
+            PayrollODataService(pageSize: -5).handle(
+                method: "GET", path: "User", query: nil, serviceRoot: serviceRoot, user: "100001"
+            ).status == 200)
     }
 
     @Test func pathologicalFiltersAreRejectedOrAnswered() throws {

@@ -56,10 +56,11 @@ import FoundationXML
         let container = try #require(elements.first { $0.name == "EntityContainer" })
         #expect(container.attributes["m:IsDefaultEntityContainer"] == "true")
         let sets = elements.filter { $0.name == "EntitySet" }.compactMap { $0.attributes["Name"] }
-        #expect(Set(sets) == [
-            "User", "EmpEmployment", "PaymentInformationV3", "PaymentInformationDetailV3", "Bank",
-            "EmployeePayrollRunResults", "EmployeePayrollRunResultsItems",
-        ])
+        #expect(
+            Set(sets) == [
+                "User", "EmpEmployment", "PaymentInformationV3", "PaymentInformationDetailV3", "Bank",
+                "EmployeePayrollRunResults", "EmployeePayrollRunResultsItems",
+            ])
     }
 
     @Test func amountIsAPlainDecimal() throws {
@@ -67,9 +68,10 @@ import FoundationXML
         let itemProperties = elements.filter {
             $0.name == "Property" && $0.ancestors.last == "EntityType"
         }
-        let amount = try #require(itemProperties.first {
-            $0.attributes["Name"] == "amount" && $0.ancestors.contains("EntityType")
-        })
+        let amount = try #require(
+            itemProperties.first {
+                $0.attributes["Name"] == "amount" && $0.ancestors.contains("EntityType")
+            })
         #expect(amount.attributes["Type"] == "Edm.Decimal")
         #expect(amount.attributes["Scale"] == nil)
         #expect(amount.attributes["Precision"] == nil)
@@ -131,9 +133,10 @@ import FoundationXML
         #expect(associations.count == navigations.count)
         #expect(associationSets.count == navigations.count)
         let itemsNavigation = try #require(navigations.first { $0.attributes["Name"] == "employeePayrollRunResultsItems" })
-        let itemsAssociation = try #require(elements.firstIndex {
-            $0.name == "Association" && "SFOData." + ($0.attributes["Name"] ?? "") == itemsNavigation.attributes["Relationship"]
-        })
+        let itemsAssociation = try #require(
+            elements.firstIndex {
+                $0.name == "Association" && "SFOData." + ($0.attributes["Name"] ?? "") == itemsNavigation.attributes["Relationship"]
+            })
         let toEnd = elements[(itemsAssociation + 1)...].prefix(2).first { $0.attributes["Role"] == itemsNavigation.attributes["ToRole"] }
         #expect(toEnd?.attributes["Multiplicity"] == "*")
     }

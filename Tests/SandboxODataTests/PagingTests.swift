@@ -67,7 +67,8 @@ import Testing
 
     @Test func pagesNavigationCollections() throws {
         let service = PayrollODataService(pageSize: 2)
-        let january = "EmployeePayrollRunResults(externalCode='PRR-100001-2024-01',"
+        let january =
+            "EmployeePayrollRunResults(externalCode='PRR-100001-2024-01',"
             + "mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')/employeePayrollRunResultsItems"
         let pages = try allPages(january, nil, service: service)
         #expect(pages.map(\.results.count) == [2, 2, 1])

@@ -21,7 +21,8 @@ import Testing
     }
 
     @Test func selectReachesIntoExpandedNavigation() throws {
-        let query = "$select=externalCode,employeePayrollRunResultsItems/amount,employeePayrollRunResultsItems/wageType"
+        let query =
+            "$select=externalCode,employeePayrollRunResultsItems/amount,employeePayrollRunResultsItems/wageType"
             + "&$expand=employeePayrollRunResultsItems&$top=2"
         let runs = try JSONBody(get("EmployeePayrollRunResults", query)).results
         #expect(runs.count == 2)
@@ -55,13 +56,16 @@ import Testing
 
     @Test func comparisonOperatorsOnDates() throws {
         #expect(try codes("EmployeePayrollRunResults", "$filter=payDate ge datetime'2025-01-01T00:00:00'").count == 12)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=payDate gt datetime'2025-11-30T00:00:00'")
-            == ["PRR-100001-2025-12"])
-        #expect(try codes("EmployeePayrollRunResults", "$filter=payDate lt datetime'2024-02-29T00:00:00'")
-            == ["PRR-100001-2024-01"])
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=payDate gt datetime'2025-11-30T00:00:00'")
+                == ["PRR-100001-2025-12"])
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=payDate lt datetime'2024-02-29T00:00:00'")
+                == ["PRR-100001-2024-01"])
         #expect(try codes("EmployeePayrollRunResults", "$filter=payDate le datetime'2024-02-29T00:00:00'").count == 2)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=payDate eq datetime'2024-02-29'")
-            == ["PRR-100001-2024-02"])
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=payDate eq datetime'2024-02-29'")
+                == ["PRR-100001-2024-02"])
         #expect(try codes("EmployeePayrollRunResults", "$filter=payDate ne datetime'2024-02-29T00:00'").count == 23)
         // SuccessFactors also takes quoted dates.
         #expect(try codes("EmployeePayrollRunResults", "$filter=startDateWhenPaid ge '2025-07-01'").count == 6)
@@ -74,7 +78,8 @@ import Testing
         #expect(try codes("EmployeePayrollRunResults", either) == ["PRR-100001-2024-03", "PRR-100001-2025-03"])
         let negated = "$filter=not (payDate lt datetime'2025-12-01T00:00:00')"
         #expect(try codes("EmployeePayrollRunResults", negated) == ["PRR-100001-2025-12"])
-        let grouped = "$filter=(externalCode eq 'PRR-100001-2024-03' or externalCode eq 'PRR-100001-2025-03') "
+        let grouped =
+            "$filter=(externalCode eq 'PRR-100001-2024-03' or externalCode eq 'PRR-100001-2025-03') "
             + "and payDate gt datetime'2025-01-01T00:00:00'"
         #expect(try codes("EmployeePayrollRunResults", grouped) == ["PRR-100001-2025-03"])
         #expect(try codes("EmployeePayrollRunResults", "$filter=isVoid eq false").count == 24)
@@ -84,26 +89,32 @@ import Testing
 
     @Test func stringLiteralsWithQuotesAndIn() throws {
         #expect(try codes("EmployeePayrollRunResults", "$filter=externalName eq 'O''Neil''s payroll'").isEmpty)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=externalName eq 'Payroll March 2025'")
-            == ["PRR-100001-2025-03"])
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=externalName eq 'Payroll March 2025'")
+                == ["PRR-100001-2025-03"])
         // What Tests/e2e/isolation.py sends: a nonce no run is named.
         #expect(try codes("EmployeePayrollRunResults", "$filter=externalName ne 'nonce-4711'").count == 24)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=externalCode in ('PRR-100001-2024-05','PRR-100001-2024-06')")
-            .count == 2)
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=externalCode in ('PRR-100001-2024-05','PRR-100001-2024-06')")
+                .count == 2)
         // SuccessFactors' own form, without parentheses.
-        #expect(try codes("EmployeePayrollRunResults", "$filter=externalCode in 'PRR-100001-2024-05','PRR-100001-2024-06'")
-            .count == 2)
-        #expect(try codes("EmployeePayrollRunResults", "$filter=payDate in (datetime'2024-02-29', '2025-03-31')")
-            == ["PRR-100001-2024-02", "PRR-100001-2025-03"])
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=externalCode in 'PRR-100001-2024-05','PRR-100001-2024-06'")
+                .count == 2)
+        #expect(
+            try codes("EmployeePayrollRunResults", "$filter=payDate in (datetime'2024-02-29', '2025-03-31')")
+                == ["PRR-100001-2024-02", "PRR-100001-2025-03"])
         // The README's demo filter.
         #expect(try codes("EmployeePayrollRunResults", "$filter=userId eq '100001'").count == 24)
     }
 
     @Test func dateRangesAsSuccessFactorsClientsWriteThem() throws {
-        let range = "$filter=userId eq '100001' and (payDate ge datetime'2025-01-01T00:00:00' "
+        let range =
+            "$filter=userId eq '100001' and (payDate ge datetime'2025-01-01T00:00:00' "
             + "and payDate lt datetime'2025-04-01T00:00:00') and not isVoid"
-        #expect(try codes("EmployeePayrollRunResults", range)
-            == ["PRR-100001-2025-01", "PRR-100001-2025-02", "PRR-100001-2025-03"])
+        #expect(
+            try codes("EmployeePayrollRunResults", range)
+                == ["PRR-100001-2025-01", "PRR-100001-2025-02", "PRR-100001-2025-03"])
         let modified = "$filter=lastModifiedDateTime ge datetimeoffset'2000-01-01T00:00:00Z'"
         #expect(try codes("EmployeePayrollRunResults", modified).count == 24)
     }
@@ -132,8 +143,10 @@ import Testing
     // MARK: $orderby
 
     @Test func ordersByManyProperties() throws {
-        let items = try JSONBody(get(
-            "EmployeePayrollRunResultsItems", "$orderby=wageType desc,amount asc&$top=3")).results
+        let items = try JSONBody(
+            get(
+                "EmployeePayrollRunResultsItems", "$orderby=wageType desc,amount asc&$top=3")
+        ).results
         #expect(items.map { $0["wageType"] as? String } == ["1100", "1100", "1100"])
         let amounts = try JSONBody(get("EmployeePayrollRunResultsItems", "$orderby=amount asc,externalCode desc&$top=2")).results
         // The largest deduction: 18 % income tax on 4377.50 + 400.00 overtime (2025, overtime months).

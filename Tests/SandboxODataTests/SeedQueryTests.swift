@@ -29,21 +29,24 @@ import Testing
 
         // Newest first: December 2025 down to August 2025.
         let payDates = runs.compactMap { milliseconds($0["payDate"]) }
-        #expect(payDates == [
-            utcMilliseconds(2025, 12, 31), utcMilliseconds(2025, 11, 30), utcMilliseconds(2025, 10, 31),
-            utcMilliseconds(2025, 9, 30), utcMilliseconds(2025, 8, 31),
-        ])
-        #expect(runs.map { $0["externalCode"] as? String } == [
-            "PRR-100001-2025-12", "PRR-100001-2025-11", "PRR-100001-2025-10", "PRR-100001-2025-09",
-            "PRR-100001-2025-08",
-        ])
+        #expect(
+            payDates == [
+                utcMilliseconds(2025, 12, 31), utcMilliseconds(2025, 11, 30), utcMilliseconds(2025, 10, 31),
+                utcMilliseconds(2025, 9, 30), utcMilliseconds(2025, 8, 31),
+            ])
+        #expect(
+            runs.map { $0["externalCode"] as? String } == [
+                "PRR-100001-2025-12", "PRR-100001-2025-11", "PRR-100001-2025-10", "PRR-100001-2025-09",
+                "PRR-100001-2025-08",
+            ])
 
         let first = runs[0]
         let metadata = try #require(first["__metadata"] as? [String: Any])
         #expect(metadata["type"] as? String == "SFOData.EmployeePayrollRunResults")
-        #expect(metadata["uri"] as? String == serviceRoot
-            + "EmployeePayrollRunResults(externalCode='PRR-100001-2025-12',"
-            + "mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')")
+        #expect(
+            metadata["uri"] as? String == serviceRoot
+                + "EmployeePayrollRunResults(externalCode='PRR-100001-2025-12',"
+                + "mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')")
         #expect(first["currency"] as? String == "USD")
 
         // Items, expanded as {"results": [...]}, amounts as decimal strings.
@@ -87,8 +90,9 @@ import Testing
         let infos = (employment["paymentInformationNav"] as? [String: Any])?["results"] as? [[String: Any]] ?? []
         let details = (infos.first?["toPaymentInformationDetailV3"] as? [String: Any])?["results"] as? [[String: Any]] ?? []
         #expect(details.count == 2)
-        #expect(details.compactMap { ($0["bankNav"] as? [String: Any])?["bankName"] as? String }.sorted()
-            == ["Beispiel Sparkasse", "Deutsche Beispielbank"])
+        #expect(
+            details.compactMap { ($0["bankNav"] as? [String: Any])?["bankName"] as? String }.sorted()
+                == ["Beispiel Sparkasse", "Deutsche Beispielbank"])
         #expect(details.first?["externalCode"] as? String == "3202", "Edm.Int64 is a JSON string")
         #expect(details.first?["amount"] as? String == "300.00")
         #expect(details.last.map { $0["amount"] is NSNull } == true, "the rest goes to the account without amount")
@@ -104,7 +108,8 @@ import Testing
     }
 
     @Test func followsNavigationInThePath() throws {
-        let january = "EmployeePayrollRunResults(externalCode='PRR-100001-2024-01',"
+        let january =
+            "EmployeePayrollRunResults(externalCode='PRR-100001-2024-01',"
             + "mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')"
         let items = try JSONBody(get(january + "/employeePayrollRunResultsItems")).results
         #expect(items.map { $0["wageType"] as? String } == ["1000", "/401", "/403", "/410", "/559"])

@@ -40,7 +40,8 @@ import Testing
         // Same answer as for a user that does not exist at all.
         #expect(get("User('999999')").status == 404)
 
-        let bobsRun = "EmployeePayrollRunResults(externalCode='PRR-100002-2024-01',"
+        let bobsRun =
+            "EmployeePayrollRunResults(externalCode='PRR-100002-2024-01',"
             + "mdfSystemEffectiveStartDate=datetime'1900-01-01T00:00:00')"
         #expect(get(bobsRun, user: "100001").status == 404)
         #expect(get(bobsRun, user: "100002").status == 200)

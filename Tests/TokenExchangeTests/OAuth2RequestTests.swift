@@ -6,12 +6,16 @@ import TokenExchange
 /// What each `OAuth2*` grant sends, and where the client's credentials go (docs/forwarding.md,
 /// as BTP's destination service does it).
 @Suite struct OAuth2RequestTests {
-    static func exchange(_ grant: OAuth2Grant, secret: String? = "s3cret", user: String? = nil, password: String? = nil,
-                         inBody: Bool = true, scope: String? = nil, body: [(String, String)] = []) -> OAuth2Exchange {
-        OAuth2Exchange(settings: OAuth2Settings(type: "OAuth2JWTBearer", grant: grant, tokenServiceURL: "https://idp.example/token",
-                                                clientId: "mobile", clientSecret: secret, tokenServiceUser: user, tokenServicePassword: password,
-                                                addClientCredentialsInBody: inBody, scope: scope, extraBody: body),
-                       httpClient: HTTPClient.shared, timeoutMilliseconds: 1000)
+    static func exchange(
+        _ grant: OAuth2Grant, secret: String? = "s3cret", user: String? = nil, password: String? = nil,
+        inBody: Bool = true, scope: String? = nil, body: [(String, String)] = []
+    ) -> OAuth2Exchange {
+        OAuth2Exchange(
+            settings: OAuth2Settings(
+                type: "OAuth2JWTBearer", grant: grant, tokenServiceURL: "https://idp.example/token",
+                clientId: "mobile", clientSecret: secret, tokenServiceUser: user, tokenServicePassword: password,
+                addClientCredentialsInBody: inBody, scope: scope, extraBody: body),
+            httpClient: HTTPClient.shared, timeoutMilliseconds: 1000)
     }
 
     static func names(_ form: [(String, String)]) -> [String] { form.map(\.0) }
@@ -49,8 +53,10 @@ import TokenExchange
     }
 
     @Test func bodyParametersReplaceTheirNamesakes() {
-        let (form, _) = Self.exchange(.tokenExchange, body: [("resource", "https://api.example"), ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token")])
-            .request(userToken: "t")
+        let (form, _) = Self.exchange(
+            .tokenExchange, body: [("resource", "https://api.example"), ("subject_token_type", "urn:ietf:params:oauth:token-type:id_token")]
+        )
+        .request(userToken: "t")
         #expect(Self.value(form, "resource") == "https://api.example")
         #expect(form.filter { $0.0 == "subject_token_type" }.map(\.1) == ["urn:ietf:params:oauth:token-type:id_token"])
     }

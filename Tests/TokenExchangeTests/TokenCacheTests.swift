@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import MidtierCore
+import Synchronization
 import Testing
+
 @testable import TokenExchange
 
 /// A clock the test moves by hand (nanoseconds).
@@ -193,7 +194,8 @@ final class FakeTokenService: Sendable {
         let service = FakeTokenService()
         let cache = TokenCache(capacity: 100)
         for index in 0..<1000 {
-            _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "user\(index)"), exchange: service.exchange())
+            _ = try await cache.token(
+                for: TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "user\(index)"), exchange: service.exchange())
         }
         #expect(cache.count <= 101)
     }
@@ -211,28 +213,37 @@ final class FakeTokenService: Sendable {
         #expect(token.lifetimeSeconds == 3600)
         #expect(try TokenResponse.parse(Array(#"{"access_token":"abc","expires_in":"120"}"#.utf8)).lifetimeSeconds == 120)
         #expect(try TokenResponse.parse(Array(#"{"access_token":"abc","expires_in":99999999}"#.utf8)).lifetimeSeconds == 86400)
-        for bad in ["", "[]", "<html>", #"{"token_type":"Bearer","expires_in":1}"#, #"{"access_token":"","expires_in":1}"#,
-                    #"{"access_token":"a b","expires_in":1}"#, #"{"access_token":"a","expires_in":0}"#,
-                    #"{"access_token":"a","expires_in":-5}"#, #"{"access_token":"a","expires_in":"soon"}"#,
-                    #"{"access_token":"a","expires_in":true}"#, #"{"access_token":"a","token_type":"MAC","expires_in":5}"#] {
+        for bad in [
+            "", "[]", "<html>", #"{"token_type":"Bearer","expires_in":1}"#, #"{"access_token":"","expires_in":1}"#,
+            #"{"access_token":"a b","expires_in":1}"#, #"{"access_token":"a","expires_in":0}"#,
+            #"{"access_token":"a","expires_in":-5}"#, #"{"access_token":"a","expires_in":"soon"}"#,
+            #"{"access_token":"a","expires_in":true}"#, #"{"access_token":"a","token_type":"MAC","expires_in":5}"#,
+        ] {
             #expect(throws: TokenExchangeError.self, "\(bad)") { try TokenResponse.parse(Array(bad.utf8)) }
         }
     }
 
     @Test func errorReasonsAreShortCleanAndNeverEchoTheAssertion() {
         #expect(TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"Invalid client"}"#.utf8), avoiding: []) == "Invalid client")
-        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error":"invalid_grant","error_description":"expired"}"#.utf8), avoiding: []) == "expired")
+        #expect(
+            TokenResponse.reason(fromErrorBody: Array(#"{"error":"invalid_grant","error_description":"expired"}"#.utf8), avoiding: []) == "expired")
         #expect(TokenResponse.reason(fromErrorBody: Array("<html>".utf8), avoiding: []) == "no reason given")
         // A secret followed by a combining mark (canonically another string to Swift's
         // `contains`), or percent-encoded with lower-case digits, is still withheld.
         let withheld = "reason withheld (it echoed a credential Midtier sent)"
-        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error_description":"bad secret s3cr3t-valué"}"#.utf8),
-                                     avoiding: ["s3cr3t-value"]) == withheld)
-        #expect(TokenResponse.reason(fromErrorBody: Array(#"{"error_description":"bad secret a%2fb%2bc-secret"}"#.utf8),
-                                     avoiding: ["a%2Fb%2Bc-secret"]) == withheld)
-        let echoed = TokenResponse.reason(fromErrorBody: Array(#"{"errorMessage":"bad assertion PHNhbWwyOkFzc2VydGlvbg"}"#.utf8), avoiding: ["PHNhbWwyOkFzc2VydGlvbg"])
+        #expect(
+            TokenResponse.reason(
+                fromErrorBody: Array(#"{"error_description":"bad secret s3cr3t-valué"}"#.utf8),
+                avoiding: ["s3cr3t-value"]) == withheld)
+        #expect(
+            TokenResponse.reason(
+                fromErrorBody: Array(#"{"error_description":"bad secret a%2fb%2bc-secret"}"#.utf8),
+                avoiding: ["a%2Fb%2Bc-secret"]) == withheld)
+        let echoed = TokenResponse.reason(
+            fromErrorBody: Array(#"{"errorMessage":"bad assertion PHNhbWwyOkFzc2VydGlvbg"}"#.utf8), avoiding: ["PHNhbWwyOkFzc2VydGlvbg"])
         #expect(!echoed.contains("PHNhbWwy"))
-        let long = TokenResponse.reason(fromErrorBody: Array(("{\"errorMessage\":\"x " + String(repeating: "A", count: 100) + "\"}").utf8), avoiding: [])
+        let long = TokenResponse.reason(
+            fromErrorBody: Array(("{\"errorMessage\":\"x " + String(repeating: "A", count: 100) + "\"}").utf8), avoiding: [])
         #expect(!long.contains(String(repeating: "A", count: 65)))
     }
 

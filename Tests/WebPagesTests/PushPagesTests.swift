@@ -26,9 +26,10 @@ import Testing
         try await withTestStore(kind) { test in
             try await TestEnvironment.with(adjust: { configuration, _, _ in
                 if let postgres = test.postgres { configuration.server.store = .postgres(postgres) }
-                configuration.apps[pushApp]?.push = PushSettings(apns: APNsSettings(
-                    teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused here", topic: "test.demo", environment: .sandbox,
-                    endpoint: "https://127.0.0.1:9"))
+                configuration.apps[pushApp]?.push = PushSettings(
+                    apns: APNsSettings(
+                        teamID: "TEAM123456", keyID: "KEY1234567", privateKeyPEM: "unused here", topic: "test.demo", environment: .sandbox,
+                        endpoint: "https://127.0.0.1:9"))
                 configuration.apps["plain"] = AppConfiguration(id: "plain", destinations: ["echo"])
             }) { env in
                 let store = try #require(env.server.registrations.store as? any PushStore)
@@ -45,17 +46,21 @@ import Testing
         }
     }
 
-    static func register(_ env: TestEnvironment, _ id: String, _ user: UserIdentity, app: String = pushApp, apns: String = "",
-                         fcm: String = "", state: Registration.State = .active) async throws {
-        let registration = Registration(id: id, appId: app, user: user, deviceType: "iOS", apnsDeviceToken: apns,
-                                        androidGcmRegistrationId: fcm, createdAt: 1_000, state: state)
+    static func register(
+        _ env: TestEnvironment, _ id: String, _ user: UserIdentity, app: String = pushApp, apns: String = "",
+        fcm: String = "", state: Registration.State = .active
+    ) async throws {
+        let registration = Registration(
+            id: id, appId: app, user: user, deviceType: "iOS", apnsDeviceToken: apns,
+            androidGcmRegistrationId: fcm, createdAt: 1_000, state: state)
         #expect(try await env.server.registrations.store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
     }
 
     @Test func overallStatusIsSAPs() {
         func delivery(_ state: PushDeliveryState) -> PushDeliveryRecord {
-            PushDeliveryRecord(notification: "n", registration: "r", state: state, attempts: 0, nextAttemptAt: 0, updatedAt: 0,
-                               provider: nil, reason: "")
+            PushDeliveryRecord(
+                notification: "n", registration: "r", state: state, attempts: 0, nextAttemptAt: 0, updatedAt: 0,
+                provider: nil, reason: "")
         }
         #expect(Administration.overallPushStatus([delivery(.delivered), delivery(.pending)]) == "QUEUED")
         #expect(Administration.overallPushStatus([delivery(.failed), delivery(.delivered), delivery(.skipped)]) == "SENT")
@@ -66,19 +71,25 @@ import Testing
     @Test(arguments: StoreKind.allCases) func pagesShowNotificationsAndDeliveriesEscaped(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind) { env, store, client in
             try await Self.register(env, "reg-1", Self.alice, apns: "tok-1")
-            let hostile = PushNotificationRecord(id: "n-1", app: Self.pushApp, sender: "erp<script>x</script>",
-                                                 payload: #"{"alert":"<img src=x onerror=alert(1)>"}"#, createdAt: 5_000)
+            let hostile = PushNotificationRecord(
+                id: "n-1", app: Self.pushApp, sender: "erp<script>x</script>",
+                payload: #"{"alert":"<img src=x onerror=alert(1)>"}"#, createdAt: 5_000)
             try await store.enqueue(hostile, registrations: ["reg-1", "gone-<i>1</i>"])
-            try await store.enqueue(PushNotificationRecord(id: "n-2", app: "other", sender: "crm", payload: #"{"alert":"b"}"#,
-                                                           createdAt: 6_000), registrations: ["gone-<i>1</i>"])
+            try await store.enqueue(
+                PushNotificationRecord(
+                    id: "n-2", app: "other", sender: "crm", payload: #"{"alert":"b"}"#,
+                    createdAt: 6_000), registrations: ["gone-<i>1</i>"])
             // One delivery failed for a push service's reason, one still pending.
             let claimed = try await store.claimPushDeliveries(owner: "test", now: Int64.max / 2, leaseUntil: Int64.max / 2 + 1, limit: 10)
             let first = try #require(claimed.first { $0.notification.id == "n-1" && $0.registration == "reg-1" })
-            #expect(try await store.finishPushDelivery(notification: "n-1", registration: first.registration, owner: "test",
-                                                       outcome: .failed(.apns, reason: "BadDeviceToken <b>"), now: 7_000))
+            #expect(
+                try await store.finishPushDelivery(
+                    notification: "n-1", registration: first.registration, owner: "test",
+                    outcome: .failed(.apns, reason: "BadDeviceToken <b>"), now: 7_000))
             for other in claimed where other.registration != first.registration || other.notification.id != "n-1" {
-                _ = try await store.finishPushDelivery(notification: other.notification.id, registration: other.registration, owner: "test",
-                                                       outcome: .retry(at: 0, provider: nil, reason: ""), now: 7_000)
+                _ = try await store.finishPushDelivery(
+                    notification: other.notification.id, registration: other.registration, owner: "test",
+                    outcome: .retry(at: 0, provider: nil, reason: ""), now: 7_000)
             }
 
             let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
@@ -118,7 +129,7 @@ import Testing
             let bob = UserIdentity.local("bob")
             try await Self.register(env, "a-phone", Self.alice, apns: "tok-a")
             try await Self.register(env, "a-second", Self.alice, apns: "tok-b")
-            try await Self.register(env, "a-android", Self.alice, fcm: "fcm-a")       // demo has no FCM
+            try await Self.register(env, "a-android", Self.alice, fcm: "fcm-a")  // demo has no FCM
             try await Self.register(env, "a-notoken", Self.alice)
             try await Self.register(env, "a-locked", Self.alice, apns: "tok-c", state: .locked)
             try await Self.register(env, "a-plain", Self.alice, app: "plain", apns: "tok-d")
@@ -126,8 +137,9 @@ import Testing
             try await Self.register(env, "idp-phone", UserIdentity(realm: "https://idp.test", id: "alice"), apns: "tok-f")
 
             let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
-            let sent = try await console.call(client, .POST, "/console/push/test",
-                                              body: "csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=Hello+%3Cb%3Ethere")
+            let sent = try await console.call(
+                client, .POST, "/console/push/test",
+                body: "csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=Hello+%3Cb%3Ethere")
             #expect(sent.status == 303, "\(sent.text.prefix(300))")
             let location = try #require(sent.header("Location"))
             #expect(location.hasPrefix("/console/push/notification?id="))

@@ -8,6 +8,7 @@ import MidtierTestSupport
 import NIOCore
 import Synchronization
 import Testing
+
 @testable import WebPages
 
 /// A wall clock the tests move by hand, in milliseconds since 1970 (what `PageSessions` takes
@@ -23,7 +24,8 @@ private final class PageClock: Sendable {
 
 /// Whether `text` is 64 lower-case hex digits, as session ids and CSRF tokens are.
 private func isLowerHex64(_ text: String) -> Bool {
-    text.utf8.count == 64 && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    text.utf8.count == 64
+        && text.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
 }
 
 /// What the pages for people (the admin console, the self-service page) are built on: their
@@ -37,10 +39,13 @@ extension WebPagesTests {
         static let idle: Int64 = 60
         static let lifetime: Int64 = 600
 
-        private static func sessions(_ store: any StateStore, _ clock: PageClock, site: String = "console", capacity: Int = 100,
-                                     perSubject: Int = 5) -> PageSessions<String> {
-            PageSessions<String>(store: store, site: site, idleSeconds: Int(idle), lifetimeSeconds: Int(lifetime), capacity: capacity,
-                                 perSubject: perSubject, now: { clock.now })
+        private static func sessions(
+            _ store: any StateStore, _ clock: PageClock, site: String = "console", capacity: Int = 100,
+            perSubject: Int = 5
+        ) -> PageSessions<String> {
+            PageSessions<String>(
+                store: store, site: site, idleSeconds: Int(idle), lifetimeSeconds: Int(lifetime), capacity: capacity,
+                perSubject: perSubject, now: { clock.now })
         }
 
         /// The cookie value `start` returns names the session, and only it; the store keeps only
@@ -55,10 +60,13 @@ extension WebPagesTests {
                 #expect(try await sessions.session(bob)?.subject == "bob")
                 #expect(sessions.idleSeconds == Int(Self.idle))
                 let raw = try await test.open(cached: false)
-                #expect(try await raw.usePageSession(key: alice, site: "console", now: clock.now, takingNotice: false) == nil,
-                        "the cookie value is no key")
-                let stored = try #require(try await raw.usePageSession(key: PageSessions<String>.digest(alice), site: "console",
-                                                                       now: clock.now, takingNotice: false))
+                #expect(
+                    try await raw.usePageSession(key: alice, site: "console", now: clock.now, takingNotice: false) == nil,
+                    "the cookie value is no key")
+                let stored = try #require(
+                    try await raw.usePageSession(
+                        key: PageSessions<String>.digest(alice), site: "console",
+                        now: clock.now, takingNotice: false))
                 #expect(stored.subject == UserIdentity(realm: "", id: "alice"))
                 #expect(stored.key != alice && isLowerHex64(stored.key))
             }
@@ -277,8 +285,9 @@ extension WebPagesTests {
         @Test(arguments: StoreKind.allCases) func sessionEndsWithItsCredential(_ kind: StoreKind) async throws {
             try await withTestStore(kind) { test in
                 let clock = PageClock()
-                let sessions = PageSessions<String>(store: try await test.open(), site: "me", idleSeconds: 900, lifetimeSeconds: 28_800,
-                                                    now: { clock.now })
+                let sessions = PageSessions<String>(
+                    store: try await test.open(), site: "me", idleSeconds: 900, lifetimeSeconds: 28_800,
+                    now: { clock.now })
                 let cookie = try await sessions.start("alice", credentialStamp: "issuer", validSeconds: 120)
                 clock.advance(seconds: 119)
                 #expect(try await sessions.session(cookie) != nil)
@@ -437,7 +446,8 @@ extension WebPagesTests {
                 }
             }
             let refusal = await #expect(throws: Refusal.self) {
-                try await FormBody.read(Self.request(contentType: "application/x-www-form-urlencoded", body: "a=" + String(repeating: "x", count: FormBody.limit)))
+                try await FormBody.read(
+                    Self.request(contentType: "application/x-www-form-urlencoded", body: "a=" + String(repeating: "x", count: FormBody.limit)))
             }
             #expect(refusal?.status == .contentTooLarge)
 

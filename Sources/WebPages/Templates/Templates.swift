@@ -33,24 +33,24 @@ extension Templates {
     /// The page every other extends: `site` and `stylesheet` name the page set; the `title`,
     /// `header` and `content` blocks are the page's own.
     static let layout = """
-    <!DOCTYPE html>
-    <html lang="en">
-    <head>
-    <meta charset="utf-8">
-    <meta name="viewport" content="width=device-width, initial-scale=1">
-    <title>{{$title}}{{site}}{{/title}} · {{site}}</title>
-    <link rel="stylesheet" href="{{stylesheet}}">
-    </head>
-    <body>
-    <header class="bar">
-      <span class="brand">{{site}}</span>
-      {{$header}}{{/header}}
-    </header>
-    <main>
-    {{#notice}}<p class="notice" id="notice" role="status">{{notice}}</p>{{/notice}}
-    {{$content}}{{/content}}
-    </main>
-    </body>
-    </html>
-    """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <title>{{$title}}{{site}}{{/title}} · {{site}}</title>
+        <link rel="stylesheet" href="{{stylesheet}}">
+        </head>
+        <body>
+        <header class="bar">
+          <span class="brand">{{site}}</span>
+          {{$header}}{{/header}}
+        </header>
+        <main>
+        {{#notice}}<p class="notice" id="notice" role="status">{{notice}}</p>{{/notice}}
+        {{$content}}{{/content}}
+        </main>
+        </body>
+        </html>
+        """
 }

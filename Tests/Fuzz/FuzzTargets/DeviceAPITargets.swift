@@ -38,10 +38,13 @@ enum StorageTarget {
         let stored = parts.count > 1 ? StorageDocuments.document(String(decoding: parts[1], as: UTF8.self)) : [:]
         let inside = Array(keys.dropFirst())
         guard parts.count > 2, let body = try? StorageDocuments.object(Array(parts[2]), inside: inside.count) else { return }
-        for document in [try? StorageDocuments.setting(body, at: inside[...], in: stored, place: path),
-                         try? StorageDocuments.setting(StorageDocuments.mergePatch(StorageDocuments.storedValue(at: inside, in: stored) ?? .null, with: body),
-                                                       at: inside[...], in: stored, place: path),
-                         inside.isEmpty ? nil : try? StorageDocuments.removing(inside[...], from: stored, place: path)] {
+        for document in [
+            try? StorageDocuments.setting(body, at: inside[...], in: stored, place: path),
+            try? StorageDocuments.setting(
+                StorageDocuments.mergePatch(StorageDocuments.storedValue(at: inside, in: stored) ?? .null, with: body),
+                at: inside[...], in: stored, place: path),
+            inside.isEmpty ? nil : try? StorageDocuments.removing(inside[...], from: stored, place: path),
+        ] {
             guard let document else { continue }
             let text = StorageDocuments.text(document)
             // What was written reads back (the nesting bound keeps it within the reader's).

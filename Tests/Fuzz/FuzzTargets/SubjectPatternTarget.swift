@@ -13,15 +13,16 @@ import PrincipalPropagation
 enum SubjectPatternTarget {
     static func run(_ bytes: [UInt8]) {
         guard let standard = try? SubjectPattern("CN=${name}"),
-              let authority = try? UserCertificateAuthority(PrincipalPropagationSettings(
-                  mode: .header, subjectPattern: standard, validityMinutes: 10,
-                  caCertificatePEM: Array(FuzzKeys.samlCertificatePEM.utf8), caKeyPEM: Array(FuzzKeys.samlKeyPEM.utf8), caKeyPassphrase: nil))
+            let authority = try? UserCertificateAuthority(
+                PrincipalPropagationSettings(
+                    mode: .header, subjectPattern: standard, validityMinutes: 10,
+                    caCertificatePEM: Array(FuzzKeys.samlCertificatePEM.utf8), caKeyPEM: Array(FuzzKeys.samlKeyPEM.utf8), caKeyPassphrase: nil))
         else { fatalError("the subject-pattern target's CA does not load") }
         let split = bytes.firstIndex(of: 0) ?? bytes.endIndex
         let pattern = String(decoding: bytes[..<split], as: UTF8.self)
         let value = split < bytes.endIndex ? String(decoding: bytes[(split + 1)...], as: UTF8.self) : ""
         guard let parsed = try? SubjectPattern(pattern),
-              let subject = try? parsed.fill(userID: value, attributes: ["mail": value, "display_name": value], userIdSource: nil)
+            let subject = try? parsed.fill(userID: value, attributes: ["mail": value, "display_name": value], userIdSource: nil)
         else { return }
         _ = try? authority.issue(subject: subject, now: Date(timeIntervalSince1970: 1_800_000_000))
     }
