@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
+.PHONY: run test lint deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -15,8 +15,9 @@ run: deps certs build
 ## the admin API fuzzed with schemathesis against docs/admin-api.yaml;
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
 ## two instances on one PostgreSQL; PostgreSQL over TLS; push notifications through stand-in
-## APNs and FCM; traces to a stand-in OpenTelemetry collector).
-test: deps certs
+## APNs and FCM; traces to a stand-in OpenTelemetry collector; principal propagation behind
+## nginx as the ICM, the token services, the back end's own users). Lint first.
+test: deps certs lint
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
 	$(SWIFT) build --product midtier
@@ -48,6 +49,12 @@ deps:
 ## Generate the demo signing key pair (never committed).
 certs:
 	@certs/make-demo-keys.sh
+
+## The conventions (docs/architecture.md): swift-format finds nothing (`make format` fixes
+## most), and every target imports exactly the modules Package.swift gives it.
+lint:
+	$(SWIFT) format lint --strict --configuration .swift-format --recursive --parallel Package.swift Sources Tests Benchmarks/MidtierBench
+	python3 scripts/check-imports.py
 
 ## Format the Swift sources and tests in place with the toolchain's swift-format (.swift-format).
 format:

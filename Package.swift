@@ -110,6 +110,7 @@ let package = Package(
                 .product(name: "W3CTraceContext", package: "swift-w3c-trace-context"),
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Instrumentation", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -136,6 +137,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -176,6 +178,7 @@ let package = Package(
             dependencies: [
                 "MidtierJSON", "MidtierStore", "MidtierCore", "CLibArchive",
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -259,6 +262,7 @@ let package = Package(
                 "MidtierJSON",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -266,12 +270,10 @@ let package = Package(
         .target(
             name: "AdminAPI",
             dependencies: [
-                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "DeviceAuthentication",
-                "MidtierCore",
+                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierStore", "TokenExchange", "MidtierCore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -280,7 +282,7 @@ let package = Package(
         .target(
             name: "WebPages",
             dependencies: [
-                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics",
+                "MidtierJSON", "Administration", "MidtierHTTP", "Registrations", "MidtierCore", "MidtierMetrics", "MidtierStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Mustache", package: "swift-mustache"),
@@ -337,7 +339,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -367,6 +368,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -401,7 +403,13 @@ let package = Package(
         .testTarget(
             name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
             swiftSettings: swiftSettings),
-        .testTarget(name: "ConfigurationTests", dependencies: ["MidtierJSON", "ConfigurationFiles", "MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ConfigurationTests",
+            dependencies: [
+                "MidtierJSON", "ConfigurationFiles", "MidtierCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ], swiftSettings: swiftSettings),
         // Used only by the test targets below (not part of the midtier product): the
         // in-process Midtier with its sandbox and echo back end, the SQLite and PostgreSQL
         // test stores, test keys and small process and socket helpers.
@@ -499,10 +507,13 @@ let package = Package(
         .testTarget(
             name: "WebPagesTests",
             dependencies: [
-                "WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
+                "WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport", "Administration", "MidtierServer",
+                "Registrations",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ], swiftSettings: swiftSettings),
         .testTarget(
             name: "MidtierServerTests",
@@ -530,7 +541,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "MidtierJSON", "MidtierCore", "MidtierHTTP", "ClientUploads", "MidtierStore", "Forwarding", "DeviceAPI", "DeviceProxy",
+                "MidtierJSON", "MidtierCore", "ClientUploads", "Forwarding", "DeviceAPI", "DeviceProxy",
                 "Registrations", "SAMLSigning", "PushNotifications", "DeviceAuthentication", "TokenExchange", "BackendSessions",
                 "MetadataPatching", "ConfigurationFiles", "PrincipalPropagation",
             ],

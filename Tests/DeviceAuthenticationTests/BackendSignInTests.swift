@@ -6,6 +6,7 @@ import Testing
 
 /// A `backend` app's sign-in (docs/identity.md, "Signing in with the back end's own users"):
 /// the back end answers, Midtier remembers a yes (never the password) and throttles noes.
+/// The throttles' clock stands still: a loaded machine's pauses never open a closed user.
 @Suite struct BackendSignInTests {
     /// A back end that knows one password per (upper-case) user and counts its checks.
     final class Backend: Sendable {
@@ -53,7 +54,7 @@ import Testing
     @Test func anUnreachableBackEndIsNotAWrongPassword() async {
         let backend = Backend([:])
         backend.answer.withLock { $0 = .unavailable("HTTP 500") }
-        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 1)
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 1, now: { 1_000 * 1_000_000_000 })
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
         for _ in 0..<3 {
             #expect(await authenticator.authenticate(authorization: Self.header("bob", "pw"), client: "10.0.0.1") == .failure(.checkerUnavailable))
@@ -65,7 +66,7 @@ import Testing
 
     @Test func failuresAreThrottledBeforeTheBackEndIsAsked() async {
         let backend = Backend(["CAROL": "right"])
-        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2)
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2, now: { 1_000 * 1_000_000_000 })
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
         // Two free failures and one more are the back end's to answer; the next is not asked.
         for attempt in 0..<3 {
@@ -83,7 +84,7 @@ import Testing
 
     @Test func everySpellingOfAUserShareItsFailures() async {
         let backend = Backend(["CAROL": "right"])
-        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2)
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 2, now: { 1_000 * 1_000_000_000 })
         let authenticator = BasicAuthenticator(remote: .init(realm: "backend:gw", check: backend.check), cacheSeconds: 600, throttle: throttle)
         for spelling in ["carol", "Carol", "CAROL"] {
             #expect(

@@ -91,7 +91,7 @@ import Testing
     /// Failures close the user name (and the address) with a growing backoff; a remembered
     /// credential is still recognised; a full verification queue turns callers away at once.
     @Test func failedSignInsAreThrottledButVerifiedUsersAreNot() async throws {
-        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 3)
+        let throttle = SignInThrottle(freeFailuresPerAddress: 100, freeFailuresPerUser: 3, now: { 1_000 * 1_000_000_000 })
         let authenticator = BasicAuthenticator(users: Self.users, cacheSeconds: 300, throttle: throttle)
         _ = try await authenticator.authenticate(authorization: header("alice", "right"), client: "10.0.0.1").get()
         for _ in 0..<3 {
