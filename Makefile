@@ -21,6 +21,7 @@ test: deps certs lint
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
 	$(SWIFT) build --product midtier
+	$(SWIFT) build --product midtier-sandbox
 	Tests/e2e/run.sh $(BIN)
 	python3 Tests/e2e/lifecycle.py $(BIN)
 	python3 Tests/e2e/pyodata_client.py $(BIN)
@@ -91,6 +92,7 @@ soak: deps certs
 
 build:
 	$(SWIFT) build --product midtier
+	$(SWIFT) build --product midtier-sandbox
 
 check-config: build
 	$(BIN) check-config --config config

@@ -13,7 +13,8 @@ let package = Package(
     name: "midtier",
     platforms: [.macOS(.v14)],
     products: [
-        .executable(name: "midtier", targets: ["midtier"])
+        .executable(name: "midtier", targets: ["midtier"]),
+        .executable(name: "midtier-sandbox", targets: ["midtier-sandbox"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
@@ -359,7 +360,7 @@ let package = Package(
         .executableTarget(
             name: "midtier",
             dependencies: [
-                "MidtierServer", "ConfigurationFiles", "SAMLSigning", "SuccessFactorsSandbox",
+                "MidtierServer", "ConfigurationFiles", "SAMLSigning",
                 "DeviceAuthentication", "TokenExchange", "MetadataPatching", "MidtierCore", "RequestTracing", "PrincipalPropagation",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -367,6 +368,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The SuccessFactors sandbox as its own program (docs/sandbox.md): the server does not
+        // link it.
+        .executableTarget(
+            name: "midtier-sandbox",
+            dependencies: [
+                "SuccessFactorsSandbox", "SAMLSigning",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],

@@ -20,6 +20,7 @@ done
 scripts/install-deps.sh
 certs/make-demo-keys.sh >/dev/null
 swift build -c release --product midtier 2>&1 | tail -1
+swift build -c release --product midtier-sandbox 2>&1 | tail -1
 swift build -c release --product midtier-bench 2>&1 | tail -1
 bin="$repo/.build/release/midtier"
 bench="$repo/.build/release/midtier-bench"
@@ -109,7 +110,7 @@ a = json.load(open(f"{c}/apps/demo.json")); a["destinations"] = ["sf", "bench"]
 json.dump(a, open(f"{c}/apps/demo.json", "w"))
 PY
 "$bench" make-users --count 1002 >"$work/config/users.json"
-"$bin" sandbox --port "$sport" >/dev/null 2>&1 & pids+=($!)
+"$(dirname "$bin")/midtier-sandbox" --port "$sport" >/dev/null 2>&1 & pids+=($!)
 # (MIDTIER_WRAPPER: a command Midtier runs under, e.g. `env LD_PRELOAD=…` for allocations.sh.)
 ${MIDTIER_WRAPPER:-} "$bin" serve --config "$work/config" >"$out/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
 wait_for "http://127.0.0.1:$up/tiny"; wait_for "http://127.0.0.1:$proxy/tiny"; wait_for "http://127.0.0.1:$caddy/tiny"; wait_for "http://127.0.0.1:$mport/healthz"; wait_for "http://127.0.0.1:$sport/sandbox/stats"

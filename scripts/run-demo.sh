@@ -3,7 +3,7 @@
 set -euo pipefail
 bin="${1:-.build/debug/midtier}"
 "$bin" check-config --config config
-"$bin" sandbox --port 8081 &
+"$(dirname "$bin")/midtier-sandbox" --port 8081 &
 sandbox=$!
 trap 'kill $sandbox 2>/dev/null; wait $sandbox 2>/dev/null || true' EXIT
 for _ in $(seq 1 50); do

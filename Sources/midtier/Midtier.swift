@@ -8,7 +8,7 @@ struct Midtier: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "midtier",
         abstract: "A self-hosted mobile-services middle tier in front of SAP SuccessFactors.",
-        subcommands: [Serve.self, CheckConfig.self, Sandbox.self, Assertion.self, UserCertificate.self, TokenRequest.self, HashSecret.self]
+        subcommands: [Serve.self, CheckConfig.self, Assertion.self, UserCertificate.self, TokenRequest.self, HashSecret.self]
     )
 
     /// Runs Swift concurrency's tasks on SwiftNIO's event loops rather than a second thread

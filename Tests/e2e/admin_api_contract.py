@@ -32,7 +32,7 @@ from base64 import b64encode
 from pathlib import Path
 
 import yaml
-from harness import idp_key
+from harness import idp_key, sandbox_command
 from jsonschema import Draft202012Validator, FormatChecker
 from openapi_spec_validator import validate as validate_openapi
 from referencing import Registry, Resource
@@ -374,7 +374,7 @@ def run(binary, work, processes, results):
           subprocess.run([binary, "check-config", "--config", str(config)], cwd=REPO, capture_output=True, timeout=60).returncode == 0)
 
     with open(work / "sandbox.log", "wb") as log:
-        processes.append(subprocess.Popen([binary, "sandbox", "--port", str(sandbox)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
+        processes.append(subprocess.Popen(sandbox_command(binary) + ["--port", str(sandbox)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
     with open(work / "midtier.log", "wb") as log:
         processes.append(subprocess.Popen([binary, "serve", "--config", str(config)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT))
     up = wait_for(sandbox, "/sandbox/stats") and wait_for(listen, "/healthz") and wait_for(admin, "/healthz")

@@ -62,6 +62,13 @@ def wait_for(url, seconds=20):
     return False
 
 
+def sandbox_command(bin_path):
+    """The command that starts the SuccessFactors sandbox: `midtier-sandbox`, built beside
+    the `midtier` binary `bin_path` (docs/sandbox.md)."""
+    import os
+    return [os.path.join(os.path.dirname(os.path.abspath(bin_path)), "midtier-sandbox")]
+
+
 def demo_config(repo, work, mport, aport, **settings):
     """A copy of the demo configuration in `work/config`, listening on `mport` (admin `aport`)
     with its store in `work`, and `settings` over midtier.json; returns its path."""
@@ -131,12 +138,12 @@ def jwt(key, claims):
 
 
 def start_sandbox_and_midtier(bin_path, repo, work, config, sandbox_port, processes):
-    """Starts `midtier sandbox` on `sandbox_port` and `midtier serve` on `config` (its log in
+    """Starts `midtier-sandbox` on `sandbox_port` and `midtier serve` on `config` (its log in
     `work/midtier.log`), both added to `processes`; returns (midtier process, log path)."""
     import os, subprocess
     log_path = os.path.join(work, "midtier.log")
     log = open(log_path, "wb")
-    processes.append(subprocess.Popen([bin_path, "sandbox", "--port", str(sandbox_port)], cwd=repo,
+    processes.append(subprocess.Popen(sandbox_command(bin_path) + ["--port", str(sandbox_port)], cwd=repo,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     midtier = subprocess.Popen([bin_path, "serve", "--config", config], cwd=repo, stdout=log, stderr=log)
     processes.append(midtier)

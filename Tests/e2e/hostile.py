@@ -9,7 +9,7 @@ Usage: hostile.py PATH-TO-MIDTIER. Prints `hostile: N passed, M failed`; exits 1
 """
 import base64, http.server, json, os, shutil, socket, socketserver, subprocess, sys, tempfile, threading, time
 import urllib.request
-from harness import Checks, basic, demo_config, free_port, header, kill_all, labelled
+from harness import Checks, basic, demo_config, free_port, header, kill_all, labelled, sandbox_command
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -198,7 +198,7 @@ try:
     json.dump(server_settings, open(os.path.join(config, "midtier.json"), "w"))
     ADMIN = {"Authorization": "Bearer " + ADMIN_TOKEN}
     log = open(os.path.join(work, "midtier.log"), "wb")
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     midtier = subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=log, stderr=log)
     processes.append(midtier)
     for _ in range(200):

@@ -34,7 +34,7 @@ Usage: instances.py PATH-TO-MIDTIER. Prints `instances: N passed, M failed`; exi
 import base64, hashlib, http.client, json, os, re, shutil, ssl, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled, sandbox_command
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1])
@@ -221,7 +221,7 @@ try:
             processes.append(instance["process"])
             return wait_for(f"http://127.0.0.1:{instance['port']}/healthz", 30)
 
-        processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         # Both at once: the schema is created once, the other waits for it.
         starters = [threading.Thread(target=start, args=(instance,)) for instance in instances]
         for thread in starters: thread.start()

@@ -36,7 +36,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 import base64, hashlib, http.client, http.server, json, os, random, re, shutil, signal, socket, socketserver
 import subprocess, sys, tempfile, threading, time, urllib.parse
 from concurrent.futures import ThreadPoolExecutor
-from harness import Checks, basic, demo_config, free_port, kill_all, wait_for
+from harness import Checks, basic, demo_config, free_port, kill_all, wait_for, sandbox_command
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1])
@@ -333,7 +333,7 @@ try:
     midtier_logs = [name for n in range(INSTANCES) for name in (f"midtier-{n}.out", f"midtier-{n}.err")]
     logs = {name: os.path.join(work, name) for name in midtier_logs + ["sandbox.out", "sandbox.err"]}
     files = {name: open(path, "wb") for name, path in logs.items()}
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport), "--page-size", "1", "--extra-employees", str(USERS)],
+    processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(sport), "--page-size", "1", "--extra-employees", str(USERS)],
                                       cwd=REPO, stdout=files["sandbox.out"], stderr=files["sandbox.err"]))
     midtiers = [subprocess.Popen([BIN, "serve", "--config", c], cwd=REPO, stdout=files[f"midtier-{n}.out"], stderr=files[f"midtier-{n}.err"])
                 for n, c in enumerate(configs)]

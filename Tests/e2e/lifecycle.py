@@ -7,7 +7,7 @@ Standard library only; every HTTP call has a timeout and every process is killed
 """
 import base64, json, os, random, shutil, signal, socket, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.request
-from harness import Checks, free_port, wait_for, demo_config, kill_all
+from harness import Checks, free_port, wait_for, demo_config, kill_all, sandbox_command
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -49,7 +49,7 @@ try:
     json.dump(destination, open(destination_file, "w"))
 
     base, admin = f"http://127.0.0.1:{mport}", f"http://127.0.0.1:{aport}"
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(sport)], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     log = open(os.path.join(work, "midtier.log"), "ab")
 
     def start_midtier():

@@ -17,7 +17,7 @@ failure.
 """
 import json, os, shutil, subprocess, sys, tempfile
 import urllib.error, urllib.request
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled
+from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for, labelled, sandbox_command
 from postgres import ThrowawayPostgres
 
 BIN = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else sys.exit("usage: postgres_tls.py PATH-TO-MIDTIER")
@@ -79,7 +79,7 @@ try:
 
         for name, url in [("verify-full", f"{by_name}?sslmode=verify-full&sslrootcert={ca}"), ("require", f"{base}?sslmode=require")]:
             instance = configure(work, name, url)
-            processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(instance["sandbox"])], cwd=REPO,
+            processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(instance["sandbox"])], cwd=REPO,
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             log = open(instance["log"], "wb")
             server = subprocess.Popen([BIN, "serve", "--config", instance["config"]], cwd=REPO, stdout=log, stderr=log)

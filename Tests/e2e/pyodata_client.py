@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 
 import pyodata
 import requests
-from harness import Checks, free_port, wait_for, demo_config
+from harness import Checks, free_port, wait_for, demo_config, sandbox_command
 
 BIN = os.path.abspath(sys.argv[1])
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -33,7 +33,7 @@ try:
                                        "set": {"Precision": "15", "Scale": "2"}}]
     json.dump(destination, open(destination_file, "w"))
 
-    processes.append(subprocess.Popen([BIN, "sandbox", "--port", str(sport), "--page-size", "5"], cwd=REPO,
+    processes.append(subprocess.Popen(sandbox_command(BIN) + ["--port", str(sport), "--page-size", "5"], cwd=REPO,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     processes.append(subprocess.Popen([BIN, "serve", "--config", config], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     base = f"http://localhost:{mport}"

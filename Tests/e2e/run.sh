@@ -31,7 +31,7 @@ cd "$repo"
 
 check "check-config accepts the shipped configuration" "$bin" check-config --config "$work/config"
 
-"$bin" sandbox --port "$sport" >"$work/sandbox.log" 2>&1 & pids+=($!)
+"$(dirname "$bin")/midtier-sandbox" --port "$sport" >"$work/sandbox.log" 2>&1 & pids+=($!)
 "$bin" serve --config "$work/config" >"$work/midtier.log" 2>&1 & midtier=$!; pids+=($midtier)
 wait_for "http://127.0.0.1:$sport/sandbox/stats"
 wait_for "http://127.0.0.1:$mport/healthz"

@@ -2,14 +2,17 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
-import MidtierServer
 import SAMLSigning
 import ServiceLifecycle
 import SuccessFactorsSandbox
 import UnixSignals
 
-struct Sandbox: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the SuccessFactors sandbox (token service and payroll OData).")
+/// `midtier-sandbox`: the SuccessFactors stand-in for `make run` and the tests
+/// (docs/sandbox.md). Its own program, so that the server binary does not carry it.
+@main
+struct MidtierSandbox: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "midtier-sandbox", abstract: "Run the SuccessFactors sandbox (token service and payroll OData).")
 
     @Option(help: "The port to listen on.")
     var port = 8081
@@ -52,7 +55,7 @@ struct Sandbox: AsyncParsableCommand {
 
     func run() async throws {
         guard let pem = FileManager.default.contents(atPath: certificate) else {
-            printError("midtier sandbox: cannot read the certificate \(certificate) (run 'make certs' first)")
+            printError("midtier-sandbox: cannot read the certificate \(certificate) (run 'make certs' first)")
             throw ExitCode.failure
         }
         let tokens: SandboxTokenService
@@ -62,7 +65,7 @@ struct Sandbox: AsyncParsableCommand {
                     certificatePEM: Array(pem), clientID: clientID, companyID: companyID,
                     audience: audience, tokenURL: tokenURL, tokenLifetimeSeconds: tokenLifetime))
         } catch {
-            printError("midtier sandbox: \(certificate): \(error.message)")
+            printError("midtier-sandbox: \(certificate): \(error.message)")
             throw ExitCode.failure
         }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -78,4 +81,9 @@ struct Sandbox: AsyncParsableCommand {
         logger.info("SuccessFactors sandbox on http://\(host):\(port) (client id \(clientID), company \(companyID))")
         try await services.run()
     }
+}
+
+/// Writes to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
 }
