@@ -505,6 +505,7 @@ let package = Package(
                 "MidtierHTTP", "MidtierCore", "MidtierStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ], swiftSettings: swiftSettings),

@@ -9,7 +9,7 @@ import Testing
 
 /// Back-end sessions (docs/operations.md): the jar in memory, sealed copies in the store, and
 /// two instances continuing one session — on SQLite and PostgreSQL alike.
-@Suite struct BackendSessionTests {
+@Suite(.timeLimit(.minutes(10))) struct BackendSessionTests {
     static let key1 = BackendSessionKey(bytes: Array(repeating: 1, count: 32))!
     static let key2 = BackendSessionKey(bytes: Array(repeating: 2, count: 32))!
     static let logger = Logger(label: "test-sessions")

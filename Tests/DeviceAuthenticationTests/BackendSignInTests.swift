@@ -7,7 +7,7 @@ import Testing
 /// A `backend` app's sign-in (docs/identity.md, "Signing in with the back end's own users"):
 /// the back end answers, Midtier remembers a yes (never the password) and throttles noes.
 /// The throttles' clock stands still: a loaded machine's pauses never open a closed user.
-@Suite struct BackendSignInTests {
+@Suite(.timeLimit(.minutes(10))) struct BackendSignInTests {
     /// A back end that knows one password per (upper-case) user and counts its checks.
     final class Backend: Sendable {
         let checks = Mutex<[String]>([])

@@ -5,7 +5,7 @@ import Testing
 
 @testable import DeviceAuthentication
 
-@Suite struct BasicAuthenticatorTests {
+@Suite(.timeLimit(.minutes(10))) struct BasicAuthenticatorTests {
     static let users = ["alice": LocalUser(id: "alice", passwordHash: SecretHashing.hash("right", cost: 4), attributes: ["sfUserId": "100001"])]
 
     func header(_ user: String, _ password: String) -> String { "Basic " + Data("\(user):\(password)".utf8).base64EncodedString() }

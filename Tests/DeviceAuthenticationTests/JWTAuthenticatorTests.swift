@@ -9,7 +9,7 @@ import Testing
 @testable import DeviceAuthentication
 
 /// The JWT authenticator itself, with clocks in hand: its cache, JWKS fetching and refusals.
-@Suite struct JWTAuthenticatorTests {
+@Suite(.timeLimit(.minutes(10))) struct JWTAuthenticatorTests {
     static func authenticator(
         _ jwks: JWTAuthentication.KeySource, clocks: ManualClocks, userClaim: String = "sub",
         httpClient: HTTPClient? = nil, capacity: Int = 10_000

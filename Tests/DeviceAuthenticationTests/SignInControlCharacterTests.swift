@@ -6,7 +6,7 @@ import Testing
 
 /// A Basic sign-in refuses exactly what stored text refuses (docs/identity.md, "Stored text"):
 /// one check, `StoredText.hasControlCharacters` — C0, DEL and C1, nothing printable.
-@Suite struct SignInControlCharacterTests {
+@Suite(.timeLimit(.minutes(10))) struct SignInControlCharacterTests {
     @Test func aSignInRefusesWhatStoredTextRefuses() async throws {
         let users = ["alice": LocalUser(id: "alice", passwordHash: SecretHashing.hash("right", cost: 4))]
         let authenticator = BasicAuthenticator(users: users, cacheSeconds: 0)

@@ -7,7 +7,7 @@ import Testing
 
 /// The failed sign-in throttle and the budget in front of bcrypt (docs/identity.md, "Sign-in
 /// rules"). Time is a clock the test moves: nothing here waits or measures.
-@Suite struct SignInThrottleTests {
+@Suite(.timeLimit(.minutes(10))) struct SignInThrottleTests {
     /// A clock the test sets; starts at 1000 s.
     final class Clock: Sendable {
         private let nanoseconds = Mutex<UInt64>(1_000 * 1_000_000_000)

@@ -14,7 +14,7 @@ import Testing
 /// ``ProxyChannelHandler`` on a testing channel: which requests it answers, which go on to
 /// Hummingbird (the next handler), and that answers leave in the order the requests came,
 /// whoever gives them (docs/architecture.md, "The request path").
-@Suite struct ProxyChannelHandlerTests {
+@Suite(.timeLimit(.minutes(10))) struct ProxyChannelHandlerTests {
     /// Lets each proxied call answer only when the test says so, and records the calls made.
     final class Gate: Sendable {
         private let state = Mutex<(calls: [String], open: Set<String>, waiting: [String: CheckedContinuation<Void, Never>])>(([], [], [:]))

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Forwarding
 
-@Suite struct CredentialRedactionTests {
+@Suite(.timeLimit(.minutes(10))) struct CredentialRedactionTests {
     @Test func findsTheCredentialInEveryFormAndNothingElse() {
         let bearer = CredentialRedaction(authorization: "Bearer abc.DEF-123_token")
         #expect(
@@ -43,7 +43,7 @@ import Testing
 
 /// The replacement tables are made once per credential and destination, and a credential's
 /// table only ever serves that credential's exact bytes.
-@Suite struct AnswerTableMemoTests {
+@Suite(.timeLimit(.minutes(10))) struct AnswerTableMemoTests {
     let rewriter = URLRewriter(backendBase: "http://backend/base", deviceBase: "https://m.example/sf")
 
     @Test func oneTablePerCredentialByItsBytes() {
@@ -80,7 +80,7 @@ import Testing
 
 /// The credential in a streamed answer, cut at every chunk boundary, alone and together with
 /// URL rewriting (one pass does both).
-@Suite struct StreamedRedactionTests {
+@Suite(.timeLimit(.minutes(10))) struct StreamedRedactionTests {
     static func replaced(_ text: String, chunk: Int, by replacements: ByteReplacements) async throws -> String {
         let bytes = Array(text.utf8)
         let chunks = stride(from: 0, to: bytes.count, by: chunk).map { ByteBuffer(bytes: bytes[$0..<min($0 + chunk, bytes.count)]) }

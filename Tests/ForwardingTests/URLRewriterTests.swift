@@ -4,7 +4,7 @@ import Testing
 
 @testable import Forwarding
 
-@Suite struct URLRewriterTests {
+@Suite(.timeLimit(.minutes(10))) struct URLRewriterTests {
     let rewriter = URLRewriter(backendBase: "http://backend:8081/base", deviceBase: "https://m.example/sf")
 
     func rewrite(_ text: String, chunk: Int) async throws -> String {

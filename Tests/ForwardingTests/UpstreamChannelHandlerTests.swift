@@ -10,7 +10,7 @@ import Testing
 /// does to the connection (writes, reads, close), to the call (answered, failed, sent again)
 /// and to the pool (a stand-in that records what it is told). No socket, no timing: the
 /// call's clock runs on the embedded loop's time.
-@Suite struct UpstreamChannelHandlerTests {
+@Suite(.timeLimit(.minutes(10))) struct UpstreamChannelHandlerTests {
     let loop = EmbeddedEventLoop()
     let made = UpstreamConnectionStateMachineTests.CallsMade()
     static let origin = UpstreamOrigin(url: "http://127.0.0.1:1")!

@@ -184,7 +184,7 @@ final class EventLoopTaskExecutor: TaskExecutor {
 /// handler of `midtier serve` starts them (`running`). Deadlines are generous (a minute)
 /// wherever the deadline is not what a test checks: a loaded machine is slow, and a call that
 /// outlived a short one failed a test that checks framing.
-@Suite struct UpstreamConnectionTests {
+@Suite(.timeLimit(.minutes(10))) struct UpstreamConnectionTests {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     let pool: UpstreamConnectionPool
     let onTheLoop: EventLoopTaskExecutor

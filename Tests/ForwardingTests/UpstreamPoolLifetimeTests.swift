@@ -111,7 +111,7 @@ private final class TLSBackEndAnswerer: ChannelInboundHandler {
 /// process), every call ends (answered, or failed with `UpstreamFailure`), and every connection
 /// a pool opened is closed once its pool is gone. docs/operations.md ("Connections to back
 /// ends").
-@Suite struct UpstreamPoolLifetimeTests {
+@Suite(.timeLimit(.minutes(10))) struct UpstreamPoolLifetimeTests {
     /// What became of a call.
     enum Outcome: Equatable, CustomStringConvertible {
         case answered(Int, String)

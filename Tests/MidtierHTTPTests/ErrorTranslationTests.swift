@@ -11,7 +11,7 @@ import Testing
 /// The one translation of errors on Midtier's own routes (docs/architecture.md): whatever a
 /// route throws, the answer is an OData error body with the code its status has everywhere,
 /// and nothing of a store's or an unexpected error's detail.
-@Suite struct ErrorTranslationTests {
+@Suite(.timeLimit(.minutes(10))) struct ErrorTranslationTests {
     struct Unexpected: Error, CustomStringConvertible { var description: String { "secret-detail-of-an-unexpected-error" } }
 
     static func application() -> some ApplicationProtocol {

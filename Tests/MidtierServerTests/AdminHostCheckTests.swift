@@ -7,7 +7,7 @@ import Testing
 /// Which `Host` names the admin listener answers to for the admin API and the console
 /// (docs/operations.md): IP addresses, localhost and adminURL's host; never another name, which
 /// is what a DNS-rebinding page sends.
-@Suite struct AdminHostCheckTests {
+@Suite(.timeLimit(.minutes(10))) struct AdminHostCheckTests {
     typealias Check = AdminHostCheck<BasicRequestContext>
 
     @Test(arguments: ["127.0.0.1", "10.0.0.7", "[::1]", "[2001:db8::1]", "localhost", "LOCALHOST", "localhost."])

@@ -11,7 +11,7 @@ import Testing
 /// text"). A registration id no registration can have is a `404`; a user id, realm or filter
 /// with a control character is a `400` naming the parameter — on SQLite and on PostgreSQL
 /// (which cannot even be asked about a NUL, and answered 503 before).
-@Suite struct AdminStoredTextTests {
+@Suite(.timeLimit(.minutes(10))) struct AdminStoredTextTests {
     @Test(arguments: StoreKind.allCases) func theAdminAPIRefusesControlCharactersNamingTheParameter(_ kind: StoreKind) async throws {
         try await OnboardingLockTests.withMidtier(kind) { env in
             // Registration ids: unknown.

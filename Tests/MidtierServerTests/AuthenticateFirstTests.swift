@@ -9,7 +9,7 @@ import Testing
 /// signed in before anything is read about the id (docs/identity.md, "Unknown and known
 /// registration ids look the same"). Shown without timing: with the store's registrations gone, a caller
 /// without valid credentials still gets 401 — a lookup would have failed first (503).
-@Suite struct AuthenticateFirstTests {
+@Suite(.timeLimit(.minutes(10))) struct AuthenticateFirstTests {
     @Test func nothingIsLookedUpForACallerWithoutValidCredentials() async throws {
         try await TestEnvironment.with { env in
             let known = try await env.register(.alice)

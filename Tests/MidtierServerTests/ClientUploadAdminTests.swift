@@ -13,7 +13,7 @@ import Testing
 /// admin API (`/admin/v1/client-logs`, `/admin/v1/client-usage`) and the console's "Client
 /// logs" and "Usage reports" pages (docs/admin.md, docs/console.md), on the real admin
 /// listener, on SQLite and PostgreSQL.
-@Suite struct ClientUploadAdminTests {
+@Suite(.timeLimit(.minutes(10))) struct ClientUploadAdminTests {
     static let alice = UserIdentity.local("alice")
     /// The same id in an identity provider's realm: another user.
     static let idpAlice = UserIdentity(realm: "https://idp.test/realms/corp", id: "alice")

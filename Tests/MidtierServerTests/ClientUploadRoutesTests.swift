@@ -13,7 +13,7 @@ import Testing
 
 /// SAP's client log upload and client usage upload (docs/device-api.md, "Client logs and
 /// usage"), through the device listener, on SQLite and on PostgreSQL.
-@Suite struct ClientUploadRoutesTests {
+@Suite(.timeLimit(.minutes(10))) struct ClientUploadRoutesTests {
     static let logPath = "/mobileservices/application/demo/clientlogs/v1/runtime/log/application/demo"
     static let usagePath = "/mobileservices/application/demo/clientusage/v1/runtime/clientusage/application/demo"
     static let log = """

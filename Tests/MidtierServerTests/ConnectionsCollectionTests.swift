@@ -7,7 +7,7 @@ import Testing
 /// `GET …/Connections` and one Connection in both forms (docs/device-api.md, "Onboarding"): the
 /// caller's own registrations only, each property typed by what it is, never by what its text
 /// looks like.
-@Suite struct ConnectionsCollectionTests {
+@Suite(.timeLimit(.minutes(10))) struct ConnectionsCollectionTests {
     @Test func theCollectionListsTheCallersOwnInJSONAndAtom() async throws {
         try await OnboardingLockTests.withMidtier(.sqlite) { env in
             var mine: [String] = []

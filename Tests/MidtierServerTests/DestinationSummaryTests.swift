@@ -7,7 +7,7 @@ import Testing
 
 /// `GET /admin/v1/destinations` and the console's destinations page show a destination's
 /// `forwardDeviceCookies` (names only: they are not secrets), next to its added headers.
-@Suite struct DestinationSummaryTests {
+@Suite(.timeLimit(.minutes(10))) struct DestinationSummaryTests {
     @Test func theForwardedDeviceCookiesAreListed() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.destinations["echo"]!.forwardDeviceCookies = ["ROUTEID", "lb-affinity"]

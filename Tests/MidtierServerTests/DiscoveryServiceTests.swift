@@ -8,7 +8,7 @@ import Testing
 /// `DiscoveryServiceConfigurationProvider` calls it with a custom host: the app's discovery
 /// document, the same as `GET /config/v1/{appId}`, for `AppConfigID` with or without SAP's
 /// `:{version}`; anything malformed is a 400 naming what is wrong.
-@Suite struct DiscoveryServiceTests {
+@Suite(.timeLimit(.minutes(10))) struct DiscoveryServiceTests {
     static func path(_ call: String) -> String {
         "/config-api.svc/ApplicationConfigurations/" + (call.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? call)
     }

@@ -7,7 +7,7 @@ import Testing
 /// The registration service's `Endpoints` collection (docs/device-api.md, "Destinations"), as
 /// SAP's `SAPcpmsDestinations` loads an app's destinations: only the app's own, each with
 /// Midtier's URL for it and never the back end's, in JSON and Atom, read-only.
-@Suite struct EndpointsCollectionTests {
+@Suite(.timeLimit(.minutes(10))) struct EndpointsCollectionTests {
     static let dotted = "com.sap.edm.sampleservice.v2"
 
     static func withMidtier(_ body: (TestEnvironment) async throws -> Void) async throws {

@@ -106,7 +106,7 @@ final class FaultServer: @unchecked Sendable {
 /// Failures of the token service and of the back end, injected one at a time: each gives a
 /// clear 502/504 once the destination's timeout is up (not when the fault would end), caches
 /// nothing, and Midtier recovers as soon as the fault is gone.
-@Suite(.serialized) struct FaultInjectionTests {
+@Suite(.serialized, .timeLimit(.minutes(10))) struct FaultInjectionTests {
     static let timeout = 800
     /// An answer within this came from the timeout: every fault lasts longer (a hang 10 s, a
     /// trickle 5 s or more). Wide, because a loaded 2-core machine delays everything; how soon

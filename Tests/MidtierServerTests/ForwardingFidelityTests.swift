@@ -10,7 +10,7 @@ import Testing
 @testable import MetadataPatching
 
 /// Back ends' absolute URLs, CSRF sessions and `$metadata` through Midtier, over sockets.
-@Suite struct ForwardingFidelityTests {
+@Suite(.timeLimit(.minutes(10))) struct ForwardingFidelityTests {
     @Test func aGatewayCSRFFetchThenPostWorksAndLocationPointsAtMidtier() async throws {
         try await TestEnvironment.with(adjust: { configuration, _, _ in
             configuration.destinations["echo"]!.authentication = .noAuthentication

@@ -9,7 +9,7 @@ import Testing
 /// on, a signed-in call naming its app and device (`X-SMP-APPID`, `X-SMP-DEVICEID`) without a
 /// registration of that device onboards it through the same rules as a Connections POST.
 /// Through HTTP, on SQLite and on PostgreSQL.
-@Suite struct ImplicitRegistrationTests {
+@Suite(.timeLimit(.minutes(10))) struct ImplicitRegistrationTests {
     static func sdkHeaders(_ user: TestUser?, device: String) -> [(String, String)] {
         (user.map { [("Authorization", $0.basic)] } ?? []) + [("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", device)]
     }

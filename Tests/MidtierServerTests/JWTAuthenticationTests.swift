@@ -15,7 +15,7 @@ import Testing
 
 // MARK: - Through real sockets
 
-@Suite struct JWTAuthenticationTests {
+@Suite(.timeLimit(.minutes(10))) struct JWTAuthenticationTests {
     static let bearerChallenge = #"Bearer realm="midtier""#
 
     static func idpApp(_ jwks: JWTAuthentication.KeySource, userClaim: String = "sub") -> AppConfiguration {

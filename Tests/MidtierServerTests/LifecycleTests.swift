@@ -7,7 +7,7 @@ import Testing
 
 /// Lock, wipe, block and the offline policy, through real sockets: an admin's decision holds
 /// from the very next request.
-@Suite struct LifecycleTests {
+@Suite(.timeLimit(.minutes(10))) struct LifecycleTests {
     static let payroll = "/sf/odata/v2/User('100001')"
 
     func proxied(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> TestEnvironment.Reply {

@@ -3,7 +3,7 @@ import MidtierTestSupport
 import NIOHTTP1
 import Testing
 
-@Suite struct MetricsTests {
+@Suite(.timeLimit(.minutes(10))) struct MetricsTests {
     @Test func metricsCountRequestsTokenLookupsAndExchangesWithoutNamingUsers() async throws {
         try await TestEnvironment.with { env in
             let id = try await env.register(.alice)

@@ -8,7 +8,7 @@ import Testing
 /// The console offers each app's onboarding configuration as the `ConfigurationProvider.plist`
 /// (and JSON) the SAP SDK's configuration providers read (docs/console.md, "Onboarding
 /// configuration"): the same document as `/config/v1/{appId}`, behind the console's sign-in.
-@Suite struct OnboardingDownloadTests {
+@Suite(.timeLimit(.minutes(10))) struct OnboardingDownloadTests {
     static func withJWTApp(_ body: (TestEnvironment) async throws -> Void) async throws {
         try await TestEnvironment.with(
             adjust: { configuration, _, _ in

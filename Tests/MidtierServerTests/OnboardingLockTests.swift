@@ -12,7 +12,7 @@ import Testing
 /// exact bytes) is locked or wiped, that device cannot onboard again for that user, nor can
 /// another of the user's registrations take its `DeviceId`, until an admin unlocks it or
 /// deletes it. Through the HTTP routes, on SQLite and on PostgreSQL.
-@Suite struct OnboardingLockTests {
+@Suite(.timeLimit(.minutes(10))) struct OnboardingLockTests {
     static let connections = "/odata/applications/v1/demo/Connections"
 
     /// `body` with a Midtier on a fresh store of `kind`.

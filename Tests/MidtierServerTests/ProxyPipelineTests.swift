@@ -4,7 +4,7 @@ import Testing
 
 /// Proxy calls answered from the device connection's pipeline (docs/architecture.md, "The
 /// request path") beside Hummingbird's routes, on one connection over a real socket.
-@Suite struct ProxyPipelineTests {
+@Suite(.timeLimit(.minutes(10))) struct ProxyPipelineTests {
     /// Requests sent back to back on one connection (HTTP/1.1 pipelining) are answered in the
     /// order they were sent, whichever of the two answers each: proxy calls without a body
     /// (the pipeline handler), an own route and a proxy call with a body (Hummingbird).

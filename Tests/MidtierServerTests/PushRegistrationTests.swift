@@ -8,7 +8,7 @@ import Testing
 
 /// SAP's push registration path and the Connection entity's tokens (docs/push.md,
 /// "Registering a device"), through the HTTP routes, on SQLite and on PostgreSQL.
-@Suite struct PushRegistrationTests {
+@Suite(.timeLimit(.minutes(10))) struct PushRegistrationTests {
     static let push = "/mobileservices/push/v1/runtime/applications/demo/os"
 
     /// The demo app with APNs and FCM settings (no key is loaded unless something is sent).

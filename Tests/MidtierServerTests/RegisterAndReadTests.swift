@@ -10,7 +10,7 @@ import Testing
 
 /// The spine, through real sockets: a device registers, reads its own user's payroll through
 /// Midtier, and nothing about the request path can be bent to read someone else's.
-@Suite struct RegisterAndReadTests {
+@Suite(.timeLimit(.minutes(10))) struct RegisterAndReadTests {
     static let seedQuery =
         "/sf/odata/v2/EmployeePayrollRunResults?%24filter=userId%20eq%20%27100001%27"
         + "&%24expand=employeePayrollRunResultsItems,userIdNav/empInfo/paymentInformationNav/toPaymentInformationDetailV3/bankNav"
@@ -271,7 +271,7 @@ import Testing
 }
 
 /// Failures of the token service and the back end, as the device sees them.
-@Suite struct BackEndFailureTests {
+@Suite(.timeLimit(.minutes(10))) struct BackEndFailureTests {
     @Test func aRefusedExchangeIs502WithTheReasonAndCachesNothing() async throws {
         try await TestEnvironment.with(adjust: { configuration, sandboxPort, _ in
             guard case .samlBearer(var settings) = configuration.destinations["sf"]!.authentication else { return }
@@ -337,7 +337,7 @@ final class SlowServer: Sendable {
 }
 
 /// The sandbox's token endpoint judged over HTTP, as SuccessFactors would.
-@Suite struct SandboxTokenEndpointTests {
+@Suite(.timeLimit(.minutes(10))) struct SandboxTokenEndpointTests {
     @Test func theSandboxRejectsTamperedWrongAudienceWrongRecipientAndExpiredAssertions() async throws {
         try await TestEnvironment.with { env in
             let directory = env.directory

@@ -9,7 +9,7 @@ import Testing
 /// device field with one is a 400 naming the field, a JWT whose user claim has one is a 401
 /// naming the claim — the same answer on SQLite and on PostgreSQL (which cannot store a NUL at
 /// all, and answered 503 before).
-@Suite struct StoredTextTests {
+@Suite(.timeLimit(.minutes(10))) struct StoredTextTests {
     static let connections = "/odata/applications/v1/demo/Connections"
 
     /// Every device-supplied text field of a Connection, with a value holding a control

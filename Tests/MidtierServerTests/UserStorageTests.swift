@@ -9,7 +9,7 @@ import Testing
 
 /// The Storage service's `currentuser` and `device` levels (docs/device-api.md, "User and
 /// device storage"), through the HTTP routes, on SQLite and on PostgreSQL.
-@Suite struct UserStorageTests {
+@Suite(.timeLimit(.minutes(10))) struct UserStorageTests {
     static let root = "/mobileservices/application/demo/Storage/v1/runtime/application/demo"
     static let mdkRoot = "/mobileservices/Storage/v1/runtime/application/demo"
 

@@ -5,7 +5,7 @@ import Testing
 
 /// A wiped device is told what is true (docs/identity.md, "The same device"): it cannot onboard
 /// again until an admin deletes the wiped registration — and then it can.
-@Suite struct WipedDeviceMessageTests {
+@Suite(.timeLimit(.minutes(10))) struct WipedDeviceMessageTests {
     static let message = "the registration is wiped; this device cannot onboard again until an admin deletes the wiped registration"
 
     @Test func aWipedDeviceIsToldItsWayBack() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// The web console's audit pages (`StateStore.recentAudit`): newest first, paged with
 /// `before`, filtered by a user or a registration by exact bytes, on SQLite and PostgreSQL.
-@Suite struct AuditQueryTests {
+@Suite(.timeLimit(.minutes(10))) struct AuditQueryTests {
     static let idpAlice = UserIdentity(realm: "https://idp.example", id: "alice")
 
     /// The trail the tests query, in the order it is appended; each entry's `detail` is its

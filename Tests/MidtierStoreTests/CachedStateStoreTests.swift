@@ -94,7 +94,7 @@ final class CountingStore: StateStore {
 
 /// The memory cache in front of the store: what it answers itself, and when it asks the store
 /// again (docs/identity.md, "Registration ids").
-@Suite struct CachedStateStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct CachedStateStoreTests {
     static func registration(_ id: String) -> Registration {
         Registration(id: id, appId: "demo", user: .local("alice"), deviceType: "iPad", createdAt: 1_000)
     }

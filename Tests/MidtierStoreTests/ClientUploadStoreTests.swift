@@ -6,7 +6,7 @@ import Testing
 
 /// Client log and usage uploads as every store keeps them (docs/device-api.md, "Client logs and
 /// usage"), on SQLite and on PostgreSQL, through the memory cache as an instance opens them.
-@Suite struct ClientUploadStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct ClientUploadStoreTests {
     static let alice = UserIdentity.local("alice")
     static let bob = UserIdentity.local("bob")
     static let roomy = ClientUploadBounds(bytesPerRegistration: 1 << 30, uploadsPerWindow: 1_000, window: 60_000)

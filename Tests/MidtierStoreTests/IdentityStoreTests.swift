@@ -10,7 +10,7 @@ import Testing
 /// The store keys users by realm and exact bytes, never hands a registration id out twice, and
 /// keeps a user's count of registrations (docs/identity.md). Run through the memory cache, as
 /// `serve` uses the stores, on SQLite and on PostgreSQL.
-@Suite struct IdentityStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct IdentityStoreTests {
     @Test(arguments: StoreKind.allCases) func blocksAreKeyedByRealmAndExactBytes(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open()

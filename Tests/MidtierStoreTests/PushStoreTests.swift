@@ -7,7 +7,7 @@ import Testing
 /// Push notifications as every store keeps them (docs/push.md, "Delivery"), on SQLite and on
 /// PostgreSQL, through the memory cache as an instance opens them: each delivery leased to one
 /// owner at a time, outcomes recorded, tokens cleared by their exact bytes.
-@Suite struct PushStoreTests {
+@Suite(.timeLimit(.minutes(10))) struct PushStoreTests {
     static let alice = UserIdentity.local("alice")
 
     static func push(_ store: any StateStore) throws -> any PushStore {

@@ -8,7 +8,7 @@ import Testing
 
 /// What every store does the same, run against SQLite and PostgreSQL without the memory
 /// cache; and what sharing a PostgreSQL store between instances needs (docs/operations.md).
-@Suite struct StoreBehaviourTests {
+@Suite(.timeLimit(.minutes(10))) struct StoreBehaviourTests {
     static func registration(_ id: String, user: UserIdentity = .local("alice"), at: Int64 = 1_000) -> Registration {
         Registration(id: id, appId: "demo", user: user, deviceType: "iPad", createdAt: at)
     }

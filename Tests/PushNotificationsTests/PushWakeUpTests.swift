@@ -5,8 +5,9 @@ import Testing
 
 /// The delivery worker's wake-up: a nudge ends a wait, a nudge given while nobody waits is kept
 /// (one), and a wait that a nudge ended leaves nothing behind — otherwise the next wait would
-/// end at once and the worker would spin.
-@Suite struct PushWakeUpTests {
+/// end at once and the worker would spin. A wait that never ends fails within the time limit
+/// (without it, a broken wake-up would hold the run for the hour the waits ask for).
+@Suite(.timeLimit(.minutes(1))) struct PushWakeUpTests {
     @Test func aNudgeGivenBeforeTheWaitIsKept() async {
         let wakeUp = PushWakeUp()
         wakeUp.nudge()

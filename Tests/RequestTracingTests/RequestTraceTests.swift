@@ -5,7 +5,7 @@ import W3CTraceContext
 
 @testable import RequestTracing
 
-@Suite struct RequestTraceTests {
+@Suite(.timeLimit(.minutes(10))) struct RequestTraceTests {
     struct Refused: Error, Equatable {}
 
     /// Tracing off: each helper only runs what it is given, and nothing is current.

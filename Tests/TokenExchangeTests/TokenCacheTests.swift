@@ -33,7 +33,7 @@ final class FakeTokenService: Sendable {
     }
 }
 
-@Suite struct TokenCacheTests {
+@Suite(.timeLimit(.minutes(10))) struct TokenCacheTests {
     let alice = TokenCacheKey(destination: "sf", user: .local("alice"), nameID: "100001")
     let bob = TokenCacheKey(destination: "sf", user: .local("bob"), nameID: "100002")
 
@@ -206,7 +206,7 @@ final class FakeTokenService: Sendable {
     }
 }
 
-@Suite struct TokenResponseTests {
+@Suite(.timeLimit(.minutes(10))) struct TokenResponseTests {
     @Test func parsesAndValidatesTheTokenAnswer() throws {
         let token = try TokenResponse.parse(Array(#"{"access_token":"abc","token_type":"Bearer","expires_in":3600}"#.utf8))
         #expect(token.value == "abc")
@@ -253,7 +253,7 @@ final class FakeTokenService: Sendable {
 }
 
 /// How the assertion travels in the token request (`samlAssertionEncoding`).
-@Suite struct AssertionEncodingTests {
+@Suite(.timeLimit(.minutes(10))) struct AssertionEncodingTests {
     /// Bytes whose base64 has `+`, `/` and padding: base64 keeps them, base64url swaps the
     /// alphabet and drops the padding; both decode to the same bytes, and neither breaks lines.
     @Test func base64AndBase64url() {

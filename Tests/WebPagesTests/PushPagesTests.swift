@@ -15,7 +15,7 @@ import Testing
 /// device-supplied text escaped; the test notification, sent to the user's registrations that
 /// hold a token, audited, refused without push or without such a registration, and only with
 /// the session's CSRF token.
-@Suite struct PushPagesTests {
+@Suite(.timeLimit(.minutes(10))) struct PushPagesTests {
     static let alice = UserIdentity.local("alice")
     /// The app with push (APNs only: an Android token does not count there).
     static let pushApp = "demo"

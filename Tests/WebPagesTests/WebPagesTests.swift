@@ -30,7 +30,7 @@ private func isLowerHex64(_ text: String) -> Bool {
 
 /// What the pages for people (the admin console, the self-service page) are built on: their
 /// sessions, the comparison of their tokens, and the reading of their forms.
-@Suite struct WebPagesTests {}
+@Suite(.timeLimit(.minutes(10))) struct WebPagesTests {}
 
 extension WebPagesTests {
     /// The server-side sessions of the console and the self-service page (docs/console.md,
