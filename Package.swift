@@ -415,6 +415,7 @@ let package = Package(
             ], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierJSONTests", dependencies: ["MidtierJSON"], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierCoreTests", dependencies: ["MidtierCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "MidtierMetricsTests", dependencies: ["MidtierMetrics"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
             swiftSettings: swiftSettings),
@@ -469,6 +470,8 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ],
             swiftSettings: swiftSettings),
+        // Forwarding: the header policy, URL rewriting, redaction, and the connection pool to
+        // the back ends (its Upstream* types) over NIO's embedded channels and loopback sockets.
         .testTarget(
             name: "ForwardingTests",
             dependencies: [
@@ -548,8 +551,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The connection pool to the back ends (Forwarding's Upstream* types), over NIO's
-        // embedded channels and loopback sockets.
+        // The sandbox's OData service and token service (the stand-in the other tests call).
         .testTarget(name: "SandboxODataTests", dependencies: ["SuccessFactorsSandbox"], swiftSettings: swiftSettings),
         // Fuzzing (docs/reliability.md, "Fuzzing"): one function per parser that reads device or
         // back-end bytes, the libFuzzer binary (`make fuzz`; a replayer in the normal build), and
