@@ -417,6 +417,9 @@ let package = Package(
         .testTarget(name: "MidtierCoreTests", dependencies: ["MidtierCore"], swiftSettings: swiftSettings),
         .testTarget(name: "MidtierMetricsTests", dependencies: ["MidtierMetrics"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "RegistrationsTests", dependencies: ["Registrations", "MidtierCore", "MidtierStore", "MidtierTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(
             name: "PrincipalPropagationTests", dependencies: ["PrincipalPropagation", "MidtierCore", "MidtierTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(
