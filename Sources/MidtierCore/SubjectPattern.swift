@@ -41,7 +41,8 @@ package struct SubjectPattern: Sendable, Equatable, CustomStringConvertible {
     package static let maximumAttributes = 16
     package static let maximumValueLength = 256
 
-    /// The default, Cloud Connector's: the user's principal name as the common name.
+    /// The default, Cloud Connector's: the user's principal name as the common name. (`try!`
+    /// on this fixed literal only, which `SubjectPatternTests` parses; no input reaches it.)
     package static let standard = try! SubjectPattern("CN=${name}")
 
     /// Parses a pattern; the error names what is wrong. `\,` and `\\` write a comma or a

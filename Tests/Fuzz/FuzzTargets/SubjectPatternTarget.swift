@@ -17,6 +17,7 @@ enum SubjectPatternTarget {
                 PrincipalPropagationSettings(
                     mode: .header, subjectPattern: standard, validityMinutes: 10,
                     caCertificatePEM: Array(FuzzKeys.samlCertificatePEM.utf8), caKeyPEM: Array(FuzzKeys.samlKeyPEM.utf8), caKeyPassphrase: nil))
+            // The fuzz binary's own test key, not its input: a broken key stops the fuzz run, as it should.
         else { fatalError("the subject-pattern target's CA does not load") }
         let split = bytes.firstIndex(of: 0) ?? bytes.endIndex
         let pattern = String(decoding: bytes[..<split], as: UTF8.self)
