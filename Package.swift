@@ -198,11 +198,24 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The callers of the device listener (docs/identity.md): how devices and push senders
+        // sign in, which registration a call acts for and whether it may, onboarding.
+        .target(
+            name: "Callers",
+            dependencies: [
+                "MidtierJSON", "MidtierCore", "MidtierStore", "MidtierHTTP", "Registrations", "DeviceAuthentication", "RequestTracing",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // SAP's Notification Backend API: back-end senders' routes on the device listener.
         .target(
             name: "PushAPI",
             dependencies: [
-                "MidtierJSON", "MidtierCore", "MidtierStore", "MidtierHTTP", "Registrations", "DeviceProxy", "DeviceAuthentication",
+                "MidtierJSON", "MidtierCore", "MidtierStore", "MidtierHTTP", "Registrations", "Callers", "DeviceAuthentication",
                 "PushNotifications",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -299,7 +312,7 @@ let package = Package(
             dependencies: [
                 "MidtierJSON", "SAMLSigning", "TokenExchange", "DeviceAuthentication", "Registrations", "MidtierStore", "Forwarding",
                 "MidtierHTTP", "MidtierMetrics", "MetadataPatching", "MidtierCore", "BackendSessions", "RequestTracing",
-                "PrincipalPropagation",
+                "PrincipalPropagation", "Callers",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -318,7 +331,7 @@ let package = Package(
         .target(
             name: "DeviceAPI",
             dependencies: [
-                "MidtierJSON", "DeviceProxy", "SAMLSigning", "DeviceAuthentication", "Registrations", "MidtierStore", "MidtierHTTP",
+                "MidtierJSON", "Callers", "SAMLSigning", "DeviceAuthentication", "Registrations", "MidtierStore", "MidtierHTTP",
                 "MidtierCore", "ClientUploads",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -334,6 +347,7 @@ let package = Package(
                 "PushNotifications", "PushAPI", "MidtierJSON", "ConfigurationFiles", "SAMLSigning", "TokenExchange", "DeviceAuthentication",
                 "Registrations", "MidtierStore", "Forwarding", "MidtierHTTP", "Administration", "AdminAPI", "MidtierMetrics",
                 "MidtierCore", "BackendSessions", "WebPages", "DeviceProxy", "DeviceAPI", "RequestTracing", "PrincipalPropagation",
+                "Callers",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -488,6 +502,17 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ], swiftSettings: swiftSettings),
         .testTarget(
+            name: "CallersTests",
+            dependencies: [
+                "Callers", "MidtierHTTP", "MidtierCore", "Registrations", "DeviceAuthentication", "MidtierTestSupport",
+                "MidtierStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ], swiftSettings: swiftSettings),
+        .testTarget(
             name: "DeviceProxyTests",
             dependencies: [
                 "DeviceProxy", "MidtierHTTP",
@@ -562,7 +587,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "MidtierJSON", "MidtierCore", "ClientUploads", "Forwarding", "DeviceAPI", "DeviceProxy",
+                "MidtierJSON", "MidtierCore", "ClientUploads", "Forwarding", "DeviceAPI", "Callers",
                 "Registrations", "SAMLSigning", "PushNotifications", "DeviceAuthentication", "TokenExchange", "BackendSessions",
                 "MetadataPatching", "ConfigurationFiles", "PrincipalPropagation",
             ],

@@ -1,4 +1,4 @@
-import DeviceProxy
+import Callers
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -13,32 +13,32 @@ import MidtierJSON
 ///   (no authentication): the same document, where SAP's Discovery Service serves it;
 /// - `GET /mobileservices/settingsExchange/v1/{appId}` (authenticated): the client policy.
 struct ClientConfigurationRoutes: Sendable {
-    let runtime: RuntimeHolder
+    let signIn: CurrentSignIn
 
     func add(to router: Router<MidtierRequestContext>) {
         router.get("/config/v1/{appId}") { _, context throws(Refusal) -> Response in
-            let runtime = runtime.current
-            let app = try Self.app(context, runtime)
-            return .json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
+            let signIn = signIn.current
+            let app = try Self.app(context, signIn)
+            return .json(app.discoveryDocument(publicURL: signIn.configuration.server.publicURL))
         }
         router.get("/config-api.svc/ApplicationConfigurations/{call}") { _, context throws(Refusal) -> Response in
-            let runtime = runtime.current
+            let signIn = signIn.current
             let segment = context.parameters.get("call") ?? ""
             let call = try DiscoveryServiceCall.parse(segment.removingPercentEncoding ?? segment)
-            guard let app = call.app(in: runtime.configuration.apps) else { throw .notFound("unknown application \(call.appConfigID)") }
-            return .json(app.discoveryDocument(publicURL: runtime.configuration.server.publicURL))
+            guard let app = call.app(in: signIn.configuration.apps) else { throw .notFound("unknown application \(call.appConfigID)") }
+            return .json(app.discoveryDocument(publicURL: signIn.configuration.server.publicURL))
         }
         router.get("/mobileservices/settingsExchange/v1/{appId}") { request, context throws(Refusal) -> Response in
-            let runtime = runtime.current
-            let app = try Self.app(context, runtime)
-            _ = try await runtime.authenticate(request, app: app, client: context.clientIP)
+            let signIn = signIn.current
+            let app = try Self.app(context, signIn)
+            _ = try await signIn.authenticate(request, app: app, client: context.clientIP)
             return .json(Self.settings(app))
         }
     }
 
-    static func app(_ context: MidtierRequestContext, _ runtime: Runtime) throws(Refusal) -> AppConfiguration {
+    static func app(_ context: MidtierRequestContext, _ signIn: CallerSignIn) throws(Refusal) -> AppConfiguration {
         let id = context.parameters.get("appId") ?? ""
-        guard let app = runtime.configuration.apps[id] else { throw .notFound("unknown application \(id)") }
+        guard let app = signIn.configuration.apps[id] else { throw .notFound("unknown application \(id)") }
         return app
     }
 

@@ -1,6 +1,6 @@
+import Callers
 import ClientUploads
 import DeviceAuthentication
-import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -20,8 +20,9 @@ import Registrations
 /// own registration (`X-SMP-APPCID`, else its device `X-SMP-DEVICEID` or the path's or query's
 /// `deviceId`), admitted as the proxy admits it. 204 once it is in the store.
 struct ClientUploadRoutes: Sendable {
-    let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let signIn: CurrentSignIn
+    let callers: Callers
+    var registrations: RegistrationService { callers.registrations }
     let logger: Logger
 
     static let logPath = "/mobileservices/application/{appId}/clientlogs/v1/runtime/log/application/{uploadAppId}"
@@ -44,9 +45,9 @@ struct ClientUploadRoutes: Sendable {
     }
 
     private func upload(_ kind: ClientUploadKind, _ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let runtime = runtime.current
-        let settings = runtime.configuration.server.clientUploads
-        let (app, user) = try await signedIn(request, context, runtime: runtime)
+        let signIn = signIn.current
+        let settings = signIn.configuration.server.clientUploads
+        let (app, user) = try await signedIn(request, context, signIn: signIn)
         switch kind {
         case .log:
             guard Self.isOn(app.logSettings["logEnabled"]) else {
@@ -180,19 +181,19 @@ struct ClientUploadRoutes: Sendable {
         _ request: Request, app: AppConfiguration, user: UserIdentity,
         namedDevice: String?
     ) async throws(Refusal) -> Registration {
-        guard request.headers[values: ProxyHandler.registrationHeader].count <= 1 else {
+        guard request.headers[values: RegistrationHeaders.registration].count <= 1 else {
             throw .badRequest("the request has more than one X-SMP-APPCID header")
         }
-        guard request.headers[values: ProxyHandler.deviceHeader].count <= 1 else {
+        guard request.headers[values: RegistrationHeaders.device].count <= 1 else {
             throw .badRequest("the request has more than one X-SMP-DEVICEID header")
         }
         let store = registrations.store
         let id: String
-        if let named = ProxyHandler.registrationID(of: request) {
+        if let named = RegistrationHeaders.registrationID(of: request) {
             id = named
         } else {
             guard
-                let device = request.headers[ProxyHandler.deviceHeader].flatMap({ $0.isEmpty ? nil : $0 })
+                let device = request.headers[RegistrationHeaders.device].flatMap({ $0.isEmpty ? nil : $0 })
                     ?? namedDevice.flatMap({ $0.isEmpty ? nil : $0 })
             else {
                 throw .forbidden("the upload names no registration (X-SMP-APPCID) and no device (X-SMP-DEVICEID or deviceId)")
@@ -226,8 +227,8 @@ struct ClientUploadRoutes: Sendable {
     /// The app the path names and its signed-in caller (the upload's app must be the same app).
     private func signedIn(
         _ request: Request, _ context: MidtierRequestContext,
-        runtime: Runtime
+        signIn: CallerSignIn
     ) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
-        try await ServiceSignIn.signedIn(request, context, runtime: runtime, serviceAppParameter: "uploadAppId", service: "uploads")
+        try await ServiceSignIn.signedIn(request, context, signIn: signIn, serviceAppParameter: "uploadAppId", service: "uploads")
     }
 }

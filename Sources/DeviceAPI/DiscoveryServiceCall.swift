@@ -1,4 +1,4 @@
-import DeviceProxy
+import Callers
 import MidtierCore
 package import MidtierHTTP
 

@@ -1,4 +1,4 @@
-import DeviceProxy
+import Callers
 import Foundation
 import MidtierCore
 

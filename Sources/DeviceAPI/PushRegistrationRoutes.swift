@@ -1,5 +1,5 @@
+import Callers
 import DeviceAuthentication
-import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -18,8 +18,9 @@ import Registrations
 /// `AndroidGcmRegistrationId`); a new token replaces the old one, and leaves every other
 /// registration of the app that held it (``PushTokenRelease``).
 struct PushRegistrationRoutes: Sendable {
-    let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let signIn: CurrentSignIn
+    let callers: Callers
+    var registrations: RegistrationService { callers.registrations }
     let logger: Logger
 
     static let path = "/mobileservices/push/v1/runtime/applications/{appId}/os/{os}/devices/{deviceId}"
@@ -38,9 +39,9 @@ struct PushRegistrationRoutes: Sendable {
     }
 
     private func register(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let runtime = runtime.current
-        let app = try ClientConfigurationRoutes.app(context, runtime)
-        let user = try await runtime.authenticate(request, app: app, client: context.clientIP)
+        let signIn = signIn.current
+        let app = try ClientConfigurationRoutes.app(context, signIn)
+        let user = try await signIn.authenticate(request, app: app, client: context.clientIP)
         let os = context.parameters.get("os") ?? ""
         guard os == "ios" || os == "android" else {
             throw .badRequest("Midtier delivers through APNs (os ios) and FCM (os android); \(os) is not one of them")
@@ -48,8 +49,7 @@ struct PushRegistrationRoutes: Sendable {
         guard app.push.isEnabled else { throw .notFound("push notifications are not enabled for application \(app.id)") }
         let raw = context.parameters.get("deviceId") ?? ""
         guard let device = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-        let id = try await CallerRegistration.named(
-            device, request: request, app: app, user: user.identity, registrations: registrations, logger: logger)
+        let id = try await callers.registration(namedByDevicePath: device, request: request, app: app, user: user.identity)
 
         var token = ""
         var fields: [String: String] = [:]

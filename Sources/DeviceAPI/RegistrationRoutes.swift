@@ -1,5 +1,5 @@
+import Callers
 import DeviceAuthentication
-import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,8 +16,9 @@ import SAMLSigning
 /// JSON or Atom, with the service's document and `$metadata`. A registration that is not the
 /// caller's does not exist for them (404).
 struct RegistrationRoutes: Sendable {
-    let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let signIn: CurrentSignIn
+    let callers: Callers
+    var registrations: RegistrationService { callers.registrations }
     let logger: Logger
 
     /// SAP's service versions: `latest`, and "v1 onwards" (`v` and a number from 1, at most
@@ -43,85 +44,73 @@ struct RegistrationRoutes: Sendable {
         }
     }
 
-    /// The `{appId}` and `{entity}` of the path, after checking the version and the app.
-    private func target(_ context: MidtierRequestContext) throws(Refusal) -> (version: String, app: AppConfiguration, entity: String) {
+    /// The sign-in in force (read once per request), and the `{appId}` and `{entity}` of the
+    /// path, after checking the version and the app.
+    private func target(
+        _ context: MidtierRequestContext
+    ) throws(Refusal) -> (signIn: CallerSignIn, version: String, app: AppConfiguration, entity: String) {
+        let signIn = signIn.current
         let version = context.parameters.get("version") ?? ""
         guard Self.isVersion(version) else { throw .notFound("unknown API version \(version); use latest, v1 or later") }
         let appID = context.parameters.get("appId") ?? ""
-        guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
+        guard let app = signIn.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         let entity = (context.parameters.get("entity") ?? "").removingPercentEncoding ?? ""
-        return (version, app, entity)
+        return (signIn, version, app, entity)
     }
 
     private func create(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let (version, app, entity) = try target(context)
+        let (signIn, version, app, entity) = try target(context)
         if entity == "Endpoints" || entity.hasPrefix("Endpoints(") {
             throw .methodNotAllowed("POST is not supported on Endpoints; they are read-only", allow: "GET")
         }
         guard entity == "Connections" else { throw .notFound("unknown entity set \(entity)") }
-        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let user = try await signIn.authenticate(request, app: app, client: context.clientIP)
         var body = request
         let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
         // The answer's format: `$format`, then `Accept`, then the request body's (docs/device-api.md).
         let atom = ConnectionAtom.preference(request) ?? ConnectionAtom.isBody(request)
-        let registration: Registration
-        do {
-            if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
-                throw Refusal.userBlocked(block.kind)
-            }
-            try await PushTokenRelease.refuseTakingFromAnotherUser(
-                apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
-                app: app.id, user: user.identity, store: registrations.store, logger: logger)
-            switch try await registrations.register(
-                app: app.id, user: user.identity, requestedID: ProxyHandler.registrationID(of: request),
-                device: device, source: context.clientIP ?? "", policy: app.blockWipingPolicy)
-            {
-            case .registered(let made):
-                registration = made
-            case .limitReached(let limit):
-                throw DeviceFields.overLimit(limit)
-            case .deviceHeld(let held):
-                throw DeviceFields.held(held, "this device cannot onboard again")
-            }
-        } catch let refusal as Refusal {
-            throw refusal
-        } catch {
-            throw Refusal.storeFailed(error, logger)
-        }
+        try await PushTokenRelease.refuseTakingFromAnotherUser(
+            apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
+            app: app.id, user: user.identity, store: registrations.store, logger: logger)
+        let registration = try await callers.onboard(
+            app: app, user: user.identity, requestedID: RegistrationHeaders.registrationID(of: request),
+            device: device, source: context.clientIP ?? "")
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         try await PushTokenRelease.release(registration, store: registrations.store, logger: logger)
         var response = Self.entityResponse(
-            registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+            registration, app: app, version: version, publicURL: signIn.configuration.server.publicURL,
             status: .created, atom: atom)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
-        response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(cookieSecurity)"
-        response.headers[.location] = Self.entityURI(registration, version: version, publicURL: runtime.current.configuration.server.publicURL)
+        response.headers[.setCookie] = "X-SMP-APPCID=\(registration.id); Path=/; HttpOnly; SameSite=Strict\(Self.cookieSecurity(signIn))"
+        response.headers[.location] = Self.entityURI(registration, version: version, publicURL: signIn.configuration.server.publicURL)
         return response
     }
 
     private func single(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let (version, app, entity) = try target(context)
+        let (signIn, version, app, entity) = try target(context)
         if entity == "Endpoints" || entity.hasPrefix("Endpoints(") {
-            return try await endpoints(request, context, version: version, app: app, entity: entity)
+            return try await endpoints(request, context, signIn: signIn, version: version, app: app, entity: entity)
         }
         guard let id = Self.connectionID(entity) else {
             if entity == "$metadata", request.method == .get {
-                _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+                _ = try await signIn.authenticate(request, app: app, client: context.clientIP)
                 let xml = ConnectionAtom.metadata(connection: Self.entityTypes(app: app), endpoint: EndpointsCollection.sample)
                 return ConnectionAtom.response(xml, status: .ok, contentType: "application/xml;charset=utf-8")
             }
-            if entity == "Connections", request.method == .get { return try await collection(request, context, version: version, app: app) }
+            if entity == "Connections", request.method == .get {
+                return try await collection(request, context, signIn: signIn, version: version, app: app)
+            }
             if entity == "Connections" { throw .methodNotAllowed("\(request.method) is not supported on the Connections collection") }
             throw .notFound("unknown entity \(entity)")
         }
-        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let user = try await signIn.authenticate(request, app: app, client: context.clientIP)
         let notFound = Refusal.notFound("registration \(id) does not exist")
         do {
             switch request.method {
             case .get:
                 guard let registration = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 return Self.entityResponse(
-                    registration, app: app, version: version, publicURL: runtime.current.configuration.server.publicURL,
+                    registration, app: app, version: version, publicURL: signIn.configuration.server.publicURL,
                     status: .ok, atom: ConnectionAtom.isWanted(request))
             case .delete:
                 switch try await registrations.delete(id: id, user: user.identity, app: app.id, source: context.clientIP ?? "") {
@@ -130,7 +119,7 @@ struct RegistrationRoutes: Sendable {
                     // The device forgets the id too: its cookie expires.
                     var response = Response(status: .noContent)
                     response.headers[.setCookie] =
-                        "X-SMP-APPCID=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict\(cookieSecurity)"
+                        "X-SMP-APPCID=; Path=/; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict\(Self.cookieSecurity(signIn))"
                     return response
                 case .notFound:
                     throw notFound
@@ -171,14 +160,14 @@ struct RegistrationRoutes: Sendable {
     /// `GET …/Connections`: the caller's own registrations in this app (`{"d":{"results":[…]}}`,
     /// or an Atom feed).
     private func collection(
-        _ request: Request, _ context: MidtierRequestContext, version: String,
+        _ request: Request, _ context: MidtierRequestContext, signIn: CallerSignIn, version: String,
         app: AppConfiguration
     ) async throws(Refusal) -> Response {
-        let user = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let user = try await signIn.authenticate(request, app: app, client: context.clientIP)
         let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
         }
-        let publicURL = runtime.current.configuration.server.publicURL
+        let publicURL = signIn.configuration.server.publicURL
         let entities = owned.map { Self.entity($0, app: app, version: version, publicURL: publicURL) }
         if ConnectionAtom.isWanted(request) {
             let base = "\(publicURL)/odata/applications/\(version)/\(app.id)/Connections"
@@ -190,14 +179,14 @@ struct RegistrationRoutes: Sendable {
     /// `GET …/Endpoints` and `GET …/Endpoints('{name}')`: the app's destinations, read-only
     /// (`{"d":{"results":[…]}}` or `{"d":{…}}`, or Atom as for Connections).
     private func endpoints(
-        _ request: Request, _ context: MidtierRequestContext, version: String, app: AppConfiguration,
+        _ request: Request, _ context: MidtierRequestContext, signIn: CallerSignIn, version: String, app: AppConfiguration,
         entity: String
     ) async throws(Refusal) -> Response {
         guard request.method == .get else {
             throw .methodNotAllowed("\(request.method) is not supported on Endpoints; they are read-only", allow: "GET")
         }
-        _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
-        let configuration = runtime.current.configuration
+        _ = try await signIn.authenticate(request, app: app, client: context.clientIP)
+        let configuration = signIn.configuration
         let atom = ConnectionAtom.isWanted(request)
         if entity == "Endpoints" {
             let entities = EndpointsCollection.entities(app: app, configuration: configuration, version: version)
@@ -221,10 +210,11 @@ struct RegistrationRoutes: Sendable {
         let version = context.parameters.get("version") ?? ""
         guard Self.isVersion(version) else { throw .notFound("unknown API version \(version); use latest, v1 or later") }
         let appID = context.parameters.get("appId") ?? ""
-        guard let app = runtime.current.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
-        _ = try await runtime.current.authenticate(request, app: app, client: context.clientIP)
+        let signIn = signIn.current
+        guard let app = signIn.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
+        _ = try await signIn.authenticate(request, app: app, client: context.clientIP)
         if ConnectionAtom.preference(request) == false { return .json(["d": ["EntitySets": .strings(ConnectionAtom.entitySets)]]) }
-        let base = "\(runtime.current.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
+        let base = "\(signIn.configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/"
         return ConnectionAtom.response(
             ConnectionAtom.serviceDocument(base: base), status: .ok,
             contentType: "application/atomsvc+xml;charset=utf-8")
@@ -238,8 +228,8 @@ struct RegistrationRoutes: Sendable {
     }
 
     /// `; Secure` when devices reach Midtier over https.
-    private var cookieSecurity: String {
-        runtime.current.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
+    private static func cookieSecurity(_ signIn: CallerSignIn) -> String {
+        signIn.configuration.server.publicURL.hasPrefix("https:") ? "; Secure" : ""
     }
 
     /// `Connections('id')` → `id` (OData v2 key syntax, `''` for a quote).

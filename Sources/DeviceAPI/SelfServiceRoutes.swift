@@ -1,5 +1,5 @@
+import Callers
 import DeviceAuthentication
-import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -17,27 +17,30 @@ import Registrations
 /// jwt app trusts; the user is realm and id (docs/identity.md), so `alice` of an IdP never sees
 /// or touches the registrations of `alice` of `users.json`.
 struct SelfServiceRoutes: Sendable {
-    let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let signIn: CurrentSignIn
+    let callers: Callers
+    var registrations: RegistrationService { callers.registrations }
     let logger: Logger
 
     func add(to router: Router<MidtierRequestContext>) {
         router.get("/mobileservices/me/registrations") { request, context throws(Refusal) -> Response in
-            let user = try await runtime.current.authenticateInAnyRealm(request, client: context.clientIP)
+            let signIn = signIn.current
+            let user = try await signIn.authenticateInAnyRealm(request, client: context.clientIP)
             let owned = try await store { () async throws(StoreError) in
                 try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity))
             }
-            let publicURL = runtime.current.configuration.server.publicURL
+            let publicURL = signIn.configuration.server.publicURL
             let entities = owned.map { registration in
                 RegistrationRoutes.entity(
-                    registration, app: runtime.current.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
+                    registration, app: signIn.configuration.apps[registration.appId] ?? AppConfiguration(id: registration.appId),
                     version: "v1", publicURL: publicURL)
             }
             return ODataEntity.response(entities)
         }
         for action in [RegistrationAction.lock, .wipe] {
             router.post("/mobileservices/me/registrations/{id}/\(action.rawValue)") { request, context throws(Refusal) -> Response in
-                let user = try await runtime.current.authenticateInAnyRealm(request, client: context.clientIP)
+                let signIn = signIn.current
+                let user = try await signIn.authenticateInAnyRealm(request, client: context.clientIP)
                 let id = context.parameters.get("id")?.removingPercentEncoding ?? ""
                 let notFound = Refusal.notFound("registration \(id) does not exist")
                 guard RegistrationService.isAcceptableID(id),
@@ -50,11 +53,11 @@ struct SelfServiceRoutes: Sendable {
                 switch result {
                 case .changed(let changed):
                     logger.notice("registration \(action.rawValue) by its user", metadata: ["registration": "\(id)", "user": "\(user.identity)"])
-                    let app = runtime.current.configuration.apps[changed.appId] ?? AppConfiguration(id: changed.appId)
+                    let app = signIn.configuration.apps[changed.appId] ?? AppConfiguration(id: changed.appId)
                     return ODataEntity.response(
                         RegistrationRoutes.entity(
                             changed, app: app, version: "v1",
-                            publicURL: runtime.current.configuration.server.publicURL))
+                            publicURL: signIn.configuration.server.publicURL))
                 case .notFound:
                     throw notFound
                 case .refused(let current):

@@ -1,5 +1,5 @@
+import Callers
 import DeviceAuthentication
-import DeviceProxy
 import Hummingbird
 import MidtierCore
 import MidtierHTTP
@@ -13,13 +13,13 @@ enum ServiceSignIn {
     /// The app and its signed-in caller. An unknown second app is 404; two different apps, 403
     /// after sign-in (one app's credentials never reach another's service).
     static func signedIn(
-        _ request: Request, _ context: MidtierRequestContext, runtime: Runtime,
+        _ request: Request, _ context: MidtierRequestContext, signIn: CallerSignIn,
         serviceAppParameter: String, service: String
     ) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
-        let app = try ClientConfigurationRoutes.app(context, runtime)
+        let app = try ClientConfigurationRoutes.app(context, signIn)
         let serviceAppID = context.parameters.get(serviceAppParameter) ?? app.id
-        guard runtime.configuration.apps[serviceAppID] != nil else { throw .notFound("unknown application \(serviceAppID)") }
-        let user = try await runtime.authenticate(request, app: app, client: context.clientIP)
+        guard signIn.configuration.apps[serviceAppID] != nil else { throw .notFound("unknown application \(serviceAppID)") }
+        let user = try await signIn.authenticate(request, app: app, client: context.clientIP)
         guard UserIdentity.sameBytes(serviceAppID, app.id) else {
             throw .forbidden("the \(service) of application \(serviceAppID) cannot be reached through application \(app.id)")
         }

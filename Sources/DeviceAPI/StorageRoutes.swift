@@ -1,5 +1,5 @@
+import Callers
 import DeviceAuthentication
-import DeviceProxy
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -27,8 +27,9 @@ import Registrations
 /// user and device levels also refuse a blocked user and a locked or wiped registration as the
 /// proxy does.
 struct StorageRoutes: Sendable {
-    let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let signIn: CurrentSignIn
+    let callers: Callers
+    var registrations: RegistrationService { callers.registrations }
     let logger: Logger
 
     /// The most bytes of one document (its JSON text as stored), and of all a user's documents
@@ -213,7 +214,7 @@ struct StorageRoutes: Sendable {
     }
 
     /// The registration whose storage the call reaches: for `device/{id}`, the caller's own
-    /// registration in this app that `{id}` names (``CallerRegistration``); for `currentuser`,
+    /// registration in this app that `{id}` names (``Callers/registration(namedByDevicePath:request:app:user:)``); for `currentuser`,
     /// "" — the user, not blocked, and the caller's registration admitted too when the call
     /// names one.
     private func admitted(
@@ -222,10 +223,10 @@ struct StorageRoutes: Sendable {
     ) async throws(Refusal) -> String {
         if let raw = context.parameters.get("deviceId") {
             guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-            return try await CallerRegistration.named(decoded, request: request, app: app, user: user, registrations: registrations, logger: logger)
+            return try await callers.registration(namedByDevicePath: decoded, request: request, app: app, user: user)
         }
-        if let named = ProxyHandler.registrationID(of: request) {
-            try await CallerRegistration.admit(named, app: app, user: user, registrations: registrations, logger: logger)
+        if let named = RegistrationHeaders.registrationID(of: request) {
+            try await callers.admit(registration: named, app: app, user: user)
             return ""
         }
         let block = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.block(of: user) }
@@ -237,7 +238,7 @@ struct StorageRoutes: Sendable {
 
     /// The app the path names and its signed-in caller (the storage app must be the same app).
     private func signedIn(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> (AppConfiguration, AuthenticatedUser) {
-        try await ServiceSignIn.signedIn(request, context, runtime: runtime.current, serviceAppParameter: "storageAppId", service: "storage")
+        try await ServiceSignIn.signedIn(request, context, signIn: signIn.current, serviceAppParameter: "storageAppId", service: "storage")
     }
 
     /// The key path after the level, each segment percent-decoded.

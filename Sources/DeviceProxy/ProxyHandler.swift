@@ -1,4 +1,5 @@
 package import BackendSessions
+package import Callers
 import DeviceAuthentication
 package import Forwarding
 import Foundation
@@ -22,7 +23,7 @@ package import TokenExchange
 /// with the status docs/device-api.md names or passes on.
 package struct ProxyHandler: Sendable {
     let runtime: RuntimeHolder
-    let registrations: RegistrationService
+    let callers: Callers
     let tokens: TokenCache
     /// Users' certificates for `PrincipalPropagation`, with the TLS context of `mutualTLS`.
     let certificates: UserCertificateCache<NIOSSLContext?>
@@ -33,13 +34,13 @@ package struct ProxyHandler: Sendable {
     let logger: Logger
 
     package init(
-        runtime: RuntimeHolder, registrations: RegistrationService, tokens: TokenCache,
+        runtime: RuntimeHolder, callers: Callers, tokens: TokenCache,
         certificates: UserCertificateCache<NIOSSLContext?>, forwarder: Forwarder,
         sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger
     ) {
         self.certificates = certificates
         self.runtime = runtime
-        self.registrations = registrations
+        self.callers = callers
         self.tokens = tokens
         self.forwarder = forwarder
         self.sessions = sessions
@@ -48,35 +49,38 @@ package struct ProxyHandler: Sendable {
         self.logger = logger
     }
 
+    /// Answers one proxied call. The configuration in force is read once, here: a reload
+    /// during the call does not change what the call sees.
     package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
+        let runtime = runtime.current
         guard tracer.isOn,
             let trace = tracer.start(
                 request.method.rawValue + " /{destination}", method: request.method.rawValue,
                 route: "/{destination}/*", propagation: request.propagationHeaders,
-                trustedCaller: runtime.current.configuration.server.trustedProxies.includes(context.clientIP))
+                trustedCaller: runtime.configuration.server.trustedProxies.includes(context.clientIP))
         else {
-            return await answer(request, context: context)
+            return await answer(request, context: context, runtime: runtime)
         }
-        var response = await trace.run { await answer(request, context: context) }
+        var response = await trace.run { await answer(request, context: context, runtime: runtime) }
         trace.finish(status: response.status.code)
         response.headers[.traceresponse] = trace.traceresponse
         return response
     }
 
     @inline(__always)
-    private func answer(_ request: Request, context: MidtierRequestContext) async -> Response {
+    private func answer(_ request: Request, context: MidtierRequestContext, runtime: Runtime) async -> Response {
         let start = ContinuousClock.now
         var context = context
-        context.believeForwardedFor(request, trusting: runtime.current.configuration.server.trustedProxies)
+        context.believeForwardedFor(request, trusting: runtime.configuration.server.trustedProxies)
         let response: Response
         do {
-            response = try await proxy(request, context: context)
+            response = try await proxy(request, context: context, runtime: runtime)
         } catch {
             response = error.response
         }
         // Only configured destination names become labels.
         let name = ProxyPath(rawPath: request.uri.path).map { String($0.destination) }
-        let label = name.flatMap { runtime.current.configuration.destinations[$0] != nil ? $0 : nil }
+        let label = name.flatMap { runtime.configuration.destinations[$0] != nil ? $0 : nil }
         let duration = ContinuousClock.now - start
         metrics.recordRequest(destination: label, status: response.status.code, duration: duration)
         // The path without its query (which may hold `$filter` values); never headers.
@@ -95,8 +99,7 @@ package struct ProxyHandler: Sendable {
     static let refusedMethods: Set<String> = ["TRACE", "TRACK", "CONNECT"]
     static let allowHeader = "GET, HEAD, POST, PUT, PATCH, MERGE, DELETE, OPTIONS"
 
-    private func proxy(_ request: Request, context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let runtime = runtime.current
+    private func proxy(_ request: Request, context: MidtierRequestContext, runtime: Runtime) async throws(Refusal) -> Response {
         guard !Self.refusedMethods.contains(request.method.rawValue.uppercased()) else {
             throw .methodNotAllowed("the method \(request.method.rawValue) is not forwarded to back ends", allow: Self.allowHeader)
         }
@@ -116,69 +119,13 @@ package struct ProxyHandler: Sendable {
         // 2. The destination is the first path segment.
         guard let path = ProxyPath(rawPath: request.uri.path) else { throw .notFound("no destination in the path") }
 
-        // 3. Who calls, before the registration id is looked at: a caller without valid
-        //    credentials is refused before anything is read about the id, so neither the
-        //    answer nor its time tells whether the id exists (docs/identity.md). Then the
-        //    registration names the app, and the app's own sign-in must take the caller too.
-        guard request.headers.count(of: Self.registrationHeader) <= 1 else {
-            throw .badRequest("the request has more than one X-SMP-APPCID header")
-        }
-        guard request.headers.count(of: Self.appHeader) <= 1, request.headers.count(of: Self.deviceHeader) <= 1 else {
-            throw .badRequest("the request has more than one X-SMP-APPID or X-SMP-DEVICEID header")
-        }
-        let registrationID: String
-        let caller: AuthenticatedUser?
-        if let id = Self.registrationID(of: request) {
-            caller = try await RequestTrace.span("authenticate") { span throws(Refusal) in
-                let scheme = request.headers[.authorization].map { $0.prefix(7).lowercased() == "bearer " ? "jwt" : "basic" } ?? "none"
-                span.set("midtier.authentication", scheme)
-                return try await runtime.authenticateInAnyRealm(request, client: context.clientIP)
-            }
-            registrationID = id
-        } else {
-            caller = nil
-            registrationID = try await deviceRegistration(request, runtime: runtime, client: context.clientIP)
-        }
-        // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without a lookup.
-        let found: RegistrationAndBlock? = try await RequestTrace.span("registration lookup") { _ throws(Refusal) in
-            try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
-            }
-        }
-        guard let found, let app = runtime.configuration.apps[found.registration.appId] else {
-            throw .forbidden("the registration id is not known")
-        }
-        RequestTrace.requestSpan.set("midtier.app", app.id)
-        let user: AuthenticatedUser
-        let isBasic = request.headers[.authorization].map { $0.prefix(6).lowercased() == "basic " } ?? false
-        if let caller, case .basic = app.authentication, isBasic {
-            // Basic callers are checked against the one users.json every basic app shares.
-            user = caller
-        } else {
-            do {
-                user = try await RequestTrace.span("app sign-in") { span throws(Refusal) in
-                    span.set("midtier.authentication", app.authentication == .basic ? "basic" : "jwt")
-                    return try await runtime.authenticate(request, app: app, client: context.clientIP)
-                }
-            } catch {
-                // Signed in, but not as this app signs its users in (another issuer or
-                // audience, Basic for a jwt app): answered as for an unknown id.
-                throw .forbidden("the registration id is not known")
-            }
-        }
-
+        // 3. Who calls, and with which registration: the caller signs in before the
+        //    registration id is looked at; the registration names the app, whose own sign-in
+        //    must take the caller too (`Callers.admit`, docs/identity.md).
         // 4. Only the owner's registration, neither blocked, wiped nor locked, nor offline
         //    longer than the app's policy allows, lets the call through.
-        try await RequestTrace.span("admission") { span throws(Refusal) in
-            let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await registrations.admit(found, user: user.identity, policy: app.blockWipingPolicy)
-            }
-            try admission.refuseUnlessAdmitted()
-        }
-        // The SDK names its app on every call; it must be the registration's.
-        if let named = request.headers[Self.appHeader], !UserIdentity.sameBytes(named, found.registration.appId) {
-            throw .forbidden("X-SMP-APPID names another app than the registration's")
-        }
+        let call = try await callers.admit(request, signIn: runtime.signIn, client: context.clientIP)
+        let (app, user, registrationID) = (call.app, call.user, call.registration.id)
 
         // 5. The destination must exist and be one the app may use.
         let name = String(path.destination)
@@ -491,81 +438,5 @@ package struct ProxyHandler: Sendable {
             logger.warning("token exchange failed", metadata: ["error": "\(error)"])
             throw .badGateway("the token exchange failed")
         }
-    }
-
-    package static let registrationHeader = HTTPField.Name("X-SMP-APPCID")!
-    static let appHeader = HTTPField.Name("X-SMP-APPID")!
-    package static let deviceHeader = HTTPField.Name("X-SMP-DEVICEID")!
-
-    /// For a call without `X-SMP-APPCID`: with `X-SMP-APPID` (a configured app) and
-    /// `X-SMP-DEVICEID`, which SAP SDK clients send on every call, the signed-in user's one
-    /// registration of that device in that app (docs/device-api.md). The caller signs in with
-    /// the app's own method first, so nothing is learnt about other users' devices.
-    private func deviceRegistration(_ request: Request, runtime: Runtime, client: String?) async throws(Refusal) -> String {
-        guard let appID = request.headers[Self.appHeader], let deviceID = request.headers[Self.deviceHeader], !deviceID.isEmpty,
-            let app = runtime.configuration.apps[appID], UserIdentity.sameBytes(app.id, appID)
-        else {
-            throw .forbidden("the request has no X-SMP-APPCID registration id")
-        }
-        let user = try await runtime.authenticate(request, app: app, client: client)
-        let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await registrations.store.registrations(matching: RegistrationFilter(user: user.identity, app: app.id))
-        }
-        let matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, deviceID) }
-        guard let only = matching.first else {
-            guard app.implicitRegistration else {
-                throw .forbidden("the user has no registration of this device (X-SMP-DEVICEID) in this app")
-            }
-            return try await registerImplicitly(deviceID: deviceID, app: app, user: user, client: client)
-        }
-        guard matching.count == 1 else {
-            throw .forbidden("the user has more than one registration of this device in this app; send X-SMP-APPCID")
-        }
-        return only.id
-    }
-
-    /// The app's `implicitRegistration` (docs/device-api.md, "Implicit registration"): the
-    /// signed-in user's device onboards as through a Connections POST — the same field checks,
-    /// registration block, per-user limit, held-device rule and audit entry — with only the
-    /// `DeviceId` the call names (SAP SDK clients send no device type or model on data calls).
-    private func registerImplicitly(
-        deviceID: String, app: AppConfiguration, user: AuthenticatedUser,
-        client: String?
-    ) async throws(Refusal) -> String {
-        let device = try DeviceFields.read(["DeviceId": .string(deviceID)], existing: DeviceDetails())
-        let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Result<Onboarding, Refusal> in
-            if let block = try await registrations.store.block(of: user.identity), block.kind.blocksRegistration {
-                return .failure(Refusal.userBlocked(block.kind))
-            }
-            return .success(
-                try await registrations.register(
-                    app: app.id, user: user.identity, requestedID: nil, device: device,
-                    source: client ?? "", policy: app.blockWipingPolicy, implicit: true))
-        }
-        switch try outcome.get() {
-        case .registered(let made):
-            logger.info("device registered implicitly", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(made.id)"])
-            return made.id
-        case .limitReached(let limit):
-            throw DeviceFields.overLimit(limit)
-        case .deviceHeld(let held):
-            throw DeviceFields.held(held, "this device cannot onboard again")
-        }
-    }
-
-    /// `X-SMP-APPCID` from the header, else from the cookie of that name Midtier set at
-    /// onboarding.
-    package static func registrationID(of request: Request) -> String? {
-        // Repeated, the header must say the same bytes each time.
-        var first: String?
-        for field in request.headers where field.name == Self.registrationHeader {
-            guard let seen = first else {
-                first = field.value
-                continue
-            }
-            guard seen.utf8.elementsEqual(field.value.utf8) else { return nil }
-        }
-        if let header = first, !header.isEmpty { return header }
-        return request.cookies["X-SMP-APPCID"].flatMap { $0.value.isEmpty ? nil : $0.value }
     }
 }

@@ -2,6 +2,7 @@ import AdminAPI
 package import Administration
 package import AsyncHTTPClient
 package import BackendSessions
+import Callers
 import ConfigurationFiles
 import DeviceAPI
 import DeviceAuthentication
@@ -193,22 +194,24 @@ package final class MidtierServer: Sendable {
         let router = Router(context: MidtierRequestContext.self)
         router.middlewares.add(ODataErrorMiddleware(logger: logger))
         HealthRoutes(store: registrations.store).add(to: router)
-        DeviceAPIRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
+        let runtime = self.runtime
+        let signIn = CurrentSignIn { runtime.current.signIn }
+        let callers = Callers(registrations: registrations, logger: logger)
+        DeviceAPIRoutes(signIn: signIn, callers: callers, logger: logger).add(to: router)
         if let pushStore {
             PushSenderRoutes(
-                runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
+                signIn: signIn, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
                 now: registrations.now
             ).add(to: router)
         }
-        let runtime = self.runtime
         SelfServicePageRoutes(
-            registrations: registrations, signIn: PageSignIns(runtime: runtime),
+            registrations: registrations, signIn: PageSignIns(signIn: signIn),
             secure: { runtime.current.configuration.server.publicURL.hasPrefix("https:") },
             logger: logger
         ).add(to: router)
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(
-            runtime: runtime, registrations: registrations, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
+            runtime: runtime, callers: callers, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
             sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
         let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
         return Application(
@@ -249,7 +252,7 @@ package final class MidtierServer: Sendable {
         let administration = Administration(
             registrations: registrations, tokens: tokens,
             destinations: { Array(runtime.current.configuration.destinations.values) },
-            knownUser: { user in user.isLocal && runtime.current.basicAuthenticator.user(exactly: user.id) != nil },
+            knownUser: { user in user.isLocal && runtime.current.signIn.basicAuthenticator.user(exactly: user.id) != nil },
             localUserIDs: { runtime.current.configuration.users.values.map(\.id) },
             realms: { Self.signInRealms(runtime.current.configuration) },
             reload: { actor in await self.reload(by: actor) },

@@ -1,5 +1,5 @@
+package import Callers
 import DeviceAuthentication
-package import DeviceProxy
 import Foundation
 import HTTPTypes
 package import Hummingbird
@@ -25,7 +25,7 @@ package import Registrations
 /// are allowed. An accepted notification is in the store, with one delivery per registration,
 /// before the sender hears `202`.
 package struct PushSenderRoutes: Sendable {
-    let runtime: RuntimeHolder
+    let signIn: CurrentSignIn
     let registrations: RegistrationService
     let store: any PushStore
     let wakeUp: PushWakeUp
@@ -35,13 +35,12 @@ package struct PushSenderRoutes: Sendable {
     /// The most users one call names, and the largest body.
     static let maximumUsers = 1000
     static let bodyLimit = 256 * 1024
-    static let challenge = "Basic realm=\"midtier push\", charset=\"UTF-8\""
 
     package init(
-        runtime: RuntimeHolder, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
+        signIn: CurrentSignIn, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
         now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
     ) {
-        self.runtime = runtime
+        self.signIn = signIn
         self.registrations = registrations
         self.store = store
         self.wakeUp = wakeUp
@@ -73,11 +72,11 @@ package struct PushSenderRoutes: Sendable {
     // MARK: Sending
 
     private func send(_ request: Request, _ context: MidtierRequestContext, to audience: Audience) async throws(Refusal) -> Response {
-        let runtime = runtime.current
-        let sender = try await signedIn(request, context, runtime)
+        let signIn = signIn.current
+        let sender = try await signIn.authenticatePushSender(request, client: context.clientIP)
         let appID = context.parameters.get("appId") ?? ""
         guard sender.mayUse(app: appID) else { throw .forbidden("the sender \(sender.name) may not send to application \(appID)") }
-        guard let app = runtime.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
+        guard let app = signIn.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         guard app.push.isEnabled else { throw .notFound("push notifications are not enabled for application \(app.id)") }
 
         var body = request
@@ -215,7 +214,7 @@ package struct PushSenderRoutes: Sendable {
     // MARK: Status
 
     private func status(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
-        let sender = try await signedIn(request, context, runtime.current)
+        let sender = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
         let id = context.parameters.get("id") ?? ""
         let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.pushNotification(id: id) }
         // Another sender's notification is as unknown as one that does not exist.
@@ -247,19 +246,5 @@ package struct PushSenderRoutes: Sendable {
         if deliveries.contains(where: { $0.state == .pending }) { return "QUEUED" }
         if deliveries.contains(where: { $0.state == .delivered }) { return "SENT" }
         return "ERROR"
-    }
-
-    private func signedIn(_ request: Request, _ context: MidtierRequestContext, _ runtime: Runtime) async throws(Refusal) -> PushSender {
-        switch await runtime.pushSenderAuthenticator.authenticate(authorization: request.headers[.authorization], client: context.clientIP) {
-        case .success(let user):
-            guard let sender = runtime.configuration.pushSender(named: user.identity.id) else {
-                throw Refusal(.unauthorized, code: "UNAUTHORIZED", "unknown sender", challenge: Self.challenge)
-            }
-            return sender
-        case .failure(let failure):
-            var refusal = Runtime.refusal(failure)
-            if refusal.challenge != nil { refusal.challenge = Self.challenge }
-            throw refusal
-        }
     }
 }

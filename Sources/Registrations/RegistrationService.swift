@@ -75,6 +75,8 @@ package enum Onboarding: Sendable, Equatable {
     /// The user's registration of this device is locked or wiped (docs/identity.md, "The same
     /// device"): the device cannot onboard again until an admin unlocks or deletes it.
     case deviceHeld(Registration)
+    /// The user is blocked from registering (a `registration` or `all` block, docs/identity.md).
+    case blocked(UserBlock.Kind)
 }
 
 /// The result of a device's change to its registration's fields.
@@ -131,8 +133,8 @@ package struct RegistrationService: Sendable {
             }
     }
 
-    /// Creates a registration owned by `user`, unless the user's registration of the same
-    /// device is locked or wiped (`heldRegistration`). A client-supplied id is kept when
+    /// Creates a registration owned by `user`, unless the user is blocked from registering or
+    /// the user's registration of the same device is locked or wiped (`heldRegistration`). A client-supplied id is kept when
     /// acceptable and free — never used before, by anyone —; otherwise a new UUID is given.
     /// `implicit`: made by a proxied call, not a Connections POST (the app's
     /// `implicitRegistration`, docs/device-api.md); the audit entry says so.
@@ -140,6 +142,7 @@ package struct RegistrationService: Sendable {
         app: String, user: UserIdentity, requestedID: String?, device: DeviceDetails, source: String,
         policy: BlockWipingPolicy = BlockWipingPolicy(), implicit: Bool = false
     ) async throws(StoreError) -> Onboarding {
+        if let block = try await store.block(of: user), block.kind.blocksRegistration { return .blocked(block.kind) }
         if let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
             return .deviceHeld(held)
         }

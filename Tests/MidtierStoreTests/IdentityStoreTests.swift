@@ -16,12 +16,19 @@ import Testing
             let store = try await test.open()
             let kim = UserIdentity.local("Kim")
             let audit = AuditEntry(at: 1, actor: "admin#1", action: "user.block", target: "Kim")
+            // Registered before the block (a blocked user cannot register).
+            let service = RegistrationService(store: store)
+            guard
+                case .registered(let localKim) = try await service.register(
+                    app: "demo", user: kim, requestedID: nil, device: DeviceDetails(), source: "")
+            else {
+                Issue.record("registration failed"); return
+            }
             try await store.setBlock(UserBlock(user: kim, kind: .all, reason: "", since: 1, by: "admin#1"), audit: audit)
             #expect(try await store.block(of: kim)?.kind == .all)
             #expect(try await store.block(of: .local("\u{212A}im")) == nil, "another spelling is another user")
             #expect(try await store.block(of: UserIdentity(realm: "https://idp.test", id: "Kim")) == nil, "another realm is another user")
             // The same through a registration's owner.
-            let service = RegistrationService(store: store)
             guard
                 case .registered(let jwtKim) = try await service.register(
                     app: "corp", user: UserIdentity(realm: "https://idp.test", id: "Kim"),
@@ -30,12 +37,6 @@ import Testing
                 Issue.record("registration failed"); return
             }
             #expect(try await store.registrationAndBlock(id: jwtKim.id)?.block == nil)
-            guard
-                case .registered(let localKim) = try await service.register(
-                    app: "demo", user: kim, requestedID: nil, device: DeviceDetails(), source: "")
-            else {
-                Issue.record("registration failed"); return
-            }
             #expect(try await store.registrationAndBlock(id: localKim.id)?.block?.kind == .all)
             #expect(try await store.registrations(matching: RegistrationFilter(user: kim)).map(\.id) == [localKim.id])
         }

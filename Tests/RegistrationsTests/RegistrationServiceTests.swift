@@ -86,4 +86,26 @@ import Testing
             #expect(try await service.store.currentRegistration(id: made.id)?.state == .locked)
         }
     }
+
+    /// A `registration` or `all` block refuses onboarding in the service itself, so every way
+    /// in (Connections, implicit registration) is refused the same; a `traffic` block does not.
+    @Test(arguments: [UserBlock.Kind.registration, .all, .traffic])
+    func aRegistrationBlockRefusesOnboarding(kind: UserBlock.Kind) async throws {
+        try await Self.withService { service, _ in
+            try await service.store.setBlock(
+                UserBlock(user: Self.alice, kind: kind, reason: "test", since: 1, by: "test"),
+                audit: AuditEntry(at: 1, actor: "test", action: "user.block", target: "alice", source: "test"))
+            let outcome = try await service.register(
+                app: "demo", user: Self.alice, requestedID: nil, device: DeviceDetails(deviceId: "d1"), source: "test")
+            if kind.blocksRegistration {
+                #expect(outcome == .blocked(kind))
+                #expect(try await service.store.registrations(matching: RegistrationFilter(user: Self.alice)).isEmpty)
+            } else {
+                guard case .registered = outcome else {
+                    Issue.record("a traffic block does not refuse onboarding: \(outcome)")
+                    return
+                }
+            }
+        }
+    }
 }

@@ -1,5 +1,5 @@
+import Callers
 import DeviceAPI
-import DeviceProxy
 import Foundation
 import MidtierJSON
 import Registrations

@@ -4,7 +4,7 @@ import MidtierHTTP
 import NIOCore
 import Testing
 
-@testable import DeviceProxy
+@testable import Callers
 
 /// Which registration a call names: `X-SMP-APPCID`, said the same way each time it is repeated,
 /// else the cookie of that name.
@@ -17,20 +17,20 @@ import Testing
     }
 
     @Test func theHeaderThenTheCookie() {
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "reg-1")])) == "reg-1")
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "reg-1"), ("x-smp-appcid", "reg-1")])) == "reg-1")
-        #expect(ProxyHandler.registrationID(of: request([("Cookie", "X-SMP-APPCID=reg-2")])) == "reg-2")
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", ""), ("Cookie", "X-SMP-APPCID=reg-2")])) == "reg-2")
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "")])) == nil)
-        #expect(ProxyHandler.registrationID(of: request([])) == nil)
+        #expect(RegistrationHeaders.registrationID(of: request([("X-SMP-APPCID", "reg-1")])) == "reg-1")
+        #expect(RegistrationHeaders.registrationID(of: request([("X-SMP-APPCID", "reg-1"), ("x-smp-appcid", "reg-1")])) == "reg-1")
+        #expect(RegistrationHeaders.registrationID(of: request([("Cookie", "X-SMP-APPCID=reg-2")])) == "reg-2")
+        #expect(RegistrationHeaders.registrationID(of: request([("X-SMP-APPCID", ""), ("Cookie", "X-SMP-APPCID=reg-2")])) == "reg-2")
+        #expect(RegistrationHeaders.registrationID(of: request([("X-SMP-APPCID", "")])) == nil)
+        #expect(RegistrationHeaders.registrationID(of: request([])) == nil)
     }
 
     /// Two spellings Swift's `==` calls equal are two different ids: repeated, they name none.
     @Test func repeatedHeadersMustSayTheSameBytes() {
         #expect("caf\u{E9}" == "cafe\u{301}", "the premise")
-        #expect(ProxyHandler.registrationID(of: request([("X-SMP-APPCID", "caf\u{E9}"), ("X-SMP-APPCID", "cafe\u{301}")])) == nil)
+        #expect(RegistrationHeaders.registrationID(of: request([("X-SMP-APPCID", "caf\u{E9}"), ("X-SMP-APPCID", "cafe\u{301}")])) == nil)
         #expect(
-            ProxyHandler.registrationID(
+            RegistrationHeaders.registrationID(
                 of: request([
                     ("X-SMP-APPCID", "reg-1"), ("X-SMP-APPCID", "reg-2"),
                     ("Cookie", "X-SMP-APPCID=reg-3"),
@@ -39,7 +39,7 @@ import Testing
 
     @Test func fieldsAreCountedByName() {
         let fields = request([("X-SMP-APPCID", "a"), ("Accept", "x"), ("x-smp-appcid", "b")]).headers
-        #expect(fields.count(of: ProxyHandler.registrationHeader) == 2)
+        #expect(fields.count(of: RegistrationHeaders.registration) == 2)
         #expect(fields.count(of: .accept) == 1)
         #expect(fields.count(of: .cookie) == 0)
     }

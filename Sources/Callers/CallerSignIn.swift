@@ -1,0 +1,190 @@
+package import AsyncHTTPClient
+package import DeviceAuthentication
+import Foundation
+import HTTPTypes
+package import Hummingbird
+package import Logging
+package import MidtierCore
+package import MidtierHTTP
+
+/// How the callers of one loaded configuration sign in (docs/identity.md): devices of each app
+/// by the app's method (Basic against `users.json`, a back end's check, a bearer JWT), and
+/// back-end push senders (`config/push-senders.json`). Built whole with the rest of a
+/// configuration and swapped whole on reload, so one request sees one configuration.
+package final class CallerSignIn: Sendable {
+    package let configuration: MidtierConfiguration
+    package let basicAuthenticator: BasicAuthenticator
+    /// Back-end senders of push notifications (`config/push-senders.json`), HTTP Basic with
+    /// the same bcrypt queue, throttle and verified-credential memory as devices.
+    package let pushSenderAuthenticator: BasicAuthenticator
+    /// Basic authenticators by app id, for the apps whose authentication is `backend`: the
+    /// back end checks.
+    package let backendAuthenticators: [String: BasicAuthenticator]
+    /// Bearer JWT authenticators by app id, for the apps whose authentication is `jwt`.
+    package let jwtAuthenticators: [String: JWTAuthenticator]
+
+    /// The check a `backend` app's sign-in makes at its back end: the app id and its settings
+    /// give the function that asks the back end about one user and password.
+    package typealias BackendCheck = @Sendable (_ app: String, _ signIn: BackendSignIn) -> BasicAuthenticator.RemoteCheck
+
+    /// - Parameters:
+    ///   - throttle, limiter: the failed sign-in throttle and the verification queue; they
+    ///     belong to the server and outlive a reload.
+    ///   - backendCheck: how a `backend` app's users are checked (the proxy's forwarder asks
+    ///     the app's destination).
+    package init(
+        configuration: MidtierConfiguration, httpClient: HTTPClient,
+        throttle: SignInThrottle = SignInThrottle(), limiter: VerificationLimiter = VerificationLimiter(),
+        backendCheck: BackendCheck = { _, _ in { _, _ in .unavailable("no connection pool") } },
+        logger: Logger = Logger(label: "midtier")
+    ) {
+        self.configuration = configuration
+        let cacheSeconds = configuration.server.credentialCacheSeconds
+        self.basicAuthenticator = BasicAuthenticator(
+            users: configuration.users, cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
+        // Keyed by position: the names are unique by their bytes, which a String key is not.
+        let senders = configuration.pushSenders.enumerated().map {
+            (String($0.offset), LocalUser(id: $0.element.name, passwordHash: $0.element.passwordHash))
+        }
+        self.pushSenderAuthenticator = BasicAuthenticator(
+            users: Dictionary(uniqueKeysWithValues: senders), cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
+        var jwt: [String: JWTAuthenticator] = [:]
+        var backend: [String: BasicAuthenticator] = [:]
+        for (id, app) in configuration.apps {
+            switch app.authentication {
+            case .basic:
+                continue
+            case .jwt(let settings):
+                jwt[id] = JWTAuthenticator(
+                    settings: settings, httpClient: httpClient,
+                    log: { level, message in
+                        let metadata: Logger.Metadata = ["app": "\(id)"]
+                        switch level {
+                        case .info: logger.info("\(message)", metadata: metadata)
+                        case .warning: logger.warning("\(message)", metadata: metadata)
+                        case .error: logger.error("\(message)", metadata: metadata)
+                        }
+                    })
+            case .backend(let signIn):
+                backend[id] = BasicAuthenticator(
+                    remote: .init(realm: signIn.realm, check: backendCheck(id, signIn)), cacheSeconds: cacheSeconds, throttle: throttle)
+            }
+        }
+        self.jwtAuthenticators = jwt
+        self.backendAuthenticators = backend
+    }
+
+    /// Authenticates a device of `app` (docs/identity.md): Basic against `users.json` for a
+    /// basic app, the back end's answer for a backend app, a bearer JWT of the app's issuer and
+    /// audience for a jwt app.
+    package func authenticate(_ request: Request, app: AppConfiguration, client: String?) async throws(Refusal) -> AuthenticatedUser {
+        switch app.authentication {
+        case .basic:
+            switch await basicAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
+            case .success(let user): return user
+            case .failure(let failure): throw Self.refusal(failure)
+            }
+        case .backend:
+            guard let authenticator = backendAuthenticators[app.id] else { throw Refusal.unauthorized("the app has no sign-in check") }
+            switch await authenticator.authenticate(authorization: request.headers[.authorization], client: client) {
+            case .success(let user): return user
+            case .failure(let failure): throw Self.refusal(failure)
+            }
+        case .jwt:
+            guard let authenticator = jwtAuthenticators[app.id] else { throw Refusal.bearerUnauthorized("the app has no token verifier") }
+            switch await authenticator.authenticate(authorization: request.headers[.authorization]) {
+            case .success(let user): return user
+            case .failure(let failure): throw Refusal.bearerUnauthorized(failure.description)
+            }
+        }
+    }
+
+    /// Authenticates a caller without knowing the app (self-service, and the answer to a call
+    /// whose registration does not let it in): Basic against `users.json`; a bearer JWT against
+    /// the jwt apps of the issuer it claims (its signature, audience and the rest checked by
+    /// them). The refusal depends on the request alone — its credentials and `X-SMP-APPID` —,
+    /// never on whether a registration id exists.
+    package func authenticateInAnyRealm(_ request: Request, client: String?) async throws(Refusal) -> AuthenticatedUser {
+        let authorization = request.headers[.authorization]
+        guard let authorization, !authorization.isEmpty else {
+            throw Refusal(
+                .unauthorized, code: "UNAUTHORIZED", AuthenticationFailure.missingCredentials.description,
+                challenge: challenge(for: request))
+        }
+        guard authorization.prefix(7).lowercased() == "bearer " else {
+            // A `backend` app's users are checked by its back end, which the app is named for
+            // (`X-SMP-APPID`, which SAP's SDKs send on every call): a password never goes to
+            // another back end than the app's.
+            let named = request.headers[RegistrationHeaders.app].flatMap { id in
+                backendAuthenticators.first { UserIdentity.sameBytes($0.key, id) }?.value
+            }
+            switch await (named ?? basicAuthenticator).authenticate(authorization: authorization, client: client) {
+            case .success(let user): return user
+            case .failure(let failure): throw Self.refusal(failure)
+            }
+        }
+        return try await authenticateBearer(authorization)
+    }
+
+    /// A bearer JWT (`Bearer <token>`), checked by the jwt apps of the issuer it claims.
+    package func authenticateBearer(_ authorization: String) async throws(Refusal) -> AuthenticatedUser {
+        let issuer = JWTAuthenticator.claimedIssuer(authorization: authorization)
+        let candidates = jwtAuthenticators.sorted { $0.key < $1.key }.map(\.value)
+            .filter { authenticator in issuer.map { authenticator.settings.issuer.utf8.elementsEqual($0.utf8) } ?? false }
+        var firstFailure: JWTAuthenticationFailure?
+        for authenticator in candidates {
+            switch await authenticator.authenticate(authorization: authorization) {
+            case .success(let user): return user
+            case .failure(let failure): firstFailure = firstFailure ?? failure
+            }
+        }
+        throw Refusal.bearerUnauthorized(firstFailure?.description ?? "the token is not from an identity provider that Midtier accepts")
+    }
+
+    /// The challenge for a request that sent no credentials: the one of the app `X-SMP-APPID`
+    /// names, else both schemes Midtier accepts.
+    package func challenge(for request: Request) -> String {
+        if let appID = request.headers[RegistrationHeaders.app], let app = configuration.apps[appID] {
+            if case .jwt = app.authentication { return Refusal.bearerChallenge }
+            return Refusal.basicChallenge
+        }
+        return jwtAuthenticators.isEmpty ? Refusal.basicChallenge : Refusal.basicChallenge + ", " + Refusal.bearerChallenge
+    }
+
+    /// The challenge a push sender is refused with (docs/push.md, "Sending").
+    package static let pushSenderChallenge = "Basic realm=\"midtier push\", charset=\"UTF-8\""
+
+    /// A back-end sender of push notifications, by HTTP Basic against `config/push-senders.json`
+    /// (docs/push.md, "Sending").
+    package func authenticatePushSender(_ request: Request, client: String?) async throws(Refusal) -> PushSender {
+        switch await pushSenderAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
+        case .success(let user):
+            guard let sender = configuration.pushSender(named: user.identity.id) else {
+                throw Refusal(.unauthorized, code: "UNAUTHORIZED", "unknown sender", challenge: Self.pushSenderChallenge)
+            }
+            return sender
+        case .failure(let failure):
+            var refusal = Self.refusal(failure)
+            if refusal.challenge != nil { refusal.challenge = Self.pushSenderChallenge }
+            throw refusal
+        }
+    }
+
+    /// The refusal for a failed Basic sign-in: 401, or 429/503 with `Retry-After`.
+    package static func refusal(_ failure: AuthenticationFailure) -> Refusal {
+        switch failure {
+        case .throttled(let seconds): .tooManySignIns(failure.description, retryAfter: seconds)
+        case .busy(let seconds): .signInBusy(failure.description, retryAfter: seconds)
+        case .checkerUnavailable: .signInBusy(failure.description, retryAfter: 5)
+        default: .unauthorized(failure.description)
+        }
+    }
+}
+
+/// The sign-in of the configuration in force, read once per request: a reload swaps the whole
+/// configuration, so a request that read it sees one configuration from start to end.
+package struct CurrentSignIn: Sendable {
+    private let read: @Sendable () -> CallerSignIn
+    package init(_ read: @escaping @Sendable () -> CallerSignIn) { self.read = read }
+    package var current: CallerSignIn { read() }
+}
