@@ -2,45 +2,38 @@ package import HummingbirdCore
 package import Logging
 package import MidtierHTTP
 package import NIOCore
-import NIOHTTP1
 package import NIOHTTPTypes
-import NIOHTTPTypesHTTP1
 
-/// A connection of the device listener: Hummingbird's HTTP/1.1 channel (the same codecs and
-/// connection handling as `HTTPServerBuilder.http1`) with a ``ConnectionGuard`` for slow
-/// clients and a ``ProxyChannelHandler`` that answers proxy calls before Hummingbird's request
-/// loop (docs/architecture.md, "The request path").
+/// A connection of the device listener: Hummingbird's HTTP/1.1 channel (`HTTP1Channel`: its
+/// codecs, connection handling and request loop) with a ``ConnectionGuard`` for slow clients
+/// and, after Hummingbird's connection state handler, a ``ProxyChannelHandler`` that answers
+/// proxy calls before Hummingbird's request loop (docs/architecture.md, "The request path").
 package struct DeviceChannel: ServerChildChannel, HTTPChannelHandler {
     package typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
-    package let responder: HTTPChannelHandler.Responder
-    let connectionGuard: @Sendable () -> ConnectionGuard
-    let proxy: ProxyHandler
+    let http1: HTTP1Channel
+    let edge: MidtierResponder
+    package var responder: HTTPChannelHandler.Responder { http1.responder }
+
+    init(responder: @escaping HTTPChannelHandler.Responder, connectionGuard: @escaping @Sendable () -> ConnectionGuard, edge: MidtierResponder) {
+        self.http1 = HTTP1Channel(responder: responder, configuration: .init(additionalChannelHandlers: [connectionGuard()]))
+        self.edge = edge
+    }
 
     package func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
+        let edge = self.edge
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            // After the connection state handler, so that it sees every request and answer
+            // (a graceful shutdown waits for the proxy's answers too).
             let pipeline = channel.pipeline.syncOperations
-            // As Hummingbird's HTTP1Channel: HTTP/1.1 requests are taken one at a time
-            // (pipelining is handled above), errors are answered by the request loop, and the
-            // outbound headers are validated by HTTPTypes already.
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            limits.maxHeaderFieldSize = 80 * 1024
-            limits.maxHeaderListSize = 80 * 1024
-            limits.maxHeaderFieldCount = 1000
-            try pipeline.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false,
-                withOutboundHeaderValidation: false, withEncoderConfiguration: .init(),
-                withDecoderLimitConfiguration: limits)
-            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            try pipeline.addHandler(connectionGuard())
-            try pipeline.addHandler(HTTPConnectionStateHandler(logger: logger))
-            try pipeline.addHandler(ProxyChannelHandler(proxy: proxy, logger: logger))
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+            let connectionState = try pipeline.handler(type: HTTPConnectionStateHandler.self)
+            try pipeline.addHandler(ProxyChannelHandler(edge: edge, logger: logger), position: .after(connectionState))
+            return value
         }
     }
 
     package func handle(value asyncChannel: Value, logger: Logger) async {
-        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+        await http1.handle(value: asyncChannel, logger: logger)
     }
 }
 
@@ -48,9 +41,9 @@ extension HTTPServerBuilder {
     /// The device listener: HTTP/1.1 with a ``ConnectionGuard`` on every connection (the
     /// connections counted per address across the listener; `settings` read for each new
     /// connection, so a reload applies to the connections opened after it) and proxy calls
-    /// answered by `proxy` from the pipeline.
+    /// without a body answered from the pipeline by `edge`, the application's responder.
     package static func device(
-        settings: @escaping @Sendable () -> ConnectionGuard.Settings, proxy: ProxyHandler,
+        settings: @escaping @Sendable () -> ConnectionGuard.Settings, edge: MidtierResponder,
         logger: Logger
     ) -> HTTPServerBuilder {
         let connections = ConnectionsPerAddress()
@@ -58,7 +51,7 @@ extension HTTPServerBuilder {
             DeviceChannel(
                 responder: responder,
                 connectionGuard: { ConnectionGuard(settings: settings(), connections: connections, logger: logger) },
-                proxy: proxy)
+                edge: edge)
         }
     }
 }

@@ -24,43 +24,18 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     package typealias OutboundIn = HTTPResponsePart
     package typealias OutboundOut = HTTPResponsePart
 
-    /// Whose answer the connection waits for.
-    enum Turn: Equatable {
-        /// No request under way.
-        case idle
-        /// Hummingbird answers the request under way; its parts go on to Hummingbird until its
-        /// end. `close`: Hummingbird ends the connection after this answer (`Connection: close`).
-        case hummingbird(requestEnded: Bool, answerEnded: Bool, close: Bool)
-        /// This handler answers the request under way; `close`: the connection ends after it.
-        case proxy(requestEnded: Bool, answerEnded: Bool, close: Bool)
-        /// The connection ends: an answer to a `Connection: close` request was given, or
-        /// Hummingbird was handed an error or the end of the input, which end its loop. Nothing
-        /// more is answered: request parts are dropped, reads pass (so the end of the input is
-        /// seen), errors and the end of the input go on to Hummingbird.
-        case closing
-    }
-
-    /// An inbound event that waits for its turn.
-    private enum Waiting {
-        case part(HTTPRequestPart)
-        case error(any Error)
-        case inputClosed
-    }
-
-    /// The request path: ``ProxyHandler/handle(_:context:)``.
+    /// The request path: ``MidtierResponder/respondToProxyCall(_:context:)``.
     private let respond: @Sendable (Request, MidtierRequestContext) async -> Response
     private let logger: Logger
-    private(set) var turn = Turn.idle
-    private var waiting = CircularBuffer<Waiting>()
-    /// A `read` held back while something waits.
-    private var readHeld = false
+    /// Whose turn it is, and what waits (all the decisions; this handler does the I/O).
+    private(set) var state = DeviceConnectionStateMachine(classify: ProxyChannelHandler.classify)
     /// nil once the handler is removed (the connection closed).
     private var context: ChannelHandlerContext?
     /// The connection's peer, worked out at its first proxied request.
     private var peer: MidtierRequestContext.Peer?
 
-    package convenience init(proxy: ProxyHandler, logger: Logger) {
-        self.init(respond: proxy.handle, logger: logger)
+    package convenience init(edge: MidtierResponder, logger: Logger) {
+        self.init(respond: edge.respondToProxyCall, logger: logger)
     }
 
     init(respond: @escaping @Sendable (Request, MidtierRequestContext) async -> Response, logger: Logger) {
@@ -75,150 +50,74 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     // MARK: Inbound: requests
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard turn != .closing else { return }
-        let part = unwrapInboundIn(data)
-        guard waiting.isEmpty, takesInbound else {
-            waiting.append(.part(part))
-            return
-        }
-        receive(part, context: context)
+        perform(state.inbound(.part(unwrapInboundIn(data))), context: context)
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        guard turn != .closing else {
-            context.fireErrorCaught(error)
-            return
-        }
-        guard waiting.isEmpty, takesInbound else {
-            waiting.append(.error(error))
-            return
-        }
-        receive(error, context: context)
+        perform(state.inbound(.error(error)), context: context)
     }
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        guard case .inputClosed? = event as? ChannelEvent, turn != .closing else {
+        guard case .inputClosed? = event as? ChannelEvent else {
             context.fireUserInboundEventTriggered(event)
             return
         }
-        guard waiting.isEmpty, takesInbound else {
-            waiting.append(.inputClosed)
-            return
-        }
-        receiveInputClosed(context: context)
+        perform(state.inbound(.inputClosed), context: context)
     }
 
     package func read(context: ChannelHandlerContext) {
-        guard waiting.isEmpty || turn == .closing else {
-            readHeld = true
-            return
-        }
-        context.read()
+        if state.read() { context.read() }
     }
 
-    /// Whether the request under way still takes parts (none is under way, or its end has not
-    /// come yet); otherwise what comes waits for the next turn.
-    private var takesInbound: Bool {
-        switch turn {
-        case .idle: true
-        case .hummingbird(let requestEnded, _, _), .proxy(let requestEnded, _, _): !requestEnded
-        case .closing: false
-        }
+    /// Whether a request is answered here — a proxy call without a request body — and whether
+    /// it asks to close the connection after its answer.
+    static func classify(_ head: HTTPRequest) -> (answeredHere: Bool, close: Bool) {
+        let path = head.path.map { $0.prefix { $0 != "?" } } ?? ""
+        let answeredHere = !MidtierResponder.isOwnRoute(path: path) && Forwarder.isReplayable(head.headerFields)
+        return (answeredHere, asksToClose(head))
     }
 
-    private func receive(_ part: HTTPRequestPart, context: ChannelHandlerContext) {
-        switch turn {
-        case .idle:
-            guard case .head(let head) = part else {
-                // The decoder begins every request with its head; anything else is Hummingbird's to refuse.
-                context.fireChannelRead(wrapInboundOut(part))
-                return
-            }
-            let request = Request(head: head, body: RequestBody(buffer: ByteBuffer()))
-            guard !MidtierResponder.isOwnRoute(request), Forwarder.isReplayable(request) else {
-                turn = .hummingbird(requestEnded: false, answerEnded: false, close: Self.asksToClose(head))
-                context.fireChannelRead(wrapInboundOut(part))
-                return
-            }
-            turn = .proxy(requestEnded: false, answerEnded: false, close: Self.asksToClose(head))
-            answer(request, context: context)
-        case .hummingbird(_, let answerEnded, let close):
-            context.fireChannelRead(wrapInboundOut(part))
-            guard case .end = part else { return }
-            // (An answer with `close` ended the turn already: see `write`.)
-            turn = answerEnded ? .idle : .hummingbird(requestEnded: true, answerEnded: false, close: close)
-        case .proxy(_, let answerEnded, let close):
-            // A call answered here has no body: only its end comes.
-            guard case .end = part else { return }
-            turn = answerEnded ? .idle : .proxy(requestEnded: true, answerEnded: false, close: close)
-        case .closing:
-            return
+    private func perform(_ action: DeviceConnectionStateMachine.InboundAction, context: ChannelHandlerContext) {
+        switch action {
+        case .none:
+            break
+        case .handOn(let event):
+            handOn(event, context: context)
+        case .handOnAndEnd(let event, let read):
+            handOn(event, context: context)
+            if read { context.read() }
+        case .answer(let head):
+            answer(Request(head: head, body: RequestBody(buffer: ByteBuffer())), context: context)
+        case .nextTurn:
+            nextTurn(context: context)
         }
     }
 
-    private func receive(_ error: any Error, context: ChannelHandlerContext) {
-        if case .proxy(false, let answerEnded, let close) = turn {
-            // The request cannot go on (it has no body, so this is the connection's next bytes):
-            // Hummingbird answers the error once this answer has ended.
-            turn = .proxy(requestEnded: true, answerEnded: answerEnded, close: close)
-            waiting.append(.error(error))
-            if answerEnded { nextTurn(context: context) }
-            return
-        }
-        // Hummingbird ends its loop on an error (a parse error is answered 400 first).
-        context.fireErrorCaught(error)
-        endTurns(context: context)
-    }
-
-    private func receiveInputClosed(context: ChannelHandlerContext) {
-        if case .proxy(false, let answerEnded, let close) = turn {
-            turn = .proxy(requestEnded: true, answerEnded: answerEnded, close: close)
-            waiting.append(.inputClosed)
-            if answerEnded { nextTurn(context: context) }
-            return
-        }
-        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
-        endTurns(context: context)
-    }
-
-    /// The connection ends (`Turn.closing`): what waits is dropped, and a held read goes out
-    /// so that the end of the input is seen.
-    private func endTurns(context: ChannelHandlerContext) {
-        turn = .closing
-        waiting.removeAll()
-        if readHeld {
-            readHeld = false
-            context.read()
+    private func handOn(_ event: DeviceConnectionStateMachine.Event, context: ChannelHandlerContext) {
+        switch event {
+        case .part(let part): context.fireChannelRead(wrapInboundOut(part))
+        case .error(let error): context.fireErrorCaught(error)
+        case .inputClosed: context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         }
     }
 
     /// After an answer ended: what waited is taken in order, until a request is under way
     /// again; reading resumes once nothing waits.
     private func nextTurn(context: ChannelHandlerContext) {
-        switch turn {
-        case .proxy(true, true, _), .hummingbird(true, true, _): turn = .idle
-        default: break
-        }
         var replayed = false
-        while takesInbound, let next = waiting.popFirst() {
+        while let next = state.nextWaiting() {
             replayed = true
-            switch next {
-            case .part(let part): receive(part, context: context)
-            case .error(let error): receive(error, context: context)
-            case .inputClosed: receiveInputClosed(context: context)
-            }
+            perform(state.receive(next), context: context)
         }
         // Hummingbird's channel hands on what it was given when a read completes.
         if replayed { context.fireChannelReadComplete() }
-        if waiting.isEmpty, readHeld {
-            readHeld = false
-            context.read()
-        }
+        if state.releaseHeldRead() { context.read() }
     }
 
-    /// `Connection: close` on the request: the connection ends after the answer. The same rule
-    /// as Hummingbird's request loop (the header's value exactly `close`), so that a request
-    /// ends the connection whichever of the two answers it.
+    /// `Connection: close` on the request: the connection ends after the answer. Hummingbird's
+    /// request loop closes on exactly this value (`HTTPChannelHandler.handleHTTP`), and a
+    /// request must end the connection whichever of the two answers it, so the proxy's answers
+    /// follow the same rule (`ProxyPipelineTests` checks it against Hummingbird's loop).
     static func asksToClose(_ head: HTTPRequest) -> Bool {
         head.headerFields[.connection] == "close"
     }
@@ -227,14 +126,13 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
 
     package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         context.write(data, promise: promise)
-        guard case .end = unwrapOutboundIn(data), case .hummingbird(let requestEnded, false, let close) = turn else { return }
-        // After a `Connection: close` request Hummingbird's loop stops and closes its side.
-        if close {
-            endTurns(context: context)
-            return
+        guard case .end = unwrapOutboundIn(data) else { return }
+        switch state.hummingbirdAnswerEnded() {
+        case .none: break
+        case .keepOpen(let next): if next { nextTurn(context: context) }
+        // Hummingbird's loop stops and closes its side itself.
+        case .close(let read): if read { context.read() }
         }
-        turn = .hummingbird(requestEnded: requestEnded, answerEnded: true, close: false)
-        if requestEnded { nextTurn(context: context) }
     }
 
     // MARK: The answers given here
@@ -296,17 +194,18 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
 
     fileprivate func writeEnd(_ trailers: HTTPFields?) throws {
         guard let context, context.channel.isActive else { throw ChannelError.ioOnClosedChannel }
-        guard case .proxy(let requestEnded, false, let close) = turn else { return }
-        if close {
+        switch state.proxyAnswerEnded() {
+        case .none:
+            return
+        case .close(let read):
             let written = context.eventLoop.makePromise(of: Void.self)
             context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: written)
             written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-            endTurns(context: context)
-            return
+            if read { context.read() }
+        case .keepOpen(let next):
+            context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
+            if next { nextTurn(context: context) }
         }
-        context.writeAndFlush(wrapOutboundOut(.end(trailers)), promise: nil)
-        turn = .proxy(requestEnded: requestEnded, answerEnded: true, close: false)
-        if requestEnded { nextTurn(context: context) }
     }
 
     fileprivate func abort() {

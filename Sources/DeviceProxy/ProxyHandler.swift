@@ -30,13 +30,12 @@ package struct ProxyHandler: Sendable {
     let forwarder: Forwarder
     let sessions: BackendSessions
     let metrics: MidtierMetrics
-    let tracer: RequestTracer
     let logger: Logger
 
     package init(
         runtime: RuntimeHolder, callers: Callers, tokens: TokenCache,
         certificates: UserCertificateCache<NIOSSLContext?>, forwarder: Forwarder,
-        sessions: BackendSessions, metrics: MidtierMetrics, tracer: RequestTracer = .off, logger: Logger
+        sessions: BackendSessions, metrics: MidtierMetrics, logger: Logger
     ) {
         self.certificates = certificates
         self.runtime = runtime
@@ -45,33 +44,13 @@ package struct ProxyHandler: Sendable {
         self.forwarder = forwarder
         self.sessions = sessions
         self.metrics = metrics
-        self.tracer = tracer
         self.logger = logger
     }
 
-    /// Answers one proxied call. The configuration in force is read once, here: a reload
-    /// during the call does not change what the call sees.
-    package func handle(_ request: Request, context: MidtierRequestContext) async -> Response {
-        let runtime = runtime.current
-        guard tracer.isOn,
-            let trace = tracer.start(
-                request.method.rawValue + " /{destination}", method: request.method.rawValue,
-                route: "/{destination}/*", propagation: request.propagationHeaders,
-                trustedCaller: runtime.configuration.server.trustedProxies.includes(context.clientIP))
-        else {
-            return await answer(request, context: context, runtime: runtime)
-        }
-        var response = await trace.run { await answer(request, context: context, runtime: runtime) }
-        trace.finish(status: response.status.code)
-        response.headers[.traceresponse] = trace.traceresponse
-        return response
-    }
-
-    @inline(__always)
-    private func answer(_ request: Request, context: MidtierRequestContext, runtime: Runtime) async -> Response {
+    /// Answers one proxied call with the configuration `runtime` in force (read once, by
+    /// ``MidtierResponder``, for the whole call), and counts it.
+    package func handle(_ request: Request, context: MidtierRequestContext, runtime: Runtime) async -> Response {
         let start = ContinuousClock.now
-        var context = context
-        context.believeForwardedFor(request, trusting: runtime.configuration.server.trustedProxies)
         let response: Response
         do {
             response = try await proxy(request, context: context, runtime: runtime)

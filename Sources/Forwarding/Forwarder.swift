@@ -156,7 +156,12 @@ package struct Forwarder: Sendable {
 
     /// Whether `request` has no body, so it can be sent twice (after a token renewal).
     package static func isReplayable(_ request: Request) -> Bool {
-        request.headers[.transferEncoding] == nil && request.headers[values: .contentLength].allSatisfy { $0 == "0" }
+        isReplayable(request.headers)
+    }
+
+    /// Whether a request with these header fields has no body.
+    package static func isReplayable(_ fields: HTTPFields) -> Bool {
+        fields[.transferEncoding] == nil && fields[values: .contentLength].allSatisfy { $0 == "0" }
     }
 
     func requestHeaders(of request: Request, destination: UpstreamDestination, context: ForwardingContext) -> HTTPHeaders {

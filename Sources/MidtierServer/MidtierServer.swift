@@ -212,8 +212,8 @@ package final class MidtierServer: Sendable {
         let forwarder = Forwarder(upstreams: upstreams, maxRequestBodyBytes: settings.maxRequestBodyBytes)
         let proxy = ProxyHandler(
             runtime: runtime, callers: callers, tokens: tokens, certificates: userCertificates, forwarder: forwarder,
-            sessions: sessions, metrics: metrics, tracer: tracer, logger: logger)
-        let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy)
+            sessions: sessions, metrics: metrics, logger: logger)
+        let responder = MidtierResponder(ownRoutes: router.buildResponder(), proxy: proxy, tracer: tracer)
         return Application(
             responder: responder,
             // Slow and idle clients (docs/operations.md): behind trusted proxies every client
@@ -222,7 +222,7 @@ package final class MidtierServer: Sendable {
                 settings: {
                     let server = runtime.current.configuration.server
                     return .init(limits: server.connectionLimits, uncounted: server.trustedProxies)
-                }, proxy: proxy, logger: logger),
+                }, edge: responder, logger: logger),
             configuration: .init(address: address ?? .hostname(settings.listen.host, port: settings.listen.port), serverName: nil),
             onServerRunning: onServerRunning,
             logger: logger

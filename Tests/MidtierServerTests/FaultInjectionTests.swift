@@ -89,7 +89,8 @@ final class FaultServer: @unchecked Sendable {
         case .trickleLarge(let interval):
             send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n")
             send(String(repeating: "x", count: 65536))
-            for _ in 0..<100 {
+            // Until Midtier closes the connection: an answer that ended would prove nothing.
+            while true {
                 guard Glibc.send(connection, "x", 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
                 usleep(useconds_t(interval * 1_000_000))
             }
@@ -108,10 +109,9 @@ final class FaultServer: @unchecked Sendable {
 /// nothing, and Midtier recovers as soon as the fault is gone.
 @Suite(.serialized, .timeLimit(.minutes(10))) struct FaultInjectionTests {
     static let timeout = 800
-    /// An answer within this came from the timeout: every fault lasts longer (a hang 10 s, a
-    /// trickle 5 s or more). Wide, because a loaded 2-core machine delays everything; how soon
-    /// after the timeout Midtier answers is for benchmarks.
-    static let cutOff = Duration.milliseconds(timeout * 5)
+    // No test here measures time: that an answer came from the timeout shows in its status
+    // (a hang that ended would be 502, a trickle that ended 200, a streamed answer run to its
+    // end no error); how soon after the timeout Midtier answers is for benchmarks.
 
     /// Destination `faulty`: SAML, its token service and its data both at fault servers.
     static func environment(token: FaultServer, data: FaultServer, _ body: (TestEnvironment) async throws -> Void) async throws {
@@ -203,10 +203,8 @@ final class FaultServer: @unchecked Sendable {
         return (status, bodyBytes)
     }
 
-    func timed(_ env: TestEnvironment, _ id: String) async throws -> (TestEnvironment.Reply, Duration) {
-        let start = ContinuousClock.now
-        let reply = try await env.call(.GET, "/faulty/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
-        return (reply, ContinuousClock.now - start)
+    func call(_ env: TestEnvironment, _ id: String) async throws -> TestEnvironment.Reply {
+        try await env.call(.GET, "/faulty/x", headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
     }
 
     static let goodToken = FaultServer.http(
@@ -218,7 +216,6 @@ final class FaultServer: @unchecked Sendable {
         data.set(.respond(Self.goodData))
         try await Self.environment(token: token, data: data) { env in
             let id = try await env.register(.alice)
-            let limit = Self.cutOff
             let faults: [(String, FaultServer.Mode, Int)] = [
                 ("connection reset", .close, 502),
                 ("slower than the timeout", .hang, 504),
@@ -235,18 +232,17 @@ final class FaultServer: @unchecked Sendable {
             ]
             for (name, mode, expected) in faults {
                 token.set(mode)
-                let (reply, elapsed) = try await timed(env, id)
+                let reply = try await call(env, id)
                 #expect(reply.status == expected, "\(name): \(reply.status) \(reply.text)")
                 #expect(reply.errorMessage != nil, "\(name): OData error body")
-                #expect(elapsed < limit, "\(name) took \(elapsed)")
                 try await Self.expectNothingLeaked(env, [token, data], after: name)
             }
             #expect(env.server.tokens.count == 0, "no failure was cached")
             // Healed: the next call exchanges and succeeds, and the token is cached.
             let before = token.accepted
             token.set(.respond(Self.goodToken))
-            #expect(try await timed(env, id).0.status == 200)
-            #expect(try await timed(env, id).0.status == 200)
+            #expect(try await call(env, id).status == 200)
+            #expect(try await call(env, id).status == 200)
             #expect(token.accepted == before + 1, "one exchange after healing, then the cached token")
             try await Self.expectNothingLeaked(env, [token, data], after: "healing")
         }
@@ -257,17 +253,15 @@ final class FaultServer: @unchecked Sendable {
         token.set(.respond(Self.goodToken))
         try await Self.environment(token: token, data: data) { env in
             let id = try await env.register(.alice)
-            let limit = Self.cutOff
             for (name, mode, expected) in [("connection reset", FaultServer.Mode.close, 502), ("slower than the timeout", .hang, 504)] {
                 data.set(mode)
-                let (reply, elapsed) = try await timed(env, id)
+                let reply = try await call(env, id)
                 #expect(reply.status == expected, "\(name): \(reply.status)")
-                #expect(elapsed < limit, "\(name) took \(elapsed)")
                 try await Self.expectNothingLeaked(env, [token, data], after: name)
             }
             // The leak check sees a connection while one is open (so it can fail).
             data.set(.hang)
-            let pending = Task { try await timed(env, id) }
+            let pending = Task { try await call(env, id) }
             let watchUntil = ContinuousClock.now + .milliseconds(Self.timeout - 100)
             var seenOpen = 0
             while seenOpen == 0, ContinuousClock.now < watchUntil {
@@ -275,27 +269,24 @@ final class FaultServer: @unchecked Sendable {
                 try await Task.sleep(for: .milliseconds(20))
             }
             #expect(seenOpen >= 1, "a call in progress shows as an open connection")
-            #expect(try await pending.value.0.status == 504)
+            #expect(try await pending.value.status == 504)
             try await Self.expectNothingLeaked(env, [token, data], after: "a second hang")
-            // A (small) body that trickles past the timeout: 504 within it, not a hang.
+            // A (small) body that trickles past the timeout: 504 (its end would be 200).
             data.set(.trickle(interval: 0.05))
-            let (trickled, elapsed) = try await timed(env, id)
+            let trickled = try await call(env, id)
             #expect(trickled.status == 504, "trickle: \(trickled.status)")
-            #expect(elapsed < limit, "a trickling body is cut off at the timeout, took \(elapsed)")
             try await Self.expectNothingLeaked(env, [token, data], after: "trickle")
             // A large, streamed answer that trickles past the timeout: the answer has begun (200),
             // so Midtier cuts it off at the deadline rather than letting it run on.
             data.set(.trickleLarge(interval: 0.05))
-            let start = ContinuousClock.now
             var cutOff = false
             do {
-                let reply = try await timed(env, id).0
+                let reply = try await call(env, id)
                 Issue.record("a trickling streamed answer ran to the end: \(reply.status), \(reply.body.count) bytes")
             } catch {
                 cutOff = true
             }
             #expect(cutOff, "the streamed answer is cut off")
-            #expect(ContinuousClock.now - start < limit, "cut off at the timeout, took \(ContinuousClock.now - start)")
             try await Self.expectNothingLeaked(env, [token, data], after: "large trickle")
             // A device that reads slowly is not the back end's fault: a large answer the back end
             // sent at once reaches a device that stops reading for twice the timeout, whole
@@ -305,8 +296,8 @@ final class FaultServer: @unchecked Sendable {
             let received = try await offThePool { try Self.slowDeviceRead(port: port, id: id, pause: .milliseconds(2 * Self.timeout)) }
             #expect(received.status == 200 && received.bodyBytes == FaultServer.largeSize, "slow device: \(received)")
             data.set(.respond(Self.goodData))
-            let healed = try await timed(env, id)
-            #expect(healed.0.status == 200, "recovered: \(healed.0.text)")
+            let healed = try await call(env, id)
+            #expect(healed.status == 200, "recovered: \(healed.text)")
             try await Self.expectNothingLeaked(env, [token, data], after: "healing")
         }
     }

@@ -35,4 +35,30 @@ import Testing
             #expect(environment.echo.requests.map(\.path) == ["/base/first", "/base/second", "/base/third", "/base/fourth"])
         }
     }
+
+    /// The proxy's answers close the connection by Hummingbird's own rule (`Connection` exactly
+    /// `close`), so that a request ends the connection or not whichever of the two answers it:
+    /// if Hummingbird's rule changes, this test says so.
+    @Test func bothAnswerersCloseByTheSameRule() async throws {
+        try await TestEnvironment.with { environment in
+            let id = try await environment.register(.alice)
+            let device = "Host: localhost\r\nAuthorization: \(TestUser.alice.basic)\r\nX-SMP-APPCID: \(id)\r\n"
+            for first in ["GET /healthz HTTP/1.1\r\nHost: localhost\r\n", "GET /echo/first HTTP/1.1\r\n\(device)"] {
+                // Another spelling: the answer keeps the connection, but NIO's parser reads any
+                // spelling as close and refuses what follows (400, closed) — the same for both.
+                var connection = try RawConnection(port: environment.midtierPort)
+                try connection.send("\(first)Connection: Close\r\n\r\nGET /echo/next HTTP/1.1\r\n\(device)\r\n")
+                var received = try await connection.closedByPeer()
+                #expect(received.components(separatedBy: "HTTP/1.1 200 OK\r\n").count == 2, "the first answered: \(received)")
+                #expect(received.contains("HTTP/1.1 400 Bad Request\r\nConnection: close"), "then refused: \(received)")
+                #expect(!received.contains("next"))
+                // …`close` does, for either answerer.
+                connection = try RawConnection(port: environment.midtierPort)
+                try connection.send("\(first)Connection: close\r\n\r\nGET /echo/never HTTP/1.1\r\n\(device)\r\n")
+                received = try await connection.closedByPeer()
+                #expect(received.components(separatedBy: "HTTP/1.1 ").count == 2, "one answer: \(received)")
+                #expect(!received.contains("never"))
+            }
+        }
+    }
 }
