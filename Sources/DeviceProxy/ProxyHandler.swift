@@ -192,7 +192,7 @@ package struct ProxyHandler: Sendable {
         forwarding.credentialHeaders = credentialHeaders
         forwarding.clientTLS = clientTLS
         var answer = try await forward(request, to: upstream, remainder: path.remainder, context: forwarding)
-        if answer.status == 401, let rejected = token, let tokenKey, let exchange, Forwarder.isReplayable(request) {
+        if answer.status == 401, let rejected = token, let tokenKey, let exchange, Forwarder.isReplayable(request.headers) {
             // (An unread streamed body closes its connection when dropped.)
             logger.info("back end rejected a cached token; renewing once", metadata: ["destination": "\(name)", "user": "\(user.identity)"])
             let renewed = try await RequestTrace.span("token renewal") { _ throws(Refusal) in
@@ -219,7 +219,11 @@ package struct ProxyHandler: Sendable {
         }
         return await RequestTrace.span("answer") { span in
             span.set("midtier.rewrite", upstream.rewriter == nil ? "none" : "urls")
-            return answer.deviceResponse()
+            let (head, body) = answer.deviceAnswer()
+            switch body {
+            case .whole(let buffer): return Response(status: head.status, headers: head.headerFields, body: ResponseBody(byteBuffer: buffer))
+            case .stream(let stream): return Response(status: head.status, headers: head.headerFields, body: ResponseBody(asyncSequence: stream))
+            }
         }
     }
 
@@ -358,7 +362,8 @@ package struct ProxyHandler: Sendable {
         context: ForwardingContext
     ) async throws(Refusal) -> UpstreamResponse {
         do {
-            return try await forwarder.forward(request, to: destination, remainder: remainder, context: context, logger: logger)
+            return try await forwarder.forward(
+                request.head, body: request.body, to: destination, remainder: remainder, context: context, logger: logger)
         } catch {
             switch error {
             case .badRequest(let reason): throw .badRequest(reason)

@@ -1,8 +1,7 @@
 package import HTTPTypes
-package import Hummingbird
 package import Logging
 import MidtierCore
-import NIOCore
+package import NIOCore
 import NIOHTTP1
 package import NIOSSL
 
@@ -70,23 +69,25 @@ package struct Forwarder: Sendable {
     /// sent none, so that no back end waits for one.
     static let bodyMethods: Set<HTTPRequest.Method> = [.post, .put, .patch, HTTPRequest.Method("MERGE")!]
 
-    /// Sends `request` to `destination` (the device's path after the destination name is
-    /// `remainder`, already checked by `ProxyPath.problem(in:)`) and returns the answer's head,
-    /// its body still to be read (or, small, read whole).
-    package func forward(
-        _ request: Request,
+    /// Sends the device's request (`head` and `body`) to `destination` (the device's path after
+    /// the destination name is `remainder`, already checked by `ProxyPath.problem(in:)`) and
+    /// returns the answer's head, its body still to be read (or, small, read whole).
+    package func forward<Body: AsyncSequence & Sendable>(
+        _ head: HTTPRequest,
+        body: Body,
         to destination: UpstreamDestination,
         remainder: Substring,
         context: ForwardingContext,
         logger: Logger
-    ) async throws(ForwardingError) -> UpstreamResponse {
+    ) async throws(ForwardingError) -> UpstreamResponse where Body.Element == ByteBuffer {
+        let fields = head.headerFields
         guard let origin = destination.origin(presenting: context.clientTLS) else {
             throw .unreachable(destination.trustProblem ?? "the URL of destination \(destination.name) cannot be called")
         }
-        var headers = requestHeaders(of: request, destination: destination, context: context)
+        var headers = requestHeaders(of: fields, destination: destination, context: context)
         headers.replaceOrAdd(name: "Host", value: origin.authority)
 
-        let contentLengths = request.headers[values: .contentLength]
+        let contentLengths = fields[values: .contentLength]
         let declaredLength: Int?
         if contentLengths.isEmpty {
             declaredLength = nil
@@ -97,24 +98,24 @@ package struct Forwarder: Sendable {
             declaredLength = length
         }
         if let declaredLength, declaredLength > maxRequestBodyBytes { throw .bodyTooLarge(limit: maxRequestBodyBytes) }
-        let chunked = request.headers[.transferEncoding] != nil
+        let chunked = fields[.transferEncoding] != nil
         let hasBody = (declaredLength ?? 0) > 0 || (declaredLength == nil && chunked)
         if let declaredLength, declaredLength > 0 {
             headers.add(name: "Content-Length", value: String(declaredLength))
         } else if hasBody {
             headers.add(name: "Transfer-Encoding", value: "chunked")
-        } else if declaredLength != nil || Self.bodyMethods.contains(request.method) {
+        } else if declaredLength != nil || Self.bodyMethods.contains(head.method) {
             headers.add(name: "Content-Length", value: "0")
         }
 
         let timeout = destination.configuration.timeoutMilliseconds
-        let head = HTTPRequestHead(
-            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
-            uri: destination.target(remainder: remainder, query: request.uri.query), headers: headers)
-        let call = upstreams.start(head, to: origin, hasBody: hasBody, deadline: .now() + .milliseconds(Int64(timeout)))
+        let upstreamHead = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: head.method.rawValue),
+            uri: destination.target(remainder: remainder, query: Self.query(of: head)), headers: headers)
+        let call = upstreams.start(upstreamHead, to: origin, hasBody: hasBody, deadline: .now() + .milliseconds(Int64(timeout)))
         let answer: UpstreamAnswer
         do {
-            if hasBody { try await send(request.body, on: call.connected) }
+            if hasBody { try await send(body, on: call.connected) }
             answer = try await call.answer.get()
         } catch UpstreamFailure.timedOut {
             throw .timedOut(milliseconds: timeout)
@@ -136,7 +137,9 @@ package struct Forwarder: Sendable {
     /// A device body that breaks or grows past the limit closes the back-end connection and
     /// is thrown; a connection that fails is left for the answer to report (the back end may
     /// have answered early, or the call timed out).
-    private func send(_ body: RequestBody, on connected: EventLoopFuture<any Channel>) async throws {
+    private func send<Body: AsyncSequence & Sendable>(
+        _ body: Body, on connected: EventLoopFuture<any Channel>
+    ) async throws where Body.Element == ByteBuffer {
         let channel = try await connected.get()
         do {
             for try await chunk in LimitedBody(base: body, limit: maxRequestBodyBytes) {
@@ -154,21 +157,24 @@ package struct Forwarder: Sendable {
         }
     }
 
-    /// Whether `request` has no body, so it can be sent twice (after a token renewal).
-    package static func isReplayable(_ request: Request) -> Bool {
-        isReplayable(request.headers)
+    /// The query of a request target as sent: what follows the first `?`, up to a `#` (as
+    /// Hummingbird's `URI.query` reads it); nil without one.
+    static func query(of head: HTTPRequest) -> String? {
+        guard let path = head.path, let mark = path.firstIndex(of: "?") else { return nil }
+        return String(path[path.index(after: mark)...].prefix { $0 != "#" })
     }
 
-    /// Whether a request with these header fields has no body.
+    /// Whether a request with these header fields has no body, so it can be sent twice (after
+    /// a token renewal).
     package static func isReplayable(_ fields: HTTPFields) -> Bool {
         fields[.transferEncoding] == nil && fields[values: .contentLength].allSatisfy { $0 == "0" }
     }
 
-    func requestHeaders(of request: Request, destination: UpstreamDestination, context: ForwardingContext) -> HTTPHeaders {
-        let connectionTokens = HeaderPolicy.connectionTokens(request.headers[values: .connection])
+    func requestHeaders(of fields: HTTPFields, destination: UpstreamDestination, context: ForwardingContext) -> HTTPHeaders {
+        let connectionTokens = HeaderPolicy.connectionTokens(fields[values: .connection])
         var headers = HTTPHeaders()
-        headers.reserveCapacity(request.headers.count + destination.fixedHeaders.count + 6)
-        for field in request.headers
+        headers.reserveCapacity(fields.count + destination.fixedHeaders.count + 6)
+        for field in fields
         where HeaderPolicy.forwardsRequestHeader(lowercased: field.name.canonicalName, connectionTokens: connectionTokens) {
             headers.add(name: field.name.rawName, value: field.value)
         }
@@ -176,7 +182,7 @@ package struct Forwarder: Sendable {
         // then those of the device's own cookies the destination lists (none by default).
         var cookies: [String] = []
         if let kept = context.backendCookies { cookies.append(kept) }
-        cookies += HeaderPolicy.deviceCookies(of: request, listed: destination.configuration.forwardDeviceCookies, kept: context.backendCookies)
+        cookies += HeaderPolicy.deviceCookies(of: fields, listed: destination.configuration.forwardDeviceCookies, kept: context.backendCookies)
         if !cookies.isEmpty { headers.add(name: "Cookie", value: cookies.joined(separator: "; ")) }
         // Bodies come back uncompressed so that their URLs can be rewritten.
         headers.replaceOrAdd(name: "Accept-Encoding", value: "identity")
@@ -214,6 +220,13 @@ package struct Forwarder: Sendable {
     }
 }
 
+/// The body of an answer for the device: read whole (small answers), or streamed from the back
+/// end as it comes.
+package enum AnswerBody: Sendable {
+    case whole(ByteBuffer)
+    case stream(any AsyncSequence<ByteBuffer, any Error> & Sendable)
+}
+
 /// A back end's answer whose body has not been read yet (or, small, was read whole).
 package struct UpstreamResponse: Sendable {
     let head: HTTPResponseHead
@@ -247,7 +260,7 @@ package struct UpstreamResponse: Sendable {
     /// that is only redacted keeps its `Content-Length` (`CredentialRedaction.keepingLength`).
     /// A streamed body the back end does not finish in time is cut off (the answer has begun:
     /// the device sees the connection close before the end of the body).
-    package func deviceResponse() -> Response {
+    package func deviceAnswer() -> (head: HTTPResponse, body: AnswerBody) {
         let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         var headers = headers
         let rewrite = URLRewriter.isRewritable(contentType: contentType) && Self.isIdentity(head.headers.first(name: "Content-Encoding"))
@@ -263,14 +276,14 @@ package struct UpstreamResponse: Sendable {
                 if replaced.readableBytes != buffer.readableBytes { headers[.contentLength] = String(replaced.readableBytes) }
                 buffer = replaced
             }
-            return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: buffer))
+            return (HTTPResponse(status: status, headerFields: headers), .whole(buffer))
         case .stream(let body):
-            guard !replacements.isEmpty else { return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: body)) }
+            guard !replacements.isEmpty else { return (HTTPResponse(status: status, headerFields: headers), .stream(body)) }
             if !rewrite, headers[.contentLength] != nil {
-                return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: redaction.keepingLength.replacing(body)))
+                return (HTTPResponse(status: status, headerFields: headers), .stream(redaction.keepingLength.replacing(body)))
             }
             headers[.contentLength] = nil
-            return Response(status: status, headers: headers, body: ResponseBody(asyncSequence: replacements.replacing(body)))
+            return (HTTPResponse(status: status, headerFields: headers), .stream(replacements.replacing(body)))
         }
     }
 

@@ -1,3 +1,4 @@
+import HTTPTypes
 import Hummingbird
 import MidtierCore
 
@@ -104,10 +105,10 @@ package enum HeaderPolicy {
     /// ticket or session (`DestinationConfiguration.neverForwardedCookie`), and never one of
     /// the name of a cookie Midtier keeps for the back end (`kept`, a `Cookie` value; names in
     /// any letter case): the back end's session is Midtier's, not the device's.
-    static func deviceCookies(of request: Request, listed: [String], kept: String?) -> [String] {
+    static func deviceCookies(of fields: HTTPFields, listed: [String], kept: String?) -> [String] {
         guard !listed.isEmpty else { return [] }
         let keptNames = (kept ?? "").split(separator: ";").map { $0.prefix { $0 != "=" }.trimmingCharacters(in: " ").lowercased() }
-        let device = Cookies(from: request.headers[values: .cookie])
+        let device = Cookies(from: fields[values: .cookie])
         return listed.compactMap { name in
             guard DestinationConfiguration.neverForwardedCookie(name) == nil, !keptNames.contains(name.lowercased()),
                 let cookie = device[name]

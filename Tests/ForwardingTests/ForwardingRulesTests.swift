@@ -96,7 +96,7 @@ import Testing
         head.headerFields.append(HTTPField(name: .cookie, value: "MYSAPSSO2=ticket; other=y; allowed=z"))
         head.headerFields.append(
             HTTPField(name: .cookie, value: "SAP_SESSIONID_ABC_100=s; sap-usercontext=sap-client=100; JSESSIONID=forged; X-SMP-APPCID=id"))
-        let device = Request(head: head, body: .init(buffer: ByteBuffer()))
+        let device = head.headerFields
         #expect(HeaderPolicy.deviceCookies(of: device, listed: [], kept: nil) == [])
         #expect(HeaderPolicy.deviceCookies(of: device, listed: ["allowed", "other"], kept: nil) == ["allowed=z", "other=y"])
         #expect(
@@ -134,5 +134,19 @@ import Testing
         for (query, expected) in cases {
             #expect(destination.target(remainder: "/SRV/Items", query: query) == "/sap/opu/odata/sap/SRV/Items?" + expected, "\(query ?? "nil")")
         }
+    }
+}
+
+/// The device's query, read from the request target as Hummingbird's `URI.query` reads it.
+@Suite struct RequestQueryTests {
+    @Test(
+        arguments: [
+            ("/gw/x", nil), ("/gw/x?", ""), ("/gw/x?a=1&b=%20", "a=1&b=%20"), ("/gw/x?a=1#frag", "a=1"), ("/gw/x?a?b", "a?b"),
+            ("http://h:1/gw/x?q=1", "q=1"),
+        ] as [(String, String?)])
+    func theQueryAsSent(target: String, query: String?) {
+        let head = HTTPRequest(method: .get, scheme: "http", authority: "m.example", path: target)
+        #expect(Forwarder.query(of: head) == query)
+        #expect(Request(head: head, body: .init(buffer: ByteBuffer())).uri.query == query, "as Hummingbird reads it")
     }
 }
