@@ -467,8 +467,13 @@ let package = Package(
         .testTarget(
             name: "AdminAPITests",
             dependencies: [
-                "MidtierJSON", "AdminAPI", "Administration", "MidtierCore", "MidtierStore",
+                "AdminAPI", "Administration", "MidtierCore", "MidtierJSON", "MidtierServer", "MidtierStore", "MidtierTestSupport",
+                "Registrations",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ], swiftSettings: swiftSettings),
         .testTarget(
             name: "BackendSessionsTests",
@@ -502,13 +507,27 @@ let package = Package(
         .testTarget(
             name: "CallersTests",
             dependencies: [
-                "Callers", "MidtierHTTP", "MidtierCore", "Registrations", "DeviceAuthentication", "MidtierTestSupport",
-                "MidtierStore",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
+                "Callers", "DeviceAuthentication", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
+                "Registrations",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ], swiftSettings: swiftSettings),
+        // The device API: its reading of requests alone, and its routes through the server.
+        .testTarget(
+            name: "DeviceAPITests",
+            dependencies: [
+                "ConfigurationFiles", "DeviceAPI", "MidtierCore", "MidtierHTTP", "MidtierJSON", "MidtierServer", "MidtierStore",
+                "MidtierTestSupport", "Registrations",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ], swiftSettings: swiftSettings),
         .testTarget(
             name: "DeviceProxyTests",
@@ -552,31 +571,27 @@ let package = Package(
         .testTarget(
             name: "WebPagesTests",
             dependencies: [
-                "WebPages", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport", "Administration", "MidtierServer",
-                "Registrations",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "Administration", "MidtierCore", "MidtierHTTP", "MidtierServer", "MidtierStore", "MidtierTestSupport",
+                "Registrations", "WebPages",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ], swiftSettings: swiftSettings),
         .testTarget(
             name: "MidtierServerTests",
             dependencies: [
-                "MidtierJSON", "MidtierTestSupport", "MidtierServer", "MidtierCore", "MidtierStore", "ConfigurationFiles", "Registrations",
-                "DeviceAuthentication", "TokenExchange", "SAMLSigning", "SuccessFactorsSandbox", "Forwarding", "MetadataPatching",
-                "MidtierHTTP", "AdminAPI",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "DeviceAuthentication", "Forwarding", "MetadataPatching", "MidtierCore", "MidtierHTTP", "MidtierJSON",
+                "MidtierServer", "MidtierTestSupport", "SAMLSigning", "SuccessFactorsSandbox", "TokenExchange",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
-        ),
+            ], swiftSettings: swiftSettings),
         // The sandbox's OData service and token service (the stand-in the other tests call).
         .testTarget(name: "SandboxODataTests", dependencies: ["SuccessFactorsSandbox"], swiftSettings: swiftSettings),
         // Fuzzing (docs/reliability.md, "Fuzzing"): one function per parser that reads device or

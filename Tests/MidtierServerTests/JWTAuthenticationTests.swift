@@ -16,49 +16,21 @@ import Testing
 // MARK: - Through real sockets
 
 @Suite(.timeLimit(.minutes(10))) struct JWTAuthenticationTests {
-    static let bearerChallenge = #"Bearer realm="midtier""#
-
-    static func idpApp(_ jwks: JWTAuthentication.KeySource, userClaim: String = "sub") -> AppConfiguration {
-        AppConfiguration(
-            id: "idp",
-            authentication: .jwt(
-                JWTAuthentication(
-                    issuer: TestTokens.issuer, audience: TestTokens.audience,
-                    jwks: jwks, userClaim: userClaim)),
-            destinations: ["sf", "echo"])
-    }
-
-    /// Keys and a JWKS file in a fresh directory, for `body`.
-    static func withKeys(_ body: (_ directory: String, _ rsa: JWTTestKey, _ ec: JWTTestKey) async throws -> Void) async throws {
-        try await withJWTTestKeys(body)
-    }
-
-    static func register(_ env: TestEnvironment, token: String) async throws -> TestEnvironment.Reply {
-        try await env.call(
-            .POST, "/odata/applications/v1/idp/Connections",
-            headers: [("Authorization", "Bearer \(token)"), ("Content-Type", "application/json")],
-            body: #"{"DeviceType":"iOS","DeviceModel":"iPhone15,2"}"#)
-    }
-
-    static func results(_ reply: TestEnvironment.Reply) -> [[String: Any]] {
-        ((reply.json["d"] as? [String: Any])?["results"] as? [[String: Any]]) ?? []
-    }
-
     @Test func anRS256TokenRegistersADeviceAndReadsItsUsersPayroll() async throws {
-        try await Self.withKeys { directory, rsa, _ in
+        try await withJWTTestKeys { directory, rsa, _ in
             try await TestEnvironment.with(adjust: { configuration, _, _ in
-                configuration.apps["idp"] = Self.idpApp(.file(path: "\(directory)/jwks.json"))
+                configuration.apps["idp"] = DeviceCalls.idpApp(.file(path: "\(directory)/jwks.json"))
             }) { env in
                 let token = try TestTokens.make(.key(rsa), claims: TestTokens.claims())
-                let registered = try await Self.register(env, token: token)
+                let registered = try await DeviceCalls.register(env, token: token)
                 #expect(registered.status == 201, "\(registered.text)")
                 #expect((registered.json["d"] as? [String: Any])?["UserName"] as? String == "alice", "the user is the token's sub")
                 let id = try #require(registered.header("X-SMP-APPCID"))
 
                 let reply = try await env.call(
-                    .GET, RegisterAndReadTests.seedQuery, headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
+                    .GET, DeviceCalls.seedQuery, headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
                 #expect(reply.status == 200, "\(reply.text)")
-                let runs = Self.results(reply)
+                let runs = DeviceCalls.results(reply)
                 #expect(runs.count == 5)
                 #expect(runs.allSatisfy { $0["userId"] as? String == "100001" }, "the sfUserId claim is the SuccessFactors user")
                 let stats = try await env.sandboxStats()
@@ -73,20 +45,20 @@ import Testing
     }
 
     @Test func anES256TokenWorksToo() async throws {
-        try await Self.withKeys { directory, _, ec in
+        try await withJWTTestKeys { directory, _, ec in
             try await TestEnvironment.with(adjust: { configuration, _, _ in
-                configuration.apps["idp"] = Self.idpApp(.file(path: "\(directory)/jwks.json"))
+                configuration.apps["idp"] = DeviceCalls.idpApp(.file(path: "\(directory)/jwks.json"))
             }) { env in
                 let token = try TestTokens.make(.key(ec), claims: TestTokens.claims(sub: "bob", sfUserId: "100002"))
-                let registered = try await Self.register(env, token: token)
+                let registered = try await DeviceCalls.register(env, token: token)
                 #expect(registered.status == 201, "\(registered.text)")
                 let id = try #require(registered.header("X-SMP-APPCID"))
                 let own = try await env.call(
                     .GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=100",
                     headers: [("Authorization", "Bearer \(token)"), ("X-SMP-APPCID", id)])
                 #expect(own.status == 200, "\(own.text)")
-                #expect(!Self.results(own).isEmpty)
-                #expect(Self.results(own).allSatisfy { $0["userId"] as? String == "100002" })
+                #expect(!DeviceCalls.results(own).isEmpty)
+                #expect(DeviceCalls.results(own).allSatisfy { $0["userId"] as? String == "100002" })
                 // Settings exchange is authenticated the same way.
                 let settings = try await env.call(.GET, "/mobileservices/settingsExchange/v1/idp", headers: [("Authorization", "Bearer \(token)")])
                 #expect(settings.status == 200)
@@ -95,7 +67,7 @@ import Testing
     }
 
     @Test func badTokensAreRefusedWithAClearReasonAndABearerChallenge() async throws {
-        try await Self.withKeys { directory, rsa, ec in
+        try await withJWTTestKeys { directory, rsa, ec in
             // Another key under the same kid: what a forger without the IdP's key would make.
             let forger = try JWTTestKey.rsa("rsa-1", in: directory)
             let now = Date().timeIntervalSince1970
@@ -167,13 +139,13 @@ import Testing
                 ("garbage in three parts", "a.b!.c", "the token is malformed: its parts are not base64url"),
             ]
             try await TestEnvironment.with(adjust: { configuration, _, _ in
-                configuration.apps["idp"] = Self.idpApp(.file(path: "\(directory)/jwks.json"))
+                configuration.apps["idp"] = DeviceCalls.idpApp(.file(path: "\(directory)/jwks.json"))
             }) { env in
                 for (name, token, reason) in cases {
-                    let reply = try await Self.register(env, token: token)
+                    let reply = try await DeviceCalls.register(env, token: token)
                     #expect(reply.status == 401, "\(name): \(reply.status) \(reply.text)")
                     #expect(reply.errorMessage == reason, "\(name)")
-                    #expect(reply.header("WWW-Authenticate") == Self.bearerChallenge, "\(name)")
+                    #expect(reply.header("WWW-Authenticate") == DeviceCalls.bearerChallenge, "\(name)")
                     for part in token.split(separator: ".") where part.count > 8 {
                         #expect(!reply.text.contains(part), "\(name): the 401 echoes the token")
                     }
@@ -184,7 +156,7 @@ import Testing
                 let none = try await env.call(.POST, "/odata/applications/v1/idp/Connections")
                 #expect(none.status == 401)
                 #expect(none.errorMessage == "no bearer token was sent")
-                #expect(none.header("WWW-Authenticate") == Self.bearerChallenge)
+                #expect(none.header("WWW-Authenticate") == DeviceCalls.bearerChallenge)
                 // The basic app keeps its Basic challenge.
                 let demo = try await env.call(.POST, "/odata/applications/v1/demo/Connections")
                 #expect(demo.header("WWW-Authenticate")?.hasPrefix("Basic ") == true)
@@ -198,7 +170,7 @@ import Testing
                     ("expired within the skew", TestTokens.claims { $0["exp"] = Int(later) - 20 }),
                     ("nbf within the skew", TestTokens.claims { $0["nbf"] = Int(later) + 20 }),
                 ] {
-                    let reply = try await Self.register(env, token: try TestTokens.make(.key(rsa), claims: claims))
+                    let reply = try await DeviceCalls.register(env, token: try TestTokens.make(.key(rsa), claims: claims))
                     #expect(reply.status == 201, "\(name): \(reply.text)")
                 }
             }
@@ -214,7 +186,7 @@ import Testing
         idp.delay(milliseconds: 200)
         try await idp.run { url in
             try await TestEnvironment.with(adjust: { configuration, _, _ in
-                configuration.apps["idp"] = Self.idpApp(.url(url))
+                configuration.apps["idp"] = DeviceCalls.idpApp(.url(url))
             }) { env in
                 #expect(idp.fetches == 0, "keys are fetched on first use")
                 let token = try TestTokens.make(.key(first), claims: TestTokens.claims())
@@ -230,23 +202,23 @@ import Testing
                 #expect(statuses == Array(repeating: 200, count: 20), "\(statuses)")
                 for _ in 0..<10 {
                     let other = try TestTokens.make(.key(first), claims: TestTokens.claims())
-                    #expect(try await Self.register(env, token: other).status == 201)
+                    #expect(try await DeviceCalls.register(env, token: other).status == 201)
                 }
                 #expect(idp.fetches == 1, "concurrent first requests share one fetch; later ones use the cached keys")
 
                 // The IdP rotates: a token with the new kid makes Midtier fetch again, once.
                 idp.serve(jwksDocument([first.jwk, second.jwk]))
                 let rotated = try TestTokens.make(.key(second), claims: TestTokens.claims())
-                let afterRotation = try await Self.register(env, token: rotated)
+                let afterRotation = try await DeviceCalls.register(env, token: rotated)
                 #expect(afterRotation.status == 201, "\(afterRotation.text)")
                 #expect(idp.fetches == 2)
-                #expect(try await Self.register(env, token: try TestTokens.make(.key(second), claims: TestTokens.claims())).status == 201)
+                #expect(try await DeviceCalls.register(env, token: try TestTokens.make(.key(second), claims: TestTokens.claims())).status == 201)
                 #expect(idp.fetches == 2)
 
                 // Made-up kids do not make Midtier fetch again within 30 seconds.
                 for index in 0..<10 {
                     let made = try TestTokens.make(.key(first), header: ["alg": "RS256", "kid": "random-\(index)"], claims: TestTokens.claims())
-                    let reply = try await Self.register(env, token: made)
+                    let reply = try await DeviceCalls.register(env, token: made)
                     #expect(reply.status == 401)
                     #expect(reply.errorMessage == "the token's signing key is not one of the identity provider's keys")
                 }
@@ -256,11 +228,11 @@ import Testing
     }
 
     @Test func aBrokenJWKSFileRefusesTokensWithoutStoppingTheServer() async throws {
-        try await Self.withKeys { directory, rsa, _ in
+        try await withJWTTestKeys { directory, rsa, _ in
             try "{\"keys\": \"not a list\"}".write(toFile: "\(directory)/broken.json", atomically: true, encoding: .utf8)
             try await TestEnvironment.with(adjust: { configuration, _, _ in
-                configuration.apps["idp"] = Self.idpApp(.file(path: "\(directory)/broken.json"))
-                var missing = Self.idpApp(.file(path: "\(directory)/missing.json"))
+                configuration.apps["idp"] = DeviceCalls.idpApp(.file(path: "\(directory)/broken.json"))
+                var missing = DeviceCalls.idpApp(.file(path: "\(directory)/missing.json"))
                 missing.id = "idp2"
                 configuration.apps["idp2"] = missing
             }) { env in

@@ -11,11 +11,6 @@ import Testing
 /// The spine, through real sockets: a device registers, reads its own user's payroll through
 /// Midtier, and nothing about the request path can be bent to read someone else's.
 @Suite(.timeLimit(.minutes(10))) struct RegisterAndReadTests {
-    static let seedQuery =
-        "/sf/odata/v2/EmployeePayrollRunResults?%24filter=userId%20eq%20%27100001%27"
-        + "&%24expand=employeePayrollRunResultsItems,userIdNav/empInfo/paymentInformationNav/toPaymentInformationDetailV3/bankNav"
-        + "&%24top=5&%24orderby=payDate%20desc"
-
     static func results(_ reply: TestEnvironment.Reply) -> [[String: Any]] {
         ((reply.json["d"] as? [String: Any])?["results"] as? [[String: Any]]) ?? []
     }
@@ -23,7 +18,7 @@ import Testing
     @Test func aDeviceReadsItsOwnUsersPayroll() async throws {
         try await TestEnvironment.with { env in
             let id = try await env.register(.alice)
-            let reply = try await env.call(.GET, Self.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
+            let reply = try await env.call(.GET, DeviceCalls.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("X-SMP-APPCID", id)])
             #expect(reply.status == 200, "\(reply.text)")
             let runs = Self.results(reply)
             #expect(runs.count == 5)
@@ -35,7 +30,7 @@ import Testing
             #expect(reply.text.contains("bankNav"), "the bank expansion is there")
             // The cookie alone also identifies the registration.
             let viaCookie = try await env.call(
-                .GET, Self.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("Cookie", "X-SMP-APPCID=\(id)")])
+                .GET, DeviceCalls.seedQuery, headers: [("Authorization", TestUser.alice.basic), ("Cookie", "X-SMP-APPCID=\(id)")])
             #expect(viaCookie.status == 200)
         }
     }
@@ -53,18 +48,18 @@ import Testing
             }
             let aliceID = try await register(.alice, device: "device-1")
             let sdk = [("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "device-1")]
-            let alice = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
+            let alice = try await env.call(.GET, DeviceCalls.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
             #expect(alice.status == 200, "\(alice.text)")
             #expect(Self.results(alice).allSatisfy { $0["userId"] as? String == "100001" })
             // Not signed in: the named app's challenge.
-            let anonymous = try await env.call(.GET, Self.seedQuery, headers: sdk)
+            let anonymous = try await env.call(.GET, DeviceCalls.seedQuery, headers: sdk)
             #expect(anonymous.status == 401 && anonymous.header("WWW-Authenticate")?.hasPrefix("Basic") == true)
             // Another user naming alice's device has no registration of it.
-            let bob = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.bob.basic)])
+            let bob = try await env.call(.GET, DeviceCalls.seedQuery, headers: sdk + [("Authorization", TestUser.bob.basic)])
             #expect(bob.status == 403, "\(bob.text)")
             // An app that is not the registration's is refused, with the id or without.
             let otherApp = try await env.call(
-                .GET, Self.seedQuery,
+                .GET, DeviceCalls.seedQuery,
                 headers: [
                     ("X-SMP-APPID", "other"), ("X-SMP-APPCID", aliceID),
                     ("Authorization", TestUser.alice.basic),
@@ -72,7 +67,7 @@ import Testing
             #expect(otherApp.status == 403, "\(otherApp.text)")
             // Two registrations of the same device: which one is meant must be said.
             _ = try await register(.alice, device: "device-1")
-            let ambiguous = try await env.call(.GET, Self.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
+            let ambiguous = try await env.call(.GET, DeviceCalls.seedQuery, headers: sdk + [("Authorization", TestUser.alice.basic)])
             #expect(ambiguous.status == 403 && ambiguous.text.contains("X-SMP-APPCID"), "\(ambiguous.text)")
         }
     }
@@ -85,7 +80,7 @@ import Testing
         try await TestEnvironment.with { env in
             let bob = try await env.register(.bob)
             let headers = [("Authorization", TestUser.bob.basic), ("X-SMP-APPCID", bob)]
-            let others = try await env.call(.GET, Self.seedQuery, headers: headers)
+            let others = try await env.call(.GET, DeviceCalls.seedQuery, headers: headers)
             #expect(others.status == 200)
             #expect(Self.results(others).isEmpty, "bob asking for alice's rows gets none")
             let own = try await env.call(.GET, "/sf/odata/v2/EmployeePayrollRunResults?%24top=100", headers: headers)

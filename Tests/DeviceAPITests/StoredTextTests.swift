@@ -23,7 +23,7 @@ import Testing
     ]
 
     @Test(arguments: StoreKind.allCases) func controlCharactersInDeviceFieldsAreRefusedNamingTheField(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let headers = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             for (field, value) in Self.pollutedFields {
                 let other = field == "DeviceType" ? "DeviceModel" : "DeviceType"
@@ -34,7 +34,7 @@ import Testing
                 }
             }
             let listed = try await env.call(.GET, Self.connections, headers: headers)
-            #expect(listed.status == 200 && JWTAuthenticationTests.results(listed).isEmpty, "nothing was stored: \(listed.text)")
+            #expect(listed.status == 200 && DeviceCalls.results(listed).isEmpty, "nothing was stored: \(listed.text)")
 
             // An update is held to the same rule, and leaves the stored fields as they were.
             let id = try await env.register(.alice)
@@ -59,7 +59,7 @@ import Testing
     /// A registration id with a control character (or any other character no id has) names
     /// no registration: 404, on PostgreSQL too, without asking the store.
     @Test(arguments: StoreKind.allCases) func anIdWithAControlCharacterIsUnknown(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             for method in [HTTPMethod.GET, .PUT, .PATCH, .DELETE] {
                 let reply = try await env.call(
@@ -74,24 +74,24 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func aJWTWhoseUserClaimHasAControlCharacterIsRefused(_ kind: StoreKind) async throws {
-        try await JWTAuthenticationTests.withKeys { directory, rsa, _ in
-            try await OnboardingLockTests.withMidtier(
+        try await withJWTTestKeys { directory, rsa, _ in
+            try await TestEnvironment.withMidtier(
                 kind,
                 adjust: { configuration in
-                    configuration.apps["idp"] = JWTAuthenticationTests.idpApp(.file(path: "\(directory)/jwks.json"))
+                    configuration.apps["idp"] = DeviceCalls.idpApp(.file(path: "\(directory)/jwks.json"))
                 }
             ) { env in
                 for sub in ["ali\u{0}ce", "alice\u{7f}", "\u{1b}[2Jalice", "alice\n", "ali\u{85}ce"] {
                     let token = try TestTokens.make(.key(rsa), claims: TestTokens.claims(sub: sub))
-                    let registered = try await JWTAuthenticationTests.register(env, token: token)
+                    let registered = try await DeviceCalls.register(env, token: token)
                     #expect(registered.status == 401, "\(sub.debugDescription): \(registered.status) \(registered.text)")
                     #expect(registered.errorMessage == "the token's sub claim contains control characters, which a user id cannot have")
-                    #expect(registered.header("WWW-Authenticate") == JWTAuthenticationTests.bearerChallenge)
+                    #expect(registered.header("WWW-Authenticate") == DeviceCalls.bearerChallenge)
                     let selfService = try await env.call(.GET, "/mobileservices/me/registrations", headers: [("Authorization", "Bearer \(token)")])
                     #expect(selfService.status == 401, "\(sub.debugDescription): \(selfService.status) \(selfService.text)")
                 }
                 // Control: the same token with a plain sub is accepted.
-                let good = try await JWTAuthenticationTests.register(
+                let good = try await DeviceCalls.register(
                     env, token: try TestTokens.make(.key(rsa), claims: TestTokens.claims(sub: "alice")))
                 #expect(good.status == 201, "\(good.text)")
             }

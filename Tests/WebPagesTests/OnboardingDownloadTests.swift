@@ -26,10 +26,10 @@ import Testing
             }, body)
     }
 
-    static func withConsole(_ env: TestEnvironment, _ body: (HTTPClient, AdminStoredTextTests.Console) async throws -> Void) async throws {
+    static func withConsole(_ env: TestEnvironment, _ body: (HTTPClient, ConsoleSession) async throws -> Void) async throws {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
         do {
-            let console = try await AdminStoredTextTests.signIn(env, client)
+            let console = try await ConsoleSession.signIn(env, client)
             try await body(client, console)
         } catch {
             try await client.shutdown()
@@ -98,7 +98,7 @@ import Testing
                 let unknown = try await console.call(client, .GET, "/console/apps/nope/ConfigurationProvider.plist")
                 #expect(unknown.status == 404)
                 #expect(unknown.text.contains("Not found") && unknown.text.contains("nope"), "\(unknown.text.prefix(500))")
-                let anonymous = AdminStoredTextTests.Console(base: console.base, cookie: "")
+                let anonymous = ConsoleSession(base: console.base, cookie: "")
                 let refused = try await anonymous.call(client, .GET, "/console/apps/demo/ConfigurationProvider.plist")
                 #expect(refused.status == 303)
                 #expect(refused.header("Location") == "/console/sign-in")

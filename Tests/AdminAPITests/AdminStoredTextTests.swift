@@ -13,7 +13,7 @@ import Testing
 /// (which cannot even be asked about a NUL, and answered 503 before).
 @Suite(.timeLimit(.minutes(10))) struct AdminStoredTextTests {
     @Test(arguments: StoreKind.allCases) func theAdminAPIRefusesControlCharactersNamingTheParameter(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             // Registration ids: unknown.
             var unknown: [(HTTPMethod, String)] = [
                 (.GET, "/admin/v1/registrations/a%00b"), (.DELETE, "/admin/v1/registrations/a%00b"),
@@ -52,7 +52,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func theConsoleAnswersItsProblemPage(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
             do {
                 try await Self.checkConsole(env, client)

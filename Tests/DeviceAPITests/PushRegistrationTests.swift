@@ -13,7 +13,7 @@ import Testing
 
     /// The demo app with APNs and FCM settings (no key is loaded unless something is sent).
     static func withPush(_ kind: StoreKind, _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(
+        try await TestEnvironment.withMidtier(
             kind,
             adjust: { configuration in
                 configuration.apps["demo"]?.push = PushSettings(
@@ -25,7 +25,7 @@ import Testing
 
     static func tokens(_ env: TestEnvironment, _ user: TestUser, _ id: String) async throws -> (apns: String?, fcm: String?) {
         let reply = try await env.call(
-            .GET, "\(OnboardingLockTests.connections)('\(id)')", headers: [("Authorization", user.basic), ("Accept", "application/json")])
+            .GET, "\(DeviceCalls.connections)('\(id)')", headers: [("Authorization", user.basic), ("Accept", "application/json")])
         let entity = (reply.json["d"] as? [String: Any]) ?? [:]
         return (entity["ApnsDeviceToken"] as? String, entity["AndroidGcmRegistrationId"] as? String)
     }
@@ -91,22 +91,22 @@ import Testing
             #expect(taken.status == 409, "\(taken.status) \(taken.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11", "Alice keeps her phone's token")
             #expect(try await Self.tokens(env, .bob, bobID).apns == "")
-            let onboarding = try await OnboardingLockTests.onboard(
+            let onboarding = try await DeviceCalls.onboard(
                 env, .bob, body: #"{"DeviceType":"iOS","DeviceId":"bobs-other","ApnsDeviceToken":"aa11"}"#)
             #expect(onboarding.status == 409 && onboarding.header("X-SMP-APPCID") == nil, "\(onboarding.status) \(onboarding.text)")
             let entity = try await env.call(
-                .PUT, "\(OnboardingLockTests.connections)('\(bobID)')", headers: bob, body: #"{"ApnsDeviceToken":"aa11"}"#)
+                .PUT, "\(DeviceCalls.connections)('\(bobID)')", headers: bob, body: #"{"ApnsDeviceToken":"aa11"}"#)
             #expect(entity.status == 409, "\(entity.status) \(entity.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "aa11")
 
             // Alice's own new registration takes her token from her earlier one.
-            let again = try await OnboardingLockTests.onboard(
+            let again = try await DeviceCalls.onboard(
                 env, .alice, body: #"{"DeviceType":"iOS","DeviceId":"alices-new","ApnsDeviceToken":"aa11"}"#)
             let newID = try #require(again.header("X-SMP-APPCID"), "\(again.status) \(again.text)")
             #expect(try await Self.tokens(env, .alice, aliceID).apns == "", "her earlier registration no longer holds it")
             #expect(try await Self.tokens(env, .alice, newID).apns == "aa11")
             // Once Alice's registrations let go of it (she signs out: deletes it), Bob's phone may take it.
-            #expect(try await env.call(.DELETE, "\(OnboardingLockTests.connections)('\(newID)')", headers: alice).status == 204)
+            #expect(try await env.call(.DELETE, "\(DeviceCalls.connections)('\(newID)')", headers: alice).status == 204)
             #expect(try await env.call(.PUT, "\(Self.push)/ios/devices/\(bobID)", headers: bob, body: #"{"pushToken":"aa11"}"#).status == 200)
         }
     }

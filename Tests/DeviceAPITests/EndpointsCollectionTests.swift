@@ -11,7 +11,7 @@ import Testing
     static let dotted = "com.sap.edm.sampleservice.v2"
 
     static func withMidtier(_ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(
+        try await TestEnvironment.withMidtier(
             .sqlite,
             adjust: { configuration in
                 // A dotted destination the app may use, and one it may not.

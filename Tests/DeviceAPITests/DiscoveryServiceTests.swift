@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test func servesTheAppsDiscoveryDocument() async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+        try await TestEnvironment.withMidtier(.sqlite) { env in
             let direct = try await env.call(.GET, "/config/v1/demo")
             #expect(direct.status == 200, "\(direct.text)")
             for id in ["demo", "demo:1.0"] {
@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func anUnknownAppIsNotFound() async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+        try await TestEnvironment.withMidtier(.sqlite) { env in
             for id in ["nope", "nope:1.0", "DEMO"] {
                 let reply = try await env.call(.GET, Self.path("getApplicationConfiguration(AppConfigID='\(id)',EmailAddress='a@b.c')"))
                 #expect(reply.status == 404, "\(id): \(reply.status) \(reply.text)")
@@ -52,7 +52,7 @@ import Testing
         ("getApplicationConfiguration(AppConfigID='demo',EmailAddress='a@b.c'", "unknown function"),
     ])
     func malformedCallsSayWhatIsWrong(_ call: String, _ message: String) async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+        try await TestEnvironment.withMidtier(.sqlite) { env in
             let reply = try await env.call(.GET, Self.path(call))
             #expect((400...404).contains(reply.status) && reply.text.contains(message), "\(call): \(reply.status) \(reply.text)")
         }

@@ -29,7 +29,7 @@ import Testing
         adjust: @escaping @Sendable (inout MidtierConfiguration) -> Void = { _ in },
         _ body: (TestEnvironment) async throws -> Void
     ) async throws {
-        try await OnboardingLockTests.withMidtier(
+        try await TestEnvironment.withMidtier(
             kind,
             adjust: { configuration in
                 if logs { configuration.apps["demo"]?.logSettings = ["logEnabled": .string("true"), "logLevel": .string("DEBUG")] }
@@ -262,7 +262,7 @@ import Testing
     /// far in the future is kept at its arrival.
     @Test func anUploadRecordsItsRegistrationsDeviceAndNoFarFutureTimes() async throws {
         try await Self.withMidtier(.sqlite) { env in
-            let onboarded = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceType":"iOS"}"#)
+            let onboarded = try await DeviceCalls.onboard(env, .alice, body: #"{"DeviceType":"iOS"}"#)
             let alice = try #require(onboarded.header("X-SMP-APPCID"), "\(onboarded.status) \(onboarded.text)")
             let log = "#9999-12-31T00:00:00Z#ERROR####from the far future#\n#2024-05-06T07:08:09Z#INFO####now#\n"
             let reply = try await Self.post(env, Self.logPath + "?deviceId=someone-else", Array(log.utf8), headers: Self.headers(.alice, alice))

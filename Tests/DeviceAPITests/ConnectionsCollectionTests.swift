@@ -9,17 +9,17 @@ import Testing
 /// looks like.
 @Suite(.timeLimit(.minutes(10))) struct ConnectionsCollectionTests {
     @Test func theCollectionListsTheCallersOwnInJSONAndAtom() async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+        try await TestEnvironment.withMidtier(.sqlite) { env in
             var mine: [String] = []
             for device in ["phone-1", "phone-2"] {
-                let made = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceId":"\#(device)","CustomCustom1":"/Date(1)/"}"#)
+                let made = try await DeviceCalls.onboard(env, .alice, body: #"{"DeviceId":"\#(device)","CustomCustom1":"/Date(1)/"}"#)
                 mine.append(try #require(made.header("X-SMP-APPCID"), "\(made.status) \(made.text)"))
             }
-            let bobs = try await OnboardingLockTests.onboard(env, .bob, body: #"{"DeviceId":"phone-b"}"#)
+            let bobs = try await DeviceCalls.onboard(env, .bob, body: #"{"DeviceId":"phone-b"}"#)
             #expect(bobs.status == 201, "\(bobs.text)")
 
             let alice = [("Authorization", TestUser.alice.basic)]
-            let listed = try await env.call(.GET, OnboardingLockTests.connections, headers: alice)
+            let listed = try await env.call(.GET, DeviceCalls.connections, headers: alice)
             let results = try #require((listed.json["d"] as? [String: Any])?["results"] as? [[String: Any]], "\(listed.status) \(listed.text)")
             #expect(results.compactMap { $0["ApplicationConnectionId"] as? String }.sorted() == mine.sorted(), "\(listed.text)")
             let first = try #require(results.first)
@@ -28,7 +28,7 @@ import Testing
             #expect((first["CreatedAt"] as? String)?.hasPrefix("/Date(") == true && first["CustomCustom1"] as? String == "/Date(1)/", "\(first)")
 
             // In Atom, CreatedAt is a DateTime; a device's text that looks like one stays a string.
-            let feed = try await env.call(.GET, OnboardingLockTests.connections + "?$format=atom", headers: alice)
+            let feed = try await env.call(.GET, DeviceCalls.connections + "?$format=atom", headers: alice)
             #expect(feed.text.contains("<d:CreatedAt m:type=\"Edm.DateTime\">"), "\(feed.text)")
             #expect(feed.text.contains("<d:CustomCustom1>/Date(1)/</d:CustomCustom1>"), "\(feed.text)")
             #expect(!feed.text.contains("phone-b"), "bob's registration is not alice's")

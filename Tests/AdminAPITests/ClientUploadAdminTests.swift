@@ -80,7 +80,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func theAdminAPIListsAndFiltersClientLogs(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             try await Self.seed(env)
             let all = try await env.admin(.GET, "/admin/v1/client-logs")
             #expect(all.status == 200, "\(all.text)")
@@ -187,7 +187,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func theAdminAPIListsUsageReports(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             try await Self.seed(env)
             let all = try await env.admin(.GET, "/admin/v1/client-usage")
             #expect(all.status == 200, "\(all.text)")
@@ -250,7 +250,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func theConsoleShowsClientLogsAndUsageReportsEscaped(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             try await Self.seed(env)
             // 55 more entries of one upload, for a second page.
             try await Self.save(

@@ -20,7 +20,7 @@ import Testing
     }
 
     static func withMidtier(_ kind: StoreKind, implicit: Bool, maximum: Int? = nil, _ body: (TestEnvironment) async throws -> Void) async throws {
-        try await OnboardingLockTests.withMidtier(
+        try await TestEnvironment.withMidtier(
             kind,
             adjust: { configuration in
                 configuration.apps["demo"]?.implicitRegistration = implicit
@@ -30,7 +30,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func offByDefaultAnUnregisteredDeviceIsRefused(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind, implicit: false) { env in
-            let reply = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
+            let reply = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(reply.status == 403, "\(reply.text)")
             #expect(try await Self.registrations(env, .alice).isEmpty)
         }
@@ -38,7 +38,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func onTheFirstCallRegistersAndTheNextReusesIt(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind, implicit: true) { env in
-            let first = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
+            let first = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(first.status == 200, "\(first.status) \(first.text)")
             let made = try await Self.registrations(env, .alice)
             #expect(
@@ -48,20 +48,20 @@ import Testing
             let entries = (audit.json["entries"] as? [[String: Any]] ?? []).filter { $0["action"] as? String == "registration.create" }
             #expect(entries.count == 1 && (entries.first?["detail"] as? String ?? "").contains("implicit"), "\(entries)")
 
-            let second = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
+            let second = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(second.status == 200, "\(second.status) \(second.text)")
             #expect(try await Self.registrations(env, .alice).count == 1, "the second call reuses the registration")
 
             // A device id with control characters is refused, as in a POST; nothing is made.
-            let control = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "ph\tone"))
+            let control = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "ph\tone"))
             #expect(control.status == 400, "\(control.status) \(control.text)")
             #expect(try await Self.registrations(env, .alice).count == 1)
 
             // No credentials: 401, nothing made.
-            let anonymous = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(nil, device: "phone-2"))
+            let anonymous = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(nil, device: "phone-2"))
             #expect(anonymous.status == 401, "\(anonymous.status) \(anonymous.text)")
             let wrong = TestUser(id: "alice", password: "wrong", sfUserId: "100001")
-            let badPassword = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(wrong, device: "phone-3"))
+            let badPassword = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(wrong, device: "phone-3"))
             #expect(badPassword.status == 401, "\(badPassword.status) \(badPassword.text)")
             #expect(try await Self.registrations(env, .alice).count == 1)
         }
@@ -69,12 +69,12 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func aLockedDeviceIsRefusedAndNotRegisteredAgain(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind, implicit: true) { env in
-            let first = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "lost-phone"))
+            let first = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "lost-phone"))
             #expect(first.status == 200, "\(first.text)")
             let id = try #require(try await Self.registrations(env, .alice).first?["id"] as? String)
             let locked = try await env.admin(.POST, "/admin/v1/registrations/\(id)/lock")
             #expect(locked.status == 200, "\(locked.text)")
-            let again = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "lost-phone"))
+            let again = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "lost-phone"))
             #expect(again.status == 403 && again.header("x-message-code") == "TRAFFIC_REG_LOCKED", "\(again.status) \(again.text)")
             #expect(try await Self.registrations(env, .alice).count == 1, "no new registration of a held device")
         }
@@ -84,7 +84,7 @@ import Testing
         try await Self.withMidtier(kind, implicit: true) { env in
             let blocked = try await env.admin(.PUT, "/admin/v1/users/alice/block", body: #"{"type":"registration","reason":"x"}"#)
             #expect(blocked.status == 200 || blocked.status == 204, "\(blocked.text)")
-            let reply = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
+            let reply = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(reply.status == 403 && reply.header("x-message-code") == "REG_BLOCKED", "\(reply.status) \(reply.text)")
             #expect(try await Self.registrations(env, .alice).isEmpty)
         }
@@ -92,12 +92,12 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func overThePerUserLimitIsRefusedAsAPost(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind, implicit: true, maximum: 1) { env in
-            let first = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
+            let first = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-1"))
             #expect(first.status == 200, "\(first.text)")
-            let post = try await OnboardingLockTests.onboard(env, .alice, body: #"{"DeviceId":"phone-2"}"#)
-            let implicit = try await env.call(.GET, RegisterAndReadTests.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-2"))
+            let post = try await DeviceCalls.onboard(env, .alice, body: #"{"DeviceId":"phone-2"}"#)
+            let implicit = try await env.call(.GET, DeviceCalls.seedQuery, headers: Self.sdkHeaders(.alice, device: "phone-2"))
             #expect(post.status == 403 && implicit.status == 403, "\(post.status) \(implicit.status) \(implicit.text)")
-            #expect(OnboardingLockTests.errorCode(implicit) == OnboardingLockTests.errorCode(post), "the same answer as a POST: \(implicit.text)")
+            #expect(DeviceCalls.errorCode(implicit) == DeviceCalls.errorCode(post), "the same answer as a POST: \(implicit.text)")
             #expect(try await Self.registrations(env, .alice).count == 1)
         }
     }

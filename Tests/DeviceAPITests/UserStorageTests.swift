@@ -14,12 +14,12 @@ import Testing
     static let mdkRoot = "/mobileservices/Storage/v1/runtime/application/demo"
 
     static func onboard(_ env: TestEnvironment, _ user: TestUser, device: String) async throws -> String {
-        let reply = try await OnboardingLockTests.onboard(env, user, body: #"{"DeviceType":"iOS","DeviceId":"\#(device)"}"#)
+        let reply = try await DeviceCalls.onboard(env, user, body: #"{"DeviceType":"iOS","DeviceId":"\#(device)"}"#)
         return try #require(reply.header("X-SMP-APPCID"), "\(reply.status) \(reply.text)")
     }
 
     @Test(arguments: StoreKind.allCases) func aUsersDocumentsAreTheirsAlone(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let bob = [("Authorization", TestUser.bob.basic)]
             let put = try await env.call(
@@ -67,7 +67,7 @@ import Testing
     /// Two document names that differ only in Unicode normalization (é composed, e + U+0301)
     /// are two documents, and listing the level shows both, each under its own bytes.
     @Test(arguments: StoreKind.allCases) func documentNamesAreKeptByTheirBytes(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let composed = try await env.call(.PUT, "\(Self.root)/currentuser/%C3%A9", headers: alice, body: #"{"v":1}"#)
             let decomposed = try await env.call(.PUT, "\(Self.root)/currentuser/e%CC%81", headers: alice, body: #"{"v":2}"#)
@@ -86,7 +86,7 @@ import Testing
     /// SAP's runtime API also has POST (create), PATCH (merge) and `?overwrite=true` on a GET
     /// (the levels above merged in: the app's global settings, then the user's documents).
     @Test(arguments: StoreKind.allCases) func postCreatesPatchMergesOverwriteMergesTheLevelsAbove(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let post = try await env.call(
                 .POST, "\(Self.root)/currentuser/Prefs", headers: alice, body: #"{"theme":"dark","font":{"size":12,"face":"serif"}}"#)
@@ -133,7 +133,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func aBlockedUserOrALockedRegistrationIsRefusedAsByTheProxy(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
             let id = try await Self.onboard(env, .alice, device: "phone-l")
             let put = try await env.call(.PUT, "\(Self.root)/currentuser/Prefs", headers: alice, body: "{}")
@@ -153,7 +153,7 @@ import Testing
 
     /// A document name is stored text (docs/identity.md, "Stored text"): no control characters.
     @Test(arguments: StoreKind.allCases) func aDocumentNameWithAControlCharacterIsRefusedNamingIt(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
             for method in [HTTPMethod.PUT, .GET, .DELETE] {
                 let reply = try await env.call(method, "\(Self.root)/currentuser/a%00b", headers: alice, body: method == .PUT ? "{}" : nil)
@@ -187,7 +187,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func aUsersDocumentsTogetherStayWithinTheLimit(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
             let document = "{\"x\":\"" + String(repeating: "a", count: 60 * 1024) + "\"}"
             var refused = false
@@ -204,7 +204,7 @@ import Testing
     /// recursively, before its size was checked). The path, its names and the document's
     /// nesting are bounded before anything is built, each refusal naming the limit.
     @Test func theKeyPathNamesAndNestingAreBoundedFirst() async throws {
-        try await OnboardingLockTests.withMidtier(.sqlite) { env in
+        try await TestEnvironment.withMidtier(.sqlite) { env in
             let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
             let deep = try await env.curl(
                 "\(Self.root)/currentuser/d" + String(repeating: "/a", count: 16_000), method: "PUT", headers: alice, body: "{}")
@@ -269,7 +269,7 @@ import Testing
     }
 
     @Test(arguments: StoreKind.allCases) func deviceStorageGoesWithAWipeOrADelete(_ kind: StoreKind) async throws {
-        try await OnboardingLockTests.withMidtier(kind) { env in
+        try await TestEnvironment.withMidtier(kind) { env in
             let alice = [("Authorization", TestUser.alice.basic)]
             for ending in ["wipe", "delete"] {
                 let id = try await Self.onboard(env, .alice, device: "phone-\(ending)")
@@ -303,7 +303,7 @@ import Testing
                     let refused = try await env.call(.GET, "\(Self.root)/device/\(id)/Prefs", headers: alice)
                     #expect(refused.status == 403 && refused.header("x-message-code") == "TRAFFIC_REG_WIPED", "\(refused.text)")
                 } else {
-                    let deleted = try await env.call(.DELETE, "\(OnboardingLockTests.connections)('\(id)')", headers: alice)
+                    let deleted = try await env.call(.DELETE, "\(DeviceCalls.connections)('\(id)')", headers: alice)
                     #expect(deleted.status == 204, "\(deleted.text)")
                 }
                 let entries = try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice"))
