@@ -529,6 +529,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ], swiftSettings: swiftSettings),
+        // SAP's Notification Backend API: how a sender's call is read.
+        .testTarget(
+            name: "PushAPITests",
+            dependencies: ["PushAPI", "MidtierCore", "MidtierHTTP", "MidtierJSON", "MidtierStore"],
+            swiftSettings: swiftSettings),
+        // The command line (the executable's own module).
+        .testTarget(
+            name: "midtierTests",
+            dependencies: ["midtier", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "DeviceProxyTests",
             dependencies: [

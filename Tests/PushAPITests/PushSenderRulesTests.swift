@@ -1,0 +1,56 @@
+import MidtierCore
+import MidtierHTTP
+import MidtierJSON
+import MidtierStore
+import Testing
+
+@testable import PushAPI
+
+/// How the Notification Backend API reads a sender's call and reports a notification, on its
+/// own (docs/push.md, "Sending"); the whole path through stand-in APNs and FCM is
+/// `Tests/e2e/push.py`.
+@Suite struct PushSenderRulesTests {
+    static func json(_ text: String) throws -> JSON {
+        switch StrictJSON.value(Array(text.utf8)) {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The notification object is the body itself (v1 to an app or a device), or its
+    /// `notification` member (users, v2), nested once more in v2's localized form.
+    @Test func theNotificationObjectInEachForm() throws {
+        let plain = try Self.json(#"{"alert":"hi"}"#)
+        #expect(PushSenderRoutes.notification(in: plain, audience: .app)["alert"]?.stringValue == "hi")
+        let users = try Self.json(#"{"users":["a"],"notification":{"alert":"to users"}}"#)
+        #expect(PushSenderRoutes.notification(in: users, audience: .users)["alert"]?.stringValue == "to users")
+        let wrapped = try Self.json(#"{"notification":{"notification":{"alert":"nested"}}}"#)
+        #expect(PushSenderRoutes.notification(in: wrapped, audience: .app)["alert"]?.stringValue == "nested")
+        let missing = try Self.json(#"{"users":["a"]}"#)
+        #expect(PushSenderRoutes.notification(in: missing, audience: .users) == .null)
+    }
+
+    /// A user a sender names is in the app's realm unless it names its own; never empty, never
+    /// with control characters.
+    @Test func usersAreNamedInTheAppsRealm() throws {
+        #expect(try PushSenderRoutes.user(.string("alice"), realm: "", at: "users[0]") == UserIdentity(realm: "", id: "alice"))
+        let other = try Self.json(#"{"realm":"https://idp.example","id":"bob"}"#)
+        #expect(try PushSenderRoutes.user(other, realm: "", at: "users[1]") == UserIdentity(realm: "https://idp.example", id: "bob"))
+        for bad in [JSON.string(""), .string("a\u{0}b"), .number("1"), try Self.json(#"{"realm":"x"}"#)] {
+            #expect(throws: Refusal.self) { try PushSenderRoutes.user(bad, realm: "", at: "users[2]") }
+        }
+    }
+
+    /// SAP's status of the whole notification: queued while any delivery waits, sent when one
+    /// was delivered, an error otherwise.
+    @Test func theOverallStatus() {
+        func delivery(_ state: PushDeliveryState) -> PushDeliveryRecord {
+            PushDeliveryRecord(
+                notification: "n", registration: "r", state: state, attempts: 1, nextAttemptAt: 0, updatedAt: 0, provider: nil, reason: "")
+        }
+        #expect(PushSenderRoutes.overall([delivery(.pending), delivery(.delivered)]) == "QUEUED")
+        #expect(PushSenderRoutes.overall([delivery(.delivered), delivery(.failed)]) == "SENT")
+        #expect(PushSenderRoutes.overall([delivery(.failed)]) == "ERROR")
+        #expect(PushSenderRoutes.overall([]) == "ERROR")
+    }
+}
