@@ -83,7 +83,7 @@ struct StorageEntryJSON {
         [
             "appId": .string(entry.key.app),
             "name": .string(entry.key.name),
-            "registration": entry.key.registration.isEmpty ? .null : .string(entry.key.registration),
+            "registration": entry.key.level.registration.map(JSON.string) ?? .null,
             "size": .number(entry.size),
             "updatedAt": AdminTime.json(entry.updatedAt),
         ]

@@ -227,8 +227,8 @@ package final class CachedStateStore: StateStore {
         try await base.storageDocument(key)
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
-        try await base.storageDocuments(app: app, user: user, registration: registration)
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
+        try await base.storageDocuments(app: app, user: user, level: level)
     }
 
     package func writeStorage<Reason: Sendable>(

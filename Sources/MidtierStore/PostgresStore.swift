@@ -552,19 +552,21 @@ package final class PostgresStore: StateStore {
     static let uploadLock: Int32 = 0x4D74_5505
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
-        try await read { client, logger in
+        let registration = key.level.storedRegistration
+        return try await read { client, logger in
             let rows = try await client.query(
                 """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
                 """, logger: logger)
             for try await (document) in rows.decode(String.self) { return document }
             return nil
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
-        try await read { client, logger in
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
+        let registration = level.storedRegistration
+        return try await read { client, logger in
             let rows = try await client.query(
                 """
                 SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
@@ -581,16 +583,17 @@ package final class PostgresStore: StateStore {
         _ key: StorageKey, userLimit: Int, now: Int64,
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
-        try await write(lock: nil) { connection, logger in
+        let registration = key.level.storedRegistration
+        return try await write(lock: nil) { connection, logger in
             // The user's writes one after the other; the realm's length keeps realm and id apart.
             let user = "\(key.user.realm.utf8.count):\(key.user.realm)\(key.user.id)"
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.storageLock), hashtext(\(user)))", logger: logger)
-            if !key.registration.isEmpty {
+            if case .registration(let id) = key.level {
                 // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
                 // write, and deletes what it wrote; a write after it finds no active registration.
                 let rows = try await connection.query(
                     """
-                    SELECT 1 FROM midtier_registration WHERE id = \(key.registration) AND app_id = \(key.app)
+                    SELECT 1 FROM midtier_registration WHERE id = \(id) AND app_id = \(key.app)
                         AND user_realm = \(key.user.realm) AND user_id = \(key.user.id) AND state = 'active' FOR SHARE
                     """, logger: logger)
                 var active = false
@@ -600,7 +603,7 @@ package final class PostgresStore: StateStore {
             let found = try await connection.query(
                 """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name) FOR UPDATE
+                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name) FOR UPDATE
                 """, logger: logger)
             var current: String?
             for try await (document) in found.decode(String.self) { current = document }
@@ -611,14 +614,14 @@ package final class PostgresStore: StateStore {
                 try await connection.query(
                     """
                     DELETE FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                        AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
                     """, logger: logger)
                 return .removed
             case .set(let text):
                 let sums = try await connection.query(
                     """
                     SELECT COALESCE(SUM(size), 0)::int8 FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND NOT (app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name))
+                        AND NOT (app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name))
                     """, logger: logger)
                 var others: Int64 = 0
                 for try await (sum) in sums.decode(Int64.self) { others = sum }
@@ -627,7 +630,7 @@ package final class PostgresStore: StateStore {
                 try await connection.query(
                     """
                     INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
-                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(key.registration), \(key.name), \(text), \(size), \(now))
+                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(registration), \(key.name), \(text), \(size), \(now))
                     ON CONFLICT (user_realm, user_id, app_id, registration_id, name)
                     DO UPDATE SET document = excluded.document, size = excluded.size, updated_at = excluded.updated_at
                     """, logger: logger)
@@ -647,7 +650,7 @@ package final class PostgresStore: StateStore {
             for try await (app, registration, name, size, updatedAt) in rows.decode((String, String, String, Int64, Int64).self) {
                 entries.append(
                     StorageEntry(
-                        key: StorageKey(app: app, user: user, registration: registration, name: name),
+                        key: StorageKey(app: app, user: user, level: StorageLevel(storedRegistration: registration), name: name),
                         size: Int(size), updatedAt: updatedAt))
             }
             return entries

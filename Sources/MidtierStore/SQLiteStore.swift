@@ -563,11 +563,11 @@ package final class SQLiteStore: StateStore {
                 db,
                 sql: """
                     SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
-                    """, arguments: [key.user.realm, key.user.id, key.app, key.registration, key.name])
+                    """, arguments: [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name])
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
         try await read { db in
             // SQLite's BINARY collation orders names by their bytes.
             try Row.fetchAll(
@@ -575,7 +575,7 @@ package final class SQLiteStore: StateStore {
                 sql: """
                     SELECT name, document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ?
                     ORDER BY name
-                    """, arguments: [user.realm, user.id, app, registration]
+                    """, arguments: [user.realm, user.id, app, level.storedRegistration]
             ).map { StoredDocument(name: $0["name"], text: $0["document"]) }
         }
     }
@@ -585,16 +585,16 @@ package final class SQLiteStore: StateStore {
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
         try await write { db in
-            if !key.registration.isEmpty {
+            if case .registration(let id) = key.level {
                 guard
                     try Bool.fetchOne(
                         db,
                         sql: """
                             SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
-                            """, arguments: [key.registration, key.app, key.user.realm, key.user.id]) != nil
+                            """, arguments: [id, key.app, key.user.realm, key.user.id]) != nil
                 else { return .registrationInactive }
             }
-            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.registration, key.name]
+            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name]
             let current = try String.fetchOne(
                 db,
                 sql: """
@@ -638,7 +638,8 @@ package final class SQLiteStore: StateStore {
                     """, arguments: [user.realm, user.id]
             ).map { row in
                 StorageEntry(
-                    key: StorageKey(app: row["app_id"], user: user, registration: row["registration_id"], name: row["name"]),
+                    key: StorageKey(
+                        app: row["app_id"], user: user, level: StorageLevel(storedRegistration: row["registration_id"]), name: row["name"]),
                     size: row["size"], updatedAt: row["updated_at"])
             }
         }

@@ -69,9 +69,9 @@ package protocol StateStore: Sendable {
 
     /// The document at `key`, as stored.
     func storageDocument(_ key: StorageKey) async throws(StoreError) -> String?
-    /// The documents of one level (`registration` "" for the user level), sorted by the bytes
+    /// The documents of one level, sorted by the bytes
     /// of their names; two names that differ only in Unicode normalization are two documents.
-    func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument]
+    func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument]
     /// Changes the document at `key` as `edit` decides from the one stored, in one transaction
     /// that also checks that the user's documents stay within `userLimit` bytes together and,
     /// for a `device` level key, that the registration is the user's active one of the app.
