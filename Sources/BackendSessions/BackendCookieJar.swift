@@ -85,13 +85,10 @@ package final class BackendCookieJar: Sendable {
 
     private let state = Mutex(State())
     private let capacity: Int
-    private let wallClock: @Sendable () -> Int64
+    private let wallClock: WallClock
 
-    /// `wallClock`: milliseconds since 1970.
-    package init(
-        capacity: Int = 100_000,
-        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-    ) {
+    /// `wallClock`: the server's clock (cookies' expiry).
+    package init(capacity: Int = 100_000, wallClock: WallClock = .system) {
         self.capacity = capacity
         self.wallClock = wallClock
     }
@@ -106,7 +103,7 @@ package final class BackendCookieJar: Sendable {
 
     /// The `Cookie` header value for a request to `path`, or nil.
     package func cookieHeader(for key: Key, path: String) -> String? {
-        cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock()) }
+        cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock.now()) }
     }
 
     /// The unexpired cookies of `key`'s jar, or nil when memory does not hold it.
@@ -115,7 +112,7 @@ package final class BackendCookieJar: Sendable {
     /// The unexpired cookies of `key`'s jar and the stamp of the session they belong to, or nil
     /// when memory does not hold it.
     package func session(for key: Key) -> (cookies: [Cookie], stamp: Int64)? {
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> (cookies: [Cookie], stamp: Int64)? in
             guard var jar = state.jars[key] else { return nil }
@@ -151,7 +148,7 @@ package final class BackendCookieJar: Sendable {
     /// since the read started.
     @discardableResult
     package func load(_ cookies: [Cookie], stamp: Int64 = 0, for key: Key, startedAt: UInt64) -> Loading {
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> Loading in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
@@ -178,7 +175,7 @@ package final class BackendCookieJar: Sendable {
         sent: [Cookie] = [], sentStamp: Int64 = 0
     ) -> Change? {
         guard !setCookies.isEmpty else { return nil }
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> Change? in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }

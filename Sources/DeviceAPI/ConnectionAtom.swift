@@ -38,13 +38,13 @@ enum ConnectionAtom {
     }
 
     /// One entity as an Atom `entry` document.
-    static func entry(_ entity: ODataEntity, now: Date = Date()) -> String {
+    static func entry(_ entity: ODataEntity, now: Date) -> String {
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + entryElement(entity, root: true, now: now)
     }
 
     /// A collection (`Connections` unless `set` says another) as an Atom `feed` document; `base`
     /// is the collection's URL.
-    static func feed(_ entities: [ODataEntity], base: String, set: String = "Connections", now: Date = Date()) -> String {
+    static func feed(_ entities: [ODataEntity], base: String, set: String = "Connections", now: Date) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         xml += "<feed xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">"
         xml += "<id>\(escaped(base))</id><title type=\"text\">\(set)</title><updated>\(timestamp(now))</updated>"

@@ -190,7 +190,7 @@ struct StorageRoutes: Sendable {
         _ key: StorageKey, place: String,
         _ change: @escaping @Sendable (String?) throws(Refusal) -> JSON?
     ) async throws(Refusal) -> Response {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = registrations.clock.now()
         let store = registrations.store
         let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.writeStorage(key, userLimit: Self.userLimit, now: now) { current -> StorageEdit<Refusal> in

@@ -67,7 +67,7 @@ package final class MidtierServer: Sendable {
     package init(
         configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
         tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        clock: WallClock = .system
     ) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
@@ -95,7 +95,7 @@ package final class MidtierServer: Sendable {
         self.sessions = sessions
         let runtime = self.runtime
         self.registrations = RegistrationService(
-            store: store, now: clock,
+            store: store, clock: clock,
             maximumPerUser: { runtime.current.configuration.server.maxRegistrationsPerUser },
             sessionsEnded: { sessions.ended(registration: $0) })
         self.configurationDirectory = configurationDirectory
@@ -133,16 +133,18 @@ package final class MidtierServer: Sendable {
     }
 
     /// Opens the store a configuration names, behind the memory cache the request path reads.
-    package static func openStore(_ location: StoreLocation, logger: Logger) async throws(StartupError) -> any StateStore {
+    package static func openStore(
+        _ location: StoreLocation, logger: Logger, clock: WallClock = .system
+    ) async throws(StartupError) -> any StateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
-            do { return CachedStateStore(base: try SQLiteStore(path: path)) } catch { throw StartupError(error.description) }
+            do { return CachedStateStore(base: try SQLiteStore(path: path, clock: clock)) } catch { throw StartupError(error.description) }
         case .postgres(let postgres):
             // Shared by several instances: another instance's changes reach memory through the
             // store's change feed (`storeChanges()`, docs/operations.md).
             do {
-                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger))
+                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger, clock: clock))
             } catch {
                 throw StartupError(error.description)
             }
@@ -179,7 +181,7 @@ package final class MidtierServer: Sendable {
         logger.notice("configuration reload", metadata: ["by": "\(actor.name)", "outcome": "\(detail)"])
         try? await registrations.store.appendAudit(
             AuditEntry(
-                at: registrations.now(), actor: actor.name, action: "config.reload",
+                at: registrations.clock.now(), actor: actor.name, action: "config.reload",
                 target: configurationDirectory ?? "", detail: detail, source: actor.source))
         return outcome
     }
@@ -196,8 +198,7 @@ package final class MidtierServer: Sendable {
         DeviceAPIRoutes(runtime: runtime, registrations: registrations, logger: logger).add(to: router)
         if let pushStore {
             PushSenderRoutes(
-                runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
-                now: registrations.now
+                runtime: runtime, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger
             ).add(to: router)
         }
         let runtime = self.runtime
@@ -341,7 +342,7 @@ package final class MidtierServer: Sendable {
     @discardableResult
     package func purgeExpiredClientUploads() async -> Int? {
         let days = Int64(runtime.current.configuration.server.clientUploads.retentionDays)
-        let cutoff = registrations.now() - days * 86_400_000
+        let cutoff = registrations.clock.now() - days * 86_400_000
         do {
             let purged = try await registrations.store.purgeClientUploads(receivedBefore: cutoff)
             if purged > 0 { logger.info("client uploads past their retention deleted", metadata: ["uploads": "\(purged)"]) }
@@ -360,7 +361,7 @@ package final class MidtierServer: Sendable {
                 let runtime = self.runtime
                 return PushDeliveryWorker(
                     store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
-                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, now: registrations.now)
+                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, clock: registrations.clock)
             }, retentionDays: retentionDays, logger: logger)
     }
 
@@ -459,7 +460,7 @@ struct PushDeliveryService: Service {
                 group.addTask { await worker.run() }
                 group.addTask {
                     while !Task.isCancelled {
-                        let cutoff = worker.now() - Int64(retentionDays) * 86_400_000
+                        let cutoff = worker.clock.now() - Int64(retentionDays) * 86_400_000
                         do {
                             let purged = try await worker.store.purgePushNotifications(before: cutoff)
                             if purged > 0 { logger.info("push notifications past their retention deleted", metadata: ["notifications": "\(purged)"]) }

@@ -163,7 +163,7 @@ extension PostgresStore: PushStore, PushTokenReleasing {
             var cleared = false
             for try await _ in rows { cleared = true }
             guard cleared else { return false }
-            try await Self.announce(.device(id: registration), at: Self.now(), on: connection, logger: logger)
+            try await Self.announce(.device(id: registration), at: self.clock.now(), on: connection, logger: logger)
             return true
         }
     }
@@ -189,7 +189,7 @@ extension PostgresStore: PushStore, PushTokenReleasing {
                 """, logger: logger)
             var released: [String] = []
             for try await (id) in rows.decode(String.self) { released.append(id) }
-            let at = Self.now()
+            let at = self.clock.now()
             for id in released { try await Self.announce(.device(id: id), at: at, on: connection, logger: logger) }
             return released
         }

@@ -34,15 +34,18 @@ package final class PostgresStore: StateStore {
     let operationTimeout: Duration
     /// The deadline of session reads and saves, which run on the request path.
     let sessionTimeout: Duration
+    /// The server's clock: when a change was announced, which changes are old.
+    let clock: WallClock
     private let runner: Task<Void, Never>
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
     /// instances starting at once migrate one after the other.
     package init(
         _ location: PostgresLocation, operationTimeout: Duration = .seconds(5), sessionTimeout: Duration = .seconds(1),
-        logger: Logger
+        logger: Logger, clock: WallClock = .system
     ) async throws(StoreError) {
         self.location = location
+        self.clock = clock
         self.logger = logger
         self.operationTimeout = operationTimeout
         self.sessionTimeout = sessionTimeout
@@ -205,8 +208,6 @@ package final class PostgresStore: StateStore {
         try await connection.query("SELECT pg_notify(\(Self.changeChannel), '')", logger: logger)
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-
     // MARK: Registrations
 
     package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
@@ -247,7 +248,7 @@ package final class PostgresStore: StateStore {
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
             // Others may have remembered the id as unknown (a device that called before it
             // onboarded); they forget that (docs/identity.md, "Registration ids").
-            try await Self.announce(.created(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
+            try await Self.announce(.created(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
             return .inserted
         }
     }
@@ -297,7 +298,7 @@ package final class PostgresStore: StateStore {
             for try await _ in updated { changed = true }
             guard changed else { return false }
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
-            try await Self.announce(.device(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
+            try await Self.announce(.device(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
             return true
         }
     }
@@ -332,7 +333,7 @@ package final class PostgresStore: StateStore {
                     "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
             guard let registration = found.first else { return DeleteOutcome.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
-            let at = audit?.at ?? Self.now()
+            let at = audit?.at ?? self.clock.now()
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
             try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
@@ -899,7 +900,7 @@ package final class PostgresStore: StateStore {
 
     /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
     package func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
-        let cutoff = Self.now() - milliseconds
+        let cutoff = self.clock.now() - milliseconds
         try await read { client, logger in
             try await client.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
         }

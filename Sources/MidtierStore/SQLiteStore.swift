@@ -7,9 +7,12 @@ package import MidtierCore
 /// an acknowledged change survives a crash and a power loss.
 package final class SQLiteStore: StateStore {
     private let database: DatabasePool
+    /// The server's clock: when an id was retired without an audit entry to say.
+    private let clock: WallClock
 
     /// Opens (creating if needed) the database at `path`, and its directory.
-    package init(path: String) throws(StoreError) {
+    package init(path: String, clock: WallClock = .system) throws(StoreError) {
+        self.clock = clock
         do {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
@@ -407,7 +410,7 @@ package final class SQLiteStore: StateStore {
             try Self.deleteClientUploads(of: id, in: db)
             try db.execute(
                 sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
-                arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
+                arguments: [id, audit?.at ?? self.clock.now()])
             if let audit { try Self.append(audit, in: db) }
             return .deleted(registration)
         }

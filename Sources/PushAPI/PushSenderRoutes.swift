@@ -30,7 +30,6 @@ package struct PushSenderRoutes: Sendable {
     let store: any PushStore
     let wakeUp: PushWakeUp
     let logger: Logger
-    let now: @Sendable () -> Int64
 
     /// The most users one call names, and the largest body.
     static let maximumUsers = 1000
@@ -38,15 +37,13 @@ package struct PushSenderRoutes: Sendable {
     static let challenge = "Basic realm=\"midtier push\", charset=\"UTF-8\""
 
     package init(
-        runtime: RuntimeHolder, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        runtime: RuntimeHolder, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger
     ) {
         self.runtime = runtime
         self.registrations = registrations
         self.store = store
         self.wakeUp = wakeUp
         self.logger = logger
-        self.now = now
     }
 
     package func add(to router: Router<MidtierRequestContext>) {
@@ -104,7 +101,7 @@ package struct PushSenderRoutes: Sendable {
         }
         let record = PushNotificationRecord(
             id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name,
-            payload: notification.serialized(), createdAt: now())
+            payload: notification.serialized(), createdAt: registrations.clock.now())
         try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.enqueue(record, registrations: targets.registrations)
         }

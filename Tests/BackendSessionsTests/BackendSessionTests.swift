@@ -112,7 +112,7 @@ import Testing
     /// A change made on top of another instance's session is stamped after it, even when both
     /// came within the same millisecond: the store keeps the later of the two.
     @Test func aChangeIsStampedAfterTheSessionItWasMadeOn() throws {
-        let jar = BackendCookieJar(wallClock: { 1_800_000_000_000 })
+        let jar = BackendCookieJar(wallClock: WallClock { 1_800_000_000_000 })
         let key = BackendCookieJar.Key(registration: "r1", destination: "gw")
         let theirs: Int64 = 1_800_000_000_000 * 1000 + 5
         #expect(jar.load([.init(name: "s", value: "1", path: "/", expiresAt: nil)], stamp: theirs, for: key, startedAt: jar.clock) == .kept)
@@ -179,7 +179,7 @@ import Testing
             // In the middle of a key rotation: A seals with the old key, B with the new; both open both.
             // Both instances' wall clocks stand still: every answer below comes within the same
             // millisecond, as on a fast machine, and each still replaces the one it followed.
-            let frozen: @Sendable () -> Int64 = { 1_800_000_000_000 }
+            let frozen = WallClock { 1_800_000_000_000 }
             let a = BackendSessions(store: storeA, keys: [Self.key1, Self.key2], logger: Self.logger, wallClock: frozen)
             let b = BackendSessions(store: storeB, keys: [Self.key2, Self.key1], logger: Self.logger, wallClock: frozen)
 
