@@ -294,7 +294,7 @@ package final class BackendCookieJar: Sendable {
                     expiresAt = seconds <= 0 ? 0 : now + min(seconds, longest) * 1000
                 }
             case "expires" where pieces.count == 2 && expiresAt == nil:
-                if let expiry = httpDate(pieces[1]) {
+                if let expiry = HTTPTime.parse(pieces[1]) {
                     let remaining = expiry - now / 1000
                     expiresAt = remaining <= 0 ? 0 : now + min(remaining, longest) * 1000
                 }
@@ -304,26 +304,4 @@ package final class BackendCookieJar: Sendable {
         }
         return Cookie(name: name, value: value, path: path, expiresAt: expiresAt)
     }
-}
-
-/// Seconds since 1970 of an HTTP date as cookies write it (`Wed, 21 Oct 2015 07:28:00 GMT`,
-/// `Wed, 21-Oct-2015 07:28:00 GMT`, `Wednesday, 21-Oct-15 07:28:00 GMT`); nil otherwise.
-func httpDate(_ text: String) -> Int64? {
-    let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-    guard let comma = text.firstIndex(of: ",") else { return nil }
-    let fields = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
-    guard fields.count == 5, fields[4].uppercased() == "GMT", let day = Int32(fields[0]),
-        let month = months.firstIndex(of: fields[1].lowercased()), var year = Int32(fields[2])
-    else { return nil }
-    if year < 100 { year += year < 70 ? 2000 : 1900 }
-    let clock = fields[3].split(separator: ":").compactMap { Int32($0) }
-    guard clock.count == 3, (1...31).contains(day), clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
-    var parts = tm()
-    parts.tm_year = year - 1900
-    parts.tm_mon = Int32(month)
-    parts.tm_mday = day
-    parts.tm_hour = clock[0]
-    parts.tm_min = clock[1]
-    parts.tm_sec = clock[2]
-    return Int64(timegm(&parts))
 }

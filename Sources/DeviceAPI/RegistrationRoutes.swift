@@ -182,7 +182,7 @@ struct RegistrationRoutes: Sendable {
         let entities = owned.map { Self.entity($0, app: app, version: version, publicURL: publicURL) }
         if ConnectionAtom.isWanted(request) {
             let base = "\(publicURL)/odata/applications/\(version)/\(app.id)/Connections"
-            return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, now: registrations.clock.date()), status: .ok)
+            return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, now: registrations.clock.now()), status: .ok)
         }
         return ODataEntity.response(entities)
     }
@@ -204,7 +204,7 @@ struct RegistrationRoutes: Sendable {
             if atom {
                 let base = "\(configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/Endpoints"
                 return ConnectionAtom.response(
-                    ConnectionAtom.feed(entities, base: base, set: "Endpoints", now: registrations.clock.date()), status: .ok)
+                    ConnectionAtom.feed(entities, base: base, set: "Endpoints", now: registrations.clock.now()), status: .ok)
             }
             return ODataEntity.response(entities)
         }
@@ -212,7 +212,7 @@ struct RegistrationRoutes: Sendable {
         guard let endpoint = EndpointsCollection.entity(named: name, app: app, configuration: configuration, version: version) else {
             throw .notFound("application \(app.id) has no destination \(name)")
         }
-        if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint, now: registrations.clock.date()), status: .ok) }
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint, now: registrations.clock.now()), status: .ok) }
         return ODataEntity.response(endpoint)
     }
 
@@ -333,7 +333,7 @@ struct RegistrationRoutes: Sendable {
         status: HTTPResponse.Status, atom: Bool = false
     ) -> Response {
         let entity = Self.entity(registration, app: app, version: version, publicURL: publicURL)
-        if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity, now: registrations.clock.date()), status: status) }
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity, now: registrations.clock.now()), status: status) }
         return ODataEntity.response(entity, status: status)
     }
 }

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// The server's wall clock: now, as milliseconds since 1970 (UTC), the unit the store, the
 /// audit trail and the wire formats keep. `MidtierServer` makes one and hands the same clock to
@@ -20,7 +20,4 @@ package struct WallClock: Sendable {
 
     /// Milliseconds since 1970, now.
     package func now() -> Int64 { milliseconds() }
-
-    /// Now, as a `Date` (to the millisecond), for the APIs that take one.
-    package func date() -> Date { Date(timeIntervalSince1970: Double(milliseconds()) / 1000) }
 }
