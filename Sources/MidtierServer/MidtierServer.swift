@@ -42,6 +42,9 @@ package final class MidtierServer: Sendable {
     /// tokens (a companion of `tokens`).
     package let userCertificates: UserCertificateCache<NIOSSLContext?>
     package let registrations: RegistrationService
+    /// The store behind its memory cache (``openStore(_:logger:clock:)``); the registrations'
+    /// store. What else it offers (push, a change feed) it declares.
+    let memory: CachedStateStore
     /// The keep-alive connections that proxied calls go over.
     package let upstreams: UpstreamConnectionPool
     /// Push notifications (docs/push.md): the apps' APNs and FCM clients, and the signal that
@@ -65,7 +68,7 @@ package final class MidtierServer: Sendable {
     let logger: Logger
 
     package init(
-        configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
+        configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: CachedStateStore, logger: Logger,
         tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
         clock: WallClock = .system
     ) throws(StartupError) {
@@ -91,6 +94,7 @@ package final class MidtierServer: Sendable {
         let userCertificates = UserCertificateCache<NIOSSLContext?>()
         self.userCertificates = userCertificates
         self.tokens = tokenCache ?? TokenCache(companions: [userCertificates])
+        self.memory = store
         let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger, wallClock: clock)
         self.sessions = sessions
         let runtime = self.runtime
@@ -117,7 +121,7 @@ package final class MidtierServer: Sendable {
     }
 
     /// The store's push side; nil for a store that has none (some test stores).
-    var pushStore: (any PushStore)? { registrations.store as? any PushStore }
+    var pushStore: (any PushStore)? { memory.pushStore }
 
     static func makeRuntime(
         _ configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool,
@@ -135,7 +139,7 @@ package final class MidtierServer: Sendable {
     /// Opens the store a configuration names, behind the memory cache the request path reads.
     package static func openStore(
         _ location: StoreLocation, logger: Logger, clock: WallClock = .system
-    ) async throws(StartupError) -> any StateStore {
+    ) async throws(StartupError) -> CachedStateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
@@ -392,11 +396,11 @@ struct StoreChangeApplier: Service {
     let server: MidtierServer
 
     func run() async throws {
-        guard let cache = server.registrations.store as? CachedStateStore, let shared = cache.base as? PostgresStore else {
+        let cache = server.memory
+        guard let feed = cache.changeFeed() else {
             try? await gracefulShutdown()
             return
         }
-        let feed = PostgresChangeFeed(store: shared, logger: server.logger)
         try? await cancelWhenGracefulShutdown {
             await feed.run { event in server.apply(event, to: cache) }
         }

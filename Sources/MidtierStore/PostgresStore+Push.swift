@@ -7,7 +7,7 @@ import PostgresNIO
 // leased row is not due again until its lease runs out. None of these writes is announced
 // (every instance reads them from here) but clearing a token, which changes a registration.
 
-extension PostgresStore: PushStore, PushTokenReleasing {
+extension PostgresStore: PushStore {
     static let notificationColumns = "n.id, n.app_id, n.sender, n.payload, n.created_at"
 
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
@@ -166,10 +166,6 @@ extension PostgresStore: PushStore, PushTokenReleasing {
             try await Self.announce(.device(id: registration), at: self.clock.now(), on: connection, logger: logger)
             return true
         }
-    }
-
-    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
-        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
     }
 
     package func registrationsReleasingPushToken(

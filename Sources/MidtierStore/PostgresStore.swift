@@ -962,6 +962,13 @@ package final class PostgresStore: StateStore {
         return entries
     }
 
+    // MARK: What else it offers
+
+    /// Push notifications: PostgresStore+Push.swift.
+    package var pushStore: (any PushStore)? { self }
+    /// Several instances share a PostgreSQL store: each follows the others' changes.
+    package func changeFeed() -> PostgresChangeFeed? { PostgresChangeFeed(store: self, logger: logger) }
+
     package func ping() async -> Bool {
         do {
             // A load balancer's probe must get its answer within a couple of seconds.

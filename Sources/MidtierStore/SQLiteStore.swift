@@ -863,4 +863,11 @@ package final class SQLiteStore: StateStore {
     package func ping() async -> Bool {
         (try? await read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
+
+    // MARK: What else it offers
+
+    /// Push notifications: SQLiteStore+Push.swift.
+    package var pushStore: (any PushStore)? { self }
+    /// None: one instance owns an SQLite store, and its own writes keep memory exact.
+    package func changeFeed() -> PostgresChangeFeed? { nil }
 }

@@ -122,6 +122,14 @@ package protocol StateStore: Sendable {
 
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool
+
+    // MARK: What else the store offers (each store declares it; nobody has to cast to find out)
+
+    /// The store's side of push notifications (docs/push.md); nil for a store that keeps none.
+    var pushStore: (any PushStore)? { get }
+    /// A feed of the changes other instances make to this store, for memory to follow
+    /// (docs/operations.md), logging to the store's logger; nil for a store that one instance owns.
+    func changeFeed() -> PostgresChangeFeed?
 }
 
 extension StateStore {

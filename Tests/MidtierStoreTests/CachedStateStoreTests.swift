@@ -174,6 +174,10 @@ final class CountingStore: StateStore {
 }
 
 extension CountingStore {
+    /// It passes no push notifications and no change feed on.
+    var pushStore: (any PushStore)? { nil }
+    func changeFeed() -> PostgresChangeFeed? { nil }
+
     func saveClientUpload(
         _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
         now: Int64
