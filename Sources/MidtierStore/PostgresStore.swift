@@ -314,11 +314,7 @@ package final class PostgresStore: StateStore {
             guard var registration = found.first else { return StateTransition.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
-            if state == .wiped {
-                try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
-                try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
-            }
+            try await Self.delete(RegistrationRows.deleted(changingTo: state), of: id, on: connection, logger: logger)
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
             registration.state = state
@@ -335,9 +331,7 @@ package final class PostgresStore: StateStore {
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             let at = audit?.at ?? self.clock.now()
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
-            try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
+            try await Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, on: connection, logger: logger)
             try await connection.query(
                 """
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
@@ -671,12 +665,14 @@ package final class PostgresStore: StateStore {
             registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
     }
 
-    static func deleteClientUploads(of registration: String, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(
-            """
-            DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE registration_id = \(registration))
-            """, logger: logger)
-        try await connection.query("DELETE FROM midtier_client_uploads WHERE registration_id = \(registration)", logger: logger)
+    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
+    static func delete(_ rows: [RegistrationRows], of id: String, on connection: PostgresConnection, logger: Logger) async throws {
+        for rows in rows {
+            var binds = PostgresBindings()
+            binds.append(id)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: rows.deleteStatement(prefix: "midtier_", placeholder: "$1"), binds: binds), logger: logger)
+        }
     }
 
     /// Appends the conditions `filter` sets on uploads (`u`), with `time` the column its

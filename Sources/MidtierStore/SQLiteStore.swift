@@ -386,11 +386,7 @@ package final class SQLiteStore: StateStore {
             else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
-            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
-            if state == .wiped {
-                try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
-                try Self.deleteClientUploads(of: id, in: db)
-            }
+            try Self.delete(RegistrationRows.deleted(changingTo: state), of: id, in: db)
             try Self.append(audit, in: db)
             registration.state = state
             return .changed(registration)
@@ -405,9 +401,7 @@ package final class SQLiteStore: StateStore {
             else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
-            try Self.deleteClientUploads(of: id, in: db)
+            try Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, in: db)
             try db.execute(
                 sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
                 arguments: [id, audit?.at ?? self.clock.now()])
@@ -660,12 +654,9 @@ package final class SQLiteStore: StateStore {
             deviceId: row["device_id"], receivedAt: row["received_at"], size: row["size"], report: row["report"])
     }
 
-    private static func deleteClientUploads(of registration: String, in db: Database) throws {
-        try db.execute(
-            sql: """
-                DELETE FROM client_log_entries WHERE upload_id IN (SELECT id FROM client_uploads WHERE registration_id = ?)
-                """, arguments: [registration])
-        try db.execute(sql: "DELETE FROM client_uploads WHERE registration_id = ?", arguments: [registration])
+    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
+    private static func delete(_ rows: [RegistrationRows], of id: String, in db: Database) throws {
+        for rows in rows { try db.execute(sql: rows.deleteStatement(prefix: "", placeholder: "?"), arguments: [id]) }
     }
 
     /// The conditions `filter` sets on uploads (`u`), with `time` the column its from/until bound.
