@@ -10,11 +10,9 @@ import MidtierStore
 // (by their bytes), so that an answer's text never depends on a dictionary's order. The
 // client-upload shapes are in ClientUploadJSON.swift.
 
-/// Times as the admin API writes them: RFC 3339 in UTC, to the second.
+/// Times as the admin API writes them: RFC 3339 in UTC, to the second (``ISO8601Time``).
 enum AdminTime {
-    static func json(_ milliseconds: Int64) -> JSON {
-        .string(Date(timeIntervalSince1970: Double(milliseconds) / 1000).formatted(.iso8601))
-    }
+    static func json(_ milliseconds: Int64) -> JSON { .string(ISO8601Time.format(milliseconds: milliseconds)) }
 }
 
 /// `Registration`: one device registration.
@@ -83,7 +81,7 @@ struct StorageEntryJSON {
         [
             "appId": .string(entry.key.app),
             "name": .string(entry.key.name),
-            "registration": entry.key.registration.isEmpty ? .null : .string(entry.key.registration),
+            "registration": entry.key.level.registration.map(JSON.string) ?? .null,
             "size": .number(entry.size),
             "updatedAt": AdminTime.json(entry.updatedAt),
         ]

@@ -118,7 +118,7 @@ extension Administration {
         guard !targets.isEmpty else {
             throw .badRequest("user \(user) has no active registration in application \(app.id) with a push token for its push services")
         }
-        let now = registrations.now()
+        let now = registrations.clock.now()
         let record = PushNotificationRecord(
             id: UUID().uuidString.lowercased(), app: app.id, sender: Self.testSender(actor),
             payload: notification.serialized(), createdAt: now)

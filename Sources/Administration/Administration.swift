@@ -103,7 +103,7 @@ package struct Administration: Sendable {
         {
             throw .notFound(unknown)
         }
-        let block = UserBlock(user: user, kind: kind, reason: reason, since: registrations.now(), by: actor.name)
+        let block = UserBlock(user: user, kind: kind, reason: reason, since: registrations.clock.now(), by: actor.name)
         let audit = AuditEntry(
             at: block.since, actor: actor.name, action: "user.block", target: user.description,
             detail: "\(kind.rawValue): \(reason)", source: actor.source)
@@ -164,7 +164,8 @@ package struct Administration: Sendable {
 
     /// Lifts `user`'s block; `404` when there is none.
     package func unblock(_ user: UserIdentity, by actor: AuditActor) async throws(Refusal) {
-        let audit = AuditEntry(at: registrations.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
+        let audit = AuditEntry(
+            at: registrations.clock.now(), actor: actor.name, action: "user.unblock", target: user.description, source: actor.source)
         let removed = try await store { () async throws(StoreError) in try await registrations.store.removeBlock(of: user, audit: audit) }
         guard removed else { throw .notFound("user \(user) is not blocked") }
         logger.notice("user unblocked", metadata: ["user": "\(user)", "by": "\(actor.name)"])
@@ -175,7 +176,7 @@ package struct Administration: Sendable {
     package func purgeTokens(of user: UserIdentity, by actor: AuditActor) async throws(Refusal) -> Int {
         let purged = tokens.remove(user: user)
         let audit = AuditEntry(
-            at: registrations.now(), actor: actor.name, action: "tokens.purge", target: user.description,
+            at: registrations.clock.now(), actor: actor.name, action: "tokens.purge", target: user.description,
             detail: "\(purged) token(s)", source: actor.source)
         try await store { () async throws(StoreError) in try await registrations.store.purgeTokens(of: user, audit: audit) }
         return purged

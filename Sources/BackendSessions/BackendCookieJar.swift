@@ -85,13 +85,10 @@ package final class BackendCookieJar: Sendable {
 
     private let state = Mutex(State())
     private let capacity: Int
-    private let wallClock: @Sendable () -> Int64
+    private let wallClock: WallClock
 
-    /// `wallClock`: milliseconds since 1970.
-    package init(
-        capacity: Int = 100_000,
-        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-    ) {
+    /// `wallClock`: the server's clock (cookies' expiry).
+    package init(capacity: Int = 100_000, wallClock: WallClock = .system) {
         self.capacity = capacity
         self.wallClock = wallClock
     }
@@ -106,7 +103,7 @@ package final class BackendCookieJar: Sendable {
 
     /// The `Cookie` header value for a request to `path`, or nil.
     package func cookieHeader(for key: Key, path: String) -> String? {
-        cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock()) }
+        cookies(for: key).flatMap { Self.header($0, path: path, now: wallClock.now()) }
     }
 
     /// The unexpired cookies of `key`'s jar, or nil when memory does not hold it.
@@ -115,7 +112,7 @@ package final class BackendCookieJar: Sendable {
     /// The unexpired cookies of `key`'s jar and the stamp of the session they belong to, or nil
     /// when memory does not hold it.
     package func session(for key: Key) -> (cookies: [Cookie], stamp: Int64)? {
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> (cookies: [Cookie], stamp: Int64)? in
             guard var jar = state.jars[key] else { return nil }
@@ -151,7 +148,7 @@ package final class BackendCookieJar: Sendable {
     /// since the read started.
     @discardableResult
     package func load(_ cookies: [Cookie], stamp: Int64 = 0, for key: Key, startedAt: UInt64) -> Loading {
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> Loading in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
@@ -178,7 +175,7 @@ package final class BackendCookieJar: Sendable {
         sent: [Cookie] = [], sentStamp: Int64 = 0
     ) -> Change? {
         guard !setCookies.isEmpty else { return nil }
-        let now = wallClock()
+        let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> Change? in
             if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }
@@ -297,7 +294,7 @@ package final class BackendCookieJar: Sendable {
                     expiresAt = seconds <= 0 ? 0 : now + min(seconds, longest) * 1000
                 }
             case "expires" where pieces.count == 2 && expiresAt == nil:
-                if let expiry = httpDate(pieces[1]) {
+                if let expiry = HTTPTime.parse(pieces[1]) {
                     let remaining = expiry - now / 1000
                     expiresAt = remaining <= 0 ? 0 : now + min(remaining, longest) * 1000
                 }
@@ -307,26 +304,4 @@ package final class BackendCookieJar: Sendable {
         }
         return Cookie(name: name, value: value, path: path, expiresAt: expiresAt)
     }
-}
-
-/// Seconds since 1970 of an HTTP date as cookies write it (`Wed, 21 Oct 2015 07:28:00 GMT`,
-/// `Wed, 21-Oct-2015 07:28:00 GMT`, `Wednesday, 21-Oct-15 07:28:00 GMT`); nil otherwise.
-func httpDate(_ text: String) -> Int64? {
-    let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-    guard let comma = text.firstIndex(of: ",") else { return nil }
-    let fields = text[text.index(after: comma)...].split(whereSeparator: { $0 == " " || $0 == "-" })
-    guard fields.count == 5, fields[4].uppercased() == "GMT", let day = Int32(fields[0]),
-        let month = months.firstIndex(of: fields[1].lowercased()), var year = Int32(fields[2])
-    else { return nil }
-    if year < 100 { year += year < 70 ? 2000 : 1900 }
-    let clock = fields[3].split(separator: ":").compactMap { Int32($0) }
-    guard clock.count == 3, (1...31).contains(day), clock[0] < 24, clock[1] < 60, clock[2] < 61 else { return nil }
-    var parts = tm()
-    parts.tm_year = year - 1900
-    parts.tm_mon = Int32(month)
-    parts.tm_mday = day
-    parts.tm_hour = clock[0]
-    parts.tm_min = clock[1]
-    parts.tm_sec = clock[2]
-    return Int64(timegm(&parts))
 }

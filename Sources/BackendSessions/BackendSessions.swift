@@ -42,17 +42,13 @@ package final class BackendSessions: Sendable {
     private let store: any StateStore
     private let sealer: SessionSealer?
     private let logger: Logger
-    private let wallClock: @Sendable () -> Int64
+    private let wallClock: WallClock
     /// Until when calls leave the store alone after it failed.
     private let quietUntil = Mutex<ContinuousClock.Instant?>(nil)
     static let quietPeriod = Duration.seconds(5)
 
-    /// Without `keys`, sessions stay in this instance's memory. `wallClock`: milliseconds
-    /// since 1970.
-    package init(
-        store: any StateStore, keys: [BackendSessionKey], logger: Logger,
-        wallClock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
-    ) {
+    /// Without `keys`, sessions stay in this instance's memory. `wallClock`: the server's clock.
+    package init(store: any StateStore, keys: [BackendSessionKey], logger: Logger, wallClock: WallClock = .system) {
         self.jar = BackendCookieJar(wallClock: wallClock)
         self.store = store
         self.sealer = SessionSealer(keys: keys)
@@ -71,12 +67,12 @@ package final class BackendSessions: Sendable {
             // between): this call goes with what was read, the next one reads again.
             return Call(
                 key: key, path: path, startedAt: startedAt, sent: read.cookies, sentStamp: read.stamp,
-                cookieHeader: BackendCookieJar.header(read.cookies, path: path, now: wallClock()))
+                cookieHeader: BackendCookieJar.header(read.cookies, path: path, now: wallClock.now()))
         }
         let held = jar.session(for: key) ?? ([], 0)
         return Call(
             key: key, path: path, startedAt: startedAt, sent: held.cookies, sentStamp: held.stamp,
-            cookieHeader: BackendCookieJar.header(held.cookies, path: path, now: wallClock()))
+            cookieHeader: BackendCookieJar.header(held.cookies, path: path, now: wallClock.now()))
     }
 
     /// Takes the `Set-Cookie` values of the back end's answer to `call`.
@@ -94,7 +90,7 @@ package final class BackendSessions: Sendable {
             let sealed = try sealer.seal(plaintext, registration: registration, destination: destination)
             // A session cookie keeps the row until the registration's session ends; a session
             // with no cookies left expires at once.
-            let now = wallClock()
+            let now = wallClock.now()
             let expiresAt =
                 change.cookies.isEmpty
                 ? now
@@ -135,7 +131,7 @@ package final class BackendSessions: Sendable {
         let destination = key.destination.value
         let found: SealedBackendSession?
         do {
-            found = try await store.backendSession(registration: registration, destination: destination, now: wallClock())
+            found = try await store.backendSession(registration: registration, destination: destination, now: wallClock.now())
         } catch {
             // Memory serves while the store is away; an instance that holds nothing sends none.
             storeFailed()

@@ -97,7 +97,7 @@ struct ClientUploadRoutes: Sendable {
             }
         }
 
-        let now = registrations.now()
+        let now = registrations.clock.now()
         // An entry dated more than a day after it arrived (a device clock far off, or
         // 9999-12-31) is kept at its arrival, so it never sorts before every real entry.
         for index in entries.indices where entries[index].time > now + 24 * Self.hour {

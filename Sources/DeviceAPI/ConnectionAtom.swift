@@ -2,6 +2,7 @@ import Callers
 import Foundation
 import HTTPTypes
 import Hummingbird
+import MidtierCore
 import SAMLSigning
 
 /// The registration API's original format: Connections as OData v2 Atom/XML, for clients that
@@ -38,13 +39,13 @@ enum ConnectionAtom {
     }
 
     /// One entity as an Atom `entry` document.
-    static func entry(_ entity: ODataEntity, now: Date = Date()) -> String {
+    static func entry(_ entity: ODataEntity, now: Int64) -> String {
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n" + entryElement(entity, root: true, now: now)
     }
 
     /// A collection (`Connections` unless `set` says another) as an Atom `feed` document; `base`
     /// is the collection's URL.
-    static func feed(_ entities: [ODataEntity], base: String, set: String = "Connections", now: Date = Date()) -> String {
+    static func feed(_ entities: [ODataEntity], base: String, set: String = "Connections", now: Int64) -> String {
         var xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n"
         xml += "<feed xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">"
         xml += "<id>\(escaped(base))</id><title type=\"text\">\(set)</title><updated>\(timestamp(now))</updated>"
@@ -53,7 +54,7 @@ enum ConnectionAtom {
         return xml + "</feed>"
     }
 
-    private static func entryElement(_ entity: ODataEntity, root: Bool, now: Date) -> String {
+    private static func entryElement(_ entity: ODataEntity, root: Bool, now: Int64) -> String {
         let uri = entity.uri, type = entity.type
         var xml = root ? "<entry xmlns=\"\(atomNamespace)\" xmlns:m=\"\(metadataNamespace)\" xmlns:d=\"\(dataNamespace)\">" : "<entry>"
         xml += "<id>\(escaped(uri))</id><title type=\"text\"/><updated>\(timestamp(now))</updated><author><name/></author>"
@@ -112,7 +113,7 @@ enum ConnectionAtom {
         case .int(let number):
             "<d:\(name) m:type=\"Edm.Int32\">\(number)</d:\(name)>"
         case .dateTime(let milliseconds):
-            "<d:\(name) m:type=\"Edm.DateTime\">\(dateTime(Date(timeIntervalSince1970: Double(milliseconds) / 1000)))</d:\(name)>"
+            "<d:\(name) m:type=\"Edm.DateTime\">\(ODataTime.xml(milliseconds: milliseconds))</d:\(name)>"
         case .string(let text):
             "<d:\(name)>\(escaped(text))</d:\(name)>"
         case .null:
@@ -125,10 +126,8 @@ enum ConnectionAtom {
         XMLText.escaped(text, unrepresentable: .replace) ?? ""
     }
 
-    private static func timestamp(_ date: Date) -> String { date.formatted(.iso8601) }
-
-    /// `2026-11-25T10:00:00` (OData v2's `Edm.DateTime`, UTC: ISO 8601 without the zone).
-    private static func dateTime(_ date: Date) -> String { String(timestamp(date).dropLast()) }
+    /// Atom's `updated`: RFC 3339 in UTC.
+    private static func timestamp(_ milliseconds: Int64) -> String { ISO8601Time.format(milliseconds: milliseconds) }
 
     static func response(_ xml: String, status: HTTPResponse.Status, contentType: String = "application/atom+xml;charset=utf-8") -> Response {
         var headers = HTTPFields()

@@ -33,7 +33,7 @@ struct ODataEntity: Sendable {
             case .string(let text): .string(text)
             case .bool(let flag): .bool(flag)
             case .int(let number): .number(number)
-            case .dateTime(let milliseconds): .string("/Date(\(milliseconds))/")
+            case .dateTime(let milliseconds): .string(ODataTime.json(milliseconds: milliseconds))
             case .null: .null
             }
         }

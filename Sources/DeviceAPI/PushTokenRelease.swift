@@ -17,7 +17,7 @@ enum PushTokenRelease {
         apns: String, fcm: String, app: String, user: UserIdentity,
         store: any StateStore, logger: Logger
     ) async throws(Refusal) {
-        guard let push = store as? any PushStore else { return }
+        guard let push = store.pushStore else { return }
         for (provider, token) in [(PushProvider.apns, apns), (.fcm, fcm)] where !token.isEmpty {
             let holders = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await push.pushTokenHolders(token, provider: provider, app: app)
@@ -32,7 +32,7 @@ enum PushTokenRelease {
     }
 
     static func release(_ registration: Registration, store: any StateStore, logger: Logger) async throws(Refusal) {
-        guard let push = store as? any PushStore else { return }
+        guard let push = store.pushStore else { return }
         let held: [(PushProvider, String)] = [(.apns, registration.apnsDeviceToken), (.fcm, registration.androidGcmRegistrationId)]
         for (provider, token) in held where !token.isEmpty {
             let released = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in

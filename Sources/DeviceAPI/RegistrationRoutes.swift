@@ -77,7 +77,7 @@ struct RegistrationRoutes: Sendable {
             device: device, source: context.clientIP ?? "")
         logger.info("device registered", metadata: ["app": "\(app.id)", "user": "\(user.identity)", "registration": "\(registration.id)"])
         try await PushTokenRelease.release(registration, store: registrations.store, logger: logger)
-        var response = Self.entityResponse(
+        var response = entityResponse(
             registration, app: app, version: version, publicURL: signIn.configuration.server.publicURL,
             status: .created, atom: atom)
         response.headers[HTTPField.Name("X-SMP-APPCID")!] = registration.id
@@ -109,7 +109,7 @@ struct RegistrationRoutes: Sendable {
             switch request.method {
             case .get:
                 guard let registration = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
-                return Self.entityResponse(
+                return entityResponse(
                     registration, app: app, version: version, publicURL: signIn.configuration.server.publicURL,
                     status: .ok, atom: ConnectionAtom.isWanted(request))
             case .delete:
@@ -171,7 +171,7 @@ struct RegistrationRoutes: Sendable {
         let entities = owned.map { Self.entity($0, app: app, version: version, publicURL: publicURL) }
         if ConnectionAtom.isWanted(request) {
             let base = "\(publicURL)/odata/applications/\(version)/\(app.id)/Connections"
-            return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base), status: .ok)
+            return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, now: registrations.clock.now()), status: .ok)
         }
         return ODataEntity.response(entities)
     }
@@ -192,7 +192,8 @@ struct RegistrationRoutes: Sendable {
             let entities = EndpointsCollection.entities(app: app, configuration: configuration, version: version)
             if atom {
                 let base = "\(configuration.server.publicURL)/odata/applications/\(version)/\(app.id)/Endpoints"
-                return ConnectionAtom.response(ConnectionAtom.feed(entities, base: base, set: "Endpoints"), status: .ok)
+                return ConnectionAtom.response(
+                    ConnectionAtom.feed(entities, base: base, set: "Endpoints", now: registrations.clock.now()), status: .ok)
             }
             return ODataEntity.response(entities)
         }
@@ -200,7 +201,7 @@ struct RegistrationRoutes: Sendable {
         guard let endpoint = EndpointsCollection.entity(named: name, app: app, configuration: configuration, version: version) else {
             throw .notFound("application \(app.id) has no destination \(name)")
         }
-        if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint), status: .ok) }
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(endpoint, now: registrations.clock.now()), status: .ok) }
         return ODataEntity.response(endpoint)
     }
 
@@ -317,12 +318,12 @@ struct RegistrationRoutes: Sendable {
     }
 
     /// The SAP `{"d":{...}}` entity body, or its Atom `entry` when `atom`.
-    static func entityResponse(
+    func entityResponse(
         _ registration: Registration, app: AppConfiguration, version: String, publicURL: String,
         status: HTTPResponse.Status, atom: Bool = false
     ) -> Response {
-        let entity = entity(registration, app: app, version: version, publicURL: publicURL)
-        if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity), status: status) }
+        let entity = Self.entity(registration, app: app, version: version, publicURL: publicURL)
+        if atom { return ConnectionAtom.response(ConnectionAtom.entry(entity, now: registrations.clock.now()), status: status) }
         return ODataEntity.response(entity, status: status)
     }
 }

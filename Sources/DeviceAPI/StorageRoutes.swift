@@ -82,24 +82,24 @@ struct StorageRoutes: Sendable {
     /// A GET, PUT or DELETE on the user or device level.
     private func personal(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (app, user) = try await signedIn(request, context)
-        let registration = try await admitted(request, context, app: app, user: user.identity)
+        let level = try await admitted(request, context, app: app, user: user.identity)
         let keyPath = try Self.keyPath(context)
-        let level = registration.isEmpty ? "currentuser" : "device/\(registration)"
+        let levelPath = Self.path(of: level)
         let store = registrations.store
         guard let name = keyPath.first else {
             guard request.method == .get else {
-                throw .badRequest("\(request.method) needs a document name after \(level) (…/\(level)/{name}[/{key}…])")
+                throw .badRequest("\(request.method) needs a document name after \(levelPath) (…/\(levelPath)/{name}[/{key}…])")
             }
-            return .json(try await levelDocuments(request, app: app, user: user.identity, registration: registration))
+            return .json(try await levelDocuments(request, app: app, user: user.identity, level: level))
         }
         // The name is kept in the store: no control characters (docs/identity.md, "Stored text").
         guard !StoredText.hasControlCharacters(name) else { throw .badRequest("the document name has a control character") }
-        let key = StorageKey(app: app.id, user: user.identity, registration: registration, name: name)
+        let key = StorageKey(app: app.id, user: user.identity, level: level, name: name)
         let inside = Array(keyPath.dropFirst())
-        let place = "\(level)/\(keyPath.joined(separator: "/"))"
+        let place = "\(levelPath)/\(keyPath.joined(separator: "/"))"
         switch request.method {
         case .get where Self.overwrite(request):
-            let merged = try await levelDocuments(request, app: app, user: user.identity, registration: registration)
+            let merged = try await levelDocuments(request, app: app, user: user.identity, level: level)
             guard let value = StorageDocuments.storedValue(at: keyPath, in: merged) else {
                 throw .notFound("nothing is stored at \(place), nor above it")
             }
@@ -142,6 +142,14 @@ struct StorageRoutes: Sendable {
         }
     }
 
+    /// How the paths name `level`: `currentuser` or `device/{registrationId}`.
+    static func path(of level: StorageLevel) -> String {
+        switch level {
+        case .user: "currentuser"
+        case .registration(let id): "device/\(id)"
+        }
+    }
+
     /// Whether a GET asks for the levels above merged in (`?overwrite=true`, SAP's runtime API).
     static func overwrite(_ request: Request) -> Bool {
         request.uri.queryParameters["overwrite"].map { $0.lowercased() == "true" } ?? false
@@ -153,14 +161,14 @@ struct StorageRoutes: Sendable {
     /// merge member by member.
     private func levelDocuments(
         _ request: Request, app: AppConfiguration, user: UserIdentity,
-        registration: String
+        level: StorageLevel
     ) async throws(Refusal) -> JSON {
         let store = registrations.store
-        let levels = Self.overwrite(request) ? (registration.isEmpty ? [""] : ["", registration]) : [registration]
+        let levels: [StorageLevel] = Self.overwrite(request) ? (level == .user ? [.user] : [.user, level]) : [level]
         var merged: JSON = Self.overwrite(request) ? ClientConfigurationRoutes.settings(app) : [:]
         for level in levels {
             let documents = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await store.storageDocuments(app: app.id, user: user, registration: level)
+                try await store.storageDocuments(app: app.id, user: user, level: level)
             }
             merged = StorageDocuments.merging(
                 .object(documents.map { JSONMember(key: $0.name, value: StorageDocuments.document($0.text)) }), over: merged)
@@ -183,7 +191,7 @@ struct StorageRoutes: Sendable {
         _ key: StorageKey, place: String,
         _ change: @escaping @Sendable (String?) throws(Refusal) -> JSON?
     ) async throws(Refusal) -> Response {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = registrations.clock.now()
         let store = registrations.store
         let result = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.writeStorage(key, userLimit: Self.userLimit, now: now) { current -> StorageEdit<Refusal> in
@@ -209,29 +217,29 @@ struct StorageRoutes: Sendable {
         case .overUserLimit(let limit):
             throw Refusal(.contentTooLarge, code: "PAYLOAD_TOO_LARGE", "the user's stored documents together would be larger than \(limit) bytes")
         case .registrationInactive:
-            throw .forbidden("the registration \(key.registration) is no longer active")
+            throw .forbidden("the registration \(key.level.storedRegistration) is no longer active")
         }
     }
 
-    /// The registration whose storage the call reaches: for `device/{id}`, the caller's own
-    /// registration in this app that `{id}` names (``Callers/registration(namedByDevicePath:request:app:user:)``); for `currentuser`,
-    /// "" — the user, not blocked, and the caller's registration admitted too when the call
-    /// names one.
+    /// The level the call reaches: for `device/{id}`, the caller's own registration in this app
+    /// that `{id}` names (``Callers/registration(namedByDevicePath:request:app:user:)``); for
+    /// `currentuser`, the user, not blocked, and the caller's registration admitted too when the
+    /// call names one.
     private func admitted(
         _ request: Request, _ context: MidtierRequestContext, app: AppConfiguration,
         user: UserIdentity
-    ) async throws(Refusal) -> String {
+    ) async throws(Refusal) -> StorageLevel {
         if let raw = context.parameters.get("deviceId") {
             guard let decoded = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-            return try await callers.registration(namedByDevicePath: decoded, request: request, app: app, user: user)
+            return .registration(try await callers.registration(namedByDevicePath: decoded, request: request, app: app, user: user))
         }
         if let named = RegistrationHeaders.registrationID(of: request) {
             try await callers.admit(registration: named, app: app, user: user)
-            return ""
+            return .user
         }
         let block = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await registrations.store.block(of: user) }
         if let block, block.kind.blocksTraffic { throw Refusal.userBlocked(block.kind) }
-        return ""
+        return .user
     }
 
     // MARK: Signing in

@@ -1,7 +1,8 @@
 import Foundation
+import MidtierCore
 import Synchronization
 
-/// The `Date` header's value (RFC 9110 §5.6.7, IMF-fixdate), formatted once a second.
+/// The `Date` header's value (RFC 9110 §5.6.7, IMF-fixdate: ``HTTPTime``), formatted once a second.
 package enum HTTPDate {
     private static let cache = Mutex<(second: Int, text: String)>((-1, ""))
 
@@ -10,22 +11,9 @@ package enum HTTPDate {
         let second = time(nil)
         return cache.withLock { cached in
             if cached.second == second { return cached.text }
-            let text = format(second)
+            let text = HTTPTime.format(seconds: second)
             cached = (second, text)
             return text
         }
-    }
-
-    static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-    static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-    /// `seconds` since 1970 as an IMF-fixdate.
-    package static func format(_ seconds: Int) -> String {
-        var time = time_t(seconds)
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(days[Int(parts.tm_wday)]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon)]) \(parts.tm_year + 1900) "
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }

@@ -27,7 +27,7 @@ package struct JSONLogHandler: LogHandler {
         // (The request's trace id, docs/operations.md "Traces".)
         for (key, value) in metadataProvider?.get() ?? [:] { members[key] = Self.plain(value) }
         for (key, value) in event.metadata ?? [:] { members[key] = Self.plain(value) }
-        members["time"] = .string(Date().formatted(.iso8601))
+        members["time"] = .string(ISO8601Time.format(Date()))
         members["level"] = .string(event.level.rawValue)
         members["label"] = .string(label)
         members["message"] = .string(event.message.description)

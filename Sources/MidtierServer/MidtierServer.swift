@@ -43,6 +43,9 @@ package final class MidtierServer: Sendable {
     /// tokens (a companion of `tokens`).
     package let userCertificates: UserCertificateCache<NIOSSLContext?>
     package let registrations: RegistrationService
+    /// The store behind its memory cache (``openStore(_:logger:clock:)``); the registrations'
+    /// store. What else it offers (push, a change feed) it declares.
+    let memory: CachedStateStore
     /// The keep-alive connections that proxied calls go over.
     package let upstreams: UpstreamConnectionPool
     /// Push notifications (docs/push.md): the apps' APNs and FCM clients, and the signal that
@@ -66,9 +69,9 @@ package final class MidtierServer: Sendable {
     let logger: Logger
 
     package init(
-        configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: any StateStore, logger: Logger,
+        configuration: MidtierConfiguration, configurationDirectory: String? = nil, store: CachedStateStore, logger: Logger,
         tokenCache: TokenCache? = nil, tracer: RequestTracer = .off,
-        clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        clock: WallClock = .system
     ) throws(StartupError) {
         let httpClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: Self.httpClientConfiguration)
         let deviceSignIns = SignInThrottle()
@@ -92,11 +95,12 @@ package final class MidtierServer: Sendable {
         let userCertificates = UserCertificateCache<NIOSSLContext?>()
         self.userCertificates = userCertificates
         self.tokens = tokenCache ?? TokenCache(companions: [userCertificates])
+        self.memory = store
         let sessions = BackendSessions(store: store, keys: configuration.server.backendSessionKeys, logger: logger, wallClock: clock)
         self.sessions = sessions
         let runtime = self.runtime
         self.registrations = RegistrationService(
-            store: store, now: clock,
+            store: store, clock: clock,
             maximumPerUser: { runtime.current.configuration.server.maxRegistrationsPerUser },
             sessionsEnded: { sessions.ended(registration: $0) })
         self.configurationDirectory = configurationDirectory
@@ -118,7 +122,7 @@ package final class MidtierServer: Sendable {
     }
 
     /// The store's push side; nil for a store that has none (some test stores).
-    var pushStore: (any PushStore)? { registrations.store as? any PushStore }
+    var pushStore: (any PushStore)? { memory.pushStore }
 
     static func makeRuntime(
         _ configuration: MidtierConfiguration, httpClient: HTTPClient, upstreams: UpstreamConnectionPool,
@@ -134,16 +138,18 @@ package final class MidtierServer: Sendable {
     }
 
     /// Opens the store a configuration names, behind the memory cache the request path reads.
-    package static func openStore(_ location: StoreLocation, logger: Logger) async throws(StartupError) -> any StateStore {
+    package static func openStore(
+        _ location: StoreLocation, logger: Logger, clock: WallClock = .system
+    ) async throws(StartupError) -> CachedStateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
-            do { return CachedStateStore(base: try SQLiteStore(path: path)) } catch { throw StartupError(error.description) }
+            do { return CachedStateStore(base: try SQLiteStore(path: path, clock: clock)) } catch { throw StartupError(error.description) }
         case .postgres(let postgres):
             // Shared by several instances: another instance's changes reach memory through the
             // store's change feed (`storeChanges()`, docs/operations.md).
             do {
-                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger))
+                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger, clock: clock))
             } catch {
                 throw StartupError(error.description)
             }
@@ -180,7 +186,7 @@ package final class MidtierServer: Sendable {
         logger.notice("configuration reload", metadata: ["by": "\(actor.name)", "outcome": "\(detail)"])
         try? await registrations.store.appendAudit(
             AuditEntry(
-                at: registrations.now(), actor: actor.name, action: "config.reload",
+                at: registrations.clock.now(), actor: actor.name, action: "config.reload",
                 target: configurationDirectory ?? "", detail: detail, source: actor.source))
         return outcome
     }
@@ -200,8 +206,7 @@ package final class MidtierServer: Sendable {
         DeviceAPIRoutes(signIn: signIn, callers: callers, logger: logger).add(to: router)
         if let pushStore {
             PushSenderRoutes(
-                signIn: signIn, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger,
-                now: registrations.now
+                signIn: signIn, registrations: registrations, store: pushStore, wakeUp: pushWakeUp, logger: logger
             ).add(to: router)
         }
         SelfServicePageRoutes(
@@ -344,7 +349,7 @@ package final class MidtierServer: Sendable {
     @discardableResult
     package func purgeExpiredClientUploads() async -> Int? {
         let days = Int64(runtime.current.configuration.server.clientUploads.retentionDays)
-        let cutoff = registrations.now() - days * 86_400_000
+        let cutoff = registrations.clock.now() - days * 86_400_000
         do {
             let purged = try await registrations.store.purgeClientUploads(receivedBefore: cutoff)
             if purged > 0 { logger.info("client uploads past their retention deleted", metadata: ["uploads": "\(purged)"]) }
@@ -363,7 +368,7 @@ package final class MidtierServer: Sendable {
                 let runtime = self.runtime
                 return PushDeliveryWorker(
                     store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
-                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, now: registrations.now)
+                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, clock: registrations.clock)
             }, retentionDays: retentionDays, logger: logger)
     }
 
@@ -394,11 +399,11 @@ struct StoreChangeApplier: Service {
     let server: MidtierServer
 
     func run() async throws {
-        guard let cache = server.registrations.store as? CachedStateStore, let shared = cache.base as? PostgresStore else {
+        let cache = server.memory
+        guard let feed = cache.changeFeed() else {
             try? await gracefulShutdown()
             return
         }
-        let feed = PostgresChangeFeed(store: shared, logger: server.logger)
         try? await cancelWhenGracefulShutdown {
             await feed.run { event in server.apply(event, to: cache) }
         }
@@ -462,7 +467,7 @@ struct PushDeliveryService: Service {
                 group.addTask { await worker.run() }
                 group.addTask {
                     while !Task.isCancelled {
-                        let cutoff = worker.now() - Int64(retentionDays) * 86_400_000
+                        let cutoff = worker.clock.now() - Int64(retentionDays) * 86_400_000
                         do {
                             let purged = try await worker.store.purgePushNotifications(before: cutoff)
                             if purged > 0 { logger.info("push notifications past their retention deleted", metadata: ["notifications": "\(purged)"]) }

@@ -121,6 +121,11 @@ package final class CachedStateStore: StateStore {
 
     package func ping() async -> Bool { await base.ping() }
 
+    /// Push notifications when the base store keeps them, written and read through.
+    package var pushStore: (any PushStore)? { base.pushStore == nil ? nil : self }
+    /// The base store's.
+    package func changeFeed() -> PostgresChangeFeed? { base.changeFeed() }
+
     // MARK: Writes (store first, memory after the commit)
 
     package func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
@@ -227,8 +232,8 @@ package final class CachedStateStore: StateStore {
         try await base.storageDocument(key)
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
-        try await base.storageDocuments(app: app, user: user, registration: registration)
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
+        try await base.storageDocuments(app: app, user: user, level: level)
     }
 
     package func writeStorage<Reason: Sendable>(
@@ -307,7 +312,7 @@ extension CachedStateStore: PushStore {
     /// The base store's side of push notifications.
     private var push: any PushStore {
         get throws(StoreError) {
-            guard let push = base as? any PushStore else { throw StoreError("the store does not keep push notifications") }
+            guard let push = base.pushStore else { throw StoreError("the store does not keep push notifications") }
             return push
         }
     }
@@ -350,25 +355,16 @@ extension CachedStateStore: PushStore {
         return cleared
     }
 
-    /// Every registration that lost the token changed: memory forgets each. A base that cannot
-    /// say which ones they were makes memory forget every registration it keeps with that token.
-    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
-        if let releasing = base as? any PushTokenReleasing {
-            let released = try await releasing.registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping)
-            if !released.isEmpty {
-                afterWrite { memory in
-                    for id in released { memory.registrations[ExactString(id)] = nil }
-                }
-            }
-            return released.count
-        }
-        let released = try await push.releasePushToken(token, provider: provider, app: app, keeping: keeping)
-        if released > 0 {
+    /// Every registration that lost the token changed: memory forgets each (other instances
+    /// learn of it through the change feed).
+    package func registrationsReleasingPushToken(
+        _ token: String, provider: PushProvider, app: String,
+        keeping: String
+    ) async throws(StoreError) -> [String] {
+        let released = try await push.registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping)
+        if !released.isEmpty {
             afterWrite { memory in
-                memory.registrations = memory.registrations.filter { _, registration in
-                    let held = provider == .apns ? registration.apnsDeviceToken : registration.androidGcmRegistrationId
-                    return !held.utf8.elementsEqual(token.utf8)
-                }
+                for id in released { memory.registrations[ExactString(id)] = nil }
             }
         }
         return released
@@ -381,14 +377,4 @@ extension CachedStateStore: PushStore {
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await push.purgePushNotifications(before: before)
     }
-}
-
-/// A store that can say which registrations `releasePushToken` took the token from, so that
-/// memory forgets exactly those.
-package protocol PushTokenReleasing: PushStore {
-    /// As `releasePushToken`, but the ids of the registrations that lost the token.
-    func registrationsReleasingPushToken(
-        _ token: String, provider: PushProvider, app: String,
-        keeping: String
-    ) async throws(StoreError) -> [String]
 }

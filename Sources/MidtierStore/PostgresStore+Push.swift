@@ -7,7 +7,7 @@ import PostgresNIO
 // leased row is not due again until its lease runs out. None of these writes is announced
 // (every instance reads them from here) but clearing a token, which changes a registration.
 
-extension PostgresStore: PushStore, PushTokenReleasing {
+extension PostgresStore: PushStore {
     static let notificationColumns = "n.id, n.app_id, n.sender, n.payload, n.created_at"
 
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
@@ -163,13 +163,9 @@ extension PostgresStore: PushStore, PushTokenReleasing {
             var cleared = false
             for try await _ in rows { cleared = true }
             guard cleared else { return false }
-            try await Self.announce(.device(id: registration), at: Self.now(), on: connection, logger: logger)
+            try await Self.announce(.device(id: registration), at: self.clock.now(), on: connection, logger: logger)
             return true
         }
-    }
-
-    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
-        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
     }
 
     package func registrationsReleasingPushToken(
@@ -189,7 +185,7 @@ extension PostgresStore: PushStore, PushTokenReleasing {
                 """, logger: logger)
             var released: [String] = []
             for try await (id) in rows.decode(String.self) { released.append(id) }
-            let at = Self.now()
+            let at = self.clock.now()
             for id in released { try await Self.announce(.device(id: id), at: at, on: connection, logger: logger) }
             return released
         }

@@ -34,15 +34,18 @@ package final class PostgresStore: StateStore {
     let operationTimeout: Duration
     /// The deadline of session reads and saves, which run on the request path.
     let sessionTimeout: Duration
+    /// The server's clock: when a change was announced, which changes are old.
+    let clock: WallClock
     private let runner: Task<Void, Never>
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
     /// instances starting at once migrate one after the other.
     package init(
         _ location: PostgresLocation, operationTimeout: Duration = .seconds(5), sessionTimeout: Duration = .seconds(1),
-        logger: Logger
+        logger: Logger, clock: WallClock = .system
     ) async throws(StoreError) {
         self.location = location
+        self.clock = clock
         self.logger = logger
         self.operationTimeout = operationTimeout
         self.sessionTimeout = sessionTimeout
@@ -205,8 +208,6 @@ package final class PostgresStore: StateStore {
         try await connection.query("SELECT pg_notify(\(Self.changeChannel), '')", logger: logger)
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-
     // MARK: Registrations
 
     package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
@@ -247,7 +248,7 @@ package final class PostgresStore: StateStore {
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
             // Others may have remembered the id as unknown (a device that called before it
             // onboarded); they forget that (docs/identity.md, "Registration ids").
-            try await Self.announce(.created(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
+            try await Self.announce(.created(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
             return .inserted
         }
     }
@@ -297,7 +298,7 @@ package final class PostgresStore: StateStore {
             for try await _ in updated { changed = true }
             guard changed else { return false }
             if let audit { try await Self.append(audit, on: connection, logger: logger) }
-            try await Self.announce(.device(id: r.id), at: audit?.at ?? Self.now(), on: connection, logger: logger)
+            try await Self.announce(.device(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
             return true
         }
     }
@@ -313,11 +314,7 @@ package final class PostgresStore: StateStore {
             guard var registration = found.first else { return StateTransition.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
-            if state == .wiped {
-                try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
-                try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
-            }
+            try await Self.delete(RegistrationRows.deleted(changingTo: state), of: id, on: connection, logger: logger)
             try await Self.append(audit, on: connection, logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
             registration.state = state
@@ -332,11 +329,9 @@ package final class PostgresStore: StateStore {
                     "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
             guard let registration = found.first else { return DeleteOutcome.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
-            let at = audit?.at ?? Self.now()
+            let at = audit?.at ?? self.clock.now()
             try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_backend_session WHERE registration_id = \(id)", logger: logger)
-            try await connection.query("DELETE FROM midtier_user_storage WHERE registration_id = \(id)", logger: logger)
-            try await Self.deleteClientUploads(of: id, on: connection, logger: logger)
+            try await Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, on: connection, logger: logger)
             try await connection.query(
                 """
                 INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
@@ -552,19 +547,21 @@ package final class PostgresStore: StateStore {
     static let uploadLock: Int32 = 0x4D74_5505
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
-        try await read { client, logger in
+        let registration = key.level.storedRegistration
+        return try await read { client, logger in
             let rows = try await client.query(
                 """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
                 """, logger: logger)
             for try await (document) in rows.decode(String.self) { return document }
             return nil
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
-        try await read { client, logger in
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
+        let registration = level.storedRegistration
+        return try await read { client, logger in
             let rows = try await client.query(
                 """
                 SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
@@ -581,16 +578,17 @@ package final class PostgresStore: StateStore {
         _ key: StorageKey, userLimit: Int, now: Int64,
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
-        try await write(lock: nil) { connection, logger in
+        let registration = key.level.storedRegistration
+        return try await write(lock: nil) { connection, logger in
             // The user's writes one after the other; the realm's length keeps realm and id apart.
             let user = "\(key.user.realm.utf8.count):\(key.user.realm)\(key.user.id)"
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.storageLock), hashtext(\(user)))", logger: logger)
-            if !key.registration.isEmpty {
+            if case .registration(let id) = key.level {
                 // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
                 // write, and deletes what it wrote; a write after it finds no active registration.
                 let rows = try await connection.query(
                     """
-                    SELECT 1 FROM midtier_registration WHERE id = \(key.registration) AND app_id = \(key.app)
+                    SELECT 1 FROM midtier_registration WHERE id = \(id) AND app_id = \(key.app)
                         AND user_realm = \(key.user.realm) AND user_id = \(key.user.id) AND state = 'active' FOR SHARE
                     """, logger: logger)
                 var active = false
@@ -600,7 +598,7 @@ package final class PostgresStore: StateStore {
             let found = try await connection.query(
                 """
                 SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name) FOR UPDATE
+                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name) FOR UPDATE
                 """, logger: logger)
             var current: String?
             for try await (document) in found.decode(String.self) { current = document }
@@ -611,14 +609,14 @@ package final class PostgresStore: StateStore {
                 try await connection.query(
                     """
                     DELETE FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name)
+                        AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
                     """, logger: logger)
                 return .removed
             case .set(let text):
                 let sums = try await connection.query(
                     """
                     SELECT COALESCE(SUM(size), 0)::int8 FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND NOT (app_id = \(key.app) AND registration_id = \(key.registration) AND name = \(key.name))
+                        AND NOT (app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name))
                     """, logger: logger)
                 var others: Int64 = 0
                 for try await (sum) in sums.decode(Int64.self) { others = sum }
@@ -627,7 +625,7 @@ package final class PostgresStore: StateStore {
                 try await connection.query(
                     """
                     INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
-                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(key.registration), \(key.name), \(text), \(size), \(now))
+                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(registration), \(key.name), \(text), \(size), \(now))
                     ON CONFLICT (user_realm, user_id, app_id, registration_id, name)
                     DO UPDATE SET document = excluded.document, size = excluded.size, updated_at = excluded.updated_at
                     """, logger: logger)
@@ -647,7 +645,7 @@ package final class PostgresStore: StateStore {
             for try await (app, registration, name, size, updatedAt) in rows.decode((String, String, String, Int64, Int64).self) {
                 entries.append(
                     StorageEntry(
-                        key: StorageKey(app: app, user: user, registration: registration, name: name),
+                        key: StorageKey(app: app, user: user, level: StorageLevel(storedRegistration: registration), name: name),
                         size: Int(size), updatedAt: updatedAt))
             }
             return entries
@@ -667,12 +665,14 @@ package final class PostgresStore: StateStore {
             registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
     }
 
-    static func deleteClientUploads(of registration: String, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(
-            """
-            DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE registration_id = \(registration))
-            """, logger: logger)
-        try await connection.query("DELETE FROM midtier_client_uploads WHERE registration_id = \(registration)", logger: logger)
+    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
+    static func delete(_ rows: [RegistrationRows], of id: String, on connection: PostgresConnection, logger: Logger) async throws {
+        for rows in rows {
+            var binds = PostgresBindings()
+            binds.append(id)
+            try await connection.query(
+                PostgresQuery(unsafeSQL: rows.deleteStatement(prefix: "midtier_", placeholder: "$1"), binds: binds), logger: logger)
+        }
     }
 
     /// Appends the conditions `filter` sets on uploads (`u`), with `time` the column its
@@ -896,7 +896,7 @@ package final class PostgresStore: StateStore {
 
     /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
     package func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
-        let cutoff = Self.now() - milliseconds
+        let cutoff = self.clock.now() - milliseconds
         try await read { client, logger in
             try await client.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
         }
@@ -957,6 +957,13 @@ package final class PostgresStore: StateStore {
         }
         return entries
     }
+
+    // MARK: What else it offers
+
+    /// Push notifications: PostgresStore+Push.swift.
+    package var pushStore: (any PushStore)? { self }
+    /// Several instances share a PostgreSQL store: each follows the others' changes.
+    package func changeFeed() -> PostgresChangeFeed? { PostgresChangeFeed(store: self, logger: logger) }
 
     package func ping() async -> Bool {
         do {

@@ -125,12 +125,24 @@ package protocol PushStore: Sendable {
     func clearPushToken(registration: String, provider: PushProvider, token: String) async throws(StoreError) -> Bool
     /// Takes `token` for `provider` from every registration of `app` other than `keeping` that
     /// holds exactly that token (bytes), so that a phone now registered by another user no
-    /// longer gets the earlier registration's notifications; how many registrations lost it.
-    func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int
+    /// longer gets the earlier registration's notifications; the ids of the registrations that
+    /// lost it.
+    func registrationsReleasingPushToken(
+        _ token: String, provider: PushProvider, app: String,
+        keeping: String
+    ) async throws(StoreError) -> [String]
     /// The users whose registrations of `app` hold exactly `token` for `provider` (bytes), so
     /// that a token is never taken from another user without a word (docs/push.md).
     func pushTokenHolders(_ token: String, provider: PushProvider, app: String) async throws(StoreError) -> [UserIdentity]
     /// Deletes notifications created before `before` with no pending delivery, and their
     /// deliveries; how many notifications.
     func purgePushNotifications(before: Int64) async throws(StoreError) -> Int
+}
+
+extension PushStore {
+    /// As ``registrationsReleasingPushToken(_:provider:app:keeping:)``: how many registrations
+    /// lost the token.
+    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
+        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
+    }
 }

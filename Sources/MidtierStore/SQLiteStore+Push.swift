@@ -28,7 +28,7 @@ extension PushProvider {
     }
 }
 
-extension SQLiteStore: PushStore, PushTokenReleasing {
+extension SQLiteStore: PushStore {
     private static func notification(_ row: Row) -> PushNotificationRecord {
         PushNotificationRecord(id: row["id"], app: row["app_id"], sender: row["sender"], payload: row["payload"], createdAt: row["created_at"])
     }
@@ -158,10 +158,6 @@ extension SQLiteStore: PushStore, PushTokenReleasing {
             try db.execute(sql: "UPDATE registration SET \(column) = '' WHERE id = ? AND \(column) = ?", arguments: [registration, token])
             return db.changesCount == 1
         }
-    }
-
-    package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
-        try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
     }
 
     package func registrationsReleasingPushToken(

@@ -7,9 +7,12 @@ package import MidtierCore
 /// an acknowledged change survives a crash and a power loss.
 package final class SQLiteStore: StateStore {
     private let database: DatabasePool
+    /// The server's clock: when an id was retired without an audit entry to say.
+    private let clock: WallClock
 
     /// Opens (creating if needed) the database at `path`, and its directory.
-    package init(path: String) throws(StoreError) {
+    package init(path: String, clock: WallClock = .system) throws(StoreError) {
+        self.clock = clock
         do {
             let directory = (path as NSString).deletingLastPathComponent
             if !directory.isEmpty {
@@ -383,11 +386,7 @@ package final class SQLiteStore: StateStore {
             else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
-            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
-            if state == .wiped {
-                try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
-                try Self.deleteClientUploads(of: id, in: db)
-            }
+            try Self.delete(RegistrationRows.deleted(changingTo: state), of: id, in: db)
             try Self.append(audit, in: db)
             registration.state = state
             return .changed(registration)
@@ -402,12 +401,10 @@ package final class SQLiteStore: StateStore {
             else { return .notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM backend_session WHERE registration_id = ?", arguments: [id])
-            try db.execute(sql: "DELETE FROM user_storage WHERE registration_id = ?", arguments: [id])
-            try Self.deleteClientUploads(of: id, in: db)
+            try Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, in: db)
             try db.execute(
                 sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
-                arguments: [id, audit?.at ?? Int64(Date().timeIntervalSince1970 * 1000)])
+                arguments: [id, audit?.at ?? self.clock.now()])
             if let audit { try Self.append(audit, in: db) }
             return .deleted(registration)
         }
@@ -563,11 +560,11 @@ package final class SQLiteStore: StateStore {
                 db,
                 sql: """
                     SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
-                    """, arguments: [key.user.realm, key.user.id, key.app, key.registration, key.name])
+                    """, arguments: [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name])
         }
     }
 
-    package func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
+    package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
         try await read { db in
             // SQLite's BINARY collation orders names by their bytes.
             try Row.fetchAll(
@@ -575,7 +572,7 @@ package final class SQLiteStore: StateStore {
                 sql: """
                     SELECT name, document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ?
                     ORDER BY name
-                    """, arguments: [user.realm, user.id, app, registration]
+                    """, arguments: [user.realm, user.id, app, level.storedRegistration]
             ).map { StoredDocument(name: $0["name"], text: $0["document"]) }
         }
     }
@@ -585,16 +582,16 @@ package final class SQLiteStore: StateStore {
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
         try await write { db in
-            if !key.registration.isEmpty {
+            if case .registration(let id) = key.level {
                 guard
                     try Bool.fetchOne(
                         db,
                         sql: """
                             SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
-                            """, arguments: [key.registration, key.app, key.user.realm, key.user.id]) != nil
+                            """, arguments: [id, key.app, key.user.realm, key.user.id]) != nil
                 else { return .registrationInactive }
             }
-            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.registration, key.name]
+            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name]
             let current = try String.fetchOne(
                 db,
                 sql: """
@@ -638,7 +635,8 @@ package final class SQLiteStore: StateStore {
                     """, arguments: [user.realm, user.id]
             ).map { row in
                 StorageEntry(
-                    key: StorageKey(app: row["app_id"], user: user, registration: row["registration_id"], name: row["name"]),
+                    key: StorageKey(
+                        app: row["app_id"], user: user, level: StorageLevel(storedRegistration: row["registration_id"]), name: row["name"]),
                     size: row["size"], updatedAt: row["updated_at"])
             }
         }
@@ -656,12 +654,9 @@ package final class SQLiteStore: StateStore {
             deviceId: row["device_id"], receivedAt: row["received_at"], size: row["size"], report: row["report"])
     }
 
-    private static func deleteClientUploads(of registration: String, in db: Database) throws {
-        try db.execute(
-            sql: """
-                DELETE FROM client_log_entries WHERE upload_id IN (SELECT id FROM client_uploads WHERE registration_id = ?)
-                """, arguments: [registration])
-        try db.execute(sql: "DELETE FROM client_uploads WHERE registration_id = ?", arguments: [registration])
+    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
+    private static func delete(_ rows: [RegistrationRows], of id: String, in db: Database) throws {
+        for rows in rows { try db.execute(sql: rows.deleteStatement(prefix: "", placeholder: "?"), arguments: [id]) }
     }
 
     /// The conditions `filter` sets on uploads (`u`), with `time` the column its from/until bound.
@@ -859,4 +854,11 @@ package final class SQLiteStore: StateStore {
     package func ping() async -> Bool {
         (try? await read { db in try Int.fetchOne(db, sql: "SELECT 1") }) == 1
     }
+
+    // MARK: What else it offers
+
+    /// Push notifications: SQLiteStore+Push.swift.
+    package var pushStore: (any PushStore)? { self }
+    /// None: one instance owns an SQLite store, and its own writes keep memory exact.
+    package func changeFeed() -> PostgresChangeFeed? { nil }
 }

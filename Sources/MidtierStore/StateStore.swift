@@ -69,9 +69,9 @@ package protocol StateStore: Sendable {
 
     /// The document at `key`, as stored.
     func storageDocument(_ key: StorageKey) async throws(StoreError) -> String?
-    /// The documents of one level (`registration` "" for the user level), sorted by the bytes
+    /// The documents of one level, sorted by the bytes
     /// of their names; two names that differ only in Unicode normalization are two documents.
-    func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument]
+    func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument]
     /// Changes the document at `key` as `edit` decides from the one stored, in one transaction
     /// that also checks that the user's documents stay within `userLimit` bytes together and,
     /// for a `device` level key, that the registration is the user's active one of the app.
@@ -122,6 +122,14 @@ package protocol StateStore: Sendable {
 
     /// Whether the store answers (for `/readyz`).
     func ping() async -> Bool
+
+    // MARK: What else the store offers (each store declares it; nobody has to cast to find out)
+
+    /// The store's side of push notifications (docs/push.md); nil for a store that keeps none.
+    var pushStore: (any PushStore)? { get }
+    /// A feed of the changes other instances make to this store, for memory to follow
+    /// (docs/operations.md), logging to the store's logger; nil for a store that one instance owns.
+    func changeFeed() -> PostgresChangeFeed?
 }
 
 extension StateStore {

@@ -1,8 +1,5 @@
 package import MidtierCore
 
-/// Where one JSON document of the Storage service's `currentuser` or `device` level lives
-/// (docs/device-api.md, "User and device storage"): an app's document of a realm-qualified
-/// user, on the user level or on one of the user's registrations.
 /// One stored document of a level: its name and its JSON text as stored.
 package struct StoredDocument: Sendable, Equatable {
     package var name: String
@@ -14,18 +11,51 @@ package struct StoredDocument: Sendable, Equatable {
     }
 }
 
+/// The level a stored document of the Storage service lives on (docs/device-api.md, "User and
+/// device storage"). The app's `global` level is never stored: it is the app's configuration.
+package enum StorageLevel: Sendable, Hashable {
+    /// `currentuser`: the user's own documents of the app.
+    case user
+    /// `device/{registrationId}`: the documents of one of the user's registrations.
+    case registration(String)
+
+    /// The level as the stores keep it in `registration_id`: the registration's id, "" for
+    /// the user level (an id is never empty).
+    package init(storedRegistration: String) {
+        self = storedRegistration.isEmpty ? .user : .registration(storedRegistration)
+    }
+
+    /// The value of the stores' `registration_id` column for this level.
+    package var storedRegistration: String {
+        switch self {
+        case .user: ""
+        case .registration(let id): id
+        }
+    }
+
+    /// The registration of the `device` level; nil for the user level.
+    package var registration: String? {
+        switch self {
+        case .user: nil
+        case .registration(let id): id
+        }
+    }
+}
+
+/// Where one JSON document of the Storage service's `currentuser` or `device` level lives
+/// (docs/device-api.md, "User and device storage"): an app's document of a realm-qualified
+/// user, on the user level or on one of the user's registrations.
 package struct StorageKey: Sendable, Equatable {
     package var app: String
     package var user: UserIdentity
-    /// The registration of the `device` level; "" for the `currentuser` level.
-    package var registration: String
+    package var level: StorageLevel
     /// The document's name: the first segment of the key path (SAP's configuration name).
     package var name: String
 
-    package init(app: String, user: UserIdentity, registration: String, name: String) {
+    package init(app: String, user: UserIdentity, level: StorageLevel, name: String) {
         self.app = app
         self.user = user
-        self.registration = registration
+        self.level = level
         self.name = name
     }
 }

@@ -30,22 +30,19 @@ package struct PushSenderRoutes: Sendable {
     let store: any PushStore
     let wakeUp: PushWakeUp
     let logger: Logger
-    let now: @Sendable () -> Int64
 
     /// The most users one call names, and the largest body.
     static let maximumUsers = 1000
     static let bodyLimit = 256 * 1024
 
     package init(
-        signIn: CurrentSignIn, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        signIn: CurrentSignIn, registrations: RegistrationService, store: any PushStore, wakeUp: PushWakeUp, logger: Logger
     ) {
         self.signIn = signIn
         self.registrations = registrations
         self.store = store
         self.wakeUp = wakeUp
         self.logger = logger
-        self.now = now
     }
 
     package func add(to router: Router<MidtierRequestContext>) {
@@ -103,7 +100,7 @@ package struct PushSenderRoutes: Sendable {
         }
         let record = PushNotificationRecord(
             id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name,
-            payload: notification.serialized(), createdAt: now())
+            payload: notification.serialized(), createdAt: registrations.clock.now())
         try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await store.enqueue(record, registrations: targets.registrations)
         }

@@ -23,7 +23,8 @@ package struct PushDeliveryWorker: Sendable {
     package let logger: Logger
     /// This instance's name in the leases.
     package let owner: String
-    package let now: @Sendable () -> Int64
+    /// The server's clock.
+    package let clock: WallClock
 
     /// Deliveries sent at once; more are taken as these finish, so one slow push service does
     /// not hold up the others.
@@ -38,7 +39,7 @@ package struct PushDeliveryWorker: Sendable {
     package init(
         store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
         clients: PushClients, wakeUp: PushWakeUp, metrics: MidtierMetrics, logger: Logger,
-        owner: String = UUID().uuidString, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        owner: String = UUID().uuidString, clock: WallClock = .system
     ) {
         self.store = store
         self.registrations = registrations
@@ -48,7 +49,7 @@ package struct PushDeliveryWorker: Sendable {
         self.metrics = metrics
         self.logger = logger
         self.owner = owner
-        self.now = now
+        self.clock = clock
     }
 
     /// Runs until cancelled: takes due deliveries while fewer than `concurrency` are being
@@ -85,7 +86,7 @@ package struct PushDeliveryWorker: Sendable {
 
     /// Takes up to `limit` due deliveries (none when the store does not answer).
     func claim(limit: Int) async -> [ClaimedPushDelivery] {
-        let start = now()
+        let start = clock.now()
         do {
             let batch = try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: limit)
             metrics.recordPushQueueDepth(try await store.pendingPushDeliveries())
@@ -102,7 +103,7 @@ package struct PushDeliveryWorker: Sendable {
         do {
             _ = try await store.finishPushDelivery(
                 notification: claimed.notification.id, registration: claimed.registration,
-                owner: owner, outcome: outcome, now: now())
+                owner: owner, outcome: outcome, now: clock.now())
         } catch {
             // The lease runs out and the delivery is tried again (it may then go twice).
             logger.warning(
@@ -139,7 +140,7 @@ package struct PushDeliveryWorker: Sendable {
             provider = .apns
             token = registration.apnsDeviceToken
             guard let client = await clients.apnsClient(for: app) else { return failed(.refused, .apns, "the app's APNs key does not load") }
-            result = await client.send(message.apnsRequest(notificationID: notification.id, now: Int(now() / 1000)), to: token)
+            result = await client.send(message.apnsRequest(notificationID: notification.id, now: Int(clock.now() / 1000)), to: token)
         } else if !registration.androidGcmRegistrationId.isEmpty, app.push.fcm != nil {
             provider = .fcm
             token = registration.androidGcmRegistrationId
@@ -151,7 +152,7 @@ package struct PushDeliveryWorker: Sendable {
 
         switch result {
         case .delivered:
-            metrics.recordPush(.delivered, provider: provider.rawValue, sinceAccepted: .milliseconds(now() - notification.createdAt))
+            metrics.recordPush(.delivered, provider: provider.rawValue, sinceAccepted: .milliseconds(clock.now() - notification.createdAt))
             return .delivered(provider)
         case .retry(let after, let reason):
             return retry(claimed, after: after, provider: provider, reason: reason)
@@ -189,6 +190,6 @@ package struct PushDeliveryWorker: Sendable {
         }
         metrics.recordPush(.retried, provider: provider?.rawValue ?? "none")
         let pause = after ?? min(3600, 1 << min(attempts, 12))
-        return .retry(at: now() + Int64(pause) * 1000, provider: provider, reason: reason)
+        return .retry(at: clock.now() + Int64(pause) * 1000, provider: provider, reason: reason)
     }
 }

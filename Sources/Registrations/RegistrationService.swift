@@ -93,8 +93,8 @@ package enum DeviceUpdate: Sendable, Equatable {
 /// else it does not exist), and the rules that decide whether a registration may call.
 package struct RegistrationService: Sendable {
     package let store: any StateStore
-    /// Milliseconds since 1970 (injectable for tests).
-    package let now: @Sendable () -> Int64
+    /// The server's clock (injectable for tests).
+    package let clock: WallClock
     /// The most registrations one user may hold (`maxRegistrationsPerUser`; read per call, as
     /// a reload may change it).
     let maximumPerUser: @Sendable () -> Int?
@@ -108,12 +108,12 @@ package struct RegistrationService: Sendable {
     static let dayMilliseconds: Int64 = 86_400_000
 
     package init(
-        store: any StateStore, now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        store: any StateStore, clock: WallClock = .system,
         maximumPerUser: @escaping @Sendable () -> Int? = { nil },
         sessionsEnded: @escaping @Sendable (_ registrationID: String) -> Void = { _ in }
     ) {
         self.store = store
-        self.now = now
+        self.clock = clock
         self.maximumPerUser = maximumPerUser
         self.sessionsEnded = sessionsEnded
         self.contacts = ContactRecorder(store: store)
@@ -146,7 +146,7 @@ package struct RegistrationService: Sendable {
         if let held = try await heldRegistration(app: app, user: user, deviceId: device.deviceId, policy: policy) {
             return .deviceHeld(held)
         }
-        let created = now()
+        let created = clock.now()
         var registration = Registration(
             id: "", appId: app, user: user,
             deviceType: device.deviceType, deviceModel: device.deviceModel, deviceId: device.deviceId,
@@ -227,7 +227,7 @@ package struct RegistrationService: Sendable {
         registration.apnsDeviceToken = device.apnsDeviceToken
         registration.androidGcmRegistrationId = device.androidGcmRegistrationId
         registration.details = device.details
-        let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
+        let audit = AuditEntry(at: clock.now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
         guard try await store.updateDevice(registration, audit: audit) else { return .notFound }
         return .updated(registration)
     }
@@ -249,7 +249,7 @@ package struct RegistrationService: Sendable {
         if let held = sameDevice.first(where: { $0.state == .wiped }) ?? sameDevice.first(where: { $0.state == .locked }) {
             return held
         }
-        let now = now()
+        let now = clock.now()
         for registration in sameDevice {
             guard let (action, detail) = Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) else { continue }
             switch try await apply(action, to: registration.id, by: .system, detail: detail) {
@@ -269,7 +269,7 @@ package struct RegistrationService: Sendable {
     /// deleting it and registering again).
     package func delete(id: String, user: UserIdentity, app: String, source: String) async throws(StoreError) -> DeleteOutcome {
         guard try await owned(id: id, user: user, app: app) != nil else { return .notFound }
-        let audit = AuditEntry(at: now(), actor: "user:\(user)", action: "registration.delete", target: id, source: source)
+        let audit = AuditEntry(at: clock.now(), actor: "user:\(user)", action: "registration.delete", target: id, source: source)
         let outcome = try await store.delete(id: id, allowedFrom: [.active], audit: audit)
         if case .deleted = outcome { sessionsEnded(id) }
         return outcome
@@ -277,7 +277,7 @@ package struct RegistrationService: Sendable {
 
     /// Deletes a registration whatever its state (admin API).
     package func delete(id: String, by actor: AuditActor) async throws(StoreError) -> DeleteOutcome {
-        let audit = AuditEntry(at: now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
+        let audit = AuditEntry(at: clock.now(), actor: actor.name, action: "registration.delete", target: id, source: actor.source)
         let outcome = try await store.delete(id: id, allowedFrom: Set(Registration.State.allCases), audit: audit)
         if case .deleted = outcome { sessionsEnded(id) }
         return outcome
@@ -288,7 +288,7 @@ package struct RegistrationService: Sendable {
         _ action: RegistrationAction, to id: String, by actor: AuditActor, detail: String = ""
     ) async throws(StoreError) -> StateTransition {
         let audit = AuditEntry(
-            at: now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
+            at: clock.now(), actor: actor.name, action: "registration.\(action.rawValue)", target: id,
             detail: detail, source: actor.source)
         let result = try await store.transition(id: id, to: action.target, allowedFrom: action.allowedFrom, audit: audit)
         // A lock or wipe ends the back-end sessions; an unlock starts without them.
@@ -323,7 +323,7 @@ package struct RegistrationService: Sendable {
         case .locked: return .locked
         case .active: break
         }
-        let now = now()
+        let now = clock.now()
         if Self.offlineAction(offline: now - registration.lastContactAt, policy: policy) != nil {
             // Judged on the store's registration, not memory's: another instance may have
             // served the device (or deleted the registration) since, and every instance must

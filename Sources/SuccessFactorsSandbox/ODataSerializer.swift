@@ -83,7 +83,7 @@ extension ODataValue {
         case .boolean(let value): return .bool(value)
         case .int64(let number): return .string(String(number))
         case .decimal(let text): return .string(text)
-        case .dateTime(let ms): return .string("/Date(\(ms))/")
+        case .dateTime(let ms): return .string(ODataTime.json(milliseconds: ms))
         case .dateTimeOffset(let ms): return .string("/Date(\(ms)+0000)/")
         }
     }

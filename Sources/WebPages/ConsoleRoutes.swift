@@ -81,7 +81,8 @@ package struct ConsoleRoutes: Sendable {
         self.authenticator = authenticator
         self.facts = facts
         self.pages = Pages(site: Self.site, stylesheet: Self.stylesheetPath)
-        self.sessions = sessions ?? PageSessions(store: administration.registrations.store, site: "console")
+        self.sessions =
+            sessions ?? PageSessions(store: administration.registrations.store, site: "console", clock: administration.registrations.clock)
         self.logger = logger
     }
 

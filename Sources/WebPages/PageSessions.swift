@@ -56,7 +56,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     private let lifetimeMilliseconds: Int64
     private let bounds: PageSessionBounds
     /// Milliseconds since 1970: sessions are shared by instances, so their clocks must agree.
-    private let now: @Sendable () -> Int64
+    private let clock: WallClock
 
     package let idleSeconds: Int
 
@@ -68,7 +68,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     package init(
         store: any StateStore, site: String, idleSeconds: Int = 15 * 60, lifetimeSeconds: Int = 8 * 3600,
         capacity: Int = 10_000, perSubject: Int = 5,
-        now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+        clock: WallClock = .system
     ) {
         self.store = store
         self.site = site
@@ -76,7 +76,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
         self.idleMilliseconds = Int64(idleSeconds) * 1000
         self.lifetimeMilliseconds = Int64(lifetimeSeconds) * 1000
         self.bounds = PageSessionBounds(capacity: capacity, perSubject: perSubject)
-        self.now = now
+        self.clock = clock
     }
 
     /// The SHA-256 of `text`, as 64 lower-case hex digits.
@@ -86,7 +86,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     /// credential it is opened with stays valid, when less than the lifetime (a token's `exp`).
     package func start(_ subject: Subject, credentialStamp: String, validSeconds: Double? = nil) async throws(StoreError) -> String {
         let id = RandomToken.make()
-        let now = self.now()
+        let now = clock.now()
         var lifetime = lifetimeMilliseconds
         if let validSeconds { lifetime = min(lifetime, Int64(max(0, min(validSeconds, Double(Int32.max))) * 1000)) }
         let session = StoredPageSession(
@@ -101,7 +101,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     /// `takingNotice`, the session's one-time notice comes with it (and is gone then).
     package func session(_ cookie: String?, takingNotice: Bool = false) async throws(StoreError) -> Session? {
         guard let cookie, RandomToken.isWellFormed(cookie) else { return nil }
-        guard let stored = try await store.usePageSession(key: Self.digest(cookie), site: site, now: now(), takingNotice: takingNotice) else {
+        guard let stored = try await store.usePageSession(key: Self.digest(cookie), site: site, now: clock.now(), takingNotice: takingNotice) else {
             return nil
         }
         return Session(

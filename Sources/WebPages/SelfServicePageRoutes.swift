@@ -65,7 +65,7 @@ package struct SelfServicePageRoutes: Sendable {
         self.signIn = signIn
         self.secure = secure
         self.pages = Pages(site: "My devices", stylesheet: "/mobileservices/me/style.css")
-        self.sessions = sessions ?? PageSessions(store: registrations.store, site: "me")
+        self.sessions = sessions ?? PageSessions(store: registrations.store, site: "me", clock: registrations.clock)
         self.logger = logger
     }
 

@@ -41,8 +41,11 @@ struct Serve: AsyncParsableCommand {
                 tracing.append(.init(service: exporter.service))
                 logger.info("exporting traces", metadata: ["endpoint": "\(settings.endpoint)", "samplingRatio": "\(settings.samplingRatio)"])
             }
-            let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
-            server = try MidtierServer(configuration: configuration, configurationDirectory: config, store: store, logger: logger, tracer: tracer)
+            // One clock for the store and the server (tests give both their own).
+            let clock = WallClock.system
+            let store = try await MidtierServer.openStore(configuration.server.store, logger: logger, clock: clock)
+            server = try MidtierServer(
+                configuration: configuration, configurationDirectory: config, store: store, logger: logger, tracer: tracer, clock: clock)
         } catch {
             printError("midtier: not starting: \(error)")
             throw ExitCode.failure

@@ -51,12 +51,12 @@ import Testing
     }
 
     @Test func aStorageEntryAtTheUserAndTheDeviceLevel() {
-        let user = StorageEntry(key: StorageKey(app: "fieldlog", user: Self.alice, registration: "", name: "Home"), size: 7, updatedAt: Self.at)
+        let user = StorageEntry(key: StorageKey(app: "fieldlog", user: Self.alice, level: .user, name: "Home"), size: 7, updatedAt: Self.at)
         #expect(
             StorageEntryJSON(user).json.serialized()
                 == #"{"appId":"fieldlog","name":"Home","registration":null,"size":7,"updatedAt":"2026-11-25T23:23:33Z"}"#)
         var device = user
-        device.key.registration = "7b7a7acd"
+        device.key.level = .registration("7b7a7acd")
         #expect(StorageEntryJSON(device).json["registration"] == "7b7a7acd")
     }
 

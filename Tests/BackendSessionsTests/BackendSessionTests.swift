@@ -67,9 +67,6 @@ import Testing
         #expect(jar.cookieHeader(for: a, path: "/only/here")?.contains("scoped=1") == true)
         jar.store(["gone=1; Max-Age=0"], for: a, requestPath: "/", startedAt: jar.clock)
         #expect(jar.cookieHeader(for: a, path: "/")?.contains("gone") == false)
-        #expect(httpDate("Wed, 21 Oct 2015 07:28:00 GMT") == 1_445_412_480)
-        #expect(httpDate("Wed, 21-Oct-2015 07:28:00 GMT") == 1_445_412_480)
-        #expect(httpDate("yesterday") == nil)
 
         // Registration ids compare by bytes: a canonically equivalent id is another registration.
         let composed = BackendCookieJar.Key(registration: "caf\u{E9}", destination: "gw")
@@ -112,7 +109,7 @@ import Testing
     /// A change made on top of another instance's session is stamped after it, even when both
     /// came within the same millisecond: the store keeps the later of the two.
     @Test func aChangeIsStampedAfterTheSessionItWasMadeOn() throws {
-        let jar = BackendCookieJar(wallClock: { 1_800_000_000_000 })
+        let jar = BackendCookieJar(wallClock: WallClock { 1_800_000_000_000 })
         let key = BackendCookieJar.Key(registration: "r1", destination: "gw")
         let theirs: Int64 = 1_800_000_000_000 * 1000 + 5
         #expect(jar.load([.init(name: "s", value: "1", path: "/", expiresAt: nil)], stamp: theirs, for: key, startedAt: jar.clock) == .kept)
@@ -179,7 +176,7 @@ import Testing
             // In the middle of a key rotation: A seals with the old key, B with the new; both open both.
             // Both instances' wall clocks stand still: every answer below comes within the same
             // millisecond, as on a fast machine, and each still replaces the one it followed.
-            let frozen: @Sendable () -> Int64 = { 1_800_000_000_000 }
+            let frozen = WallClock { 1_800_000_000_000 }
             let a = BackendSessions(store: storeA, keys: [Self.key1, Self.key2], logger: Self.logger, wallClock: frozen)
             let b = BackendSessions(store: storeB, keys: [Self.key2, Self.key1], logger: Self.logger, wallClock: frozen)
 

@@ -168,16 +168,16 @@ import Testing
         try await withTestStore(kind) { test in
             let first = try await test.open(), second = try await test.open()
             let user = UserIdentity(realm: "https://idp.example", id: "alice")
-            let key = StorageKey(app: "demo", user: user, registration: "", name: "Prefs")
+            let key = StorageKey(app: "demo", user: user, level: .user, name: "Prefs")
             let written: StorageWrite<String> = try await first.writeStorage(key, userLimit: 100, now: 1) { _ in .set(#"{"a":1}"#) }
             guard case .written = written else { Issue.record("\(written)"); return }
             #expect(try await second.storageDocument(key) == #"{"a":1}"#)
             // The same id in another realm is another user.
             #expect(
-                try await second.storageDocument(StorageKey(app: "demo", user: UserIdentity(realm: "", id: "alice"), registration: "", name: "Prefs"))
+                try await second.storageDocument(StorageKey(app: "demo", user: UserIdentity(realm: "", id: "alice"), level: .user, name: "Prefs"))
                     == nil)
             let tooMuch: StorageWrite<String> = try await second.writeStorage(
-                StorageKey(app: "demo", user: user, registration: "", name: "More"),
+                StorageKey(app: "demo", user: user, level: .user, name: "More"),
                 userLimit: 100, now: 2
             ) { _ in .set(String(repeating: "x", count: 95)) }
             guard case .overUserLimit(100) = tooMuch else { Issue.record("\(tooMuch)"); return }
@@ -250,18 +250,18 @@ import Testing
             let user = UserIdentity(realm: "", id: "alice")
             let name = String(repeating: "n", count: 90)
             let first: StorageWrite<String> = try await store.writeStorage(
-                StorageKey(app: "demo", user: user, registration: "", name: name + "1"),
+                StorageKey(app: "demo", user: user, level: .user, name: name + "1"),
                 userLimit: 200, now: 1
             ) { _ in .set("{}") }
             guard case .written = first else { Issue.record("\(first)"); return }
             // 93 bytes kept; another 93 fit, a third does not.
             let second: StorageWrite<String> = try await store.writeStorage(
-                StorageKey(app: "demo", user: user, registration: "", name: name + "2"),
+                StorageKey(app: "demo", user: user, level: .user, name: name + "2"),
                 userLimit: 200, now: 2
             ) { _ in .set("{}") }
             guard case .written = second else { Issue.record("\(second)"); return }
             let third: StorageWrite<String> = try await store.writeStorage(
-                StorageKey(app: "demo", user: user, registration: "", name: name + "3"),
+                StorageKey(app: "demo", user: user, level: .user, name: name + "3"),
                 userLimit: 200, now: 3
             ) { _ in .set("{}") }
             guard case .overUserLimit(200) = third else { Issue.record("names are not counted: \(third)"); return }
@@ -295,7 +295,7 @@ import Testing
                 #expect(!listed.text.contains("dark"), "never their values")
                 #expect(
                     try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice")).contains {
-                        $0.key.registration == id
+                        $0.key.level == .registration(id)
                     })
                 if ending == "wipe" {
                     let wiped = try await env.admin(.POST, "/admin/v1/registrations/\(id)/wipe")
@@ -307,7 +307,7 @@ import Testing
                     #expect(deleted.status == 204, "\(deleted.text)")
                 }
                 let entries = try await env.server.registrations.store.storageEntries(of: UserIdentity(realm: "", id: "alice"))
-                #expect(!entries.contains { $0.key.registration == id }, "\(ending): \(entries)")
+                #expect(!entries.contains { $0.key.level == .registration(id) }, "\(ending): \(entries)")
             }
         }
     }

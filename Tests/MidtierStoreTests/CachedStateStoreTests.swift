@@ -69,8 +69,8 @@ final class CountingStore: StateStore {
     }
     func endPageSession(key: String, site: String) async throws(StoreError) { try await base.endPageSession(key: key, site: site) }
     func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? { try await base.storageDocument(key) }
-    func storageDocuments(app: String, user: UserIdentity, registration: String) async throws(StoreError) -> [StoredDocument] {
-        try await base.storageDocuments(app: app, user: user, registration: registration)
+    func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
+        try await base.storageDocuments(app: app, user: user, level: level)
     }
     func writeStorage<Reason: Sendable>(
         _ key: StorageKey, userLimit: Int, now: Int64,
@@ -174,6 +174,10 @@ final class CountingStore: StateStore {
 }
 
 extension CountingStore {
+    /// It passes no push notifications and no change feed on.
+    var pushStore: (any PushStore)? { nil }
+    func changeFeed() -> PostgresChangeFeed? { nil }
+
     func saveClientUpload(
         _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
         now: Int64

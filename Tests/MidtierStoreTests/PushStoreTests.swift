@@ -11,7 +11,7 @@ import Testing
     static let alice = UserIdentity.local("alice")
 
     static func push(_ store: any StateStore) throws -> any PushStore {
-        try #require(store as? any PushStore, "\(type(of: store)) keeps no push notifications")
+        try #require(store.pushStore, "\(type(of: store)) keeps no push notifications")
     }
 
     static func notification(_ id: String, app: String = "demo", at createdAt: Int64 = 1_000) -> PushNotificationRecord {

@@ -138,6 +138,8 @@ package final class TestClock: Sendable {
     private let offset = Mutex<Int64>(0)
     package var now: Int64 { Int64(Date().timeIntervalSince1970 * 1000) + offset.withLock { $0 } }
     package func advance(days: Int) { offset.withLock { $0 += Int64(days) * 86_400_000 } }
+    /// This clock as Midtier's ``WallClock``.
+    package var wallClock: WallClock { WallClock { self.now } }
 }
 
 /// The demo users of the tests: Midtier user id, password, SuccessFactors user id.
@@ -230,9 +232,9 @@ package struct TestEnvironment: Sendable {
                 })
         )
         adjust(&configuration, sfPort, ePort)
-        let store = try await MidtierServer.openStore(configuration.server.store, logger: logger)
         let clock = TestClock()
-        let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: { clock.now })
+        let store = try await MidtierServer.openStore(configuration.server.store, logger: logger, clock: clock.wallClock)
+        let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: clock.wallClock)
         let midtier = ServiceGroup(
             configuration: .init(
                 services: [

@@ -24,7 +24,7 @@ import Testing
         let clock = Clock()
         do {
             let store = try await testStore.open()
-            try await body(RegistrationService(store: store, now: { clock.milliseconds.load(ordering: .relaxed) }), clock)
+            try await body(RegistrationService(store: store, clock: WallClock { clock.milliseconds.load(ordering: .relaxed) }), clock)
         } catch {
             await testStore.remove()
             throw error

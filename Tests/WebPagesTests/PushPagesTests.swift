@@ -32,7 +32,7 @@ import Testing
                         endpoint: "https://127.0.0.1:9"))
                 configuration.apps["plain"] = AppConfiguration(id: "plain", destinations: ["echo"])
             }) { env in
-                let store = try #require(env.server.registrations.store as? any PushStore)
+                let store = try #require(env.server.registrations.store.pushStore)
                 // Redirects not followed: a form's answer is a 303 to the page it shows next.
                 let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
                 do {

@@ -45,7 +45,7 @@ extension WebPagesTests {
         ) -> PageSessions<String> {
             PageSessions<String>(
                 store: store, site: site, idleSeconds: Int(idle), lifetimeSeconds: Int(lifetime), capacity: capacity,
-                perSubject: perSubject, now: { clock.now })
+                perSubject: perSubject, clock: WallClock { clock.now })
         }
 
         /// The cookie value `start` returns names the session, and only it; the store keeps only
@@ -78,7 +78,7 @@ extension WebPagesTests {
                 let clock = PageClock()
                 let store = try await test.open()
                 let console = Self.sessions(store, clock, site: "console")
-                let me = PageSessions<UserIdentity>(store: store, site: "me", now: { clock.now })
+                let me = PageSessions<UserIdentity>(store: store, site: "me", clock: WallClock { clock.now })
                 let admin = try await console.start("admin#1", credentialStamp: "stamp")
                 let user = try await me.start(UserIdentity(realm: "https://idp", id: "alice"), credentialStamp: "stamp")
                 #expect(try await me.session(admin) == nil)
@@ -287,7 +287,7 @@ extension WebPagesTests {
                 let clock = PageClock()
                 let sessions = PageSessions<String>(
                     store: try await test.open(), site: "me", idleSeconds: 900, lifetimeSeconds: 28_800,
-                    now: { clock.now })
+                    clock: WallClock { clock.now })
                 let cookie = try await sessions.start("alice", credentialStamp: "issuer", validSeconds: 120)
                 clock.advance(seconds: 119)
                 #expect(try await sessions.session(cookie) != nil)

@@ -1,4 +1,5 @@
 import BackendSessions
+import MidtierCore
 
 /// `set-cookie`: a back end's `Set-Cookie` values, one a line, stored in the cookie jar as a
 /// proxied answer's are (BackendCookieJar.store), then the `Cookie` header the next call would
@@ -11,7 +12,7 @@ enum SetCookieTarget {
             requestPath = first
             lines.removeFirst()
         }
-        let jar = BackendCookieJar(capacity: 4, wallClock: { 1_800_000_000_000 })
+        let jar = BackendCookieJar(capacity: 4, wallClock: WallClock { 1_800_000_000_000 })
         let key = BackendCookieJar.Key(registration: "fuzz", destination: "backend")
         jar.store(lines, for: key, requestPath: requestPath, startedAt: jar.clock)
         _ = jar.cookieHeader(for: key, path: requestPath)
