@@ -539,6 +539,14 @@ let package = Package(
             name: "midtierTests",
             dependencies: ["midtier", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: swiftSettings),
+        // The admin operations on their own, one set for the API and the console.
+        .testTarget(
+            name: "AdministrationTests",
+            dependencies: [
+                "Administration", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport", "Registrations", "TokenExchange",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ], swiftSettings: swiftSettings),
         .testTarget(
             name: "DeviceProxyTests",
             dependencies: [
