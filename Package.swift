@@ -448,7 +448,7 @@ let package = Package(
             name: "MidtierTestSupport",
             dependencies: [
                 "ConfigurationFiles", "DeviceAuthentication", "MidtierCore", "MidtierServer", "MidtierStore", "SuccessFactorsSandbox",
-                "CLibArchive",
+                "CLibArchive", "MidtierHTTP",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -39,15 +39,6 @@ import TokenExchange
         await testStore.remove()
     }
 
-    static func refusal(_ body: () async throws(Refusal) -> Void) async -> Refusal? {
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error
-        }
-    }
-
     /// A block drops the user's cached tokens at once and is audited with the admin's name.
     @Test func aBlockDropsTheUsersTokensAndIsAudited() async throws {
         try await Self.withAdministration { administration in
@@ -62,7 +53,7 @@ import TokenExchange
             let audit = try await administration.recentAudit(before: nil, about: nil, limit: 10)
             #expect(audit.first?.action == "user.block" && audit.first?.actor == "admin#1" && audit.first?.detail == "traffic: lost badge")
             try await administration.unblock(Self.alice, by: Self.admin)
-            let again = await Self.refusal { () async throws(Refusal) in try await administration.unblock(Self.alice, by: Self.admin) }
+            let again = await refusal { () async throws(Refusal) in try await administration.unblock(Self.alice, by: Self.admin) }
             #expect(again?.status == .notFound, "nothing left to lift")
         }
     }
@@ -71,23 +62,23 @@ import TokenExchange
     /// app names: 404, with the near miss spelled out by code point.
     @Test func onlyUsersSomeoneCanSignInAsCanBeBlocked() async throws {
         try await Self.withAdministration { administration in
-            let twin = await Self.refusal { () async throws(Refusal) in
+            let twin = await refusal { () async throws(Refusal) in
                 _ = try await administration.block(.local("Jose\u{301}"), kind: .all, reason: "", by: Self.admin)
             }
             #expect(twin?.status == .notFound)
             #expect(twin?.message.contains("Jos<U+00E9>") == true, "\(twin?.message ?? "")")
             #expect(twin?.message.contains("Jose<U+0301>") == true)
-            let realm = await Self.refusal { () async throws(Refusal) in
+            let realm = await refusal { () async throws(Refusal) in
                 _ = try await administration.block(UserIdentity(realm: "https://other.example", id: "x"), kind: .all, reason: "", by: Self.admin)
             }
             #expect(realm?.status == .notFound)
-            let lower = await Self.refusal { () async throws(Refusal) in
+            let lower = await refusal { () async throws(Refusal) in
                 _ = try await administration.block(UserIdentity(realm: "backend:gw", id: "alice"), kind: .all, reason: "", by: Self.admin)
             }
             #expect(lower?.message.contains("\"ALICE\"") == true, "a back end's users are named in upper case")
             _ = try await administration.block(UserIdentity(realm: "backend:gw", id: "ALICE"), kind: .all, reason: "", by: Self.admin)
             _ = try await administration.block(UserIdentity(realm: "https://idp.example", id: "kim"), kind: .all, reason: "", by: Self.admin)
-            let long = await Self.refusal { () async throws(Refusal) in
+            let long = await refusal { () async throws(Refusal) in
                 _ = try await administration.block(Self.alice, kind: .all, reason: String(repeating: "x", count: 1001), by: Self.admin)
             }
             #expect(long?.status == .badRequest)
@@ -107,9 +98,9 @@ import TokenExchange
             }
             let wiped = try await administration.apply(.wipe, to: made.id, by: Self.admin)
             #expect(wiped.state == .wiped)
-            let lock = await Self.refusal { () async throws(Refusal) in _ = try await administration.apply(.lock, to: made.id, by: Self.admin) }
+            let lock = await refusal { () async throws(Refusal) in _ = try await administration.apply(.lock, to: made.id, by: Self.admin) }
             #expect(lock != nil, "a wiped registration is not locked instead")
-            let unknown = await Self.refusal { () async throws(Refusal) in _ = try await administration.registration(id: "no\u{7}such") }
+            let unknown = await refusal { () async throws(Refusal) in _ = try await administration.registration(id: "no\u{7}such") }
             #expect(unknown?.status == .notFound)
             #expect(unknown?.message.contains("no<U+0007>such") == true)
         }

@@ -57,16 +57,6 @@ import Testing
         return Request(head: head, body: RequestBody(buffer: ByteBuffer()))
     }
 
-    /// The refusal `body` throws, or nil when it throws none.
-    static func refusal(_ body: () async throws(Refusal) -> Void) async -> Refusal? {
-        do {
-            try await body()
-            return nil
-        } catch {
-            return error
-        }
-    }
-
     static func onboard(_ callers: CallerSignIn, _ service: Callers, user: UserIdentity, app: String = "demo") async throws -> Registration {
         try await service.onboard(
             app: callers.configuration.apps[app] ?? AppConfiguration(id: app), user: user, requestedID: nil,
@@ -91,9 +81,8 @@ import Testing
             var refusals: [Refusal] = []
             for id in [made.id, "no-such-registration"] {
                 let request = Self.request([("Authorization", Self.basic("alice", "wrong")), ("X-SMP-APPCID", id)])
-                if let refusal = await Self.refusal({ () async throws(Refusal) in _ = try await callers.admit(request, signIn: signIn, client: nil) })
-                {
-                    refusals.append(refusal)
+                if let found = await refusal(of: { () async throws(Refusal) in _ = try await callers.admit(request, signIn: signIn, client: nil) }) {
+                    refusals.append(found)
                 }
             }
             #expect(refusals.count == 2)
@@ -107,12 +96,12 @@ import Testing
         try await Self.withCallers { callers, signIn in
             let made = try await Self.onboard(signIn, callers, user: Self.alice)
             let asBob = Self.request([("Authorization", Self.basic("bob", "bob-pw")), ("X-SMP-APPCID", made.id)])
-            let bob = await Self.refusal { () async throws(Refusal) in _ = try await callers.admit(asBob, signIn: signIn, client: nil) }
+            let bob = await refusal { () async throws(Refusal) in _ = try await callers.admit(asBob, signIn: signIn, client: nil) }
             #expect(bob?.status == .forbidden)
             let otherApp = Self.request([
                 ("Authorization", Self.basic("alice", "alice-pw")), ("X-SMP-APPCID", made.id), ("X-SMP-APPID", "other"),
             ])
-            let mismatch = await Self.refusal { () async throws(Refusal) in _ = try await callers.admit(otherApp, signIn: signIn, client: nil) }
+            let mismatch = await refusal { () async throws(Refusal) in _ = try await callers.admit(otherApp, signIn: signIn, client: nil) }
             #expect(mismatch?.status == .forbidden)
             #expect(mismatch?.message.contains("X-SMP-APPID") == true)
         }
@@ -122,7 +111,7 @@ import Testing
     @Test func repeatedRegistrationHeadersAreRefused() async throws {
         try await Self.withCallers { callers, signIn in
             let request = Self.request([("X-SMP-APPCID", "a"), ("X-SMP-APPCID", "b")])
-            let refusal = await Self.refusal { () async throws(Refusal) in _ = try await callers.admit(request, signIn: signIn, client: nil) }
+            let refusal = await refusal { () async throws(Refusal) in _ = try await callers.admit(request, signIn: signIn, client: nil) }
             #expect(refusal?.status == .badRequest)
         }
     }
@@ -135,13 +124,13 @@ import Testing
             try await store.setBlock(
                 UserBlock(user: Self.alice, kind: .registration, reason: "test", since: 1, by: "test"),
                 audit: AuditEntry(at: 1, actor: "test", action: "user.block", target: "alice", source: "test"))
-            let explicit = await Self.refusal { () async throws(Refusal) in _ = try await Self.onboardRefusing(signIn, callers) }
+            let explicit = await refusal { () async throws(Refusal) in _ = try await Self.onboardRefusing(signIn, callers) }
             #expect(explicit?.status == .forbidden)
             #expect(explicit?.messageCode == "REG_BLOCKED")
             let implicit = Self.request([
                 ("Authorization", Self.basic("alice", "alice-pw")), ("X-SMP-APPID", "demo"), ("X-SMP-DEVICEID", "phone-1"),
             ])
-            let refusal = await Self.refusal { () async throws(Refusal) in _ = try await callers.admit(implicit, signIn: signIn, client: nil) }
+            let refusal = await refusal { () async throws(Refusal) in _ = try await callers.admit(implicit, signIn: signIn, client: nil) }
             #expect(refusal?.status == .forbidden)
             #expect(refusal?.messageCode == "REG_BLOCKED")
             #expect(try await store.registrations(matching: RegistrationFilter(user: Self.alice)).isEmpty)
@@ -169,7 +158,7 @@ import Testing
             let other = Self.request([
                 ("Authorization", Self.basic("alice", "alice-pw")), ("X-SMP-APPID", "other"), ("X-SMP-DEVICEID", "phone-1"),
             ])
-            let refusal = await Self.refusal { () async throws(Refusal) in _ = try await callers.admit(other, signIn: signIn, client: nil) }
+            let refusal = await refusal { () async throws(Refusal) in _ = try await callers.admit(other, signIn: signIn, client: nil) }
             #expect(refusal?.status == .forbidden)
         }
     }
@@ -185,7 +174,7 @@ import Testing
             #expect(try await callers.registration(namedByDevicePath: alices.id, request: none, app: app, user: Self.alice) == alices.id)
             #expect(try await callers.registration(namedByDevicePath: "phone-alice", request: none, app: app, user: Self.alice) == alices.id)
             for named in [bobs.id, "phone-bob"] {
-                let refusal = await Self.refusal { () async throws(Refusal) in
+                let refusal = await refusal { () async throws(Refusal) in
                     _ = try await callers.registration(namedByDevicePath: named, request: none, app: app, user: Self.alice)
                 }
                 #expect(refusal?.status == .forbidden)
