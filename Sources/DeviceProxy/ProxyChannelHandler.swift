@@ -1,6 +1,7 @@
 import Forwarding
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 package import Logging
 import MidtierHTTP
 package import NIOCore
@@ -72,8 +73,10 @@ package final class ProxyChannelHandler: ChannelDuplexHandler, RemovableChannelH
     /// Whether a request is answered here — a proxy call without a request body — and whether
     /// it asks to close the connection after its answer.
     static func classify(_ head: HTTPRequest) -> (answeredHere: Bool, close: Bool) {
-        let path = head.path.map { $0.prefix { $0 != "?" } } ?? ""
-        let answeredHere = !MidtierResponder.isOwnRoute(path: path) && Forwarder.isReplayable(head.headerFields)
+        // The path as Hummingbird's router reads it (`URI`), so that a target in any form an own
+        // route would take (an absolute form HTTPTypes leaves whole, say) goes to that route.
+        let path = URI(head.path ?? "").path
+        let answeredHere = !MidtierResponder.isOwnRoute(path: path[...]) && Forwarder.isReplayable(head.headerFields)
         return (answeredHere, asksToClose(head))
     }
 

@@ -217,3 +217,29 @@ import Testing
         #expect(seen33 == "handOn error")
     }
 }
+
+/// Which requests the pipeline answers: a destination call without a body; Midtier's own
+/// routes and calls with a body go on to Hummingbird, whatever form the target has.
+@Suite struct ProxyCallClassificationTests {
+    static func head(_ target: String, _ fields: HTTPFields = [:]) -> HTTPRequest {
+        HTTPRequest(method: .get, scheme: "http", authority: "m", path: target, headerFields: fields)
+    }
+
+    @Test(arguments: [
+        ("/sf/odata/v2/User", true), ("/healthz", false), ("/odata/applications/v1/demo/Connections", false),
+        ("/mobileservices/settingsExchange/v1/demo", false), ("/sf/x?a=/healthz", true),
+        // An absolute-form target that URLComponents refuses reaches HTTPTypes as it came:
+        // its path is still an own route, as Hummingbird's router reads it.
+        ("http://h:abc/healthz", false), ("http://h%zz/mobileservices/settingsExchange/v1/demo", false),
+    ])
+    func ownRoutesAreHummingbirds(target: String, answeredHere: Bool) {
+        #expect(ProxyChannelHandler.classify(Self.head(target)).answeredHere == answeredHere, "\(target)")
+    }
+
+    @Test func aCallWithABodyIsHummingbirds() {
+        #expect(!ProxyChannelHandler.classify(Self.head("/sf/x", [.contentLength: "2"])).answeredHere)
+        #expect(!ProxyChannelHandler.classify(Self.head("/sf/x", [.transferEncoding: "chunked"])).answeredHere)
+        #expect(ProxyChannelHandler.classify(Self.head("/sf/x", [.contentLength: "0"])).answeredHere)
+        #expect(ProxyChannelHandler.classify(Self.head("/sf/x", [.connection: "close"])).close)
+    }
+}

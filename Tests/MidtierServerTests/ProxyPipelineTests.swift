@@ -61,4 +61,15 @@ import Testing
             }
         }
     }
+
+    /// An absolute-form target reaches the route its path names, whichever answerer would take
+    /// it (docs/reliability.md): here one that Foundation's URL parser refuses.
+    @Test func anAbsoluteFormTargetIsReadAsItsPath() async throws {
+        try await TestEnvironment.with { environment in
+            let connection = try RawConnection(port: environment.midtierPort)
+            try connection.send("GET http://h:abc/healthz HTTP/1.1\r\nHost: midtier\r\nConnection: close\r\n\r\n")
+            let received = try await connection.closedByPeer()
+            #expect(received.hasPrefix("HTTP/1.1 200 OK\r\n") && received.contains(#"{"status":"ok"}"#), "\(received)")
+        }
+    }
 }
