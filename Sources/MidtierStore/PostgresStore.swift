@@ -909,53 +909,11 @@ package final class PostgresStore: StateStore {
     }
 
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        try await read { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
-                WHERE at >= \(since) AND sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
-                """, logger: logger)
-            return try await Self.auditEntries(rows)
-        }
+        try await rows(AuditRules.entries(since: since, after: after, limit: limit)) { try AuditRules.entry($0) }
     }
 
     package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        let before = before ?? Int64.max
-        let selection = subject?.selection
-        return try await read { client, logger in
-            let rows: PostgresRowSequence
-            switch selection {
-            case nil:
-                rows = try await client.query(
-                    """
-                    SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
-                    WHERE sequence < \(before) ORDER BY sequence DESC LIMIT \(Int64(limit))
-                    """, logger: logger)
-            case (let target, nil)?:
-                rows = try await client.query(
-                    """
-                    SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
-                    WHERE sequence < \(before) AND target = \(target) ORDER BY sequence DESC LIMIT \(Int64(limit))
-                    """, logger: logger)
-            case (let target, let actor?)?:
-                rows = try await client.query(
-                    """
-                    SELECT sequence, at, actor, action, target, detail, source FROM midtier_audit
-                    WHERE sequence < \(before) AND (target = \(target) OR actor = \(actor)) ORDER BY sequence DESC LIMIT \(Int64(limit))
-                    """, logger: logger)
-            }
-            return try await Self.auditEntries(rows)
-        }
-    }
-
-    private static func auditEntries(_ rows: PostgresRowSequence) async throws -> [AuditEntry] {
-        var entries: [AuditEntry] = []
-        for try await (sequence, at, actor, action, target, detail, source) in rows.decode(
-            (Int64, Int64, String, String, String, String, String).self)
-        {
-            entries.append(AuditEntry(sequence: sequence, at: at, actor: actor, action: action, target: target, detail: detail, source: source))
-        }
-        return entries
+        try await rows(AuditRules.recent(before: before, about: subject, limit: limit)) { try AuditRules.entry($0) }
     }
 
     // MARK: What else it offers

@@ -821,34 +821,11 @@ package final class SQLiteStore: StateStore {
     }
 
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM audit WHERE at >= ? AND sequence > ? ORDER BY sequence LIMIT ?",
-                arguments: [since, after, limit]
-            ).map(Self.auditEntry)
-        }
+        try await rows(AuditRules.entries(since: since, after: after, limit: limit)) { try AuditRules.entry($0) }
     }
 
     package func recentAudit(before: Int64?, about subject: AuditSubject?, limit: Int) async throws(StoreError) -> [AuditEntry] {
-        let selection = subject?.selection
-        return try await read { db in
-            var sql = "SELECT * FROM audit WHERE sequence < ?"
-            var arguments: StatementArguments = [before ?? Int64.max]
-            if let selection {
-                sql += selection.actor == nil ? " AND target = ?" : " AND (target = ? OR actor = ?)"
-                arguments += [selection.target]
-                if let actor = selection.actor { arguments += [actor] }
-            }
-            sql += " ORDER BY sequence DESC LIMIT ?"
-            arguments += [limit]
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.auditEntry)
-        }
-    }
-
-    private static func auditEntry(_ row: Row) -> AuditEntry {
-        AuditEntry(
-            sequence: row["sequence"], at: row["at"], actor: row["actor"], action: row["action"],
-            target: row["target"], detail: row["detail"], source: row["source"])
+        try await rows(AuditRules.recent(before: before, about: subject, limit: limit)) { try AuditRules.entry($0) }
     }
 
     package func ping() async -> Bool {
