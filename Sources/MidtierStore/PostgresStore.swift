@@ -547,31 +547,11 @@ package final class PostgresStore: StateStore {
     static let uploadLock: Int32 = 0x4D74_5505
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
-        let registration = key.level.storedRegistration
-        return try await read { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
-                """, logger: logger)
-            for try await (document) in rows.decode(String.self) { return document }
-            return nil
-        }
+        try await rows(StorageRules.document(key)) { try $0.text("document") }.first
     }
 
     package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
-        let registration = level.storedRegistration
-        return try await read { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT name, document FROM midtier_user_storage WHERE user_realm = \(user.realm) AND user_id = \(user.id)
-                    AND app_id = \(app) AND registration_id = \(registration)
-                ORDER BY name COLLATE "C"
-                """, logger: logger)
-            var documents: [StoredDocument] = []
-            for try await (name, document) in rows.decode((String, String).self) { documents.append(StoredDocument(name: name, text: document)) }
-            return documents
-        }
+        try await rows(StorageRules.documents(app: app, user: user, level: level)) { try StorageRules.storedDocument($0) }
     }
 
     package func writeStorage<Reason: Sendable>(
@@ -635,21 +615,7 @@ package final class PostgresStore: StateStore {
     }
 
     package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
-        try await read { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT app_id, registration_id, name, size, updated_at FROM midtier_user_storage
-                WHERE user_realm = \(user.realm) AND user_id = \(user.id) ORDER BY app_id, registration_id, name
-                """, logger: logger)
-            var entries: [StorageEntry] = []
-            for try await (app, registration, name, size, updatedAt) in rows.decode((String, String, String, Int64, Int64).self) {
-                entries.append(
-                    StorageEntry(
-                        key: StorageKey(app: app, user: user, level: StorageLevel(storedRegistration: registration), name: name),
-                        size: Int(size), updatedAt: updatedAt))
-            }
-            return entries
-        }
+        try await rows(StorageRules.entries(of: user)) { try StorageRules.entry($0, of: user) }
     }
 
     // MARK: Client logs and usage (every instance reads them from here: nothing to announce)

@@ -555,26 +555,11 @@ package final class SQLiteStore: StateStore {
     // MARK: User and device storage
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
-        try await read { db in
-            try String.fetchOne(
-                db,
-                sql: """
-                    SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
-                    """, arguments: [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name])
-        }
+        try await rows(StorageRules.document(key)) { try $0.text("document") }.first
     }
 
     package func storageDocuments(app: String, user: UserIdentity, level: StorageLevel) async throws(StoreError) -> [StoredDocument] {
-        try await read { db in
-            // SQLite's BINARY collation orders names by their bytes.
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT name, document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ?
-                    ORDER BY name
-                    """, arguments: [user.realm, user.id, app, level.storedRegistration]
-            ).map { StoredDocument(name: $0["name"], text: $0["document"]) }
-        }
+        try await rows(StorageRules.documents(app: app, user: user, level: level)) { try StorageRules.storedDocument($0) }
     }
 
     package func writeStorage<Reason: Sendable>(
@@ -626,20 +611,7 @@ package final class SQLiteStore: StateStore {
     }
 
     package func storageEntries(of user: UserIdentity) async throws(StoreError) -> [StorageEntry] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT app_id, registration_id, name, size, updated_at FROM user_storage WHERE user_realm = ? AND user_id = ?
-                    ORDER BY app_id, registration_id, name
-                    """, arguments: [user.realm, user.id]
-            ).map { row in
-                StorageEntry(
-                    key: StorageKey(
-                        app: row["app_id"], user: user, level: StorageLevel(storedRegistration: row["registration_id"]), name: row["name"]),
-                    size: row["size"], updatedAt: row["updated_at"])
-            }
-        }
+        try await rows(StorageRules.entries(of: user)) { try StorageRules.entry($0, of: user) }
     }
 
     // MARK: Client logs and usage

@@ -15,6 +15,7 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         case sql(String)
         case table(String)
         case value(Value)
+        case bytewise
     }
 
     private(set) var parts: [Part]
@@ -29,6 +30,9 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         package mutating func appendLiteral(_ literal: String) { if !literal.isEmpty { parts.append(.sql(literal)) } }
         /// A table, by its name without a store's prefix.
         package mutating func appendInterpolation(table: String) { parts.append(.table(table)) }
+        /// After an `ORDER BY` column: order it by its bytes (SQLite's BINARY, PostgreSQL's
+        /// `COLLATE "C"`), never by a locale: ids and names are compared by their bytes.
+        package mutating func appendInterpolation(bytewise column: String) { parts += [.sql(column), .bytewise] }
         package mutating func appendInterpolation(_ value: Int64) { parts.append(.value(.integer(value))) }
         package mutating func appendInterpolation(_ value: Int) { parts.append(.value(.integer(Int64(value)))) }
         package mutating func appendInterpolation(_ value: String) { parts.append(.value(.text(value))) }
@@ -49,6 +53,7 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
             switch part {
             case .sql(let text): sql += text
             case .table(let name): sql += dialect.tablePrefix + name
+            case .bytewise: sql += dialect.bytewise
             case .value(let value):
                 values.append(value)
                 sql += dialect.placeholder(values.count)
@@ -64,9 +69,11 @@ package struct StoreDialect: Sendable {
     let tablePrefix: String
     /// The placeholder of the n-th value (from 1).
     let placeholder: @Sendable (Int) -> String
+    /// After a column to order by its bytes.
+    let bytewise: String
 
-    package static let sqlite = StoreDialect(tablePrefix: "", placeholder: { _ in "?" })
-    package static let postgres = StoreDialect(tablePrefix: "midtier_", placeholder: { "$\($0)" })
+    package static let sqlite = StoreDialect(tablePrefix: "", placeholder: { _ in "?" }, bytewise: "")
+    package static let postgres = StoreDialect(tablePrefix: "midtier_", placeholder: { "$\($0)" }, bytewise: #" COLLATE "C""#)
 }
 
 /// A row either store read, by column name: what a rule written once reads its results from.

@@ -29,4 +29,16 @@ import Testing
         #expect(user.sql.contains("AND (target = ? OR actor = ?)"))
         #expect(user.values.count == 4)
     }
+
+    /// Names, apps and registration ids are ordered by their bytes in both stores: PostgreSQL
+    /// is told so (`COLLATE "C"`), whatever the database's locale. (The test server here is
+    /// initialised with the C locale, where both orders agree; this pins what is asked.)
+    @Test func storageIsOrderedByBytesInBothStores() {
+        let entries = StorageRules.entries(of: .local("alice"))
+        #expect(entries.rendered(.sqlite).sql.hasSuffix("ORDER BY app_id, registration_id, name"))
+        #expect(entries.rendered(.postgres).sql.hasSuffix(#"ORDER BY app_id COLLATE "C", registration_id COLLATE "C", name COLLATE "C""#))
+        let documents = StorageRules.documents(app: "demo", user: .local("alice"), level: .registration("r1")).rendered(.postgres)
+        #expect(documents.sql.hasSuffix(#"ORDER BY name COLLATE "C""#))
+        #expect(documents.values == [.text(""), .text("alice"), .text("demo"), .text("r1")])
+    }
 }

@@ -1,0 +1,34 @@
+package import MidtierCore
+
+/// The Storage service's reads, written once for both stores (``StoreQuery``): one document, a
+/// level's documents by name, and everything a user stored for an admin (docs/device-api.md,
+/// "Storage"). Names, apps and registration ids are ordered by their bytes in both stores.
+enum StorageRules {
+    static func document(_ key: StorageKey) -> StoreQuery {
+        "SELECT document FROM \(table: "user_storage") WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id) "
+            + "AND app_id = \(key.app) AND registration_id = \(key.level.storedRegistration) AND name = \(key.name)"
+    }
+
+    static func documents(app: String, user: UserIdentity, level: StorageLevel) -> StoreQuery {
+        "SELECT name, document FROM \(table: "user_storage") WHERE user_realm = \(user.realm) AND user_id = \(user.id) "
+            + "AND app_id = \(app) AND registration_id = \(level.storedRegistration) ORDER BY \(bytewise: "name")"
+    }
+
+    static func storedDocument(_ row: some StoreRow) throws -> StoredDocument {
+        StoredDocument(name: try row.text("name"), text: try row.text("document"))
+    }
+
+    static func entries(of user: UserIdentity) -> StoreQuery {
+        "SELECT app_id, registration_id, name, size, updated_at FROM \(table: "user_storage") "
+            + "WHERE user_realm = \(user.realm) AND user_id = \(user.id) "
+            + "ORDER BY \(bytewise: "app_id"), \(bytewise: "registration_id"), \(bytewise: "name")"
+    }
+
+    static func entry(_ row: some StoreRow, of user: UserIdentity) throws -> StorageEntry {
+        StorageEntry(
+            key: StorageKey(
+                app: try row.text("app_id"), user: user, level: StorageLevel(storedRegistration: try row.text("registration_id")),
+                name: try row.text("name")),
+            size: Int(try row.integer("size")), updatedAt: try row.integer("updated_at"))
+    }
+}
