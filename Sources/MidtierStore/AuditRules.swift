@@ -30,3 +30,11 @@ enum AuditRules {
             source: try row.text("source"))
     }
 }
+
+extension AuditRules {
+    /// Appends `entry` (its sequence number is the store's to give).
+    static func append(_ entry: AuditEntry) -> StoreQuery {
+        "INSERT INTO \(table: "audit") (at, actor, action, target, detail, source) "
+            + "VALUES (\(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.detail), \(entry.source))"
+    }
+}

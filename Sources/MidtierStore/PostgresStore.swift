@@ -168,35 +168,7 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    // MARK: Rows
-
-    static let columns =
-        "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
-
-    typealias RegistrationRow = (String, String, String, String, String, String, String, String, String, String, Int64, Int64, String, String)
-
-    static func registration(_ row: RegistrationRow) -> Registration {
-        Registration(
-            id: row.0, appId: row.1, user: UserIdentity(realm: row.2, id: row.3), deviceType: row.4, deviceModel: row.5,
-            deviceId: row.6, formFactor: row.7, apnsDeviceToken: row.8, androidGcmRegistrationId: row.9,
-            createdAt: row.10, lastContactAt: row.11,
-            // An unreadable state is treated as the safest one.
-            state: Registration.State(rawValue: row.12) ?? .wiped, details: Registration.details(from: row.13))
-    }
-
-    static func registrations(_ rows: PostgresRowSequence) async throws -> [Registration] {
-        var found: [Registration] = []
-        for try await row in rows.decode(RegistrationRow.self) { found.append(registration(row)) }
-        return found
-    }
-
-    static func append(_ entry: AuditEntry, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(
-            """
-            INSERT INTO midtier_audit (at, actor, action, target, detail, source)
-            VALUES (\(entry.at), \(entry.actor), \(entry.action), \(entry.target), \(entry.detail), \(entry.source))
-            """, logger: logger)
-    }
+    // MARK: What only PostgreSQL does
 
     /// Records a change other instances must apply, and wakes them (delivered at commit).
     static func announce(_ change: StoreChange, at milliseconds: Int64, on connection: PostgresConnection, logger: Logger) async throws {
@@ -208,44 +180,32 @@ package final class PostgresStore: StateStore {
         try await connection.query("SELECT pg_notify(\(Self.changeChannel), '')", logger: logger)
     }
 
-    // MARK: Registrations
+    /// Takes the transaction-scoped lock of class `lock` for `user`'s writes, so that a bound
+    /// counted over the user's rows sees every write of the user before it (the realm's length
+    /// keeps realm and id apart).
+    static func lockWrites(of user: UserIdentity, class lock: Int32, on connection: PostgresConnection, logger: Logger) async throws {
+        let key = "\(user.realm.utf8.count):\(user.realm)\(user.id)"
+        try await connection.query("SELECT pg_advisory_xact_lock(\(lock), hashtext(\(key)))", logger: logger)
+    }
+
+    // MARK: Registrations (the statements: RegistrationRules)
 
     package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         try await write { connection, logger in
-            let retired = try await connection.query("SELECT 1 FROM midtier_retired_registration WHERE id = \(r.id)", logger: logger)
-            for try await _ in retired { return InsertOutcome.idTaken }
-            if let maximumPerUser {
-                let rows = try await connection.query(
-                    """
-                    SELECT COUNT(*) FROM midtier_registration WHERE user_realm = \(r.user.realm) AND user_id = \(r.user.id)
-                    """, logger: logger)
-                var count: Int64 = 0
-                for try await (value) in rows.decode(Int64.self) { count = value }
-                if count >= Int64(maximumPerUser) { return .limitReached(limit: maximumPerUser) }
+            if try await connection.finds(RegistrationRules.retired(id: r.id), logger: logger) { return InsertOutcome.idTaken }
+            if let maximumPerUser,
+                try await connection.rows(RegistrationRules.count(of: r.user), logger: logger, { try $0.integer("count") }).first ?? 0
+                    >= Int64(maximumPerUser)
+            {
+                return .limitReached(limit: maximumPerUser)
             }
-            if !r.deviceId.isEmpty {
-                // Byte equality: the database's default collation is deterministic.
-                let held = try await connection.query(
-                    """
-                    SELECT id FROM midtier_registration
-                    WHERE app_id = \(r.appId) AND user_realm = \(r.user.realm) AND user_id = \(r.user.id) AND device_id = \(r.deviceId)
-                      AND state <> 'active'
-                    ORDER BY state = 'wiped' DESC, created_at LIMIT 1
-                    """, logger: logger)
-                for try await (id) in held.decode(String.self) { return InsertOutcome.deviceHeld(id: id) }
+            if !r.deviceId.isEmpty,
+                let held = try await connection.rows(RegistrationRules.heldDevice(of: r), logger: logger, { try $0.text("id") }).first
+            {
+                return .deviceHeld(id: held)
             }
-            let inserted = try await connection.query(
-                """
-                INSERT INTO midtier_registration (\(unescaped: Self.columns))
-                VALUES (\(r.id), \(r.appId), \(r.user.realm), \(r.user.id), \(r.deviceType), \(r.deviceModel), \(r.deviceId), \(r.formFactor),
-                        \(r.apnsDeviceToken), \(r.androidGcmRegistrationId), \(r.createdAt), \(r.lastContactAt), \(r.state.rawValue),
-                        \(r.detailsText))
-                ON CONFLICT (id) DO NOTHING RETURNING id
-                """, logger: logger)
-            var added = false
-            for try await _ in inserted { added = true }
-            guard added else { return .idTaken }
-            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            guard try await connection.finds(RegistrationRules.insert(r), logger: logger) else { return .idTaken }
+            if let audit { try await connection.run(AuditRules.append(audit), logger: logger) }
             // Others may have remembered the id as unknown (a device that called before it
             // onboarded); they forget that (docs/identity.md, "Registration ids").
             try await Self.announce(.created(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
@@ -254,50 +214,21 @@ package final class PostgresStore: StateStore {
     }
 
     package func registration(id: String) async throws(StoreError) -> Registration? {
-        try await read { client, logger in
-            try await Self.registrations(client.query("SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id)", logger: logger))
-                .first
-        }
+        try await rows(RegistrationRules.registration(id: id)) { try RegistrationRules.registration($0) }.first
     }
 
     package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
-        guard let registration = try await registration(id: id) else { return nil }
-        return RegistrationAndBlock(registration: registration, block: try await block(of: registration.user))
+        try await rows(RegistrationRules.registrationAndBlock(id: id)) { try RegistrationRules.registrationAndBlock($0) }.first
     }
 
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
-        try await read { client, logger in
-            var query: PostgresQuery = "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE TRUE"
-            if let user = filter.user {
-                query.sql += " AND user_realm = $\(query.binds.count + 1) AND user_id = $\(query.binds.count + 2)"
-                query.binds.append(user.realm)
-                query.binds.append(user.id)
-            }
-            if let app = filter.app {
-                query.sql += " AND app_id = $\(query.binds.count + 1)"
-                query.binds.append(app)
-            }
-            if let state = filter.state {
-                query.sql += " AND state = $\(query.binds.count + 1)"
-                query.binds.append(state.rawValue)
-            }
-            query.sql += " ORDER BY created_at, id"
-            return try await Self.registrations(client.query(query, logger: logger))
-        }
+        try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
     }
 
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { connection, logger in
-            let updated = try await connection.query(
-                """
-                UPDATE midtier_registration SET device_type = \(r.deviceType), device_model = \(r.deviceModel), device_id = \(r.deviceId),
-                    form_factor = \(r.formFactor), apns_device_token = \(r.apnsDeviceToken),
-                    android_gcm_registration_id = \(r.androidGcmRegistrationId), details = \(r.detailsText) WHERE id = \(r.id) RETURNING id
-                """, logger: logger)
-            var changed = false
-            for try await _ in updated { changed = true }
-            guard changed else { return false }
-            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            guard try await connection.finds(RegistrationRules.updateDevice(r), logger: logger) else { return false }
+            if let audit { try await connection.run(AuditRules.append(audit), logger: logger) }
             try await Self.announce(.device(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
             return true
         }
@@ -308,14 +239,14 @@ package final class PostgresStore: StateStore {
         audit: AuditEntry
     ) async throws(StoreError) -> StateTransition {
         try await write { connection, logger in
-            let found = try await Self.registrations(
-                connection.query(
-                    "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            let found = try await connection.rows(RegistrationRules.registration(id: id, lock: .update), logger: logger) {
+                try RegistrationRules.registration($0)
+            }
             guard var registration = found.first else { return StateTransition.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
-            try await connection.query("UPDATE midtier_registration SET state = \(state.rawValue) WHERE id = \(id)", logger: logger)
-            try await Self.delete(RegistrationRows.deleted(changingTo: state), of: id, on: connection, logger: logger)
-            try await Self.append(audit, on: connection, logger: logger)
+            try await connection.run(RegistrationRules.setState(state, id: id), logger: logger)
+            for rows in RegistrationRows.deleted(changingTo: state) { try await connection.run(rows.deletion(of: id), logger: logger) }
+            try await connection.run(AuditRules.append(audit), logger: logger)
             try await Self.announce(.registration(id: id), at: audit.at, on: connection, logger: logger)
             registration.state = state
             return .changed(registration)
@@ -324,19 +255,16 @@ package final class PostgresStore: StateStore {
 
     package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { connection, logger in
-            let found = try await Self.registrations(
-                connection.query(
-                    "SELECT \(unescaped: Self.columns) FROM midtier_registration WHERE id = \(id) FOR UPDATE", logger: logger))
+            let found = try await connection.rows(RegistrationRules.registration(id: id, lock: .update), logger: logger) {
+                try RegistrationRules.registration($0)
+            }
             guard let registration = found.first else { return DeleteOutcome.notFound }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
             let at = audit?.at ?? self.clock.now()
-            try await connection.query("DELETE FROM midtier_registration WHERE id = \(id)", logger: logger)
-            try await Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, on: connection, logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO midtier_retired_registration (id, retired_at) VALUES (\(id), \(at)) ON CONFLICT (id) DO NOTHING
-                """, logger: logger)
-            if let audit { try await Self.append(audit, on: connection, logger: logger) }
+            try await connection.run(RegistrationRules.delete(id: id), logger: logger)
+            for rows in RegistrationRows.deletedWithTheRegistration { try await connection.run(rows.deletion(of: id), logger: logger) }
+            try await connection.run(RegistrationRules.retire(id: id, at: at), logger: logger)
+            if let audit { try await connection.run(AuditRules.append(audit), logger: logger) }
             try await Self.announce(.registration(id: id), at: at, on: connection, logger: logger)
             return .deleted(registration)
         }
@@ -344,7 +272,8 @@ package final class PostgresStore: StateStore {
 
     package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         guard !contacts.isEmpty else { return }
-        // Monotonic and unaudited: no write lock, no change to announce; one statement a batch.
+        // Monotonic and unaudited: no write lock, no change to announce; one statement a batch
+        // (the rule of each contact, RegistrationRules.contact, for many at once).
         let ids = contacts.map(\.id)
         let times = contacts.map(\.at)
         try await read { client, logger in
@@ -360,42 +289,21 @@ package final class PostgresStore: StateStore {
     // MARK: Blocks
 
     package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
-        try await read { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT kind, reason, since, blocked_by FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id)
-                """, logger: logger)
-            for try await (kind, reason, since, by) in rows.decode((String, String, Int64, String).self) {
-                return UserBlock(user: user, kind: UserBlock.Kind(rawValue: kind) ?? .all, reason: reason, since: since, by: by)
-            }
-            return nil
-        }
+        try await rows(RegistrationRules.block(of: user)) { try RegistrationRules.block($0, of: user) }.first
     }
 
     package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in
-            try await connection.query(
-                """
-                INSERT INTO midtier_user_block (user_realm, user_id, kind, reason, since, blocked_by)
-                VALUES (\(block.user.realm), \(block.user.id), \(block.kind.rawValue), \(block.reason), \(block.since), \(block.by))
-                ON CONFLICT (user_realm, user_id) DO UPDATE SET kind = EXCLUDED.kind, reason = EXCLUDED.reason,
-                    since = EXCLUDED.since, blocked_by = EXCLUDED.blocked_by
-                """, logger: logger)
-            try await Self.append(audit, on: connection, logger: logger)
+            try await connection.run(RegistrationRules.setBlock(block), logger: logger)
+            try await connection.run(AuditRules.append(audit), logger: logger)
             try await Self.announce(.block(user: block.user), at: audit.at, on: connection, logger: logger)
         }
     }
 
     package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { connection, logger in
-            let removed = try await connection.query(
-                """
-                DELETE FROM midtier_user_block WHERE user_realm = \(user.realm) AND user_id = \(user.id) RETURNING user_id
-                """, logger: logger)
-            var found = false
-            for try await _ in removed { found = true }
-            guard found else { return false }
-            try await Self.append(audit, on: connection, logger: logger)
+            guard try await connection.finds(RegistrationRules.removeBlock(of: user), logger: logger) else { return false }
+            try await connection.run(AuditRules.append(audit), logger: logger)
             try await Self.announce(.block(user: user), at: audit.at, on: connection, logger: logger)
             return true
         }
@@ -403,54 +311,29 @@ package final class PostgresStore: StateStore {
 
     package func purgeTokens(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) {
         try await write { connection, logger in
-            try await Self.append(audit, on: connection, logger: logger)
+            try await connection.run(AuditRules.append(audit), logger: logger)
             try await Self.announce(.tokens(user: user), at: audit.at, on: connection, logger: logger)
         }
     }
 
-    // MARK: Back-end sessions
+    // MARK: Back-end sessions (the statements: BackendSessionRules)
 
     package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
-        try await read(within: sessionTimeout) { client, logger in
-            let rows = try await client.query(
-                """
-                SELECT sealed, expires_at, stamp FROM midtier_backend_session
-                WHERE registration_id = \(registration) AND destination = \(destination) AND (expires_at IS NULL OR expires_at > \(now))
-                """, logger: logger)
-            for try await (sealed, expiresAt, stamp) in rows.decode((ByteBuffer, Int64?, Int64).self) {
-                return SealedBackendSession(
-                    registration: registration, destination: destination,
-                    sealed: Array(buffer: sealed), expiresAt: expiresAt, stamp: stamp)
-            }
-            return nil
-        }
+        try await rows(within: sessionTimeout, BackendSessionRules.session(registration: registration, destination: destination, now: now)) {
+            try BackendSessionRules.session($0, registration: registration, destination: destination)
+        }.first
     }
 
     package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         // Under the write lock like every announced change (the change feed reads changes in
         // sequence order), with the request path's short deadline.
         try await write(within: sessionTimeout) { connection, logger in
-            try await connection.query("DELETE FROM midtier_backend_session WHERE expires_at <= \(now)", logger: logger)
-            var active = false
-            for try await _ in try await connection.query(
-                """
-                SELECT 1 FROM midtier_registration WHERE id = \(session.registration) AND state = 'active'
-                """, logger: logger)
-            { active = true }
-            guard active else { return .inactive }
-            let saved = try await connection.query(
-                """
-                INSERT INTO midtier_backend_session (registration_id, destination, sealed, expires_at, stamp)
-                VALUES (\(session.registration), \(session.destination), \(ByteBuffer(bytes: session.sealed)), \(session.expiresAt), \(session.stamp))
-                ON CONFLICT (registration_id, destination) DO UPDATE
-                SET sealed = EXCLUDED.sealed, expires_at = EXCLUDED.expires_at, stamp = EXCLUDED.stamp
-                WHERE midtier_backend_session.stamp < EXCLUDED.stamp
-                RETURNING registration_id
-                """, logger: logger)
-            var kept = false
-            for try await _ in saved { kept = true }
-            guard kept else { return .stale }
+            try await connection.run(BackendSessionRules.dropExpired(now: now), logger: logger)
+            guard try await connection.finds(RegistrationRules.active(id: session.registration), logger: logger) else {
+                return BackendSessionSave.inactive
+            }
+            guard try await connection.finds(BackendSessionRules.save(session), logger: logger) else { return .stale }
             try await Self.announce(
                 .session(registration: session.registration, destination: session.destination),
                 at: now, on: connection, logger: logger)
@@ -458,91 +341,49 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    // MARK: Page sessions (every instance reads them from here: nothing to announce)
-
-    typealias PageSessionRow = (String, String, String, String, String, String, Int64, Int64, Int64, Int64, String?)
-    static let pageSessionColumns =
-        "key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at, last_seen, idle_ms, notice"
+    // MARK: Page sessions (every instance reads them from here: nothing to announce; the statements: PageSessionRules)
 
     package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
         try await write(lock: Self.pageSessionLock) { connection, logger in
-            try await connection.query(
-                """
-                DELETE FROM midtier_page_session WHERE ends_at <= \(now) OR (last_seen < \(now) AND \(now) - last_seen >= idle_ms)
-                """, logger: logger)
-            try await connection.query(
-                """
-                DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
-                    AND subject_realm = \(session.subject.realm) AND subject_id = \(session.subject.id)
-                    ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.perSubject - 1))))
-                """, logger: logger)
-            try await connection.query(
-                """
-                DELETE FROM midtier_page_session WHERE key IN (SELECT key FROM midtier_page_session WHERE site = \(session.site)
-                    ORDER BY last_seen DESC, key OFFSET \(Int64(max(0, bounds.capacity - 1))))
-                """, logger: logger)
-            try await connection.query(
-                """
-                INSERT INTO midtier_page_session (\(unescaped: Self.pageSessionColumns))
-                VALUES (\(session.key), \(session.site), \(session.subject.realm), \(session.subject.id), \(session.credentialStamp),
-                        \(session.csrfToken), \(session.startedAt), \(session.endsAt), \(session.lastSeen), \(session.idleMilliseconds),
-                        \(session.notice))
-                ON CONFLICT (key) DO NOTHING
-                """, logger: logger)
+            try await connection.run(PageSessionRules.dropOver(now: now), logger: logger)
+            try await connection.run(
+                PageSessionRules.trim(site: session.site, subject: session.subject, keeping: bounds.perSubject - 1), logger: logger)
+            try await connection.run(PageSessionRules.trim(site: session.site, keeping: bounds.capacity - 1), logger: logger)
+            try await connection.run(PageSessionRules.insert(session), logger: logger)
         }
     }
 
     package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
         try await write(lock: nil) { connection, logger in
-            let rows = try await connection.query(
-                """
-                SELECT \(unescaped: Self.pageSessionColumns) FROM midtier_page_session WHERE key = \(key) AND site = \(site) FOR UPDATE
-                """, logger: logger)
-            var found: StoredPageSession?
-            for try await row in rows.decode(PageSessionRow.self) {
-                found = StoredPageSession(
-                    key: row.0, site: row.1, subject: UserIdentity(realm: row.2, id: row.3), credentialStamp: row.4,
-                    csrfToken: row.5, startedAt: row.6, endsAt: row.7, lastSeen: row.8, idleMilliseconds: row.9,
-                    notice: row.10)
+            let found = try await connection.rows(PageSessionRules.session(key: key, site: site), logger: logger) {
+                try PageSessionRules.session($0)
             }
-            guard var session = found else { return nil }
+            guard var session = found.first else { return nil }
             guard !session.isOver(at: now) else {
-                try await connection.query("DELETE FROM midtier_page_session WHERE key = \(key)", logger: logger)
+                try await connection.run(PageSessionRules.delete(key: key), logger: logger)
                 return nil
             }
             session.lastSeen = max(session.lastSeen, now)
-            if takingNotice {
-                try await connection.query(
-                    """
-                    UPDATE midtier_page_session SET last_seen = \(session.lastSeen), notice = NULL WHERE key = \(key)
-                    """, logger: logger)
-            } else {
-                try await connection.query("UPDATE midtier_page_session SET last_seen = \(session.lastSeen) WHERE key = \(key)", logger: logger)
-                session.notice = nil
-            }
+            try await connection.run(PageSessionRules.touch(key: key, lastSeen: session.lastSeen, takingNotice: takingNotice), logger: logger)
+            if !takingNotice { session.notice = nil }
             return session
         }
     }
 
     package func endPageSession(key: String, site: String) async throws(StoreError) {
-        try await write(lock: nil) { connection, logger in
-            try await connection.query("DELETE FROM midtier_page_session WHERE key = \(key) AND site = \(site)", logger: logger)
-        }
+        try await write(lock: nil) { connection, logger in try await connection.run(PageSessionRules.end(key: key, site: site), logger: logger) }
     }
 
     package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
         try await write(lock: nil) { connection, logger in
-            try await connection.query(
-                """
-                UPDATE midtier_page_session SET notice = \(notice) WHERE key = \(key) AND site = \(site)
-                """, logger: logger)
+            try await connection.run(PageSessionRules.leaveNotice(notice, key: key, site: site), logger: logger)
         }
     }
 
-    // MARK: User and device storage (every instance reads it from here: nothing to announce)
+    // MARK: User and device storage (every instance reads it from here: nothing to announce; the statements: StorageRules)
 
-    /// The lock class of storage writes, taken per user (with a hash of the user) so that the
-    /// per-user size limit sees every write of the user before it.
+    /// The lock class of storage writes, taken per user (``lockWrites(of:class:on:logger:)``)
+    /// so that the per-user size limit sees every write of the user before it.
     static let storageLock: Int32 = 0x4D74_5304
     static let uploadLock: Int32 = 0x4D74_5505
 
@@ -558,57 +399,26 @@ package final class PostgresStore: StateStore {
         _ key: StorageKey, userLimit: Int, now: Int64,
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
-        let registration = key.level.storedRegistration
-        return try await write(lock: nil) { connection, logger in
-            // The user's writes one after the other; the realm's length keeps realm and id apart.
-            let user = "\(key.user.realm.utf8.count):\(key.user.realm)\(key.user.id)"
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.storageLock), hashtext(\(user)))", logger: logger)
-            if case .registration(let id) = key.level {
-                // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
-                // write, and deletes what it wrote; a write after it finds no active registration.
-                let rows = try await connection.query(
-                    """
-                    SELECT 1 FROM midtier_registration WHERE id = \(id) AND app_id = \(key.app)
-                        AND user_realm = \(key.user.realm) AND user_id = \(key.user.id) AND state = 'active' FOR SHARE
-                    """, logger: logger)
-                var active = false
-                for try await _ in rows { active = true }
-                guard active else { return StorageWrite<Reason>.registrationInactive }
+        try await write(lock: nil) { connection, logger in
+            try await Self.lockWrites(of: key.user, class: Self.storageLock, on: connection, logger: logger)
+            // FOR SHARE: a wipe or delete of the registration (FOR UPDATE) waits for this
+            // write, and deletes what it wrote; a write after it finds no active registration.
+            if case .registration(let id) = key.level,
+                try await !connection.finds(RegistrationRules.active(id: id, app: key.app, user: key.user, lock: .share), logger: logger)
+            {
+                return StorageWrite<Reason>.registrationInactive
             }
-            let found = try await connection.query(
-                """
-                SELECT document FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                    AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name) FOR UPDATE
-                """, logger: logger)
-            var current: String?
-            for try await (document) in found.decode(String.self) { current = document }
-            switch edit(current) {
+            let current = try await connection.rows(StorageRules.document(key, lock: .update), logger: logger) { try $0.text("document") }
+            switch edit(current.first) {
             case .refuse(let reason):
                 return .refused(reason)
             case .remove:
-                try await connection.query(
-                    """
-                    DELETE FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name)
-                    """, logger: logger)
+                try await connection.run(StorageRules.remove(key), logger: logger)
                 return .removed
             case .set(let text):
-                let sums = try await connection.query(
-                    """
-                    SELECT COALESCE(SUM(size), 0)::int8 FROM midtier_user_storage WHERE user_realm = \(key.user.realm) AND user_id = \(key.user.id)
-                        AND NOT (app_id = \(key.app) AND registration_id = \(registration) AND name = \(key.name))
-                    """, logger: logger)
-                var others: Int64 = 0
-                for try await (sum) in sums.decode(Int64.self) { others = sum }
-                let size = Int64(key.storedSize(of: text))
-                guard others + size <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
-                try await connection.query(
-                    """
-                    INSERT INTO midtier_user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
-                    VALUES (\(key.user.realm), \(key.user.id), \(key.app), \(registration), \(key.name), \(text), \(size), \(now))
-                    ON CONFLICT (user_realm, user_id, app_id, registration_id, name)
-                    DO UPDATE SET document = excluded.document, size = excluded.size, updated_at = excluded.updated_at
-                    """, logger: logger)
+                let others = try await connection.rows(StorageRules.sizeBeside(key), logger: logger) { try $0.integer("size") }.first ?? 0
+                guard others + Int64(key.storedSize(of: text)) <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
+                try await connection.run(StorageRules.set(key, to: text, now: now), logger: logger)
                 return .written
             }
         }
@@ -618,42 +428,7 @@ package final class PostgresStore: StateStore {
         try await rows(StorageRules.entries(of: user)) { try StorageRules.entry($0, of: user) }
     }
 
-    // MARK: Client logs and usage (every instance reads them from here: nothing to announce)
-
-    static let uploadColumns = "u.id, u.kind, u.app_id, u.user_realm, u.user_id, u.registration_id, u.device_id, u.received_at, u.size, u.report"
-
-    static func clientUpload(
-        _ id: String, _ kind: String, _ app: String, _ realm: String, _ user: String, _ registration: String,
-        _ device: String, _ receivedAt: Int64, _ size: Int64, _ report: String
-    ) -> ClientUpload {
-        ClientUpload(
-            id: id, kind: ClientUploadKind(rawValue: kind) ?? .log, app: app, user: UserIdentity(realm: realm, id: user),
-            registration: registration, deviceId: device, receivedAt: receivedAt, size: Int(size), report: report)
-    }
-
-    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
-    static func delete(_ rows: [RegistrationRows], of id: String, on connection: PostgresConnection, logger: Logger) async throws {
-        for rows in rows {
-            var binds = PostgresBindings()
-            binds.append(id)
-            try await connection.query(
-                PostgresQuery(unsafeSQL: rows.deleteStatement(prefix: "midtier_", placeholder: "$1"), binds: binds), logger: logger)
-        }
-    }
-
-    /// Appends the conditions `filter` sets on uploads (`u`), with `time` the column its
-    /// from/until bound.
-    static func append(_ filter: ClientUploadFilter, time: String, to query: inout PostgresQuery) {
-        func bind(_ value: some PostgresDynamicTypeEncodable) -> String {
-            query.binds.append(value)
-            return "$\(query.binds.count)"
-        }
-        if let registration = filter.registration { query.sql += " AND u.registration_id = \(bind(registration))" }
-        if let user = filter.user { query.sql += " AND u.user_realm = \(bind(user.realm)) AND u.user_id = \(bind(user.id))" }
-        if let app = filter.app { query.sql += " AND u.app_id = \(bind(app))" }
-        if let from = filter.from { query.sql += " AND \(time) >= \(bind(from))" }
-        if let until = filter.until { query.sql += " AND \(time) < \(bind(until))" }
-    }
+    // MARK: Client logs and usage (every instance reads them from here: nothing to announce; the statements: ClientUploadRules)
 
     package func saveClientUpload(
         _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
@@ -663,76 +438,42 @@ package final class PostgresStore: StateStore {
             // FOR UPDATE: the registration's uploads one after the other (the counts and sizes
             // below see every upload before), and a wipe or delete (FOR UPDATE too) waits for
             // this one and deletes it; an upload after it finds no active registration.
-            let rows = try await connection.query(
-                """
-                SELECT 1 FROM midtier_registration WHERE id = \(upload.registration) AND app_id = \(upload.app)
-                    AND user_realm = \(upload.user.realm) AND user_id = \(upload.user.id) AND state = 'active' FOR UPDATE
-                """, logger: logger)
-            var active = false
-            for try await _ in rows { active = true }
-            guard active else { return ClientUploadSave.registrationInactive }
-            // The user's uploads one after the other too, for the per-user bound; the realm's
-            // length keeps realm and id apart.
-            let user = "\(upload.user.realm.utf8.count):\(upload.user.realm)\(upload.user.id)"
-            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.uploadLock), hashtext(\(user)))", logger: logger)
-            let counted = try await connection.query(
-                """
-                SELECT COUNT(*) FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
-                    AND received_at >= \(now - bounds.window)
-                """, logger: logger)
-            var recent: Int64 = 0
-            for try await (count) in counted.decode(Int64.self) { recent = count }
+            guard
+                try await connection.finds(
+                    RegistrationRules.active(id: upload.registration, app: upload.app, user: upload.user, lock: .update), logger: logger)
+            else { return ClientUploadSave.registrationInactive }
+            // The user's uploads one after the other too, for the per-user bound.
+            try await Self.lockWrites(of: upload.user, class: Self.uploadLock, on: connection, logger: logger)
+            let recent =
+                try await connection.rows(
+                    ClientUploadRules.count(of: upload.kind, registration: upload.registration, since: now - bounds.window), logger: logger
+                ) { try $0.integer("count") }.first ?? 0
             guard recent < Int64(bounds.uploadsPerWindow) else { return .tooMany }
-            var kept: [(id: String, size: Int64)] = []
-            for try await (id, size) in try await connection.query(
-                """
-                SELECT id, size FROM midtier_client_uploads WHERE registration_id = \(upload.registration) AND kind = \(upload.kind.rawValue)
-                ORDER BY received_at, id
-                """, logger: logger
-            ).decode((String, Int64).self) { kept.append((id, size)) }
-            try await connection.query(
-                """
-                INSERT INTO midtier_client_uploads (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
-                VALUES (\(upload.id), \(upload.kind.rawValue), \(upload.app), \(upload.user.realm), \(upload.user.id), \(upload.registration),
-                        \(upload.deviceId), \(upload.receivedAt), \(Int64(upload.size)), \(upload.report))
-                """, logger: logger)
-            if !entries.isEmpty {
-                // One statement for all entries.
-                try await connection.query(
-                    """
-                    INSERT INTO midtier_client_log_entries
-                        (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
-                    SELECT \(upload.id), e.* FROM unnest(\(entries.map { Int64($0.sequence) })::int8[], \(entries.map(\.time))::int8[],
-                        \(entries.map(\.severity.rawValue))::text[], \(entries.map { Int32($0.severity.rank) })::int4[],
-                        \(entries.map(\.correlationId))::text[], \(entries.map(\.source))::text[], \(entries.map(\.location))::text[],
-                        \(entries.map(\.message))::text[]) AS e
-                    """, logger: logger)
+            let kept = try await connection.rows(
+                ClientUploadRules.kept(upload.kind, registration: upload.registration), logger: logger, ClientUploadRules.sized)
+            try await connection.run(ClientUploadRules.insert(upload), logger: logger)
+            for start in stride(from: 0, to: entries.count, by: ClientUploadRules.entriesPerInsert) {
+                let chunk = entries[start..<min(start + ClientUploadRules.entriesPerInsert, entries.count)]
+                try await connection.run(ClientUploadRules.insert(chunk, of: upload.id), logger: logger)
             }
             // The oldest go first until what is kept fits; never the upload just kept.
-            var total = kept.reduce(Int64(upload.size)) { $0 + $1.size }
-            var dropped: [String] = []
-            for old in kept where total > Int64(bounds.bytesPerRegistration) {
-                dropped.append(old.id)
+            var total = kept.reduce(upload.size) { $0 + $1.size }
+            var dropped = 0
+            for old in kept where total > bounds.bytesPerRegistration {
+                for statement in ClientUploadRules.delete(upload: old.id) { try await connection.run(statement, logger: logger) }
                 total -= old.size
+                dropped += 1
             }
             // Then the user's, over all registrations, the same way.
-            var userKept: [(id: String, size: Int64)] = []
-            for try await (id, size) in try await connection.query(
-                """
-                SELECT id, size FROM midtier_client_uploads WHERE user_realm = \(upload.user.realm) AND user_id = \(upload.user.id)
-                    AND kind = \(upload.kind.rawValue) AND id <> \(upload.id) ORDER BY received_at, id
-                """, logger: logger
-            ).decode((String, Int64).self) where !dropped.contains(id) { userKept.append((id, size)) }
-            var userTotal = userKept.reduce(Int64(upload.size)) { $0 + $1.size }
-            for old in userKept where userTotal > Int64(bounds.bytesPerUser) {
-                dropped.append(old.id)
+            let userKept = try await connection.rows(
+                ClientUploadRules.kept(upload.kind, user: upload.user, besides: upload.id), logger: logger, ClientUploadRules.sized)
+            var userTotal = userKept.reduce(upload.size) { $0 + $1.size }
+            for old in userKept where userTotal > bounds.bytesPerUser {
+                for statement in ClientUploadRules.delete(upload: old.id) { try await connection.run(statement, logger: logger) }
                 userTotal -= old.size
+                dropped += 1
             }
-            if !dropped.isEmpty {
-                try await connection.query("DELETE FROM midtier_client_log_entries WHERE upload_id = ANY(\(dropped)::text[])", logger: logger)
-                try await connection.query("DELETE FROM midtier_client_uploads WHERE id = ANY(\(dropped)::text[])", logger: logger)
-            }
-            return .saved(dropped: dropped.count)
+            return .saved(dropped: dropped)
         }
     }
 
@@ -740,88 +481,21 @@ package final class PostgresStore: StateStore {
         matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
         limit: Int
     ) async throws(StoreError) -> [ClientLogRecord] {
-        try await read { client, logger in
-            var query = PostgresQuery(
-                unsafeSQL: """
-                    SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
-                    FROM midtier_client_log_entries e JOIN midtier_client_uploads u ON u.id = e.upload_id WHERE TRUE
-                    """)
-            Self.append(filter, time: "e.time", to: &query)
-            if let minimum = filter.minimumSeverity {
-                query.binds.append(Int32(minimum.rank))
-                query.sql += " AND e.severity_rank >= $\(query.binds.count)"
-            }
-            if let text = filter.text {
-                // strpos, not LIKE: % and _ are text like any other.
-                query.binds.append(text)
-                query.sql += " AND strpos(e.message, $\(query.binds.count)) > 0"
-            }
-            if let cursor {
-                query.binds.append(cursor.time)
-                query.binds.append(cursor.upload)
-                query.binds.append(Int64(cursor.sequence))
-                let n = query.binds.count
-                query.sql += " AND (e.time, e.upload_id, e.sequence) < ($\(n - 2), $\(n - 1), $\(n))"
-            }
-            query.binds.append(Int64(max(0, limit)))
-            query.sql += " ORDER BY e.time DESC, e.upload_id DESC, e.sequence DESC LIMIT $\(query.binds.count)"
-            var records: [ClientLogRecord] = []
-            let rows = try await client.query(query, logger: logger).decode(
-                (
-                    String, String, String, String, String, String, String, Int64, Int64, String,
-                    Int64, Int64, String, String, String, String, String
-                ).self)
-            for try await row in rows {
-                let upload = Self.clientUpload(row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9)
-                records.append(
-                    ClientLogRecord(
-                        entry: ClientLogEntry(
-                            upload: upload.id, sequence: Int(row.10), time: row.11,
-                            severity: ClientLogSeverity(rawValue: row.12) ?? .fatal,
-                            correlationId: row.13, source: row.14, location: row.15, message: row.16),
-                        upload: upload))
-            }
-            return records
-        }
+        try await rows(ClientUploadRules.logs(matching: filter, after: cursor, limit: limit)) { try ClientUploadRules.log($0) }
     }
 
     package func clientUploads(
         _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
         limit: Int
     ) async throws(StoreError) -> [ClientUpload] {
-        try await read { client, logger in
-            var query: PostgresQuery = "SELECT \(unescaped: Self.uploadColumns) FROM midtier_client_uploads u WHERE u.kind = \(kind.rawValue)"
-            Self.append(filter, time: "u.received_at", to: &query)
-            if let cursor {
-                query.binds.append(cursor.time)
-                query.binds.append(cursor.upload)
-                query.sql += " AND (u.received_at, u.id) < ($\(query.binds.count - 1), $\(query.binds.count))"
-            }
-            query.binds.append(Int64(max(0, limit)))
-            query.sql += " ORDER BY u.received_at DESC, u.id DESC LIMIT $\(query.binds.count)"
-            var uploads: [ClientUpload] = []
-            let rows = try await client.query(query, logger: logger)
-                .decode((String, String, String, String, String, String, String, Int64, Int64, String).self)
-            for try await row in rows {
-                uploads.append(Self.clientUpload(row.0, row.1, row.2, row.3, row.4, row.5, row.6, row.7, row.8, row.9))
-            }
-            return uploads
-        }
+        try await rows(ClientUploadRules.uploads(kind, matching: filter, after: cursor, limit: limit)) { try ClientUploadRules.upload($0) }
     }
 
     package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
         try await write(lock: nil) { connection, logger in
-            try await connection.query(
-                """
-                DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE received_at < \(cutoff))
-                """, logger: logger)
-            var purged = 0
-            for try await _ in try await connection.query(
-                """
-                DELETE FROM midtier_client_uploads WHERE received_at < \(cutoff) RETURNING 1
-                """, logger: logger)
-            { purged += 1 }
-            return purged
+            let (entries, uploads) = ClientUploadRules.purge(receivedBefore: cutoff)
+            try await connection.run(entries, logger: logger)
+            return try await connection.rows(uploads, logger: logger) { _ in () }.count
         }
     }
 
@@ -871,7 +545,7 @@ package final class PostgresStore: StateStore {
     // MARK: Audit
 
     package func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
-        try await write { connection, logger in try await Self.append(entry, on: connection, logger: logger) }
+        try await write { connection, logger in try await connection.run(AuditRules.append(entry), logger: logger) }
     }
 
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {

@@ -28,14 +28,13 @@ package enum RegistrationRows: Sendable, Equatable {
     /// What goes with a deleted registration, besides its own row (its id is retired).
     package static let deletedWithTheRegistration: [RegistrationRows] = [backendSessions] + deviceData
 
-    /// The statement that deletes these rows, with `prefix` before every table name and the
-    /// registration's id where `placeholder` stands.
-    package func deleteStatement(prefix: String, placeholder: String) -> String {
+    /// The statement that deletes these rows of registration `id`.
+    package func deletion(of id: String) -> StoreQuery {
         switch self {
         case .byRegistration(let table):
-            "DELETE FROM \(prefix)\(table) WHERE registration_id = \(placeholder)"
+            "DELETE FROM \(table: table) WHERE registration_id = \(id)"
         case .through(let table, let column, let parent):
-            "DELETE FROM \(prefix)\(table) WHERE \(column) IN (SELECT id FROM \(prefix)\(parent) WHERE registration_id = \(placeholder))"
+            "DELETE FROM \(table: table) WHERE \(column: column) IN (SELECT id FROM \(table: parent) WHERE registration_id = \(id))"
         }
     }
 }

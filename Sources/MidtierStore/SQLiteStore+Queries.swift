@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import MidtierCore
 
@@ -5,9 +6,27 @@ import MidtierCore
 extension SQLiteStore {
     /// The rows `query` reads, each made into a `T` by `make`.
     func rows<T: Sendable>(_ query: StoreQuery, _ make: @escaping @Sendable (SQLiteRow) throws -> T) async throws(StoreError) -> [T] {
+        try await read { db in try db.rows(query, make) }
+    }
+}
+
+extension Database {
+    /// The rows `query` reads (or returns, with `RETURNING`), each made into a `T` by `make`.
+    func rows<T>(_ query: StoreQuery, _ make: (SQLiteRow) throws -> T) throws -> [T] {
         let (sql, values) = query.rendered(.sqlite)
-        let arguments = StatementArguments(values.map(\.databaseValue))
-        return try await read { db in try Row.fetchAll(db, sql: sql, arguments: arguments).map { try make(SQLiteRow(row: $0)) } }
+        return try Row.fetchAll(self, sql: sql, arguments: StatementArguments(values.map(\.databaseValue))).map { try make(SQLiteRow(row: $0)) }
+    }
+
+    /// Whether `query` reads (or returns) a row.
+    func finds(_ query: StoreQuery) throws -> Bool {
+        let (sql, values) = query.rendered(.sqlite)
+        return try Row.fetchOne(self, sql: sql, arguments: StatementArguments(values.map(\.databaseValue))) != nil
+    }
+
+    /// Runs `query`, a statement that returns nothing.
+    func run(_ query: StoreQuery) throws {
+        let (sql, values) = query.rendered(.sqlite)
+        try cachedStatement(sql: sql).execute(arguments: StatementArguments(values.map(\.databaseValue)))
     }
 }
 
@@ -24,6 +43,21 @@ struct SQLiteRow: StoreRow {
         guard let value: String = row[column] else { throw MissingColumn(column: column) }
         return value
     }
+
+    func optionalInteger(_ column: String) throws -> Int64? {
+        guard row.hasColumn(column) else { throw MissingColumn(column: column) }
+        return row[column]
+    }
+
+    func optionalText(_ column: String) throws -> String? {
+        guard row.hasColumn(column) else { throw MissingColumn(column: column) }
+        return row[column]
+    }
+
+    func bytes(_ column: String) throws -> [UInt8] {
+        guard let value: Data = row[column] else { throw MissingColumn(column: column) }
+        return Array(value)
+    }
 }
 
 extension StoreQuery.Value {
@@ -31,6 +65,8 @@ extension StoreQuery.Value {
         switch self {
         case .integer(let value): value.databaseValue
         case .text(let value): value.databaseValue
+        case .bytes(let value): Data(value).databaseValue
+        case .null: .null
         }
     }
 }

@@ -238,39 +238,7 @@ package final class SQLiteStore: StateStore {
         return migrator
     }
 
-    // MARK: Rows
-
-    private static let columns =
-        "id, app_id, user_realm, user_id, device_type, device_model, device_id, form_factor, apns_device_token, android_gcm_registration_id, created_at, last_contact_at, state, details"
-
-    private static func registration(_ row: Row) -> Registration {
-        Registration(
-            id: row["id"], appId: row["app_id"], user: UserIdentity(realm: row["user_realm"], id: row["user_id"]),
-            deviceType: row["device_type"], deviceModel: row["device_model"], deviceId: row["device_id"],
-            formFactor: row["form_factor"], apnsDeviceToken: row["apns_device_token"],
-            androidGcmRegistrationId: row["android_gcm_registration_id"],
-            createdAt: row["created_at"], lastContactAt: row["last_contact_at"],
-            // An unreadable state is treated as the safest one.
-            state: Registration.State(rawValue: row["state"]) ?? .wiped,
-            details: Registration.details(from: row["details"])
-        )
-    }
-
-    private static func block(_ row: Row) -> UserBlock? {
-        guard let user: String = row["b_user_id"], let realm: String = row["b_user_realm"] else { return nil }
-        return UserBlock(
-            user: UserIdentity(realm: realm, id: user), kind: UserBlock.Kind(rawValue: row["b_kind"]) ?? .all, reason: row["b_reason"],
-            since: row["b_since"], by: row["b_blocked_by"])
-    }
-
-    private static let blockColumns =
-        "b.user_realm AS b_user_realm, b.user_id AS b_user_id, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by"
-
-    private static func append(_ entry: AuditEntry, in db: Database) throws {
-        try db.execute(
-            sql: "INSERT INTO audit (at, actor, action, target, detail, source) VALUES (?,?,?,?,?,?)",
-            arguments: [entry.at, entry.actor, entry.action, entry.target, entry.detail, entry.source])
-    }
+    // MARK: Running statements
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
         do {
@@ -288,89 +256,39 @@ package final class SQLiteStore: StateStore {
         }
     }
 
-    // MARK: Registrations
+    // MARK: Registrations (the statements: RegistrationRules)
 
     package func insert(_ r: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         try await write { db in
-            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM retired_registration WHERE id = ?)", arguments: [r.id]) == true {
-                return .idTaken
+            if try db.finds(RegistrationRules.retired(id: r.id)) { return .idTaken }
+            if let maximumPerUser, try db.rows(RegistrationRules.count(of: r.user), { try $0.integer("count") }).first ?? 0 >= maximumPerUser {
+                return .limitReached(limit: maximumPerUser)
             }
-            if let maximumPerUser {
-                let count =
-                    try Int.fetchOne(
-                        db, sql: "SELECT COUNT(*) FROM registration WHERE user_realm = ? AND user_id = ?",
-                        arguments: [r.user.realm, r.user.id]) ?? 0
-                if count >= maximumPerUser { return .limitReached(limit: maximumPerUser) }
-            }
-            if !r.deviceId.isEmpty,
-                let held = try String.fetchOne(
-                    db,
-                    sql: """
-                        SELECT id FROM registration WHERE app_id = ? AND user_realm = ? AND user_id = ? AND device_id = ? AND state <> 'active'
-                        ORDER BY state = 'wiped' DESC, created_at LIMIT 1
-                        """, arguments: [r.appId, r.user.realm, r.user.id, r.deviceId])
-            {
+            if !r.deviceId.isEmpty, let held = try db.rows(RegistrationRules.heldDevice(of: r), { try $0.text("id") }).first {
                 return .deviceHeld(id: held)
             }
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO registration (\(Self.columns)) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                arguments: [
-                    r.id, r.appId, r.user.realm, r.user.id, r.deviceType, r.deviceModel, r.deviceId, r.formFactor,
-                    r.apnsDeviceToken, r.androidGcmRegistrationId, r.createdAt, r.lastContactAt, r.state.rawValue,
-                    r.detailsText,
-                ])
-            guard db.changesCount == 1 else { return .idTaken }
-            if let audit { try Self.append(audit, in: db) }
+            guard try db.finds(RegistrationRules.insert(r)) else { return .idTaken }
+            if let audit { try db.run(AuditRules.append(audit)) }
             return .inserted
         }
     }
 
     package func registration(id: String) async throws(StoreError) -> Registration? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id]).map(Self.registration)
-        }
+        try await rows(RegistrationRules.registration(id: id)) { try RegistrationRules.registration($0) }.first
     }
 
     package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
-        try await read { db in
-            let sql = """
-                SELECT r.*, \(Self.blockColumns) FROM registration r
-                LEFT JOIN user_block b ON b.user_realm = r.user_realm AND b.user_id = r.user_id WHERE r.id = ?
-                """
-            return try Row.fetchOne(db, sql: sql, arguments: [id]).map {
-                RegistrationAndBlock(registration: Self.registration($0), block: Self.block($0))
-            }
-        }
+        try await rows(RegistrationRules.registrationAndBlock(id: id)) { try RegistrationRules.registrationAndBlock($0) }.first
     }
 
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
-        try await read { db in
-            var conditions: [String] = []
-            var arguments: StatementArguments = []
-            if let user = filter.user { conditions.append("user_realm = ? AND user_id = ?"); arguments += [user.realm, user.id] }
-            if let app = filter.app { conditions.append("app_id = ?"); arguments += [app] }
-            if let state = filter.state { conditions.append("state = ?"); arguments += [state.rawValue] }
-            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            return try Row.fetchAll(
-                db, sql: "SELECT \(Self.columns) FROM registration \(whereClause) ORDER BY created_at, id",
-                arguments: arguments
-            ).map(Self.registration)
-        }
+        try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
     }
 
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
         try await write { db in
-            try db.execute(
-                sql: """
-                    UPDATE registration SET device_type = ?, device_model = ?, device_id = ?, form_factor = ?,
-                        apns_device_token = ?, android_gcm_registration_id = ?, details = ? WHERE id = ?
-                    """,
-                arguments: [
-                    r.deviceType, r.deviceModel, r.deviceId, r.formFactor, r.apnsDeviceToken, r.androidGcmRegistrationId,
-                    r.detailsText, r.id,
-                ])
-            guard db.changesCount == 1 else { return false }
-            if let audit { try Self.append(audit, in: db) }
+            guard try db.finds(RegistrationRules.updateDevice(r)) else { return false }
+            if let audit { try db.run(AuditRules.append(audit)) }
             return true
         }
     }
@@ -380,14 +298,13 @@ package final class SQLiteStore: StateStore {
         audit: AuditEntry
     ) async throws(StoreError) -> StateTransition {
         try await write { db in
-            guard
-                var registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
-                    .map(Self.registration)
-            else { return .notFound }
+            guard var registration = try db.rows(RegistrationRules.registration(id: id), RegistrationRules.registration).first else {
+                return .notFound
+            }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
-            try db.execute(sql: "UPDATE registration SET state = ? WHERE id = ?", arguments: [state.rawValue, id])
-            try Self.delete(RegistrationRows.deleted(changingTo: state), of: id, in: db)
-            try Self.append(audit, in: db)
+            try db.run(RegistrationRules.setState(state, id: id))
+            for rows in RegistrationRows.deleted(changingTo: state) { try db.run(rows.deletion(of: id)) }
+            try db.run(AuditRules.append(audit))
             registration.state = state
             return .changed(registration)
         }
@@ -395,17 +312,14 @@ package final class SQLiteStore: StateStore {
 
     package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         try await write { db in
-            guard
-                let registration = try Row.fetchOne(db, sql: "SELECT \(Self.columns) FROM registration WHERE id = ?", arguments: [id])
-                    .map(Self.registration)
-            else { return .notFound }
+            guard let registration = try db.rows(RegistrationRules.registration(id: id), RegistrationRules.registration).first else {
+                return .notFound
+            }
             guard allowedFrom.contains(registration.state) else { return .refused(current: registration.state) }
-            try db.execute(sql: "DELETE FROM registration WHERE id = ?", arguments: [id])
-            try Self.delete(RegistrationRows.deletedWithTheRegistration, of: id, in: db)
-            try db.execute(
-                sql: "INSERT OR IGNORE INTO retired_registration (id, retired_at) VALUES (?, ?)",
-                arguments: [id, audit?.at ?? self.clock.now()])
-            if let audit { try Self.append(audit, in: db) }
+            try db.run(RegistrationRules.delete(id: id))
+            for rows in RegistrationRows.deletedWithTheRegistration { try db.run(rows.deletion(of: id)) }
+            try db.run(RegistrationRules.retire(id: id, at: audit?.at ?? self.clock.now()))
+            if let audit { try db.run(AuditRules.append(audit)) }
             return .deleted(registration)
         }
     }
@@ -413,36 +327,27 @@ package final class SQLiteStore: StateStore {
     package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         guard !contacts.isEmpty else { return }
         try await write { db in
-            let update = try db.cachedStatement(sql: "UPDATE registration SET last_contact_at = ? WHERE id = ? AND last_contact_at < ?")
-            for contact in contacts { try update.execute(arguments: [contact.at, contact.id, contact.at]) }
+            for contact in contacts { try db.run(RegistrationRules.contact(contact)) }
         }
     }
 
     // MARK: Blocks
 
     package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
-        try await read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT \(Self.blockColumns) FROM user_block b WHERE b.user_realm = ? AND b.user_id = ?",
-                arguments: [user.realm, user.id]
-            ).flatMap(Self.block)
-        }
+        try await rows(RegistrationRules.block(of: user)) { try RegistrationRules.block($0, of: user) }.first
     }
 
     package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await write { db in
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO user_block (user_realm, user_id, kind, reason, since, blocked_by) VALUES (?,?,?,?,?,?)",
-                arguments: [block.user.realm, block.user.id, block.kind.rawValue, block.reason, block.since, block.by])
-            try Self.append(audit, in: db)
+            try db.run(RegistrationRules.setBlock(block))
+            try db.run(AuditRules.append(audit))
         }
     }
 
     package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         try await write { db in
-            try db.execute(sql: "DELETE FROM user_block WHERE user_realm = ? AND user_id = ?", arguments: [user.realm, user.id])
-            guard db.changesCount == 1 else { return false }
-            try Self.append(audit, in: db)
+            guard try db.finds(RegistrationRules.removeBlock(of: user)) else { return false }
+            try db.run(AuditRules.append(audit))
             return true
         }
     }
@@ -452,107 +357,56 @@ package final class SQLiteStore: StateStore {
         try await appendAudit(audit)
     }
 
-    // MARK: Back-end sessions
+    // MARK: Back-end sessions (the statements: BackendSessionRules)
 
     package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
-        try await read { db in
-            try Row.fetchOne(
-                db,
-                sql: """
-                    SELECT sealed, expires_at, stamp FROM backend_session
-                    WHERE registration_id = ? AND destination = ? AND (expires_at IS NULL OR expires_at > ?)
-                    """, arguments: [registration, destination, now]
-            ).map { row in
-                SealedBackendSession(
-                    registration: registration, destination: destination,
-                    sealed: Array((row["sealed"] as Data?) ?? Data()), expiresAt: row["expires_at"], stamp: row["stamp"])
-            }
-        }
+        try await rows(BackendSessionRules.session(registration: registration, destination: destination, now: now)) {
+            try BackendSessionRules.session($0, registration: registration, destination: destination)
+        }.first
     }
 
     package func saveBackendSession(_ session: SealedBackendSession, now: Int64) async throws(StoreError) -> BackendSessionSave {
         try await write { db in
-            try db.execute(sql: "DELETE FROM backend_session WHERE expires_at <= ?", arguments: [now])
-            guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM registration WHERE id = ? AND state = 'active'",
-                    arguments: [session.registration]) != nil
-            else { return .inactive }
-            try db.execute(
-                sql: """
-                    INSERT INTO backend_session (registration_id, destination, sealed, expires_at, stamp) VALUES (?, ?, ?, ?, ?)
-                    ON CONFLICT (registration_id, destination) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at,
-                        stamp = excluded.stamp WHERE backend_session.stamp < excluded.stamp
-                    """, arguments: [session.registration, session.destination, Data(session.sealed), session.expiresAt, session.stamp])
-            return db.changesCount == 1 ? .saved : .stale
+            try db.run(BackendSessionRules.dropExpired(now: now))
+            guard try db.finds(RegistrationRules.active(id: session.registration)) else { return .inactive }
+            return try db.finds(BackendSessionRules.save(session)) ? .saved : .stale
         }
     }
 
-    // MARK: Page sessions
-
-    private static func pageSession(_ row: Row) -> StoredPageSession {
-        StoredPageSession(
-            key: row["key"], site: row["site"], subject: UserIdentity(realm: row["subject_realm"], id: row["subject_id"]),
-            credentialStamp: row["credential_stamp"], csrfToken: row["csrf_token"], startedAt: row["started_at"],
-            endsAt: row["ends_at"], lastSeen: row["last_seen"], idleMilliseconds: row["idle_ms"], notice: row["notice"])
-    }
+    // MARK: Page sessions (the statements: PageSessionRules)
 
     package func startPageSession(_ session: StoredPageSession, bounds: PageSessionBounds, now: Int64) async throws(StoreError) {
         try await write { db in
-            try db.execute(
-                sql: "DELETE FROM page_session WHERE ends_at <= ? OR (last_seen < ? AND ? - last_seen >= idle_ms)",
-                arguments: [now, now, now])
-            try db.execute(
-                sql: """
-                    DELETE FROM page_session WHERE key IN (SELECT key FROM page_session WHERE site = ? AND subject_realm = ? AND subject_id = ?
-                        ORDER BY last_seen DESC, key LIMIT -1 OFFSET ?)
-                    """, arguments: [session.site, session.subject.realm, session.subject.id, max(0, bounds.perSubject - 1)])
-            try db.execute(
-                sql: """
-                    DELETE FROM page_session WHERE key IN (SELECT key FROM page_session WHERE site = ? ORDER BY last_seen DESC, key LIMIT -1 OFFSET ?)
-                    """, arguments: [session.site, max(0, bounds.capacity - 1)])
-            try db.execute(
-                sql: """
-                    INSERT OR REPLACE INTO page_session (key, site, subject_realm, subject_id, credential_stamp, csrf_token, started_at, ends_at,
-                        last_seen, idle_ms, notice) VALUES (?,?,?,?,?,?,?,?,?,?,?)
-                    """,
-                arguments: [
-                    session.key, session.site, session.subject.realm, session.subject.id, session.credentialStamp,
-                    session.csrfToken, session.startedAt, session.endsAt, session.lastSeen, session.idleMilliseconds, session.notice,
-                ])
+            try db.run(PageSessionRules.dropOver(now: now))
+            try db.run(PageSessionRules.trim(site: session.site, subject: session.subject, keeping: bounds.perSubject - 1))
+            try db.run(PageSessionRules.trim(site: session.site, keeping: bounds.capacity - 1))
+            try db.run(PageSessionRules.insert(session))
         }
     }
 
     package func usePageSession(key: String, site: String, now: Int64, takingNotice: Bool) async throws(StoreError) -> StoredPageSession? {
         try await write { db in
-            guard
-                var session = try Row.fetchOne(db, sql: "SELECT * FROM page_session WHERE key = ? AND site = ?", arguments: [key, site])
-                    .map(Self.pageSession)
-            else { return nil }
+            guard var session = try db.rows(PageSessionRules.session(key: key, site: site), PageSessionRules.session).first else { return nil }
             guard !session.isOver(at: now) else {
-                try db.execute(sql: "DELETE FROM page_session WHERE key = ?", arguments: [key])
+                try db.run(PageSessionRules.delete(key: key))
                 return nil
             }
             session.lastSeen = max(session.lastSeen, now)
-            try db.execute(
-                sql: "UPDATE page_session SET last_seen = ?, notice = CASE WHEN ? THEN NULL ELSE notice END WHERE key = ?",
-                arguments: [session.lastSeen, takingNotice, key])
+            try db.run(PageSessionRules.touch(key: key, lastSeen: session.lastSeen, takingNotice: takingNotice))
             if !takingNotice { session.notice = nil }
             return session
         }
     }
 
     package func endPageSession(key: String, site: String) async throws(StoreError) {
-        try await write { db in try db.execute(sql: "DELETE FROM page_session WHERE key = ? AND site = ?", arguments: [key, site]) }
+        try await write { db in try db.run(PageSessionRules.end(key: key, site: site)) }
     }
 
     package func leavePageNotice(_ notice: String, key: String, site: String) async throws(StoreError) {
-        try await write { db in
-            try db.execute(sql: "UPDATE page_session SET notice = ? WHERE key = ? AND site = ?", arguments: [notice, key, site])
-        }
+        try await write { db in try db.run(PageSessionRules.leaveNotice(notice, key: key, site: site)) }
     }
 
-    // MARK: User and device storage
+    // MARK: User and device storage (the statements: StorageRules)
 
     package func storageDocument(_ key: StorageKey) async throws(StoreError) -> String? {
         try await rows(StorageRules.document(key)) { try $0.text("document") }.first
@@ -567,44 +421,19 @@ package final class SQLiteStore: StateStore {
         _ edit: @escaping @Sendable (String?) -> StorageEdit<Reason>
     ) async throws(StoreError) -> StorageWrite<Reason> {
         try await write { db in
-            if case .registration(let id) = key.level {
-                guard
-                    try Bool.fetchOne(
-                        db,
-                        sql: """
-                            SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
-                            """, arguments: [id, key.app, key.user.realm, key.user.id]) != nil
-                else { return .registrationInactive }
+            if case .registration(let id) = key.level, try !db.finds(RegistrationRules.active(id: id, app: key.app, user: key.user)) {
+                return .registrationInactive
             }
-            let place: StatementArguments = [key.user.realm, key.user.id, key.app, key.level.storedRegistration, key.name]
-            let current = try String.fetchOne(
-                db,
-                sql: """
-                    SELECT document FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
-                    """, arguments: place)
-            switch edit(current) {
+            switch edit(try db.rows(StorageRules.document(key)) { try $0.text("document") }.first) {
             case .refuse(let reason):
                 return .refused(reason)
             case .remove:
-                try db.execute(
-                    sql: """
-                        DELETE FROM user_storage WHERE user_realm = ? AND user_id = ? AND app_id = ? AND registration_id = ? AND name = ?
-                        """, arguments: place)
+                try db.run(StorageRules.remove(key))
                 return .removed
             case .set(let text):
-                let others =
-                    try Int.fetchOne(
-                        db,
-                        sql: """
-                            SELECT COALESCE(SUM(size), 0) FROM user_storage WHERE user_realm = ? AND user_id = ?
-                                AND NOT (app_id = ? AND registration_id = ? AND name = ?)
-                            """, arguments: place) ?? 0
-                guard others + key.storedSize(of: text) <= userLimit else { return .overUserLimit(limit: userLimit) }
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO user_storage (user_realm, user_id, app_id, registration_id, name, document, size, updated_at)
-                        VALUES (?,?,?,?,?,?,?,?)
-                        """, arguments: place + [text, key.storedSize(of: text), now])
+                let others = try db.rows(StorageRules.sizeBeside(key)) { try $0.integer("size") }.first ?? 0
+                guard others + Int64(key.storedSize(of: text)) <= Int64(userLimit) else { return .overUserLimit(limit: userLimit) }
+                try db.run(StorageRules.set(key, to: text, now: now))
                 return .written
             }
         }
@@ -614,102 +443,39 @@ package final class SQLiteStore: StateStore {
         try await rows(StorageRules.entries(of: user)) { try StorageRules.entry($0, of: user) }
     }
 
-    // MARK: Client logs and usage
-
-    private static let uploadColumns =
-        "u.id, u.kind, u.app_id, u.user_realm, u.user_id, u.registration_id, u.device_id, u.received_at, u.size, u.report"
-
-    private static func clientUpload(_ row: Row) -> ClientUpload {
-        ClientUpload(
-            id: row["id"], kind: ClientUploadKind(rawValue: row["kind"]) ?? .log, app: row["app_id"],
-            user: UserIdentity(realm: row["user_realm"], id: row["user_id"]), registration: row["registration_id"],
-            deviceId: row["device_id"], receivedAt: row["received_at"], size: row["size"], report: row["report"])
-    }
-
-    /// Deletes the rows of registration `id` that `rows` name (``RegistrationRows``).
-    private static func delete(_ rows: [RegistrationRows], of id: String, in db: Database) throws {
-        for rows in rows { try db.execute(sql: rows.deleteStatement(prefix: "", placeholder: "?"), arguments: [id]) }
-    }
-
-    /// The conditions `filter` sets on uploads (`u`), with `time` the column its from/until bound.
-    private static func conditions(_ filter: ClientUploadFilter, time: String) -> (sql: [String], arguments: StatementArguments) {
-        var sql: [String] = []
-        var arguments: StatementArguments = []
-        if let registration = filter.registration { sql.append("u.registration_id = ?"); arguments += [registration] }
-        if let user = filter.user { sql.append("u.user_realm = ? AND u.user_id = ?"); arguments += [user.realm, user.id] }
-        if let app = filter.app { sql.append("u.app_id = ?"); arguments += [app] }
-        if let from = filter.from { sql.append("\(time) >= ?"); arguments += [from] }
-        if let until = filter.until { sql.append("\(time) < ?"); arguments += [until] }
-        return (sql, arguments)
-    }
+    // MARK: Client logs and usage (the statements: ClientUploadRules)
 
     package func saveClientUpload(
         _ upload: ClientUpload, entries: [ClientLogEntry], bounds: ClientUploadBounds,
         now: Int64
     ) async throws(StoreError) -> ClientUploadSave {
         try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db,
-                    sql: """
-                        SELECT 1 FROM registration WHERE id = ? AND app_id = ? AND user_realm = ? AND user_id = ? AND state = 'active'
-                        """, arguments: [upload.registration, upload.app, upload.user.realm, upload.user.id]) != nil
-            else { return .registrationInactive }
+            guard try db.finds(RegistrationRules.active(id: upload.registration, app: upload.app, user: upload.user)) else {
+                return .registrationInactive
+            }
             let recent =
-                try Int.fetchOne(
-                    db,
-                    sql: """
-                        SELECT COUNT(*) FROM client_uploads WHERE registration_id = ? AND kind = ? AND received_at >= ?
-                        """, arguments: [upload.registration, upload.kind.rawValue, now - bounds.window]) ?? 0
+                try db.rows(
+                    ClientUploadRules.count(of: upload.kind, registration: upload.registration, since: now - bounds.window)
+                ) { try $0.integer("count") }.first ?? 0
             guard recent < bounds.uploadsPerWindow else { return .tooMany }
-            let kept = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, size FROM client_uploads WHERE registration_id = ? AND kind = ? ORDER BY received_at, id
-                    """, arguments: [upload.registration, upload.kind.rawValue]
-            ).map { (id: $0["id"] as String, size: $0["size"] as Int) }
-            try db.execute(
-                sql: """
-                    INSERT INTO client_uploads (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
-                    VALUES (?,?,?,?,?,?,?,?,?,?)
-                    """,
-                arguments: [
-                    upload.id, upload.kind.rawValue, upload.app, upload.user.realm, upload.user.id, upload.registration,
-                    upload.deviceId, upload.receivedAt, upload.size, upload.report,
-                ])
-            let insert = try db.cachedStatement(
-                sql: """
-                    INSERT INTO client_log_entries (upload_id, sequence, time, severity, severity_rank, correlation_id, source, location, message)
-                    VALUES (?,?,?,?,?,?,?,?,?)
-                    """)
-            for entry in entries {
-                try insert.execute(arguments: [
-                    upload.id, entry.sequence, entry.time, entry.severity.rawValue, entry.severity.rank,
-                    entry.correlationId, entry.source, entry.location, entry.message,
-                ])
+            let kept = try db.rows(ClientUploadRules.kept(upload.kind, registration: upload.registration), ClientUploadRules.sized)
+            try db.run(ClientUploadRules.insert(upload))
+            for start in stride(from: 0, to: entries.count, by: ClientUploadRules.entriesPerInsert) {
+                try db.run(ClientUploadRules.insert(entries[start..<min(start + ClientUploadRules.entriesPerInsert, entries.count)], of: upload.id))
             }
             // The oldest go first until what is kept fits; never the upload just kept.
             var total = kept.reduce(upload.size) { $0 + $1.size }
             var dropped = 0
-            let deleteEntries = try db.cachedStatement(sql: "DELETE FROM client_log_entries WHERE upload_id = ?")
-            let deleteUpload = try db.cachedStatement(sql: "DELETE FROM client_uploads WHERE id = ?")
             for old in kept where total > bounds.bytesPerRegistration {
-                try deleteEntries.execute(arguments: [old.id])
-                try deleteUpload.execute(arguments: [old.id])
+                for statement in ClientUploadRules.delete(upload: old.id) { try db.run(statement) }
                 total -= old.size
                 dropped += 1
             }
             // Then the user's, over all registrations, the same way.
-            let userKept = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT id, size FROM client_uploads WHERE user_realm = ? AND user_id = ? AND kind = ? AND id <> ? ORDER BY received_at, id
-                    """, arguments: [upload.user.realm, upload.user.id, upload.kind.rawValue, upload.id]
-            ).map { (id: $0["id"] as String, size: $0["size"] as Int) }
+            let userKept = try db.rows(ClientUploadRules.kept(upload.kind, user: upload.user, besides: upload.id), ClientUploadRules.sized)
             var userTotal = userKept.reduce(upload.size) { $0 + $1.size }
             for old in userKept where userTotal > bounds.bytesPerUser {
-                try deleteEntries.execute(arguments: [old.id])
-                try deleteUpload.execute(arguments: [old.id])
+                for statement in ClientUploadRules.delete(upload: old.id) { try db.run(statement) }
                 userTotal -= old.size
                 dropped += 1
             }
@@ -721,75 +487,28 @@ package final class SQLiteStore: StateStore {
         matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
         limit: Int
     ) async throws(StoreError) -> [ClientLogRecord] {
-        try await read { db in
-            var (conditions, arguments) = Self.conditions(filter, time: "e.time")
-            if let minimum = filter.minimumSeverity { conditions.append("e.severity_rank >= ?"); arguments += [minimum.rank] }
-            // instr, not LIKE: % and _ are text like any other.
-            if let text = filter.text { conditions.append("instr(e.message, ?) > 0"); arguments += [text] }
-            if let cursor {
-                conditions.append("(e.time, e.upload_id, e.sequence) < (?, ?, ?)")
-                arguments += [cursor.time, cursor.upload, cursor.sequence]
-            }
-            let whereClause = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-            arguments += [max(0, limit)]
-            return try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.uploadColumns), e.sequence, e.time, e.severity, e.correlation_id, e.source, e.location, e.message
-                    FROM client_log_entries e JOIN client_uploads u ON u.id = e.upload_id \(whereClause)
-                    ORDER BY e.time DESC, e.upload_id DESC, e.sequence DESC LIMIT ?
-                    """, arguments: arguments
-            ).map { row in
-                let upload = Self.clientUpload(row)
-                return ClientLogRecord(
-                    entry: ClientLogEntry(
-                        upload: upload.id, sequence: row["sequence"], time: row["time"],
-                        severity: ClientLogSeverity(rawValue: row["severity"]) ?? .fatal,
-                        correlationId: row["correlation_id"], source: row["source"], location: row["location"],
-                        message: row["message"]),
-                    upload: upload)
-            }
-        }
+        try await rows(ClientUploadRules.logs(matching: filter, after: cursor, limit: limit)) { try ClientUploadRules.log($0) }
     }
 
     package func clientUploads(
         _ kind: ClientUploadKind, matching filter: ClientUploadFilter, after cursor: ClientUploadCursor?,
         limit: Int
     ) async throws(StoreError) -> [ClientUpload] {
-        try await read { db in
-            var (conditions, arguments) = Self.conditions(filter, time: "u.received_at")
-            conditions.append("u.kind = ?")
-            arguments += [kind.rawValue]
-            if let cursor {
-                conditions.append("(u.received_at, u.id) < (?, ?)")
-                arguments += [cursor.time, cursor.upload]
-            }
-            arguments += [max(0, limit)]
-            return try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT \(Self.uploadColumns) FROM client_uploads u WHERE \(conditions.joined(separator: " AND "))
-                    ORDER BY u.received_at DESC, u.id DESC LIMIT ?
-                    """, arguments: arguments
-            ).map(Self.clientUpload)
-        }
+        try await rows(ClientUploadRules.uploads(kind, matching: filter, after: cursor, limit: limit)) { try ClientUploadRules.upload($0) }
     }
 
     package func purgeClientUploads(receivedBefore cutoff: Int64) async throws(StoreError) -> Int {
         try await write { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM client_log_entries WHERE upload_id IN (SELECT id FROM client_uploads WHERE received_at < ?)
-                    """, arguments: [cutoff])
-            try db.execute(sql: "DELETE FROM client_uploads WHERE received_at < ?", arguments: [cutoff])
-            return db.changesCount
+            let (entries, uploads) = ClientUploadRules.purge(receivedBefore: cutoff)
+            try db.run(entries)
+            return try db.rows(uploads) { _ in () }.count
         }
     }
 
     // MARK: Audit
 
     package func appendAudit(_ entry: AuditEntry) async throws(StoreError) {
-        try await write { db in try Self.append(entry, in: db) }
+        try await write { db in try db.run(AuditRules.append(entry)) }
     }
 
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {

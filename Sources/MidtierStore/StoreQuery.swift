@@ -9,6 +9,8 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
     package enum Value: Sendable, Equatable {
         case integer(Int64)
         case text(String)
+        case bytes([UInt8])
+        case null
     }
 
     enum Part: Sendable, Equatable {
@@ -16,6 +18,16 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         case table(String)
         case value(Value)
         case bytewise
+        case lock(RowLock)
+        case offset(Value)
+        case position(column: String, of: Value)
+    }
+
+    /// Rows a transaction locks as it reads them (PostgreSQL's `FOR UPDATE` and `FOR SHARE`);
+    /// SQLite's one writer at a time holds them all already.
+    package enum RowLock: Sendable, Equatable {
+        case update
+        case share
     }
 
     private(set) var parts: [Part]
@@ -28,6 +40,10 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         var parts: [Part] = []
         package init(literalCapacity: Int, interpolationCount: Int) { parts.reserveCapacity(interpolationCount * 2 + 1) }
         package mutating func appendLiteral(_ literal: String) { if !literal.isEmpty { parts.append(.sql(literal)) } }
+        /// SQL text Midtier itself wrote (a list of columns, say), never a value.
+        package mutating func appendInterpolation(sql: StaticString) { parts.append(.sql("\(sql)")) }
+        /// A column, by its name as Midtier wrote it (never a value).
+        package mutating func appendInterpolation(column: String) { parts.append(.sql(column)) }
         /// A table, by its name without a store's prefix.
         package mutating func appendInterpolation(table: String) { parts.append(.table(table)) }
         /// After an `ORDER BY` column: order it by its bytes (SQLite's BINARY, PostgreSQL's
@@ -36,6 +52,18 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         package mutating func appendInterpolation(_ value: Int64) { parts.append(.value(.integer(value))) }
         package mutating func appendInterpolation(_ value: Int) { parts.append(.value(.integer(Int64(value)))) }
         package mutating func appendInterpolation(_ value: String) { parts.append(.value(.text(value))) }
+        package mutating func appendInterpolation(_ value: Int64?) { parts.append(.value(value.map { .integer($0) } ?? .null)) }
+        package mutating func appendInterpolation(_ value: String?) { parts.append(.value(value.map { .text($0) } ?? .null)) }
+        package mutating func appendInterpolation(bytes: [UInt8]) { parts.append(.value(.bytes(bytes))) }
+        /// At the end of a `SELECT`: lock the rows read until the transaction ends.
+        package mutating func appendInterpolation(lock: RowLock) { parts.append(.lock(lock)) }
+        /// After an `ORDER BY`: skip the first `count` rows (and keep all the others).
+        package mutating func appendInterpolation(offset count: Int) { parts.append(.offset(.integer(Int64(count)))) }
+        /// Where `text` first occurs in `column` (from 1; 0 when nowhere): a search in which `%`
+        /// and `_` are text like any other, unlike `LIKE`.
+        package mutating func appendInterpolation(positionOf text: String, in column: String) {
+            parts.append(.position(column: column, of: .text(text)))
+        }
     }
 
     /// `lhs` followed by `rhs` (a condition added to a query, say).
@@ -57,6 +85,13 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
             case .value(let value):
                 values.append(value)
                 sql += dialect.placeholder(values.count)
+            case .lock(let lock): sql += dialect.lock(lock)
+            case .offset(let count):
+                values.append(count)
+                sql += dialect.offset + dialect.placeholder(values.count)
+            case .position(let column, let text):
+                values.append(text)
+                sql += "\(dialect.position)(\(column), \(dialect.placeholder(values.count)))"
             }
         }
         return (sql, values)
@@ -71,15 +106,32 @@ package struct StoreDialect: Sendable {
     let placeholder: @Sendable (Int) -> String
     /// After a column to order by its bytes.
     let bytewise: String
+    /// After a `SELECT` that locks the rows it reads.
+    let lock: @Sendable (StoreQuery.RowLock) -> String
+    /// Before the number of rows to skip.
+    let offset: String
+    /// The function that finds text in text.
+    let position: String
 
-    package static let sqlite = StoreDialect(tablePrefix: "", placeholder: { _ in "?" }, bytewise: "")
-    package static let postgres = StoreDialect(tablePrefix: "midtier_", placeholder: { "$\($0)" }, bytewise: #" COLLATE "C""#)
+    package static let sqlite = StoreDialect(
+        tablePrefix: "", placeholder: { _ in "?" }, bytewise: "", lock: { _ in "" }, offset: " LIMIT -1 OFFSET ", position: "instr")
+    package static let postgres = StoreDialect(
+        tablePrefix: "midtier_", placeholder: { "$\($0)" }, bytewise: #" COLLATE "C""#,
+        lock: {
+            switch $0 {
+            case .update: " FOR UPDATE"
+            case .share: " FOR SHARE"
+            }
+        }, offset: " OFFSET ", position: "strpos")
 }
 
 /// A row either store read, by column name: what a rule written once reads its results from.
 package protocol StoreRow {
     func integer(_ column: String) throws -> Int64
     func text(_ column: String) throws -> String
+    func optionalInteger(_ column: String) throws -> Int64?
+    func optionalText(_ column: String) throws -> String?
+    func bytes(_ column: String) throws -> [UInt8]
 }
 
 /// A column a row does not have, or not of the type asked for.

@@ -72,6 +72,22 @@ import Testing
         }
     }
 
+    /// A log of more entries than one statement inserts (``ClientUploadRules/entriesPerInsert``)
+    /// is kept whole, every entry with its own fields, in one transaction.
+    @Test(arguments: StoreKind.allCases) func aLongLogIsKeptWhole(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open()
+            try await Self.register(store, "r1")
+            let entries = (0..<1_201).map { Self.entry("u1", $0, at: 5_000 + Int64($0), .warn, "line \($0) 50% _done_") }
+            try await Self.save(store, Self.upload("u1", registration: "r1", size: 100_000), entries)
+            let kept = try await store.clientLogs(matching: ClientUploadFilter(), after: nil, limit: 2_000)
+            #expect(kept.count == 1_201)
+            #expect(kept.map(\.entry) == entries.reversed())
+            let found = try await Self.logs(store, ClientUploadFilter(text: "line 1200 50% _"))
+            #expect(found == ["u1/1200"])
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func savedUploadsListByEveryFilter(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open()

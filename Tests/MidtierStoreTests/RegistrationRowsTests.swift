@@ -17,10 +17,12 @@ import Testing
         ]
         #expect(RegistrationRows.deleted(changingTo: .wiped) == wiped)
         #expect(RegistrationRows.deletedWithTheRegistration == wiped)
-        #expect(sessions.deleteStatement(prefix: "", placeholder: "?") == "DELETE FROM backend_session WHERE registration_id = ?")
+        #expect(sessions.deletion(of: "r1").rendered(.sqlite).sql == "DELETE FROM backend_session WHERE registration_id = ?")
+        let entries = wiped[2].deletion(of: "r1").rendered(.postgres)
         #expect(
-            wiped[2].deleteStatement(prefix: "midtier_", placeholder: "$1")
+            entries.sql
                 == "DELETE FROM midtier_client_log_entries WHERE upload_id IN (SELECT id FROM midtier_client_uploads WHERE registration_id = $1)")
+        #expect(entries.values == [.text("r1")])
     }
 
     /// A lock ends the back-end sessions only; a wipe deletes the device's documents and uploads
