@@ -104,24 +104,22 @@ final class RawConnection: @unchecked Sendable {
     /// Reads until the peer closes (end of stream or reset); what came before. Throws when it
     /// is still open after the bound.
     func closedByPeer(within seconds: Int = 30) async throws -> String {
-        var received: [UInt8] = []
-        let end = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < end {
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            if count > 0 {
-                received += buffer.prefix(count)
-            } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
-                return String(decoding: received, as: UTF8.self)
-            } else {
-                try await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        throw Failure(description: "still open after \(seconds) s")
+        let (received, closed) = try await read(within: seconds) { _ in false }
+        guard closed else { throw Failure(description: "still open after \(seconds) s") }
+        return received
     }
 
     /// Reads until the end of an answer's head; empty when the peer closes first.
     func answerHead(within seconds: Int = 30) async throws -> String {
+        let (received, closed) = try await read(within: seconds) { $0.contains("\r\n\r\n") }
+        if closed { return "" }
+        guard received.contains("\r\n\r\n") else { throw Failure(description: "no answer within \(seconds) s") }
+        return received
+    }
+
+    /// Reads until `enough` says so of what came, the peer closes (`closed`), or the bound
+    /// passes (a guard against a hang, never a timing assertion).
+    private func read(within seconds: Int, until enough: (String) -> Bool) async throws -> (received: String, closed: Bool) {
         var received: [UInt8] = []
         let end = ContinuousClock.now + .seconds(seconds)
         while ContinuousClock.now < end {
@@ -130,13 +128,13 @@ final class RawConnection: @unchecked Sendable {
             if count > 0 {
                 received += buffer.prefix(count)
                 let text = String(decoding: received, as: UTF8.self)
-                if text.contains("\r\n\r\n") { return text }
+                if enough(text) { return (text, false) }
             } else if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
-                return ""
+                return (String(decoding: received, as: UTF8.self), true)
             } else {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
-        throw Failure(description: "no answer within \(seconds) s")
+        return (String(decoding: received, as: UTF8.self), false)
     }
 }
