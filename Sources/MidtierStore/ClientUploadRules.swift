@@ -60,12 +60,26 @@ enum ClientUploadRules {
         return query
     }
 
-    /// Deletes the upload `id` with its entries.
-    static func delete(upload id: String) -> [StoreQuery] {
+    /// How many uploads one statement deletes at most.
+    static let uploadsPerDelete = 500
+
+    /// Deletes the uploads `ids` (at most ``uploadsPerDelete``, at least one) with their entries, in this order.
+    static func delete(uploads ids: ArraySlice<String>) -> [StoreQuery] {
         [
-            "DELETE FROM \(table: "client_log_entries") WHERE upload_id = \(id)",
-            "DELETE FROM \(table: "client_uploads") WHERE id = \(id)",
+            "DELETE FROM \(table: "client_log_entries") WHERE upload_id IN (\(list: ids))",
+            "DELETE FROM \(table: "client_uploads") WHERE id IN (\(list: ids))",
         ]
+    }
+
+    /// The oldest of `kept` to drop until what is kept, with `adding` bytes more, fits in `limit`.
+    static func dropped(from kept: [(id: String, size: Int)], adding: Int, limit: Int) -> [String] {
+        var total = kept.reduce(adding) { $0 + $1.size }
+        var dropped: [String] = []
+        for old in kept where total > limit {
+            dropped.append(old.id)
+            total -= old.size
+        }
+        return dropped
     }
 
     /// Deletes every upload received before `cutoff` with its entries, in this order; `uploads`

@@ -11,11 +11,6 @@ extension PostgresStore {
         try await read(within: limit) { client, logger in try await Self.collect(client.query(query.postgres, logger: logger), make) }
     }
 
-    /// Runs `query` outside a transaction (a statement that needs none).
-    func run(_ query: StoreQuery) async throws(StoreError) {
-        try await read { client, logger in _ = try await client.query(query.postgres, logger: logger).collect() }
-    }
-
     static func collect<T>(_ rows: PostgresRowSequence, _ make: (PostgresStoreRow) throws -> T) async throws -> [T] {
         var made: [T] = []
         for try await row in rows { made.append(try make(PostgresStoreRow(row: row.makeRandomAccess()))) }

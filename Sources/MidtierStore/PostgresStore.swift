@@ -349,7 +349,7 @@ package final class PostgresStore: StateStore {
             try await connection.run(
                 PageSessionRules.trim(site: session.site, subject: session.subject, keeping: bounds.perSubject - 1), logger: logger)
             try await connection.run(PageSessionRules.trim(site: session.site, keeping: bounds.capacity - 1), logger: logger)
-            try await connection.run(PageSessionRules.insert(session), logger: logger)
+            guard try await connection.finds(PageSessionRules.insert(session), logger: logger) else { throw PageSessionKeyInUse() }
         }
     }
 
@@ -456,24 +456,22 @@ package final class PostgresStore: StateStore {
                 let chunk = entries[start..<min(start + ClientUploadRules.entriesPerInsert, entries.count)]
                 try await connection.run(ClientUploadRules.insert(chunk, of: upload.id), logger: logger)
             }
-            // The oldest go first until what is kept fits; never the upload just kept.
-            var total = kept.reduce(upload.size) { $0 + $1.size }
-            var dropped = 0
-            for old in kept where total > bounds.bytesPerRegistration {
-                for statement in ClientUploadRules.delete(upload: old.id) { try await connection.run(statement, logger: logger) }
-                total -= old.size
-                dropped += 1
-            }
-            // Then the user's, over all registrations, the same way.
+            // The oldest go first until what is kept fits; never the upload just kept. Then the
+            // user's, over all registrations, the same way.
+            let dropped = ClientUploadRules.dropped(from: kept, adding: upload.size, limit: bounds.bytesPerRegistration)
+            try await Self.delete(uploads: dropped, on: connection, logger: logger)
             let userKept = try await connection.rows(
                 ClientUploadRules.kept(upload.kind, user: upload.user, besides: upload.id), logger: logger, ClientUploadRules.sized)
-            var userTotal = userKept.reduce(upload.size) { $0 + $1.size }
-            for old in userKept where userTotal > bounds.bytesPerUser {
-                for statement in ClientUploadRules.delete(upload: old.id) { try await connection.run(statement, logger: logger) }
-                userTotal -= old.size
-                dropped += 1
-            }
-            return .saved(dropped: dropped)
+            let userDropped = ClientUploadRules.dropped(from: userKept, adding: upload.size, limit: bounds.bytesPerUser)
+            try await Self.delete(uploads: userDropped, on: connection, logger: logger)
+            return .saved(dropped: dropped.count + userDropped.count)
+        }
+    }
+
+    private static func delete(uploads ids: [String], on connection: PostgresConnection, logger: Logger) async throws {
+        for start in stride(from: 0, to: ids.count, by: ClientUploadRules.uploadsPerDelete) {
+            let chunk = ids[start..<min(start + ClientUploadRules.uploadsPerDelete, ids.count)]
+            for statement in ClientUploadRules.delete(uploads: chunk) { try await connection.run(statement, logger: logger) }
         }
     }
 

@@ -23,10 +23,13 @@ extension Database {
         return try Row.fetchOne(self, sql: sql, arguments: StatementArguments(values.map(\.databaseValue))) != nil
     }
 
-    /// Runs `query`, a statement that returns nothing.
-    func run(_ query: StoreQuery) throws {
+    /// Runs `query`, a statement that returns nothing; prepared once and kept for the next time
+    /// unless not `cached` (a statement whose text varies, such as a list of values, would fill
+    /// the cache of the connection for good).
+    func run(_ query: StoreQuery, cached: Bool = true) throws {
         let (sql, values) = query.rendered(.sqlite)
-        try cachedStatement(sql: sql).execute(arguments: StatementArguments(values.map(\.databaseValue)))
+        let arguments = StatementArguments(values.map(\.databaseValue))
+        if cached { try cachedStatement(sql: sql).execute(arguments: arguments) } else { try execute(sql: sql, arguments: arguments) }
     }
 }
 

@@ -380,7 +380,7 @@ package final class SQLiteStore: StateStore {
             try db.run(PageSessionRules.dropOver(now: now))
             try db.run(PageSessionRules.trim(site: session.site, subject: session.subject, keeping: bounds.perSubject - 1))
             try db.run(PageSessionRules.trim(site: session.site, keeping: bounds.capacity - 1))
-            try db.run(PageSessionRules.insert(session))
+            guard try db.finds(PageSessionRules.insert(session)) else { throw PageSessionKeyInUse() }
         }
     }
 
@@ -461,25 +461,25 @@ package final class SQLiteStore: StateStore {
             let kept = try db.rows(ClientUploadRules.kept(upload.kind, registration: upload.registration), ClientUploadRules.sized)
             try db.run(ClientUploadRules.insert(upload))
             for start in stride(from: 0, to: entries.count, by: ClientUploadRules.entriesPerInsert) {
-                try db.run(ClientUploadRules.insert(entries[start..<min(start + ClientUploadRules.entriesPerInsert, entries.count)], of: upload.id))
+                try db.run(
+                    ClientUploadRules.insert(entries[start..<min(start + ClientUploadRules.entriesPerInsert, entries.count)], of: upload.id),
+                    cached: false)
             }
-            // The oldest go first until what is kept fits; never the upload just kept.
-            var total = kept.reduce(upload.size) { $0 + $1.size }
-            var dropped = 0
-            for old in kept where total > bounds.bytesPerRegistration {
-                for statement in ClientUploadRules.delete(upload: old.id) { try db.run(statement) }
-                total -= old.size
-                dropped += 1
-            }
-            // Then the user's, over all registrations, the same way.
+            // The oldest go first until what is kept fits; never the upload just kept. Then the
+            // user's, over all registrations, the same way.
+            let dropped = ClientUploadRules.dropped(from: kept, adding: upload.size, limit: bounds.bytesPerRegistration)
+            try Self.delete(uploads: dropped, in: db)
             let userKept = try db.rows(ClientUploadRules.kept(upload.kind, user: upload.user, besides: upload.id), ClientUploadRules.sized)
-            var userTotal = userKept.reduce(upload.size) { $0 + $1.size }
-            for old in userKept where userTotal > bounds.bytesPerUser {
-                for statement in ClientUploadRules.delete(upload: old.id) { try db.run(statement) }
-                userTotal -= old.size
-                dropped += 1
-            }
-            return .saved(dropped: dropped)
+            let userDropped = ClientUploadRules.dropped(from: userKept, adding: upload.size, limit: bounds.bytesPerUser)
+            try Self.delete(uploads: userDropped, in: db)
+            return .saved(dropped: dropped.count + userDropped.count)
+        }
+    }
+
+    private static func delete(uploads ids: [String], in db: Database) throws {
+        for start in stride(from: 0, to: ids.count, by: ClientUploadRules.uploadsPerDelete) {
+            let chunk = ids[start..<min(start + ClientUploadRules.uploadsPerDelete, ids.count)]
+            for statement in ClientUploadRules.delete(uploads: chunk) { try db.run(statement, cached: false) }
         }
     }
 

@@ -64,11 +64,13 @@ enum PageSessionRules {
             + "ORDER BY last_seen DESC, key\(offset: max(0, keep)))"
     }
 
-    /// Keeps `session`, unless its key is in use (a key is the hash of a random cookie: never).
+    /// Keeps `session` and returns its key, unless its key is in use (a key is the hash of a
+    /// random cookie: never; a store refuses the sign-in then rather than hand out a cookie
+    /// that names someone else's session).
     static func insert(_ session: StoredPageSession) -> StoreQuery {
         "INSERT INTO \(table: "page_session") (\(sql: columns)) VALUES (\(session.key), \(session.site), \(session.subject.realm), "
             + "\(session.subject.id), \(session.credentialStamp), \(session.csrfToken), \(session.startedAt), \(session.endsAt), "
-            + "\(session.lastSeen), \(session.idleMilliseconds), \(session.notice)) ON CONFLICT (key) DO NOTHING"
+            + "\(session.lastSeen), \(session.idleMilliseconds), \(session.notice)) ON CONFLICT (key) DO NOTHING RETURNING key"
     }
 
     /// Marks the session used at `lastSeen`, taking its notice away when `takingNotice`.
@@ -87,4 +89,9 @@ enum PageSessionRules {
     static func leaveNotice(_ notice: String, key: String, site: String) -> StoreQuery {
         "UPDATE \(table: "page_session") SET notice = \(notice) WHERE key = \(key) AND site = \(site)"
     }
+}
+
+/// A new page session's key names one that exists already.
+struct PageSessionKeyInUse: Error, CustomStringConvertible {
+    var description: String { "a page session with the new session's key exists already; the sign-in is refused" }
 }

@@ -55,6 +55,13 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
         package mutating func appendInterpolation(_ value: Int64?) { parts.append(.value(value.map { .integer($0) } ?? .null)) }
         package mutating func appendInterpolation(_ value: String?) { parts.append(.value(value.map { .text($0) } ?? .null)) }
         package mutating func appendInterpolation(bytes: [UInt8]) { parts.append(.value(.bytes(bytes))) }
+        /// A list of values, as in `IN (…)`: one placeholder each (at least one value).
+        package mutating func appendInterpolation(list values: some Collection<String>) {
+            for (index, value) in values.enumerated() {
+                if index > 0 { parts.append(.sql(", ")) }
+                parts.append(.value(.text(value)))
+            }
+        }
         /// At the end of a `SELECT`: lock the rows read until the transaction ends.
         package mutating func appendInterpolation(lock: RowLock) { parts.append(.lock(lock)) }
         /// After an `ORDER BY`: skip the first `count` rows (and keep all the others).

@@ -288,6 +288,41 @@ import Testing
         }
     }
 
+    /// The user's bound counts every registration's uploads: the oldest of any go first, more
+    /// than one statement's worth at once (``ClientUploadRules/uploadsPerDelete``), entries with
+    /// them; another user's stay.
+    @Test(arguments: StoreKind.allCases) func theUserBoundDropsTheOldestOfEveryRegistration(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open()
+            try await Self.register(store, "r1")
+            try await Self.register(store, "r2")
+            try await Self.register(store, "b1", user: Self.bob)
+            let uploads = test.kind == .sqlite ? "client_uploads" : "midtier_client_uploads"
+            let count = 601
+            let series =
+                test.kind == .sqlite
+                ? "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < \(count)) SELECT i FROM n"
+                : "SELECT i FROM generate_series(1, \(count)) AS i"
+            try await test.execute(
+                """
+                INSERT INTO \(uploads) (id, kind, app_id, user_realm, user_id, registration_id, device_id, received_at, size, report)
+                SELECT 'old-' || i, 'log', 'demo', '', 'alice', 'r1', 'dev-r1', i, 10, '' FROM (\(series)) AS s
+                """)
+            let bounded = ClientUploadBounds(bytesPerRegistration: 1 << 30, bytesPerUser: 6_000, uploadsPerWindow: 100, window: 1_000)
+            try await Self.save(store, Self.upload("b-1", registration: "b1", user: Self.bob, at: 100, size: 5_000), bounds: bounded)
+            try await Self.save(
+                store, Self.upload("new", registration: "r2", at: 10_000, size: 5_000), [Self.entry("new", 0, at: 9)], bounds: bounded,
+                dropped: 501)
+            let left = try await store.clientUploads(.log, matching: ClientUploadFilter(user: Self.alice), after: nil, limit: 1_000)
+            #expect(left.count == 101 && left.first?.id == "new" && left.last?.id == "old-502", "\(left.count) \(left.last?.id ?? "-")")
+            #expect(try await Self.uploads(store, .log, ClientUploadFilter(user: Self.bob)) == ["b-1"], "bob's stay")
+            try await Self.save(
+                store, Self.upload("newer", registration: "r1", at: 11_000, size: 6_000), bounds: bounded, dropped: 101)
+            #expect(try await Self.uploads(store, .log, ClientUploadFilter(user: Self.alice)) == ["newer"])
+            #expect(await Self.entryRemains(test, upload: "new") == false, "a dropped upload's entries go with it")
+        }
+    }
+
     /// Only the user's active registration of the app takes uploads.
     @Test(arguments: StoreKind.allCases) func anInactiveOrForeignRegistrationTakesNothing(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in

@@ -146,6 +146,24 @@ import Testing
         }
     }
 
+    /// A new page session whose key is in use is refused, and the session that holds the key
+    /// stays its owner's: a sign-in never hands out a cookie that names someone else's session.
+    @Test(arguments: StoreKind.allCases) func aPageSessionKeyInUseIsNotTaken(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open(cached: false)
+            func session(_ subject: String) -> StoredPageSession {
+                StoredPageSession(
+                    key: String(repeating: "a", count: 64), site: "console", subject: .local(subject), credentialStamp: subject,
+                    csrfToken: "t-\(subject)", startedAt: 1_000, endsAt: 100_000, lastSeen: 1_000, idleMilliseconds: 50_000)
+            }
+            let bounds = PageSessionBounds(capacity: 10, perSubject: 5)
+            try await store.startPageSession(session("alice"), bounds: bounds, now: 1_000)
+            await #expect(throws: StoreError.self) { try await store.startPageSession(session("bob"), bounds: bounds, now: 2_000) }
+            let used = try await store.usePageSession(key: String(repeating: "a", count: 64), site: "console", now: 3_000, takingNotice: false)
+            #expect(used?.subject == .local("alice") && used?.csrfToken == "t-alice")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func blocksAndAudit(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let store = try await test.open(cached: false)
@@ -158,10 +176,14 @@ import Testing
                 try await store.block(of: bob) == UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"),
                 "a block replaces the one before")
             _ = try await store.insert(Self.registration("b1", user: bob), maximumPerUser: nil, audit: nil)
-            #expect(try await store.registrationAndBlock(id: "b1")?.block?.kind == .all)
+            let both = try await store.registrationAndBlock(id: "b1")
+            #expect(both?.registration.id == "b1" && both?.registration.user == bob)
+            #expect(both?.block == UserBlock(user: bob, kind: .all, reason: "left", since: 20, by: "admin#2"), "every field of the block")
+            #expect(try await store.registrationAndBlock(id: "nobody") == nil)
             #expect(try await store.removeBlock(of: bob, audit: Self.audit("user.unblock", at: 30)))
             #expect(try await store.removeBlock(of: bob, audit: Self.audit("user.unblock", at: 31)) == false)
             #expect(try await store.block(of: bob) == nil)
+            #expect(try await store.registrationAndBlock(id: "b1")?.block == nil, "without a block, none")
             try await store.purgeTokens(of: bob, audit: Self.audit("tokens.purge", at: 40))
             try await store.appendAudit(Self.audit("config.reload", at: 50))
 

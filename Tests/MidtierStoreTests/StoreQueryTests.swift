@@ -41,4 +41,30 @@ import Testing
         #expect(documents.sql.hasSuffix(#"ORDER BY name COLLATE "C""#))
         #expect(documents.values == [.text(""), .text("alice"), .text("demo"), .text("r1")])
     }
+
+    /// What only one store says: row locks (PostgreSQL's), how rows are skipped, how text is
+    /// found; nothing and bytes are bound like every value; a list is one placeholder a value.
+    @Test func whatTheDialectsSayDifferently() {
+        let locked = RegistrationRules.registration(id: "r1", lock: .update)
+        #expect(locked.rendered(.postgres).sql.hasSuffix("FROM midtier_registration WHERE id = $1 FOR UPDATE"))
+        #expect(locked.rendered(.sqlite).sql.hasSuffix("FROM registration WHERE id = ?"))
+        let shared = RegistrationRules.active(id: "r1", app: "demo", user: .local("alice"), lock: .share).rendered(.postgres)
+        #expect(shared.sql.hasSuffix("AND user_realm = $3 AND user_id = $4 FOR SHARE") && shared.values.count == 4)
+        #expect(
+            StorageRules.document(StorageKey(app: "demo", user: .local("a"), level: .user, name: "n"), lock: .update).rendered(.postgres).sql
+                .hasSuffix(" FOR UPDATE"))
+        #expect(PageSessionRules.session(key: "k", site: "console").rendered(.postgres).sql.hasSuffix("site = $2 FOR UPDATE"))
+        let trimmed = PageSessionRules.trim(site: "me", keeping: 3)
+        #expect(trimmed.rendered(.sqlite).sql.hasSuffix("ORDER BY last_seen DESC, key LIMIT -1 OFFSET ?)"))
+        #expect(trimmed.rendered(.postgres).sql.hasSuffix("ORDER BY last_seen DESC, key OFFSET $2)"))
+        #expect(trimmed.rendered(.postgres).values == [.text("me"), .integer(3)])
+        let search = ClientUploadRules.logs(matching: ClientUploadFilter(text: "50%_"), after: nil, limit: 5)
+        #expect(search.rendered(.sqlite).sql.contains("AND instr(e.message, ?) > 0"))
+        #expect(search.rendered(.postgres).sql.contains("AND strpos(e.message, $1) > 0"))
+        let session = SealedBackendSession(registration: "r1", destination: "gw", sealed: [0, 255], expiresAt: nil, stamp: 7)
+        #expect(BackendSessionRules.save(session).rendered(.postgres).values == [.text("r1"), .text("gw"), .bytes([0, 255]), .null, .integer(7)])
+        let deletion = ClientUploadRules.delete(uploads: ["a", "b", "c"])
+        #expect(deletion[1].rendered(.postgres).sql == "DELETE FROM midtier_client_uploads WHERE id IN ($1, $2, $3)")
+        #expect(deletion[0].rendered(.sqlite).sql == "DELETE FROM client_log_entries WHERE upload_id IN (?, ?, ?)")
+    }
 }
