@@ -14,8 +14,9 @@ enum ConnectionAtom {
     static let metadataNamespace = ODataAtomEntry.metadataNamespace
     static let dataNamespace = ODataAtomEntry.dataNamespace
 
-    /// Whether the request asks for Atom rather than JSON (JSON when it does not say).
-    static func isWanted(_ request: Request) -> Bool { preference(request) ?? false }
+    /// Whether a read answers Atom rather than JSON: Atom unless the request asks for JSON, as
+    /// OData v2 and SAP's registration service answer (docs/device-api.md, "Registration in Atom").
+    static func isWanted(_ request: Request) -> Bool { preference(request) ?? true }
 
     /// What the request asks for: Atom (true), JSON (false), or nothing (nil). `$format`
     /// (`atom`/`xml` or `json`) decides first; then `Accept`: JSON when it names JSON, Atom when

@@ -22,10 +22,11 @@ import Testing
     }
 
     static let alice = [("Authorization", TestUser.alice.basic)]
+    static let json = [("Accept", "application/json")]
 
     @Test func listsTheAppsDestinationsWithMidtiersURLs() async throws {
         try await Self.withMidtier { env in
-            let reply = try await env.call(.GET, "/odata/applications/v1/demo/Endpoints", headers: Self.alice)
+            let reply = try await env.call(.GET, "/odata/applications/v1/demo/Endpoints", headers: Self.alice + Self.json)
             #expect(reply.status == 200, "\(reply.text)")
             let results = try #require((reply.json["d"] as? [String: Any])?["results"] as? [[String: Any]], "\(reply.text)")
             #expect(results.map { $0["EndpointName"] as? String } == [Self.dotted, "echo", "sf"], "sorted, only the app's own: \(reply.text)")
@@ -41,7 +42,7 @@ import Testing
 
     @Test func oneEndpointByItsExactName() async throws {
         try await Self.withMidtier { env in
-            let one = try await env.call(.GET, "/odata/applications/latest/demo/Endpoints('\(Self.dotted)')", headers: Self.alice)
+            let one = try await env.call(.GET, "/odata/applications/latest/demo/Endpoints('\(Self.dotted)')", headers: Self.alice + Self.json)
             #expect(one.status == 200, "\(one.text)")
             let entity = try #require(one.json["d"] as? [String: Any])
             #expect(entity["EndpointName"] as? String == Self.dotted && entity["RemoteURL"] as? String == "http://midtier.test:8080/\(Self.dotted)")

@@ -44,7 +44,7 @@ import Testing
                     reply.status == 400 && reply.errorMessage == "DeviceModel contains control characters", "\(method): \(reply.status) \(reply.text)"
                 )
             }
-            let stored = try await env.call(.GET, "\(Self.connections)('\(id)')", headers: headers)
+            let stored = try await env.call(.GET, "\(Self.connections)('\(id)')", headers: headers + [("Accept", "application/json")])
             #expect((stored.json["d"] as? [String: Any])?["DeviceModel"] as? String == "iPhone15,2", "\(stored.text)")
 
             // Printable text of any script is kept as sent.

@@ -215,7 +215,8 @@ import Testing
                     """)
             #expect(created.status == 201, "\(created.text)")
             let id = try #require(created.header("X-SMP-APPCID"))
-            let read = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
+            let read = try await env.call(
+                .GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id), ("Accept", "application/json")])
             let d = read.json["d"] as? [String: Any]
             #expect(d?["DeviceSubType"] as? String == "iPhone")
             #expect(d?["ApnsPushEnable"] as? Bool == true)
@@ -231,7 +232,8 @@ import Testing
                 .PATCH, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)],
                 body: #"{"TimeZone":"Europe/Paris"}"#)
             #expect(updated.status < 300, "\(updated.status) \(updated.text)")
-            let again = try await env.call(.GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id)])
+            let again = try await env.call(
+                .GET, "/odata/applications/v1/demo/Connections('\(id)')", headers: headers + [("X-SMP-APPCID", id), ("Accept", "application/json")])
             #expect((again.json["d"] as? [String: Any])?["TimeZone"] as? String == "Europe/Paris")
             #expect((again.json["d"] as? [String: Any])?["Email"] as? String == "alice@example.com", "fields not sent keep their values")
             let bad = try await env.call(.POST, "/odata/applications/v1/demo/Connections", headers: headers, body: #"{"ApnsPushEnable":"maybe"}"#)

@@ -202,7 +202,7 @@ import Testing
             let taken = try await env.register(.bob, requestedID: "alice-phone-1")
             #expect(taken != "alice-phone-1", "a taken id is not")
             let path = "/odata/applications/latest/demo/Connections('alice-phone-1')"
-            let own = try await env.call(.GET, path, headers: [("Authorization", TestUser.alice.basic)])
+            let own = try await env.call(.GET, path, headers: [("Authorization", TestUser.alice.basic), ("Accept", "application/json")])
             #expect(own.status == 200)
             let entity = try #require(own.json["d"] as? [String: Any])
             #expect(entity["ApplicationConnectionId"] as? String == "alice-phone-1")

@@ -291,7 +291,7 @@ try:
     alice_cid2 = headers.get("x-smp-appcid")
     check("ALICE (other case, same password) onboards: 201, UserName ALICE", status == 201 and alice_cid2 and entity.get("UserName") == "ALICE",
           f"({status} {short(body)})")
-    status, _, body = call(mport, "GET", connections, [("Authorization", AUTH["alice"])])
+    status, _, body = call(mport, "GET", connections, [("Authorization", AUTH["alice"]), ("Accept", "application/json")])
     try:
         listed = json.loads(body)["d"]["results"]
     except (ValueError, KeyError, TypeError):
