@@ -558,7 +558,7 @@ try:
     ids = sorted(e.find(f"{ATOM}content/{M}properties/{D}ApplicationConnectionId").text for e in feed.findall(f"{ATOM}entry")) if feed is not None else []
     check("alice's Connections feed in Atom lists her two registrations, not bob's", status == 200 and len(ids) == 2 and alice_cid in ids,
           f"({status} {ids})")
-    status, _, body = call(f"{base}/odata/applications/v1/corp/Connections", headers=sdk)
+    status, _, body = call(f"{base}/odata/applications/v1/corp/Connections", headers=dict(sdk, Accept="application/json"))
     results = json.loads(body)["d"]["results"] if status == 200 else []
     check("and in JSON", status == 200 and sorted(r["ApplicationConnectionId"] for r in results) == ids, f"({status} {body[:200]!r})")
 
