@@ -133,6 +133,7 @@ let package = Package(
             name: "DeviceAuthentication",
             dependencies: [
                 "MidtierJSON", "MidtierCore", "COpenSSL", "RequestTracing",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -17,6 +17,8 @@ package final class CallerSignIn: Sendable {
     /// Back-end senders of push notifications (`config/push-senders.json`), HTTP Basic with
     /// the same bcrypt queue, throttle and verified-credential memory as devices.
     package let pushSenderAuthenticator: BasicAuthenticator
+    /// Back-end senders' API keys (`X-API-Key`).
+    package let pushSenderKeys: APIKeys
     /// Basic authenticators by app id, for the apps whose authentication is `backend`: the
     /// back end checks.
     package let backendAuthenticators: [String: BasicAuthenticator]
@@ -43,9 +45,10 @@ package final class CallerSignIn: Sendable {
         self.basicAuthenticator = BasicAuthenticator(
             users: configuration.users, cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
         // Keyed by position: the names are unique by their bytes, which a String key is not.
-        let senders = configuration.pushSenders.enumerated().map {
-            (String($0.offset), LocalUser(id: $0.element.name, passwordHash: $0.element.passwordHash))
+        let senders = configuration.pushSenders.enumerated().compactMap { sender in
+            sender.element.passwordHash.map { (String(sender.offset), LocalUser(id: sender.element.name, passwordHash: $0)) }
         }
+        self.pushSenderKeys = APIKeys(senders: configuration.pushSenders)
         self.pushSenderAuthenticator = BasicAuthenticator(
             users: Dictionary(uniqueKeysWithValues: senders), cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
         var jwt: [String: JWTAuthenticator] = [:]
@@ -154,9 +157,22 @@ package final class CallerSignIn: Sendable {
     /// The challenge a push sender is refused with (docs/push.md, "Sending").
     package static let pushSenderChallenge = "Basic realm=\"midtier push\", charset=\"UTF-8\""
 
-    /// A back-end sender of push notifications, by HTTP Basic against `config/push-senders.json`
-    /// (docs/push.md, "Sending").
+    /// The header that carries a sender's API key, as SAP's Java library sends it.
+    package static let apiKeyHeader = HTTPField.Name("X-API-Key")!
+
+    /// A back-end sender of push notifications, by HTTP Basic or by its API key (`X-API-Key`)
+    /// against `config/push-senders.json` (docs/push.md, "Sending").
     package func authenticatePushSender(_ request: Request, client: String?) async throws(Refusal) -> PushSender {
+        let keys = request.headers[values: Self.apiKeyHeader]
+        if !keys.isEmpty {
+            guard keys.count == 1, request.headers[.authorization] == nil else {
+                throw .badRequest("a sender signs in with one credential: Authorization or one X-API-Key header, not both or several")
+            }
+            guard let index = pushSenderKeys.sender(withKey: keys[0]), configuration.pushSenders.indices.contains(index) else {
+                throw Refusal(.unauthorized, code: "UNAUTHORIZED", "the X-API-Key is not a sender's", challenge: Self.pushSenderChallenge)
+            }
+            return configuration.pushSenders[index]
+        }
         switch await pushSenderAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
         case .success(let user):
             guard let sender = configuration.pushSender(named: user.identity.id) else {

@@ -2,7 +2,7 @@ import MidtierCore
 import MidtierJSON
 
 // `config/push-senders.json` (docs/configuration.md; docs/push.md):
-// `{"senders":[{"name":..,"passwordHash":..,"apps":[..]}]}`.
+// `{"senders":[{"name":..,"passwordHash":..,"apiKeyHash":..,"apps":[..]}]}`.
 
 extension ConfigurationLoader {
     /// Reads the back-end senders of push notifications, in file order. Names are unique
@@ -17,6 +17,7 @@ extension ConfigurationLoader {
         }
         var senders: [PushSender] = []
         var seenNames = Set<ExactString>()
+        var seenKeys = Set<[UInt8]>()
         for (path, element) in elements {
             guard let entry = ObjectReader.make(element, path: path, problems: reader.problems) else { continue }
             let before = reader.problems.problems.count
@@ -29,9 +30,21 @@ extension ConfigurationLoader {
                     entry.problem("name", "duplicate sender name \"\(text)\"")
                 }
             }
-            let hash = entry.string("passwordHash", required: true)
+            let hash = entry.string("passwordHash", required: false)
             if let hash, !isBcryptHash(hash) {
                 entry.problem("passwordHash", "must be a bcrypt hash from `midtier hash-secret` ($2a$, $2b$ or $2y$, 60 characters)")
+            }
+            var apiKeyDigest: [UInt8]?
+            if let text = entry.string("apiKeyHash", required: false) {
+                apiKeyDigest = Self.sha256Digest(text)
+                if apiKeyDigest == nil {
+                    entry.problem("apiKeyHash", "must be `sha256:` and 64 hex digits, from `midtier hash-secret --api-key`")
+                } else if let digest = apiKeyDigest, !seenKeys.insert(digest).inserted {
+                    entry.problem("apiKeyHash", "is another sender's API key too; each sender needs its own")
+                }
+            }
+            if !entry.contains("passwordHash") && !entry.contains("apiKeyHash") {
+                entry.problem("passwordHash", "is required unless the sender has an apiKeyHash (one of the two, or both)")
             }
             var apps: [String] = []
             if let appElements = entry.array("apps", required: true) {
@@ -55,12 +68,35 @@ extension ConfigurationLoader {
                 }
             }
             entry.reportUnknownKeys()
-            if let name, let hash, reader.problems.problems.count == before {
-                senders.append(PushSender(name: name, passwordHash: hash, apps: apps))
+            if let name, reader.problems.problems.count == before {
+                senders.append(PushSender(name: name, passwordHash: hash, apiKeyDigest: apiKeyDigest, apps: apps))
             }
         }
         reader.reportUnknownKeys()
         return senders
+    }
+
+    /// The 32 bytes of `sha256:` and 64 hex digits; nil for anything else.
+    static func sha256Digest(_ text: String) -> [UInt8]? {
+        guard text.hasPrefix("sha256:") else { return nil }
+        let hex = Array(text.utf8.dropFirst(7))
+        guard hex.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        for index in stride(from: 0, to: 64, by: 2) {
+            guard let high = hexValue(hex[index]), let low = hexValue(hex[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// An app id in a message: in quotes, control characters escaped (a name that is not an

@@ -91,17 +91,22 @@ package struct FCMSettings: Sendable {
 }
 
 /// A back-end system that may send notifications (`config/push-senders.json`): a technical
-/// user with a bcrypt hash, allowed to send to the apps it names.
+/// user that signs in with HTTP Basic (a bcrypt hash) or an API key (`X-API-Key`, its SHA-256),
+/// allowed to send to the apps it names (docs/push.md, "Sending").
 package struct PushSender: Sendable {
     package var name: String
-    /// bcrypt hash from `midtier hash-secret`.
-    package var passwordHash: String
+    /// bcrypt hash from `midtier hash-secret`, for HTTP Basic; nil: the sender has no password.
+    package var passwordHash: String?
+    /// The SHA-256 of the sender's API key (32 bytes), from `midtier hash-secret --api-key`;
+    /// nil: the sender has no API key.
+    package var apiKeyDigest: [UInt8]?
     /// App ids this sender may send to.
     package var apps: [String]
 
-    package init(name: String, passwordHash: String, apps: [String]) {
+    package init(name: String, passwordHash: String?, apiKeyDigest: [UInt8]? = nil, apps: [String]) {
         self.name = name
         self.passwordHash = passwordHash
+        self.apiKeyDigest = apiKeyDigest
         self.apps = apps
     }
 

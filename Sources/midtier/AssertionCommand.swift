@@ -109,11 +109,15 @@ struct Assertion: AsyncParsableCommand {
 struct HashSecret: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hash-secret",
-        abstract: "Read a password or admin token on standard input; print the bcrypt hash the config files take."
+        abstract:
+            "Read a password or admin token on standard input; print the bcrypt hash the config files take (with --api-key: a push sender's apiKeyHash)."
     )
 
     @Option(help: "bcrypt cost (work factor), 10 to 15.")
     var cost: UInt8 = 12
+
+    @Flag(help: "The secret is a push sender's API key: print its apiKeyHash (sha256:…) for push-senders.json.")
+    var apiKey = false
 
     func validate() throws {
         guard (10...15).contains(cost) else { throw ValidationError("--cost must be between 10 and 15") }
@@ -125,6 +129,16 @@ struct HashSecret: AsyncParsableCommand {
             throw ExitCode.failure
         }
         if secret.hasSuffix("\r") { secret.removeLast() }
+        if apiKey {
+            do {
+                try APIKeys.check(secret)
+            } catch {
+                printError("midtier hash-secret: \(error)")
+                throw ExitCode.failure
+            }
+            print(APIKeys.hashText(secret))
+            return
+        }
         do {
             try SecretHashing.check(secret)
         } catch {

@@ -323,6 +323,22 @@ let pushBrokenCases: [Broken] = [
     Broken("sender with an unknown key", file: senders, key: "senders[0].passwrdHash", message: #"unknown key (did you mean "passwordHash"?)"#) {
         $0.set(senders, "senders", #"[{"name": "a", "passwordHash": "\#(Values.aliceHash)", "passwrdHash": "x", "apps": ["com.example.payroll"]}]"#)
     },
+    Broken("sender with neither a password nor an API key", file: senders, key: "senders[0].passwordHash", message: "is required unless") {
+        $0.set(senders, "senders", #"[{"name": "a", "apps": ["com.example.payroll"]}]"#)
+    },
+    Broken("API key hash not SHA-256", file: senders, key: "senders[0].apiKeyHash", message: "must be `sha256:` and 64 hex digits") {
+        $0.set(senders, "senders", #"[{"name": "a", "apiKeyHash": "\#(Values.aliceHash)", "apps": ["com.example.payroll"]}]"#)
+    },
+    Broken("API key hash one digit short", file: senders, key: "senders[0].apiKeyHash", message: "must be `sha256:` and 64 hex digits") {
+        $0.set(
+            senders, "senders", #"[{"name": "a", "apiKeyHash": "sha256:\#(String(repeating: "ab", count: 31))a", "apps": ["com.example.payroll"]}]"#)
+    },
+    Broken("two senders with one API key", file: senders, key: "senders[1].apiKeyHash", message: "is another sender's API key too") {
+        $0.set(
+            senders, "senders",
+            #"[{"name": "a", "apiKeyHash": "sha256:\#(String(repeating: "ab", count: 32))", "apps": ["com.example.payroll"]},"#
+                + #" {"name": "b", "apiKeyHash": "sha256:\#(String(repeating: "AB", count: 32))", "apps": ["com.example.payroll"]}]"#)
+    },
     Broken("senders not an array", file: senders, key: "senders", message: "must be an array (found an object)") {
         $0.set(senders, "senders", "{}")
     },
@@ -460,6 +476,23 @@ let pushBrokenCases: [Broken] = [
         let configuration = try fixture.load()
         #expect(configuration.pushSenders.count == 2)
         #expect(configuration.pushSender(named: "cafe\u{301}")?.passwordHash == Values.bobHash)
+    }
+
+    /// A sender may sign in by API key only (SAP's `X-API-Key`), by password only, or both.
+    @Test func aSenderWithAnAPIKeyLoadsItsDigest() throws {
+        let fixture = Fixture.withPush()
+        fixture.set(
+            senders, "senders",
+            """
+            [{"name": "keyed", "apiKeyHash": "sha256:\(String(repeating: "0f", count: 32))", "apps": ["com.example.payroll"]},
+             {"name": "both", "passwordHash": "\(Values.bobHash)", "apiKeyHash": "sha256:\(String(repeating: "A1", count: 32))",
+              "apps": ["com.example.jwt"]}]
+            """)
+        let configuration = try fixture.load()
+        #expect(configuration.pushSender(named: "keyed")?.passwordHash == nil)
+        #expect(configuration.pushSender(named: "keyed")?.apiKeyDigest == [UInt8](repeating: 0x0F, count: 32))
+        #expect(configuration.pushSender(named: "both")?.passwordHash == Values.bobHash)
+        #expect(configuration.pushSender(named: "both")?.apiKeyDigest == [UInt8](repeating: 0xA1, count: 32))
     }
 
     @Test func senderOfAnAppWithoutPushIsAWarning() throws {

@@ -45,6 +45,7 @@ LEASE = 90
 TOPIC = "com.example.midtier.push"
 ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
 SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
+SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
 USERS = ["ana", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory"]
 
@@ -255,7 +256,8 @@ def make_config(folder, k, apns_port, fcm_port, hashes, **settings):
     json.dump(demo, open(demo_path, "w"))
     json.dump({"senders": [{"name": "wf", "passwordHash": hashes["sender"], "apps": ["demo"]},
                            {"name": "other", "passwordHash": hashes["sender"], "apps": ["demo"]},
-                           {"name": "outsider", "passwordHash": hashes["sender"], "apps": ["second"]}]},
+                           {"name": "outsider", "passwordHash": hashes["sender"], "apps": ["second"]},
+                           {"name": "keyed", "apiKeyHash": hashes["api key"], "apps": ["demo"]}]},
               open(os.path.join(config, "push-senders.json"), "w"))
     users_path = os.path.join(config, "users.json")
     users = json.load(open(users_path))
@@ -293,6 +295,17 @@ def scenario_auth(m):
     check("1 an unknown app: 403 or 404", status in (403, 404), f"({status} {short(body)})")
     status, _, body = m.status_of("00000000-0000-0000-0000-000000000000", password="wrong-password")
     check("1 the status with a wrong password: 401", status == 401, f"({status} {short(body)})")
+    # SAP's other way for a sender: its API key in X-API-Key (SAP's Java library sends it so).
+    unknown = f"{m.base}/mobileservices/push/v2/backend/notifications/00000000-0000-0000-0000-000000000000/status"
+    status, _, body = call("GET", unknown, headers={"X-API-Key": SENDER_API_KEY})
+    check("1 X-API-Key signs a sender in (an unknown notification: 404)", status == 404, f"({status} {short(body)})")
+    status, _, body = call("GET", unknown, headers={"X-API-Key": SENDER_API_KEY[:-1] + ("0" if SENDER_API_KEY[-1] != "0" else "1")})
+    check("1 a wrong X-API-Key: 401", status == 401, f"({status} {short(body)})")
+    status, _, body = call("GET", unknown, headers={"X-API-Key": SENDER_API_KEY, "Authorization": basic("wf", SENDER_PASSWORD)})
+    check("1 X-API-Key and Authorization together: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = call("POST", f"{m.base}/mobileservices/push/v2/backend/applications/second/notifications",
+                           {"notification": {"alert": "hello"}}, {"X-API-Key": SENDER_API_KEY})
+    check("1 a keyed sender sending to an app it is not allowed: 403", status == 403, f"({status} {short(body)})")
 
 
 def scenario_two_devices(m, apns, fcm):
@@ -653,7 +666,9 @@ def main():
         check("the APNs stand-in starts", apns.start())
         check("the FCM stand-in starts", fcm.start())
 
-        hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD)}
+        hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD),
+                  "api key": subprocess.run([BIN, "hash-secret", "--api-key"], input=SENDER_API_KEY + "\n", capture_output=True, text=True,
+                                            check=True).stdout.strip()}
         folder = os.path.join(work, "sqlite")
         os.makedirs(folder)
         config, mport, aport = make_config(folder, k, apns_port, fcm_port, hashes)
@@ -690,7 +705,7 @@ def main():
         sa = json.load(open(k["service_account"]))
         apns_tokens = sorted({e["token"] for e in apns.lines() if e.get("token")})
         fcm_tokens = sorted({e["token"] for e in fcm.lines() if e.get("token")})
-        values = {"sender password": SENDER_PASSWORD, "device password": DEVICE_PASSWORD, "admin token": ADMIN_TOKEN,
+        values = {"sender password": SENDER_PASSWORD, "sender API key": SENDER_API_KEY, "device password": DEVICE_PASSWORD, "admin token": ADMIN_TOKEN,
                   "APNs key": key_text, "service account key": sa["private_key"].splitlines()[1], "FCM access token prefix": "ya29."}
         values.update({f"APNs device token {n}": t for n, t in enumerate(apns_tokens)})
         values.update({f"FCM device token {n}": t for n, t in enumerate(fcm_tokens)})
