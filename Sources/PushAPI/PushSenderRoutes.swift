@@ -96,7 +96,10 @@ package struct PushSenderRoutes: Sendable {
         let targets = try await recipients(document, context, audience: audience, app: app)
         guard !targets.registrations.isEmpty else {
             return .json(
-                ["status": ["code": 404, "message": .string("no registrations with a push token for \(targets.described)")]], status: .notFound)
+                [
+                    "status": ["code": 404, "message": .string("no registrations with a push token for \(targets.described)")],
+                    "pushResults": .array(targets.unreached.map { Self.result(target: $0, notification: nil, code: .targetNotFound) }),
+                ], status: .notFound)
         }
         let record = PushNotificationRecord(
             id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name,
@@ -111,12 +114,30 @@ package struct PushSenderRoutes: Sendable {
                 "notification": "\(record.id)", "app": "\(app.id)", "sender": "\(sender.name)",
                 "registrations": "\(targets.registrations.count)",
             ])
+        let results =
+            targets.registrations.map { Self.result(target: $0, notification: record.id, code: .sent) }
+            + targets.unreached.map { Self.result(target: $0, notification: record.id, code: .targetNotFound) }
         return .json(
-            [
-                "status": ["code": 202, "message": "accepted"], "notificationId": .string(record.id),
-                "pushResults": .array(targets.results.map { ["target": .string($0), "notificationId": .string(record.id), "code": 202] }),
-            ],
+            ["status": ["code": 202, "message": "accepted"], "notificationId": .string(record.id), "pushResults": .array(results)],
             status: .accepted)
+    }
+
+    /// SAP's completion codes of a `pushResults` entry (docs/push.md, "Sending").
+    enum CompletionCode: Int {
+        /// Handed on for delivery: Midtier has it in its durable queue for the registration.
+        case sent = 0
+        /// The target named has no registration with a push token.
+        case targetNotFound = 2
+    }
+
+    /// One `pushResults` entry: the device registration (or the target named, when none of its
+    /// registrations can be reached), the notification, SAP's completion code.
+    static func result(target: String, notification: String?, code: CompletionCode) -> JSON {
+        var members: [(String, JSON)] = [("target", .string(target))]
+        if let notification { members.append(("notificationId", .string(notification))) }
+        members.append(("code", .number(code.rawValue)))
+        if code == .targetNotFound { members.append(("message", "no registration with a push token")) }
+        return .object(members.map { JSONMember(key: $0.0, value: $0.1) })
     }
 
     /// The notification object: the body itself (v1 to an app or a device), or its
@@ -129,9 +150,10 @@ package struct PushSenderRoutes: Sendable {
     }
 
     private struct Recipients {
+        /// The registrations the notification goes to.
         var registrations: [String]
-        /// One entry of `pushResults` per target the sender named.
-        var results: [String]
+        /// The targets the sender named that no registration with a token stands for.
+        var unreached: [String]
         var described: String
     }
 
@@ -143,7 +165,7 @@ package struct PushSenderRoutes: Sendable {
         switch audience {
         case .app:
             let all = try await listed(RegistrationFilter(app: app.id, state: .active), app: app)
-            return Recipients(registrations: all, results: [app.id], described: "application \(app.id)")
+            return Recipients(registrations: all, unreached: all.isEmpty ? [app.id] : [], described: "application \(app.id)")
         case .users:
             guard case .array(let entries)? = document["users"], !entries.isEmpty else {
                 throw .badRequest("users must be a non-empty list of user ids (or {\"realm\",\"id\"} objects)")
@@ -151,13 +173,14 @@ package struct PushSenderRoutes: Sendable {
             guard entries.count <= Self.maximumUsers else {
                 throw .badRequest("users names \(entries.count) users; at most \(Self.maximumUsers) in one call")
             }
-            var found: [String] = [], results: [String] = []
+            var found: [String] = [], unreached: [String] = []
             for (index, entry) in entries.enumerated() {
                 let user = try Self.user(entry, realm: realm, at: "users[\(index)]")
-                found += try await listed(RegistrationFilter(user: user, app: app.id, state: .active), app: app)
-                results.append(user.id)
+                let ids = try await listed(RegistrationFilter(user: user, app: app.id, state: .active), app: app)
+                found += ids
+                if ids.isEmpty { unreached.append(user.id) }
             }
-            return Recipients(registrations: found, results: results, described: "the users named")
+            return Recipients(registrations: found, unreached: unreached, described: "the users named")
         case .device:
             let rawUser = context.parameters.get("userId") ?? "", rawDevice = context.parameters.get("deviceId") ?? ""
             guard let userID = rawUser.removingPercentEncoding, let device = rawDevice.removingPercentEncoding else {
@@ -170,7 +193,7 @@ package struct PushSenderRoutes: Sendable {
             var matching = owned.filter { UserIdentity.sameBytes($0.id, device) }
             if matching.isEmpty { matching = owned.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, device) } }
             let ids = matching.filter { Self.hasToken($0, app: app) }.map(\.id)
-            return Recipients(registrations: ids, results: [device], described: "device \(device) of user \(userID)")
+            return Recipients(registrations: ids, unreached: ids.isEmpty ? [device] : [], described: "device \(device) of user \(userID)")
         }
     }
 
@@ -231,10 +254,18 @@ package struct PushSenderRoutes: Sendable {
             "statusDetails": [
                 "notificationId": .string(notification.id), "applicationId": .string(notification.app),
                 "caller": .string(notification.sender), "status": .string(overall),
+                "notificationType": .string(Self.notificationType(deliveries)),
                 "createdAt": .number(notification.createdAt),
             ],
             "deliveries": .array(shown),
         ])
+    }
+
+    /// SAP's target type of the notification: `ios` (APNs), `android` (FCM), both as
+    /// `ios,android`, from the services its deliveries went to so far; empty while none went.
+    static func notificationType(_ deliveries: [PushDeliveryRecord]) -> String {
+        let providers = Set(deliveries.compactMap(\.provider))
+        return [(PushProvider.apns, "ios"), (.fcm, "android")].filter { providers.contains($0.0) }.map(\.1).joined(separator: ",")
     }
 
     /// SAP's status for the whole notification: `QUEUED` while any delivery is pending, `SENT`
