@@ -16,7 +16,8 @@ package final class PushDeliveryGate: Sendable {
         self.wakeUp = wakeUp
     }
 
-    package var claimRoom: Int { state.withLock { $0.slots.claimRoom } }
+    /// How many deliveries to claim now (`PushSlots.claimRoom(now:)`).
+    package func claimRoom(now: Int64) -> Int { state.withLock { $0.slots.claimRoom(now: now) } }
     package var isStopping: Bool { state.withLock { $0.slots.stopping } }
 
     package func claimed(_ count: Int) {

@@ -63,8 +63,8 @@ package struct PushDeliveryWorker: Sendable {
     package func run() async {
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled, !gate.isStopping {
-                let room = gate.claimRoom
                 let claimedAt = clock.now()
+                let room = gate.claimRoom(now: claimedAt)
                 let batch = room > 0 ? await claim(limit: room, at: claimedAt) : []
                 gate.claimed(batch.count)
                 for claimed in batch {

@@ -26,7 +26,10 @@ package struct PushRoute: Hashable, Sendable, CustomStringConvertible {
 ///   a place, in the order they came; a delivery beyond that goes back to the store for a
 ///   moment, so that it never takes the place of another route's.
 /// - A claim takes as many as the routes have places for (waiting included); with nothing in
-///   flight, `claim`; when every route with work is full, `probe`, to find work for another.
+///   flight, `claim`. When every route with work is full, a probe — `probe` at first, twice as
+///   many each time after, up to `claim`, at most one a `probeInterval` — finds work for another
+///   route behind a full one's backlog, without putting back more than a claim a second
+///   however often the worker is woken; a delivery that gets a place ends the probing.
 /// - The claimer is woken (`wake`) when a send place frees with nobody waiting for it, when a
 ///   route's waiting line halves, and when a route starts sending: as soon as there is room.
 package struct PushSlots: Sendable {
@@ -37,8 +40,10 @@ package struct PushSlots: Sendable {
         package var waitingPerRoute = 64
         /// The most deliveries one claim takes.
         package var claim = 64
-        /// What a claim takes when every route with work is full.
+        /// What the first probe takes when every route with work is full.
         package var probe = 8
+        /// The shortest time between two probes, in milliseconds.
+        package var probeInterval: Int64 = 1000
         /// The longest a delivery waits for a place, in milliseconds after its claim: it is put
         /// back rather than sent later, so that its attempt (at most a minute) ends within its
         /// lease (90 seconds).
@@ -81,9 +86,12 @@ package struct PushSlots: Sendable {
     private var routes: [PushRoute: Route] = [:]
     package private(set) var stopping = false
     private var nextTicket = 0
+    private var probeSize: Int
+    private var lastProbe: Int64?
 
     package init(limits: Limits = Limits()) {
         self.limits = limits
+        probeSize = limits.probe
     }
 
     package func sending(_ route: PushRoute) -> Int { routes[route]?.sending ?? 0 }
@@ -99,12 +107,16 @@ package struct PushSlots: Sendable {
         return max(0, min(limits.claim, capacity) - unrouted)
     }
 
-    /// How many deliveries a claim may take now: none while stopping; the room, or a probe when
-    /// every route with work is full and nothing is being checked.
-    package var claimRoom: Int {
+    /// How many deliveries a claim may take now (the claim is then made): none while stopping;
+    /// the room, or a probe when every route with work is full and nothing is being checked.
+    package mutating func claimRoom(now: Int64) -> Int {
         guard !stopping else { return 0 }
         let room = room
-        return room > 0 || unrouted > 0 ? room : limits.probe
+        if room > 0 || unrouted > 0 { return room }
+        if let lastProbe, now - lastProbe < limits.probeInterval { return 0 }
+        lastProbe = now
+        defer { probeSize = min(limits.claim, probeSize * 2) }
+        return probeSize
     }
 
     /// A claim took `count` deliveries.
@@ -125,6 +137,7 @@ package struct PushSlots: Sendable {
         if state.sending < limits.sendsPerRoute {
             state.sending += 1
             admission = .send
+            probeSize = limits.probe
         } else if state.waiting.count < limits.waitingPerRoute {
             nextTicket += 1
             state.waiting.append(Waiter(ticket: nextTicket, claimedAt: claimedAt))

@@ -43,15 +43,34 @@ import Testing
     /// probe (to find another route's work), and nothing while deliveries are being checked.
     @Test func claimsTakeTheRoomLeftOrAProbe() {
         var slots = PushSlots(limits: Self.limits())
-        #expect(slots.claimRoom == 4, "nothing in flight: a whole claim")
+        #expect(slots.claimRoom(now: 0) == 4, "nothing in flight: a whole claim")
         slots.claimed(4)
-        #expect(slots.claimRoom == 0, "all four are being checked")
+        #expect(slots.claimRoom(now: 0) == 0, "all four are being checked")
         _ = slots.admit(Self.apns, claimedAt: 0, now: 0)
         _ = slots.admit(Self.apns, claimedAt: 0, now: 0)
-        #expect(slots.claimRoom == 0, "two being checked may take the two waiting places left")
+        #expect(slots.claimRoom(now: 0) == 0, "two being checked may take the two waiting places left")
         _ = slots.admit(Self.apns, claimedAt: 0, now: 0)
         _ = slots.admit(Self.apns, claimedAt: 0, now: 0)
-        #expect(slots.claimRoom == 1, "every route with work is full: a probe")
+        #expect(slots.claimRoom(now: 0) == 1, "every route with work is full: a probe")
+    }
+
+    /// Probes behind a full route's backlog come at most one a second however often the worker
+    /// is woken, each twice the last (up to a claim), and end when a delivery gets a place.
+    @Test func probesArePacedAndGrowUntilAPlaceIsFound() {
+        var limits = Self.limits(claim: 8)
+        limits.probeInterval = 1000
+        var slots = PushSlots(limits: limits)
+        _ = Self.admit(&slots, 4, on: Self.apns)
+        #expect(slots.claimRoom(now: 0) == 1)
+        #expect(slots.claimRoom(now: 999) == 0, "woken again within the second: no probe")
+        #expect(slots.claimRoom(now: 1000) == 2)
+        #expect(slots.claimRoom(now: 2000) == 4)
+        #expect(slots.claimRoom(now: 3000) == 8)
+        #expect(slots.claimRoom(now: 4000) == 8, "never more than a claim")
+        slots.claimed(1)
+        #expect(slots.admit(Self.fcm, claimedAt: 4000, now: 4000) == (.send, true), "FCM had work: it starts, the claimer wakes")
+        _ = slots.finished(Self.fcm, now: 4001)
+        #expect(slots.claimRoom(now: 5000) == 1, "found: the next probe is small again")
     }
 
     /// Item 8 of issue 36: a place that frees goes to the first delivery waiting for it; with
@@ -92,7 +111,7 @@ import Testing
         _ = Self.admit(&slots, 4, on: Self.apns)
         slots.claimed(1)
         #expect(slots.stop().sorted() == [1, 2])
-        #expect(slots.claimRoom == 0)
+        #expect(slots.claimRoom(now: 0) == 0)
         #expect(slots.admit(Self.fcm, claimedAt: 0, now: 0).admission == .putBack(.stopping), "checked after the stop: back")
         #expect(slots.sending(Self.apns) == 2 && slots.waiting(Self.apns) == 0)
         #expect(slots.finished(Self.apns, now: 0).handed.isEmpty && slots.sending(Self.apns) == 1)
