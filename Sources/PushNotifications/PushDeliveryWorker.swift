@@ -107,7 +107,7 @@ package struct PushDeliveryWorker: Sendable {
             outcome = done
         case .ready(let attempt):
             switch await gate.admit(attempt.route, claimedAt: claimedAt, now: clock.now()) {
-            case .send, .wait:
+            case .send, .wait:  // a wait ends in `.send` or `.putBack`: the gate never answers `.wait`
                 let result = await attempt.send()
                 gate.finished(attempt.route, now: clock.now())
                 outcome = await conclude(claimed, attempt, result)
