@@ -462,10 +462,19 @@ struct PushDeliveryService: Service {
 
     func run() async throws {
         guard let worker else { return }
-        try? await cancelWhenGracefulShutdown {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await worker.run() }
-                group.addTask {
+        await withTaskGroup(of: Void.self) { group in
+            // At shutdown the worker takes no more deliveries, and those being sent finish and
+            // have their outcomes written before it returns (docs/operations.md, "Running"):
+            // cancelling them would lose outcomes, and send them again after a restart.
+            group.addTask {
+                await withGracefulShutdownHandler {
+                    await worker.run()
+                } onGracefulShutdown: {
+                    worker.stop()
+                }
+            }
+            group.addTask {
+                try? await cancelWhenGracefulShutdown {
                     while !Task.isCancelled {
                         let cutoff = worker.clock.now() - Int64(retentionDays) * 86_400_000
                         do {
@@ -474,11 +483,11 @@ struct PushDeliveryService: Service {
                         } catch {
                             logger.warning("push notifications past their retention not deleted; tried again later", metadata: ["error": "\(error)"])
                         }
-                        try? await Task.sleep(for: .seconds(3600))
+                        try await Task.sleep(for: .seconds(3600))
                     }
                 }
-                await group.waitForAll()
             }
+            await group.waitForAll()
         }
         await worker.clients.shutdown()
     }

@@ -95,6 +95,9 @@ package enum PushDeliveryOutcome: Sendable, Equatable {
     case retry(at: Int64, provider: PushProvider?, reason: String)
     case failed(PushProvider?, reason: String)
     case skipped(reason: String)
+    /// Not sent: back to the queue, due at `at`; the attempt does not count (its push service's
+    /// places were all taken, or the worker is stopping).
+    case putBack(at: Int64, reason: String)
 }
 
 /// The store's side of push notifications. Every write is one transaction, committed before

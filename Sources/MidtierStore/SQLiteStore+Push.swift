@@ -14,6 +14,7 @@ extension PushDeliveryOutcome {
         case .retry(let at, let provider, let reason): (.pending, 1, at, provider, reason)
         case .failed(let provider, let reason): (.failed, 1, nil, provider, reason)
         case .skipped(let reason): (.skipped, 0, nil, nil, reason)
+        case .putBack(let at, let reason): (.pending, 0, at, nil, reason)
         }
     }
 }

@@ -85,13 +85,7 @@ package struct PushSenderRoutes: Sendable {
         case .failure(let error): throw .badRequest("the body is not JSON: \(error.message)")
         }
         let notification = Self.notification(in: document, audience: audience)
-        let message: PushMessage
-        do {
-            message = try PushMessage.read(notification)
-            try message.checkSize()
-        } catch {
-            throw .badRequest(error.message)
-        }
+        try Self.check(notification)
 
         let targets = try await recipients(document, context, audience: audience, app: app)
         guard !targets.registrations.isEmpty else {
@@ -147,6 +141,16 @@ package struct PushSenderRoutes: Sendable {
         if audience == .users || document["notification"]?.members != nil { notification = document["notification"] ?? .null }
         if let nested = notification["notification"], nested.members != nil { notification = nested }
         return notification
+    }
+
+    /// Refuses (400, naming the member) a notification object that does not read or would not
+    /// fit a push service (docs/push.md, "Sending").
+    static func check(_ notification: JSON) throws(Refusal) {
+        do {
+            try PushMessage.read(notification).checkSize()
+        } catch {
+            throw .badRequest(error.message)
+        }
     }
 
     private struct Recipients {

@@ -4,12 +4,12 @@ package import MidtierCore
 import MidtierJSON
 package import MidtierMetrics
 package import MidtierStore
-import Synchronization
 
 /// Sends the store's pending push deliveries (docs/push.md, "Delivery"): it takes a batch with
 /// a lease (so another instance does not send them too), checks each registration right before
 /// sending — a locked, wiped or deleted registration, or a blocked user, gets nothing — sends
-/// through the app's push service, and records the outcome. Failed attempts are tried again
+/// through the app's push service with a bounded number at once per app and service
+/// (`PushSlots`), and records the outcome. Failed attempts are tried again
 /// with growing pauses (or when the service's `Retry-After` says), at most `maxAttempts` times;
 /// a token the service calls gone is cleared from its registration.
 package struct PushDeliveryWorker: Sendable {
@@ -26,20 +26,23 @@ package struct PushDeliveryWorker: Sendable {
     /// The server's clock.
     package let clock: WallClock
 
-    /// Deliveries sent at once; more are taken as these finish, so one slow push service does
-    /// not hold up the others.
-    static let concurrency = 64
+    /// How long a delivery put back because its route is full waits before it is due again.
+    static let putBackPause: Int64 = 1000
     /// Longer than an attempt can take (at most two 30-second requests: FCM's token and the
-    /// message), so a lease never runs out while its owner is still sending; short, so that
-    /// the deliveries of an instance that died are sent by another (or after its restart) soon.
+    /// message) after the longest wait for a place (`PushSlots.Limits.longestWait`), so a lease
+    /// never runs out while its owner is still sending; short, so that the deliveries of an
+    /// instance that died are sent by another (or after its restart) soon.
     static let leaseMilliseconds: Int64 = 90 * 1000
     package static let maxAttempts = 8
     static let idlePoll = Duration.seconds(1)
 
+    /// The places: each route (an app's APNs, an app's FCM) sends a bounded number at once.
+    package let gate: PushDeliveryGate
+
     package init(
         store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
         clients: PushClients, wakeUp: PushWakeUp, metrics: MidtierMetrics, logger: Logger,
-        owner: String = UUID().uuidString, clock: WallClock = .system
+        owner: String = UUID().uuidString, clock: WallClock = .system, limits: PushSlots.Limits = PushSlots.Limits()
     ) {
         self.store = store
         self.registrations = registrations
@@ -50,43 +53,40 @@ package struct PushDeliveryWorker: Sendable {
         self.logger = logger
         self.owner = owner
         self.clock = clock
+        self.gate = PushDeliveryGate(limits: limits, wakeUp: wakeUp)
     }
 
-    /// Runs until cancelled: takes due deliveries while fewer than `concurrency` are being
-    /// sent, and waits for a nudge (a notification accepted here, half the places freed) or a
-    /// second when there is nothing to take.
+    /// Runs until `stop()` (or cancellation): takes due deliveries while their routes have
+    /// places (`PushSlots`), and waits for a nudge — a notification accepted here, a place
+    /// freed — or a second when there is nothing to take. Returns once the deliveries being sent
+    /// have finished and their outcomes are written.
     package func run() async {
-        let inFlight = InFlight()
         await withDiscardingTaskGroup { group in
-            while !Task.isCancelled {
-                let room = Self.concurrency - inFlight.count.withLock { $0 }
-                let batch = room > 0 ? await claim(limit: room) : []
-                inFlight.count.withLock { $0 += batch.count }
+            while !Task.isCancelled, !gate.isStopping {
+                let claimedAt = clock.now()
+                let room = gate.claimRoom(now: claimedAt)
+                let batch = room > 0 ? await claim(limit: room, at: claimedAt) : []
+                gate.claimed(batch.count)
                 for claimed in batch {
-                    group.addTask {
-                        await send(claimed)
-                        // Half the places free again: take more, in one claim rather than one
-                        // claim per finished delivery.
-                        let halfFree = inFlight.count.withLock { count -> Bool in
-                            count -= 1
-                            return count == Self.concurrency / 2
-                        }
-                        if halfFree { wakeUp.nudge() }
-                    }
+                    group.addTask { await handle(claimed, claimedAt: claimedAt) }
                 }
-                if batch.isEmpty { await wakeUp.wait(upTo: Self.idlePoll) }
+                if batch.count < room || room == 0 { await wakeUp.wait(upTo: Self.idlePoll) }
             }
+            // Cancelled without a stop: the waiting deliveries go back all the same.
+            gate.stop()
         }
     }
 
-    /// How many deliveries are being sent.
-    final class InFlight: Sendable {
-        let count = Mutex(0)
+    /// Takes no more deliveries; `run()` returns once those being sent have finished and their
+    /// outcomes are written, and those waiting for a place have gone back to the store (due at
+    /// once, for another instance or the next start). docs/operations.md, "Running".
+    package func stop() {
+        logger.info("push deliveries: no more taken; those being sent finish first")
+        gate.stop()
     }
 
     /// Takes up to `limit` due deliveries (none when the store does not answer).
-    func claim(limit: Int) async -> [ClaimedPushDelivery] {
-        let start = clock.now()
+    func claim(limit: Int, at start: Int64) async -> [ClaimedPushDelivery] {
         do {
             let batch = try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: limit)
             metrics.recordPushQueueDepth(try await store.pendingPushDeliveries())
@@ -97,76 +97,133 @@ package struct PushDeliveryWorker: Sendable {
         }
     }
 
-    /// Sends one claimed delivery and records its outcome.
-    package func send(_ claimed: ClaimedPushDelivery) async {
-        let outcome = await deliver(claimed)
-        do {
-            _ = try await store.finishPushDelivery(
-                notification: claimed.notification.id, registration: claimed.registration,
-                owner: owner, outcome: outcome, now: clock.now())
-        } catch {
-            // The lease runs out and the delivery is tried again (it may then go twice).
-            logger.warning(
-                "a push delivery's outcome was not written", metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
+    /// Checks one claimed delivery, sends it when its route has a place (or puts it back), and
+    /// records the outcome.
+    func handle(_ claimed: ClaimedPushDelivery, claimedAt: Int64) async {
+        let outcome: PushDeliveryOutcome
+        switch await prepare(claimed) {
+        case .finished(let done):
+            gate.settled()
+            outcome = done
+        case .ready(let attempt):
+            switch await gate.admit(attempt.route, claimedAt: claimedAt, now: clock.now()) {
+            case .send, .wait:  // a wait ends in `.send` or `.putBack`: the gate never answers `.wait`
+                let result = await attempt.send()
+                gate.finished(attempt.route, now: clock.now())
+                outcome = await conclude(claimed, attempt, result)
+            case .putBack(let why):
+                outcome = putBack(why, attempt.route)
+            }
         }
+        await record(claimed, outcome)
     }
 
-    /// One attempt at one delivery.
-    package func deliver(_ claimed: ClaimedPushDelivery) async -> PushDeliveryOutcome {
+    /// Writes an outcome, in a task of its own so that cancellation (a shutdown that did not
+    /// wait) does not stop the write of a delivery already sent.
+    func record(_ claimed: ClaimedPushDelivery, _ outcome: PushDeliveryOutcome) async {
+        let (store, owner, now, logger) = (store, owner, clock.now(), logger)
+        await Task {
+            do {
+                _ = try await store.finishPushDelivery(
+                    notification: claimed.notification.id, registration: claimed.registration, owner: owner, outcome: outcome, now: now)
+            } catch {
+                // The lease runs out and the delivery is tried again (it may then go twice).
+                logger.warning(
+                    "a push delivery's outcome was not written",
+                    metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
+            }
+        }.value
+    }
+
+    /// A checked delivery: where it goes, and its request, ready to send.
+    struct Attempt: Sendable {
+        var route: PushRoute
+        var token: String
+        var send: @Sendable () async -> PushAttemptResult
+    }
+
+    enum Prepared: Sendable {
+        /// Nothing to send: the outcome.
+        case finished(PushDeliveryOutcome)
+        case ready(Attempt)
+    }
+
+    /// Checks a delivery right before it is sent: its registration (a locked, wiped or
+    /// deleted one, or a blocked user, gets nothing), the app, the stored notification, and
+    /// the push service it goes through.
+    func prepare(_ claimed: ClaimedPushDelivery) async -> Prepared {
         let notification = claimed.notification
         // Checked now, right before sending, not when the notification was accepted.
         let found: RegistrationAndBlock?
         do {
             found = try await registrations.registrationAndBlock(id: claimed.registration)
         } catch {
-            return retry(claimed, after: nil, provider: nil, reason: "the store did not answer")
+            return .finished(retry(claimed, after: nil, provider: nil, reason: "the store did not answer"))
         }
-        guard let found, UserIdentity.sameBytes(found.registration.appId, notification.app) else { return skipped("the registration was deleted") }
+        guard let found, UserIdentity.sameBytes(found.registration.appId, notification.app) else {
+            return .finished(skipped("the registration was deleted"))
+        }
         let registration = found.registration
-        guard registration.state == .active else { return skipped("the registration is \(registration.state.rawValue)") }
-        if let block = found.block, block.kind.blocksTraffic { return skipped("the user is blocked") }
-        guard let app = apps()[notification.app] else { return skipped("the app is no longer configured") }
+        guard registration.state == .active else { return .finished(skipped("the registration is \(registration.state.rawValue)")) }
+        if let block = found.block, block.kind.blocksTraffic { return .finished(skipped("the user is blocked")) }
+        guard let app = apps()[notification.app] else { return .finished(skipped("the app is no longer configured")) }
         let message: PushMessage
         do {
             guard case .success(let value) = StrictJSON.value(Array(notification.payload.utf8)) else { throw PushMessageError(message: "unreadable") }
             message = try PushMessage.read(value)
         } catch {
             metrics.recordPush(.refused, provider: "none")
-            return .failed(nil, reason: "the stored notification does not read")
+            return .finished(.failed(nil, reason: "the stored notification does not read"))
         }
 
-        let provider: PushProvider, token: String, result: PushAttemptResult
         if !registration.apnsDeviceToken.isEmpty, app.push.apns != nil {
-            provider = .apns
-            token = registration.apnsDeviceToken
-            guard let client = await clients.apnsClient(for: app) else { return failed(.refused, .apns, "the app's APNs key does not load") }
-            result = await client.send(message.apnsRequest(notificationID: notification.id, now: Int(clock.now() / 1000)), to: token)
+            let token = registration.apnsDeviceToken
+            guard let client = await clients.apnsClient(for: app) else {
+                return .finished(failed(.refused, .apns, "the app's APNs key does not load"))
+            }
+            let request = message.apnsRequest(notificationID: notification.id, now: Int(clock.now() / 1000))
+            return .ready(Attempt(route: PushRoute.apns(app.id), token: token) { await client.send(request, to: token) })
         } else if !registration.androidGcmRegistrationId.isEmpty, app.push.fcm != nil {
-            provider = .fcm
-            token = registration.androidGcmRegistrationId
-            guard let client = await clients.fcmClient(for: app) else { return failed(.refused, .fcm, "the app's FCM key does not load") }
-            result = await client.send(message.fcmMessage(token: token, notificationID: notification.id))
-        } else {
-            return skipped("the registration has no push token for the app's push services")
+            let token = registration.androidGcmRegistrationId
+            guard let client = await clients.fcmClient(for: app) else { return .finished(failed(.refused, .fcm, "the app's FCM key does not load")) }
+            let request = message.fcmMessage(token: token, notificationID: notification.id)
+            return .ready(Attempt(route: PushRoute.fcm(app.id), token: token) { await client.send(request) })
         }
+        return .finished(skipped("the registration has no push token for the app's push services"))
+    }
 
+    /// What an attempt's result makes of the delivery; a gone token is cleared.
+    func conclude(_ claimed: ClaimedPushDelivery, _ attempt: Attempt, _ result: PushAttemptResult) async -> PushDeliveryOutcome {
+        let provider = attempt.route.provider
         switch result {
         case .delivered:
-            metrics.recordPush(.delivered, provider: provider.rawValue, sinceAccepted: .milliseconds(clock.now() - notification.createdAt))
+            metrics.recordPush(.delivered, provider: provider.rawValue, sinceAccepted: .milliseconds(clock.now() - claimed.notification.createdAt))
             return .delivered(provider)
         case .retry(let after, let reason):
             return retry(claimed, after: after, provider: provider, reason: reason)
         case .tokenGone(let reason):
             do {
-                _ = try await store.clearPushToken(registration: registration.id, provider: provider, token: token)
+                _ = try await store.clearPushToken(registration: claimed.registration, provider: provider, token: attempt.token)
             } catch {
                 logger.warning(
                     "a gone push token was not cleared; the next notification finds out again",
-                    metadata: ["registration": "\(registration.id)", "error": "\(error)"])
+                    metadata: ["registration": "\(claimed.registration)", "error": "\(error)"])
             }
             return failed(.tokenGone, provider, reason)
         case .refused(let reason):
             return failed(.refused, provider, reason)
+        }
+    }
+
+    /// Back to the store without an attempt: due in a second when its route is full or slow,
+    /// at once when this worker stops (another instance, or the next start, takes it).
+    private func putBack(_ why: PushSlots.PutBack, _ route: PushRoute) -> PushDeliveryOutcome {
+        let now = clock.now()
+        let service = route.provider == .apns ? "APNs" : "FCM"
+        switch why {
+        case .busy: return .putBack(at: now + Self.putBackPause, reason: "waiting: the app's \(service) places are all taken")
+        case .late: return .putBack(at: now + Self.putBackPause, reason: "waiting: the app's \(service) answers slowly")
+        case .stopping: return .putBack(at: now, reason: "waiting: the instance stopped before sending it")
         }
     }
 

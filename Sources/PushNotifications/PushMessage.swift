@@ -77,9 +77,9 @@ extension PushMessage {
         for member in members {
             let key = member.key, at = "\(path).\(key)"
             switch key {
-            case "alert": message.alert = try text(member.value, at)
+            case "alert": message.alert = try text(member.value, at, lines: true)
             case "title": message.title = try text(member.value, at)
-            case "body": message.body = try text(member.value, at)
+            case "body": message.body = try text(member.value, at, lines: true)
             case "badge": message.badge = try integer(member.value, at, in: 0...999_999)
             case "sound": message.sound = try text(member.value, at)
             case "priority":
@@ -131,7 +131,7 @@ extension PushMessage {
             switch member.key {
             case "alertTitle": apns.alertTitle = try text(member.value, at)
             case "alertSubtitle": apns.alertSubtitle = try text(member.value, at)
-            case "alertBody": apns.alertBody = try text(member.value, at)
+            case "alertBody": apns.alertBody = try text(member.value, at, lines: true)
             case "category": apns.category = try text(member.value, at)
             case "threadId": apns.threadId = try text(member.value, at)
             case "sound": apns.sound = try text(member.value, at)
@@ -157,7 +157,7 @@ extension PushMessage {
             let at = "\(path).\(member.key)"
             switch member.key {
             case "title": gcm.title = try text(member.value, at)
-            case "body": gcm.body = try text(member.value, at)
+            case "body": gcm.body = try text(member.value, at, lines: true)
             case "collapseKey": gcm.collapseKey = try text(member.value, at)
             case "timeToLive": gcm.timeToLive = try duration(member.value, at)
             case "icon": gcm.icon = try text(member.value, at)
@@ -174,10 +174,20 @@ extension PushMessage {
         return gcm
     }
 
-    private static func text(_ value: JSON, _ path: String) throws(PushMessageError) -> String? {
+    /// A text member: never a control character (C0, DEL, C1: an escape sequence or a NUL
+    /// shown on a phone, or cut off by one), but for a line feed in the texts of several lines
+    /// (`lines`: the alert and the bodies, where it breaks the line). docs/push.md, "Sending".
+    private static func text(_ value: JSON, _ path: String, lines: Bool = false) throws(PushMessageError) -> String? {
         switch value {
         case .null: return nil
-        case .string(let text): return text
+        case .string(let text):
+            if let found = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control && !(lines && $0 == "\n") }) {
+                let hex = String(found.value, radix: 16, uppercase: true)
+                let code = "U+" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+                throw PushMessageError(
+                    message: "\(path) has a control character (\(code)); " + (lines ? "only a line feed is allowed" : "none is allowed"))
+            }
+            return text
         default: throw PushMessageError(message: "\(path) must be a string (found \(value.kind))")
         }
     }

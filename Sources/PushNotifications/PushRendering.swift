@@ -9,7 +9,8 @@ package let pushPayloadLimit = 4096
 /// An APNs request: the JSON payload and the headers besides authorization and topic.
 package struct APNsRequest: Sendable, Equatable {
     package var payload: String
-    /// `apns-push-type`: `alert`, or `background` for a silent notification.
+    /// `apns-push-type`: `alert`, or `background` for a silent notification (whose `aps` then
+    /// holds `content-available: 1`).
     package var pushType: String
     /// `apns-priority`: 10 at once, 5 when convenient (required for background pushes).
     package var priority: Int
@@ -39,13 +40,15 @@ extension PushMessage {
         if let sound = apns.sound ?? sound { aps.append(JSONMember(key: "sound", value: .string(sound))) }
         if let category = apns.category { aps.append(JSONMember(key: "category", value: .string(category))) }
         if let thread = apns.threadId { aps.append(JSONMember(key: "thread-id", value: .string(thread))) }
-        if apns.contentAvailable { aps.append(JSONMember(key: "content-available", value: 1)) }
+        let alerting = aps.contains { ["alert", "badge", "sound"].contains($0.key) }
+        // Nothing to show: a background push, which iOS hands to the app only with
+        // `content-available: 1` (Apple, "Pushing background updates to your App"; docs/push.md).
+        if apns.contentAvailable || !alerting { aps.append(JSONMember(key: "content-available", value: 1)) }
         if apns.mutableContent { aps.append(JSONMember(key: "mutable-content", value: 1)) }
         var top = [JSONMember(key: "aps", value: .object(aps))]
         if let data { top.append(JSONMember(key: "data", value: .string(data))) }
         for (key, value) in custom where key != "notificationId" { top.append(JSONMember(key: key, value: .string(value))) }
         top.append(JSONMember(key: "notificationId", value: .string(notificationID)))
-        let alerting = aps.contains { ["alert", "badge", "sound"].contains($0.key) }
         let expiration = apns.expiration ?? timeToLive.map { now + $0 }
         return APNsRequest(
             payload: JSON.object(top).serialized(), pushType: alerting ? "alert" : "background",

@@ -162,6 +162,28 @@ import Testing
         }
     }
 
+    /// A delivery put back (its push service busy, or the worker stopping) is due again at its
+    /// time, ends its lease, and its attempt does not count.
+    @Test(arguments: StoreKind.allCases) func aPutBackDeliveryIsDueAgainWithoutAnAttempt(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1"), registrations: ["r1"])
+            _ = try await push.claimPushDeliveries(owner: "A", now: 1_000, leaseUntil: 90_000, limit: 5)
+            #expect(
+                try await push.finishPushDelivery(
+                    notification: "n1", registration: "r1", owner: "A", outcome: .putBack(at: 2_000, reason: "busy"), now: 1_100))
+            #expect(try await push.claimPushDeliveries(owner: "B", now: 1_999, leaseUntil: 90_000, limit: 5).isEmpty)
+            #expect(
+                try await Self.deliveries(push, "n1") == [
+                    PushDeliveryRecord(
+                        notification: "n1", registration: "r1", state: .pending, attempts: 0, nextAttemptAt: 2_000,
+                        updatedAt: 1_100, provider: nil, reason: "busy")
+                ])
+            let again = try await push.claimPushDeliveries(owner: "B", now: 2_000, leaseUntil: 90_000, limit: 5)
+            #expect(Self.keys(again) == ["n1/r1"] && again.first?.attempts == 0, "another owner takes it before the lease would have run out")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func outcomesAreRecordedPerDelivery(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let push = try Self.push(try await test.open())

@@ -41,6 +41,30 @@ import Testing
         }
     }
 
+    /// A notification whose text has a control character is refused with 400 naming the member,
+    /// as any other member that does not read; one whose alert breaks lines is taken.
+    @Test func controlCharactersInTheTextAreRefusedNamingTheMember() throws {
+        func refusal(_ notification: JSON) -> Refusal? {
+            do throws(Refusal) {
+                try PushSenderRoutes.check(notification)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        for (text, member) in [
+            (#"{"alert":"a\u0000b"}"#, "notification.alert"), (#"{"alert":"\u001b[2J"}"#, "notification.alert"),
+            (#"{"alert":"x","title":"t\u0007"}"#, "notification.title"),
+            (#"{"alert":"x","apns":{"alertTitle":"t\u0085"}}"#, "notification.apns.alertTitle"),
+            (#"{"alert":"x","gcm":{"body":"b\u007f"}}"#, "notification.gcm.body"),
+        ] {
+            let refused = refusal(try Self.json(text))
+            #expect(refused?.code == "BAD_REQUEST", "\(text)")
+            #expect(refused?.message.hasPrefix("\(member) has a control character") == true, "\(String(describing: refused?.message))")
+        }
+        #expect(refusal(try Self.json(#"{"alert":"line 1\nline 2"}"#)) == nil)
+    }
+
     /// SAP's status of the whole notification: queued while any delivery waits, sent when one
     /// was delivered, an error otherwise.
     @Test func theOverallStatus() {

@@ -50,6 +50,23 @@ import Testing
         #expect(Self.refusal(#"[1]"#)?.contains("must be an object") == true)
     }
 
+    /// Control characters (C0, DEL, C1) in a text a phone shows or a name it uses are refused
+    /// naming the member and the character; the alert and the bodies may break lines.
+    @Test func refusesControlCharactersNamingTheMember() throws {
+        #expect(Self.refusal(#"{"alert":"a\u0000b"}"#) == "notification.alert has a control character (U+0000); only a line feed is allowed")
+        #expect(Self.refusal(#"{"alert":"\u001b[31mred"}"#)?.hasPrefix("notification.alert has a control character (U+001B)") == true)
+        #expect(Self.refusal(#"{"title":"a\nb"}"#) == "notification.title has a control character (U+000A); none is allowed")
+        #expect(Self.refusal(#"{"alert":"x","body":"a\rb"}"#)?.hasPrefix("notification.body has a control character (U+000D)") == true)
+        #expect(Self.refusal(#"{"alert":"x","apns":{"alertSubtitle":"a\u007fb"}}"#)?.hasPrefix("notification.apns.alertSubtitle") == true)
+        #expect(
+            Self.refusal(#"{"alert":"x","gcm":{"title":"a\u0085b"}}"#)?.hasPrefix("notification.gcm.title has a control character (U+0085)") == true)
+        #expect(Self.refusal(#"{"alert":"x","sound":"a\tb"}"#)?.hasPrefix("notification.sound") == true)
+        #expect(Self.refusal(#"{"alert":"x","apns":{"category":"\u0001"}}"#)?.hasPrefix("notification.apns.category") == true)
+        let lines = try Self.read(#"{"alert":"line 1\nline 2","gcm":{"body":"a\nb"},"apns":{"alertBody":"c\nd"}}"#)
+        #expect(lines.alert == "line 1\nline 2" && lines.gcm.body == "a\nb" && lines.apns.alertBody == "c\nd")
+        #expect(try Self.read(#"{"alert":"Grüße — ✓ 日本"}"#).alert == "Grüße — ✓ 日本")
+    }
+
     @Test func apnsGetsAnAlertWithTitleBadgeSoundAndTheIdentifiers() throws {
         let message = try Self.read(#"{"alert":"body text","title":"Title","badge":2,"sound":"chime","data":"d","custom":{"k":"v"},"timeToLive":60}"#)
         let request = message.apnsRequest(notificationID: "n-1", now: 1000)
@@ -65,6 +82,24 @@ import Testing
         let request = message.apnsRequest(notificationID: "n-2", now: 0)
         #expect(request.payload == #"{"aps":{"content-available":1},"data":"sync","notificationId":"n-2"}"#)
         #expect(request.pushType == "background" && request.priority == 5 && request.expiration == nil)
+    }
+
+    /// A notification with nothing to show (data or custom members only) is a background push,
+    /// and iOS hands a background push to the app only with `content-available: 1` (Apple,
+    /// "Pushing background updates to your App"): without it the app never sees it.
+    @Test func dataOnlyIsABackgroundPushWithContentAvailable() throws {
+        for (text, payload) in [
+            (#"{"data":"sync"}"#, #"{"aps":{"content-available":1},"data":"sync","notificationId":"n-4"}"#),
+            (#"{"custom":{"k":"v"},"priority":"high"}"#, #"{"aps":{"content-available":1},"k":"v","notificationId":"n-4"}"#),
+        ] {
+            let request = try Self.read(text).apnsRequest(notificationID: "n-4", now: 0)
+            #expect(request.payload == payload)
+            #expect(request.pushType == "background" && request.priority == 5, "Apple: background pushes go at priority 5")
+        }
+        // One that shows something stays an alert, with content-available only when asked for.
+        let shown = try Self.read(#"{"alert":"hi","data":"d"}"#).apnsRequest(notificationID: "n-5", now: 0)
+        #expect(shown.payload == #"{"aps":{"alert":"hi"},"data":"d","notificationId":"n-5"}"#)
+        #expect(shown.pushType == "alert" && shown.priority == 10)
     }
 
     @Test func fcmGetsANotificationDataAsStringsAndAndroidOptions() throws {

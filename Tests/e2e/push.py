@@ -18,8 +18,15 @@ their tokens, back ends sending as senders of config/push-senders.json.
 7. Two instances on one throwaway PostgreSQL, 40 notifications sent alternately → each
    delivered exactly once.
 8. Hostile input: unknown member, oversized alert, bad JSON, `users` not a list, 1001 users,
-   another sender's status, an unknown os, a push token with a space → 400/404 naming it.
+   another sender's status, an unknown os, a push token with a space, control characters in
+   the alert → 400/404 naming it.
 9. The FCM access token is fetched once for many messages.
+10. A data-only notification goes to iOS as a background push with content-available: 1.
+11. The APNs stand-in holds every request to one token while 70 are queued for it: FCM's
+    notifications are SENT while APNs still holds its 64 (each app's service has its own
+    places); once released, each of the 70 reached APNs exactly once.
+12. SIGTERM while APNs holds 20: Midtier waits for them, writes their outcomes, exits 0; after
+    a restart none is sent again.
 Also: Midtier's logs never hold a device token, a password, a key or an access token.
 
 Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on failure. Every
@@ -47,7 +54,8 @@ ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
 SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
 SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["ana", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory"]
+USERS = ["ana", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
+         "quickdroid", "term"]
 
 check = Checks("push")
 processes = []
@@ -115,6 +123,12 @@ class StandIn:
     def stop(self):
         kill_all([self.process])
 
+    def control(self, path):
+        """POST /_hold or /_release (standin.Hold)."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{path}", data=b"", method="POST")
+        with urllib.request.urlopen(request, context=self.tls, timeout=10) as response:
+            return json.loads(response.read())
+
     def stats(self):
         try:
             with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/_stats", context=self.tls, timeout=2) as response:
@@ -159,6 +173,9 @@ class Midtier:
     def kill(self):
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
+
+    def log_text(self):
+        return open(self.log, encoding="utf-8", errors="replace").read() if os.path.exists(self.log) else ""
 
     # Devices.
     def onboard(self, user, fields):
@@ -479,6 +496,13 @@ def scenario_hostile(m):
     check("8 a badge that is text: 400 naming badge", status == 400 and b"badge" in body, f"({status} {short(body)})")
     status, _, body = m.send("demo/notifications", {})
     check("8 an empty notification: 400", status == 400, f"({status} {short(body)})")
+    for text in ["red \u001b[31malert", "a\u0000b"]:
+        status, _, body = m.send("demo/notifications", {"alert": text})
+        check(f"8 a control character in the alert ({text[:5]!r}): 400 naming notification.alert",
+              status == 400 and b"notification.alert has a control character" in body, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications", {"alert": "x", "gcm": {"title": "t\u0085"}})
+    check("8 a C1 control character in gcm.title: 400 naming it", status == 400 and b"notification.gcm.title" in body,
+          f"({status} {short(body)})")
     status, _, body = m.send("demo/notifications", b"{" + b'"alert":"' + b"z" * (300 * 1024) + b'"}')
     check("8 a 300 KB body: 413 or 400, not accepted", status in (400, 413), f"({status} {short(body)})")
 
@@ -544,6 +568,85 @@ def scenario_metrics(m):
                    'midtier_push_deliveries_total{outcome="skipped",provider="none"}',
                    "midtier_push_delivery_seconds_bucket", "midtier_push_queue_depth"]:
         check(f"metrics: {needle.split('{')[0]} {needle[needle.find('{'):] if '{' in needle else ''}".strip(), needle in text)
+
+
+def scenario_background(m, apns):
+    """10. Issue 36 item 10: a notification with nothing to show reaches iOS as a background push,
+    which Apple requires to carry content-available: 1."""
+    token = ios_token()
+    status, cid, _ = m.onboard("silent", {"DeviceType": "iOS", "ApnsDeviceToken": token})
+    status, nid, body = m.send_to_users(["silent"], {"data": "sync", "custom": {"kind": "refresh"}})
+    check("10 a data-only notification is accepted", status == 202 and nid, f"({status} {short(body)})")
+    document, last = m.final_status(nid) if nid else (None, None)
+    entries = apns_lines_for(apns, nid) if nid else []
+    entry = entries[0] if entries else {}
+    check("10 it goes to APNs as a background push: aps is exactly {content-available: 1}, push type background, priority 5",
+          overall(document) == "SENT" and len(entries) == 1 and (entry.get("payload") or {}).get("aps") == {"content-available": 1}
+          and entry.get("apns-push-type") == "background" and entry.get("apns-priority") == "5"
+          and (entry.get("payload") or {}).get("kind") == "refresh", f"({last}, {entry})")
+
+
+def scenario_slow_apns(m, apns, fcm):
+    """11. Issue 36 items 7 and 8: APNs holds every request (a service answering very slowly) while
+    more are queued for it than it has places; FCM's deliveries go out all the same, while APNs
+    still holds them all. Asserted on order (what the stand-ins hold and logged), never on time."""
+    apns.control("/_hold")
+    held_token, droid_token = ios_token("0777"), "fcm-" + secrets.token_urlsafe(20)
+    status, _, _ = m.onboard("slowios", {"DeviceType": "iOS", "ApnsDeviceToken": held_token})
+    status2, _, _ = m.onboard("quickdroid", {"DeviceType": "Android", "AndroidGcmRegistrationId": droid_token})
+    check("11 slowios (an APNs token the stand-in holds) and quickdroid (FCM) onboard", status == status2 == 201, f"({status} {status2})")
+    slow = [m.send_to_users(["slowios"], {"alert": f"slow {n}"})[1] for n in range(70)]
+    check("11 70 notifications to slowios accepted", all(slow), f"({sum(1 for n in slow if n)} accepted)")
+    full = until(lambda: (apns.stats() or {}).get("held", 0) >= 64)
+    check("11 APNs holds 64 requests (the places of the app's APNs, and of the whole worker before issue 36)", full is not None,
+          f"(held {(apns.stats() or {}).get('held')})")
+    quick = [m.send_to_users(["quickdroid"], {"alert": f"quick {n}"})[1] for n in range(5)]
+    finals = m.final_statuses([nid for nid in quick if nid])
+    stats = apns.stats() or {}
+    check("11 FCM's 5 notifications are SENT while APNs still holds all its requests (none answered, none given up)",
+          all(overall(f) == "SENT" for f in finals.values()) and len(finals) == 5 and stats.get("held", 0) >= 64
+          and stats.get("abandoned") == 0 and not lines_with_token(apns, held_token),
+          f"({[overall(f) for f in finals.values()]}, APNs held {stats.get('held')} abandoned {stats.get('abandoned')})")
+    pending = [m.status_of(nid)[1] for nid in slow[:3] if nid]
+    check("11 ... and slowios's notifications are still QUEUED", all(overall(d) == "QUEUED" for d in pending), f"({pending})")
+    apns.control("/_release")
+    finals = m.final_statuses([nid for nid in slow if nid])
+    check("11 once APNs answers, all 70 are SENT", all(overall(f) == "SENT" for f in finals.values()),
+          f"({sum(1 for f in finals.values() if overall(f) == 'SENT')} SENT)")
+    counts = [len([e for e in apns_lines_for(apns, nid) if e.get("status") == 200]) for nid in slow if nid]
+    check("11 ... each reached APNs exactly once (those put back or waiting were not sent twice)", counts == [1] * len(counts),
+          f"({counts})")
+
+
+def scenario_sigterm(m, apns):
+    """12. Issue 36 item 9: SIGTERM while APNs holds 20 deliveries. Midtier takes no more, waits
+    for those being sent, writes their outcomes and exits 0; after a restart none goes again."""
+    apns.control("/_hold")
+    token = ios_token("0777")
+    status, _, _ = m.onboard("term", {"DeviceType": "iOS", "ApnsDeviceToken": token})
+    ids = [m.send_to_users(["term"], {"alert": f"in flight {n}"})[1] for n in range(20)]
+    check("12 20 notifications to term accepted", status == 201 and all(ids), f"({status}, {sum(1 for n in ids if n)})")
+    held = until(lambda: (apns.stats() or {}).get("held") == 20)
+    check("12 APNs holds all 20 (in flight)", held is not None, f"(held {(apns.stats() or {}).get('held')})")
+    m.process.send_signal(signal.SIGTERM)
+    stopping = until(lambda: m.process.poll() is not None or "push deliveries: no more taken" in m.log_text())
+    check("12 after SIGTERM Midtier says it takes no more deliveries, and waits for those being sent (still running)",
+          stopping is not None and m.process.poll() is None, f"(exit {m.process.poll()})")
+    apns.control("/_release")
+    try:
+        code = m.process.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        code = None
+    check("12 once APNs answers, Midtier exits 0", code == 0, f"(exit {code})")
+    stats = apns.stats() or {}
+    check("12 APNs saw none of them given up", stats.get("abandoned") == 0, f"({stats.get('abandoned')} abandoned)")
+    check("12 every outcome was written (no 'outcome was not written' in the log)", "outcome was not written" not in m.log_text())
+    check("12 Midtier restarts on the same store", m.start())
+    finals = m.final_statuses([nid for nid in ids if nid], seconds=LEASE + DEADLINE)
+    check("12 after the restart all 20 are SENT", all(overall(f) == "SENT" for f in finals.values()),
+          f"({[overall(f) for f in finals.values()]})")
+    counts = [len([e for e in apns_lines_for(apns, nid) if e.get("status") == 200]) for nid in ids if nid]
+    check("12 ... each reached APNs exactly once", counts == [1] * len(counts), f"({counts})")
 
 
 def scenario_durability(m, apns):
@@ -688,6 +791,9 @@ def main():
             scenario_retries(m, apns, fcm)
             scenario_one_fcm_token(m, fcm)
             scenario_metrics(m)
+            scenario_background(m, apns)
+            scenario_slow_apns(m, apns, fcm)
+            scenario_sigterm(m, apns)
             scenario_durability(m, apns)
             kill_all([m.process])
         logs += scenario_two_instances(work, k, apns, fcm, hashes) or []

@@ -24,11 +24,14 @@ Then the token's first hex digits say what happens (the test chooses them):
     0400...  400 BadDeviceToken
     0429...  429 TooManyRequests with `retry-after: 1` on the first 2 attempts, then 200
     0500...  500 InternalServerError on the first attempt, then 200
+    0777...  held (standin.Hold): answered 200 only after `POST /_release` (a slow APNs)
     others   200 with an `apns-id` header (the request's apns-id when it sent one)
 
 Every request, accepted or not, is appended to the --log file as one JSON line (see LOG LINE
-below) before it is answered. `GET /_stats` (no authentication, any HTTP version) answers the
-counts: {"requests", "delivered", "byStatus", "byReason", "attemptsByToken"}.
+below) before it is answered (a held one when it is let go, with `"abandoned": true` if its
+client went away first). `GET /_stats` (no authentication, any HTTP version) answers the
+counts: {"requests", "delivered", "byStatus", "byReason", "attemptsByToken", "held",
+"abandoned", "holding"}; `POST /_release` and `POST /_hold` let held requests go or hold again.
 """
 import argparse
 import json
@@ -69,6 +72,7 @@ class Apns:
         self.stats = standin.Stats("byReason")
         self.attempts = {}        # device token -> attempts that got past every check
         self.verified = {}        # JWT text -> its iat, for JWTs whose signature verified
+        self.hold = standin.Hold()
 
     # --- the checks, in the order Apple makes them -------------------------------------------
 
@@ -181,7 +185,10 @@ class Apns:
         if path == "/_stats" and method == "GET":
             stats = self.stats.as_json()
             stats["attemptsByToken"] = self.attempts
+            stats.update(self.hold.as_json())
             return await standin.answer(send, 200, stats)
+        if await standin.control(self.hold, path, method, receive, send):
+            return
 
         headers = {name: standin.header(scope, name) for name in
                    ("apns-topic", "apns-id", "apns-priority", "apns-expiration", "apns-push-type",
@@ -207,6 +214,7 @@ class Apns:
             status, reason, extra = self.outcome(token)
         except Refused as refusal:
             status, reason = refusal.status, refusal.reason
+        abandoned = status == 200 and token.startswith("0777") and await self.hold.wait(receive)
 
         # LOG LINE: one JSON object a request, written before the answer.
         self.log.write({
@@ -214,7 +222,7 @@ class Apns:
             "topic": headers["apns-topic"], "apns-id": apns_id,
             "apns-priority": headers["apns-priority"], "apns-expiration": headers["apns-expiration"],
             "apns-push-type": headers["apns-push-type"], "apns-collapse-id": headers["apns-collapse-id"],
-            "payload": payload})
+            "payload": payload, "abandoned": abandoned})
         self.stats.count(status, reason, delivered=status == 200)
 
         response_headers = [("apns-id", apns_id)] + extra

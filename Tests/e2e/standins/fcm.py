@@ -25,14 +25,18 @@ Then the device token's prefix says what happens:
     busy-...  429 RESOURCE_EXHAUSTED (errorCode QUOTA_EXCEEDED) with `retry-after: 1` on the
               first 2 attempts for that token, then 200
     fail-...  503 UNAVAILABLE on the first attempt for that token, then 200
+    hold-...  held (standin.Hold): answered 200 only after `POST /_release` (a slow FCM)
     others    200 {"name": "projects/PROJECT/messages/<id>"}
 Errors have Google's shape: {"error": {"code", "message", "status", "details": [{"@type":
 "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode"}]}}.
 
 Every request is appended to the --log file as one JSON line before it is answered (see LOG
-LINE below). `GET /_stats` (no authentication) answers the counts: {"requests", "delivered",
-"byStatus", "byErrorCode", "tokensIssued", "attemptsByToken"}; `tokensIssued` is how many access
-tokens /token gave out, so a test can see Midtier cache its token instead of fetching one a message.
+LINE below; a held one when it is let go, with `"abandoned": true` if its client went away
+first). `GET /_stats` (no authentication) answers the counts: {"requests", "delivered",
+"byStatus", "byErrorCode", "tokensIssued", "attemptsByToken", "held", "abandoned", "holding"};
+`tokensIssued` is how many access tokens /token gave out, so a test can see Midtier cache its
+token instead of fetching one a message. `POST /_release` and `POST /_hold` let held requests
+go or hold again.
 """
 import argparse
 import json
@@ -89,6 +93,7 @@ class Fcm:
         self.stats.extra["tokensIssued"] = 0
         self.access_tokens = {}   # access token -> when it expires (seconds since 1970)
         self.attempts = {}        # device token -> attempts that got past every check
+        self.hold = standin.Hold()
 
     # --- POST /token ---------------------------------------------------------------------------
 
@@ -203,7 +208,10 @@ class Fcm:
         if path == "/_stats" and method == "GET":
             stats = self.stats.as_json()
             stats["attemptsByToken"] = self.attempts
+            stats.update(self.hold.as_json())
             return await standin.answer(send, 200, stats)
+        if await standin.control(self.hold, path, method, receive, send):
+            return
 
         body, _ = await standin.read_body(receive)
         send_path = SEND_PATH.fullmatch(path)
@@ -227,11 +235,12 @@ class Fcm:
             code = None
         except Refused as refusal:
             status, answer, code, headers = refusal.status, refusal.body, refusal.code, refusal.headers
+        abandoned = kind == "send" and status == 200 and token.startswith("hold-") and await self.hold.wait(receive)
 
         # LOG LINE: one JSON object a request, written before the answer. `kind` is "oauth" for
         # /token and "send" for everything else; `message` is the message object that was sent.
         self.log.write({"time": standin.now(), "kind": kind, "token": token, "status": status,
-                        "errorCode": code, "message": message})
+                        "errorCode": code, "message": message, "abandoned": abandoned})
         self.stats.count(status, code, delivered=kind == "send" and status == 200)
         await standin.answer(send, status, answer, headers)
 

@@ -13,6 +13,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 import httpx
@@ -184,6 +185,52 @@ def apns_checks(check, client, base, k, log_path):
           stats["requests"] == len(log) and stats["delivered"] == 3 and stats["byStatus"].get("200") == 3
           and stats["attemptsByToken"].get(busy) == 3, stats)
     check("apns: every request is in the log", len(log) == 24, len(log))
+    held = "0777" + "ab" * 30
+    hold_checks(check, client, base, k, log_path, f"/3/device/{held}", json.dumps(APS).encode(),
+                {"authorization": "bearer " + good, "apns-topic": TOPIC}, held, "apns")
+
+
+def hold_checks(check, client, base, k, log_path, path, body, headers, held_token, name):
+    """A held request gets no answer and no log line until `POST /_release`; then it is
+    answered 200 and logged, and later ones are not held."""
+    answers = []
+
+    def send():
+        with httpx.Client(http2=True, verify=client_context(k), trust_env=False, timeout=60) as own:
+            answers.append(own.post(f"{base}{path}", headers=headers, content=body).status_code)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while client.get(f"{base}/_stats").json().get("held") != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check(f"{name}: a held request is held (/_stats held == 1), unanswered", client.get(f"{base}/_stats").json().get("held") == 1
+          and not answers)
+    check(f"{name}: ... and not yet in the log", not [e for e in read_log(log_path) if e.get("token") == held_token])
+    r = client.post(f"{base}/_release")
+    thread.join(30)
+    check(f"{name}: POST /_release answers it 200", r.status_code == 200 and answers == [200], f"{r.status_code} {answers}")
+    logged = [e for e in read_log(log_path) if e.get("token") == held_token]
+    check(f"{name}: ... logged once, not abandoned", len(logged) == 1 and logged[0].get("abandoned") is False, logged)
+    r = client.post(f"{base}{path}", headers=headers, content=body)
+    check(f"{name}: after the release the same token is answered at once", r.status_code == 200, r.status_code)
+
+    # A client that gives up on a held request: it is let go and logged as abandoned.
+    client.post(f"{base}/_hold")
+    with httpx.Client(http2=True, verify=client_context(k), trust_env=False, timeout=0.5) as impatient:
+        try:
+            impatient.post(f"{base}{path}", headers=headers, content=body)
+        except httpx.TimeoutException:
+            pass
+    deadline = time.monotonic() + 30
+    while client.get(f"{base}/_stats").json().get("abandoned") != 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stats = client.get(f"{base}/_stats").json()
+    logged = [e for e in read_log(log_path) if e.get("token") == held_token]
+    check(f"{name}: a held request whose client went away is let go, logged as abandoned (what was received)",
+          stats.get("abandoned") == 1 and stats.get("held") == 0 and len(logged) == 3 and logged[-1].get("abandoned") is True
+          and logged[-1].get("status") == 200, (stats, logged[-1:]))
+    client.post(f"{base}/_release")
 
 
 # --- FCM -----------------------------------------------------------------------------------------
@@ -285,6 +332,10 @@ def fcm_checks(check, client, base, k, log_path):
     check("fcm: /_stats counts one access token issued and the 3 delivered",
           stats["tokensIssued"] == 1 and stats["delivered"] == 3 and stats["requests"] == len(log), stats)
     check("fcm: every request is in the log", len(log) == 21, len(log))
+    held = "hold-" + "x" * 20
+    hold_checks(check, client, base, k, log_path, f"/v1/projects/{k['project']}/messages:send",
+                json.dumps({"message": {"token": held, "data": {"k": "v"}}}).encode(),
+                {"authorization": "Bearer " + bearer, "content-type": "application/json"}, held, "fcm")
 
 
 def client_context(k):

@@ -55,6 +55,73 @@ class Stats:
         return answer
 
 
+class Hold:
+    """Answers a test wants later: a request the stand-in holds (its token says so) waits until
+    `POST /_release`, which lets every held request go and holds none after it, until `POST
+    /_hold` holds again. A held request whose client goes away (a reset stream, a closed
+    connection) is let go at once and counted as abandoned; its log line still says what was
+    received (a real service would have delivered it). At most LIMIT seconds, so a test that
+    forgets to release ends anyway. `held` is how many are held now."""
+
+    LIMIT = 300
+
+    def __init__(self):
+        self.holding = True
+        self.event = None
+        self.held = 0
+        self.abandoned = 0
+
+    def release(self):
+        self.holding = False
+        if self.event is not None:
+            self.event.set()
+        self.event = None
+
+    def hold(self):
+        self.holding = True
+
+    async def wait(self, receive):
+        """Holds a request (if holding); True when its client went away meanwhile."""
+        if not self.holding:
+            return False
+        if self.event is None:
+            self.event = asyncio.Event()
+        released = asyncio.ensure_future(self.event.wait())
+        gone = asyncio.ensure_future(disconnected(receive))
+        self.held += 1
+        try:
+            done, _ = await asyncio.wait({released, gone}, timeout=self.LIMIT, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.held -= 1
+            released.cancel()
+            gone.cancel()
+        if gone in done:
+            self.abandoned += 1
+            return True
+        return False
+
+    def as_json(self):
+        return {"held": self.held, "abandoned": self.abandoned, "holding": self.holding}
+
+
+async def disconnected(receive):
+    """Returns when the client goes away (the request's body has been read already)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def control(hold, path, method, receive, send):
+    """`POST /_release` and `POST /_hold` (no authentication): True if this was one."""
+    if method != "POST" or path not in ("/_release", "/_hold"):
+        return False
+    await read_body(receive)   # to its end: hypercorn stumbles on a body that comes after the answer
+    hold.release() if path == "/_release" else hold.hold()
+    await answer(send, 200, hold.as_json())
+    return True
+
+
 def now():
     """Seconds since 1970 as a float: the `time` of every log line."""
     return time.time()
@@ -103,8 +170,11 @@ async def answer(send, status, body, headers=()):
     if body is not None:
         raw_headers.append((b"content-type", b"application/json"))
     raw_headers.append((b"content-length", str(len(data)).encode("ascii")))
-    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
-    await send({"type": "http.response.body", "body": data})
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+        await send({"type": "http.response.body", "body": data})
+    except Exception:
+        pass   # the client went away (a held request it gave up on): nobody to answer
 
 
 async def lifespan(receive, send):
