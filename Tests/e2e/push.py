@@ -338,12 +338,20 @@ def scenario_two_devices(m, apns, fcm):
     check("2 GET Connections shows the iPhone's ApnsDeviceToken", device.get("ApnsDeviceToken") == ios, "(token differs or missing)")
 
     notification = {"title": "Payslip", "body": "Your payslip for May is ready", "badge": 1, "custom": {"kind": "payslip"}}
-    status, nid, body = m.send_to_users(["ana"], notification)
+    status, nid, body = m.send_to_users(["ana", "nobody-at-all"], notification)
     check("2 the send to ana is accepted: 202 with a notificationId", status == 202 and nid, f"({status} {short(body)})")
     if not nid:
         return
+    # SAP's pushResults: one per device registration (its id, code 0), code 2 for a user with none.
+    results = {r.get("target"): r for r in (as_json(body) or {}).get("pushResults", [])}
+    check("2 pushResults name ana's two registrations (code 0) and the user without one (code 2)",
+          set(results) == {ios_cid, android_cid, "nobody-at-all"} and results[ios_cid].get("code") == 0
+          and results[android_cid].get("code") == 0 and results[ios_cid].get("notificationId") == nid
+          and results["nobody-at-all"].get("code") == 2, f"({short(body)})")
     document, last = m.final_status(nid)
     check("2 the status comes to SENT", overall(document) == "SENT", f"(last seen {last})")
+    check("2 the status's notificationType names both services", ((document or {}).get("statusDetails") or {}).get("notificationType")
+          == "ios,android", f"({document})")
     got = deliveries(document)
     check("2 the status has 2 deliveries, both delivered (APNs to the iPhone, FCM to the Android)",
           len(got) == 2 and got.get(ios_cid, {}).get("status") == "delivered" and got.get(android_cid, {}).get("status") == "delivered"
