@@ -28,6 +28,8 @@ package struct StoreQuery: Sendable, Equatable, ExpressibleByStringInterpolation
     package enum RowLock: Sendable, Equatable {
         case update
         case share
+        /// Locks for update the rows no other transaction holds, and passes over the others.
+        case updateSkippingLocked
     }
 
     private(set) var parts: [Part]
@@ -128,6 +130,7 @@ package struct StoreDialect: Sendable {
             switch $0 {
             case .update: " FOR UPDATE"
             case .share: " FOR SHARE"
+            case .updateSkippingLocked: " FOR UPDATE SKIP LOCKED"
             }
         }, offset: " OFFSET ", position: "strpos")
 }

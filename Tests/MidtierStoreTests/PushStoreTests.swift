@@ -56,6 +56,25 @@ import Testing
         }
     }
 
+    /// A notification to more registrations than one statement inserts
+    /// (``PushRules/deliveriesPerInsert``) has every delivery; a claim across notifications
+    /// hands out the oldest due first, then by the ids' bytes, each with its own notification.
+    @Test(arguments: StoreKind.allCases) func aLargeFanOutAndAClaimAcrossNotifications(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            let many = (0..<2_345).map { "r\($0)" }
+            try await push.enqueue(Self.notification("big", at: 5_000), registrations: many + ["r1"])
+            #expect(try await push.pendingPushDeliveries() == 2_345)
+            #expect(try await Self.deliveries(push, "big").count == 2_345)
+            try await push.enqueue(Self.notification("b", at: 1_000), registrations: ["z", "a"])
+            try await push.enqueue(Self.notification("a", at: 1_000), registrations: ["Z"])
+            let claimed = try await push.claimPushDeliveries(owner: "A", now: 9_000, leaseUntil: 60_000, limit: 5)
+            #expect(Self.keys(claimed) == ["a/Z", "b/a", "b/z", "big/r0", "big/r1"], "\(Self.keys(claimed))")
+            #expect(claimed.allSatisfy { $0.notification.id == String($0.notification.payload.dropFirst(10).dropLast(2)) })
+            #expect(try await push.purgePushNotifications(before: 10_000) == 0, "a notification with a pending delivery stays")
+        }
+    }
+
     /// Two instances, each with several workers claiming at once, share 200 deliveries: every
     /// delivery goes to exactly one of them.
     @Test(arguments: StoreKind.allCases) func concurrentClaimsNeverShareADelivery(_ kind: StoreKind) async throws {

@@ -1,0 +1,173 @@
+import MidtierCore
+
+/// Push notifications and their deliveries, written once for both stores (``StoreQuery``;
+/// docs/push.md, "Delivery"): a notification as its sender gave it, one delivery per
+/// registration, each leased to one worker at a time.
+enum PushRules {
+    static let notificationColumns: StaticString = "n.id, n.app_id, n.sender, n.payload, n.created_at"
+
+    static func notification(_ row: some StoreRow) throws -> PushNotificationRecord {
+        PushNotificationRecord(
+            id: try row.text("id"), app: try row.text("app_id"), sender: try row.text("sender"), payload: try row.text("payload"),
+            createdAt: try row.integer("created_at"))
+    }
+
+    static func insert(_ notification: PushNotificationRecord) -> StoreQuery {
+        "INSERT INTO \(table: "push_notifications") (id, app_id, sender, payload, created_at) VALUES (\(notification.id), "
+            + "\(notification.app), \(notification.sender), \(notification.payload), \(notification.createdAt))"
+    }
+
+    /// How many deliveries one statement inserts at most.
+    static let deliveriesPerInsert = 1_000
+
+    /// One pending delivery of `notification`, due at once, per registration of `registrations`
+    /// (at most ``deliveriesPerInsert``, at least one); a registration listed twice once (the
+    /// primary key compares ids by their bytes).
+    static func deliveries(of notification: PushNotificationRecord, to registrations: ArraySlice<String>) -> StoreQuery {
+        var values: StoreQuery = ""
+        for (index, registration) in registrations.enumerated() { values = values + (index == 0 ? "(\(registration))" : ", (\(registration))") }
+        return "INSERT INTO \(table: "push_deliveries") (notification_id, registration_id, state, attempts, next_attempt_at, updated_at, reason) "
+            + "SELECT \(notification.id), v.column1, 'pending', 0, \(notification.createdAt), \(notification.createdAt), '' "
+            + "FROM (VALUES " + values + ") AS v WHERE TRUE ON CONFLICT (notification_id, registration_id) DO NOTHING"
+    }
+
+    /// Leases to `owner` until `leaseUntil` up to `limit` pending deliveries due at `now` whose
+    /// lease ran out, oldest due first, passing over those another claim is taking (PostgreSQL);
+    /// returns each leased delivery's keys, attempts and due time.
+    static func claim(owner: String, now: Int64, leaseUntil: Int64, limit: Int) -> StoreQuery {
+        "UPDATE \(table: "push_deliveries") SET lease_owner = \(owner), lease_until = \(leaseUntil) "
+            + "WHERE (notification_id, registration_id) IN (SELECT notification_id, registration_id FROM \(table: "push_deliveries") "
+            + "WHERE state = 'pending' AND next_attempt_at <= \(now) AND (lease_until IS NULL OR lease_until < \(now)) "
+            + "ORDER BY next_attempt_at, notification_id, registration_id LIMIT \(limit)\(lock: .updateSkippingLocked)) "
+            + "RETURNING notification_id, registration_id, attempts, next_attempt_at"
+    }
+
+    /// The notifications `ids` (at least one).
+    static func notifications(_ ids: some Collection<String>) -> StoreQuery {
+        "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n WHERE n.id IN (\(list: ids))"
+    }
+
+    static func notification(id: String) -> StoreQuery {
+        "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n WHERE n.id = \(id)"
+    }
+
+    /// Records `outcome` at `now` and ends the lease, if `owner` holds it; returns a row when it did.
+    static func finish(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome, now: Int64) -> StoreQuery {
+        let recorded = outcome.recorded
+        return "UPDATE \(table: "push_deliveries") SET state = \(recorded.state.rawValue), attempts = attempts + \(recorded.addedAttempts), "
+            + "next_attempt_at = COALESCE(CAST(\(recorded.nextAttemptAt) AS BIGINT), next_attempt_at), updated_at = \(now), "
+            + "provider = COALESCE(CAST(\(recorded.provider?.rawValue) AS TEXT), provider), reason = \(recorded.reason), "
+            + "lease_owner = NULL, lease_until = NULL WHERE notification_id = \(notification) AND registration_id = \(registration) "
+            + "AND state = 'pending' AND lease_owner = \(owner) RETURNING registration_id"
+    }
+
+    /// A notification's deliveries, by registration id's bytes.
+    static func deliveries(of notification: String) -> StoreQuery {
+        "SELECT registration_id, state, attempts, next_attempt_at, updated_at, provider, reason FROM \(table: "push_deliveries") "
+            + "WHERE notification_id = \(notification) ORDER BY \(bytewise: "registration_id")"
+    }
+
+    static func delivery(_ row: some StoreRow, of notification: String) throws -> PushDeliveryRecord {
+        PushDeliveryRecord(
+            notification: notification, registration: try row.text("registration_id"),
+            // An unreadable state is shown as failed, never as pending again.
+            state: PushDeliveryState(rawValue: try row.text("state")) ?? .failed, attempts: Int(try row.integer("attempts")),
+            nextAttemptAt: try row.integer("next_attempt_at"), updatedAt: try row.integer("updated_at"),
+            provider: try row.optionalText("provider").flatMap(PushProvider.init(rawValue:)), reason: try row.text("reason"))
+    }
+
+    /// The newest notifications first, of `app` or of all, at most `limit`.
+    static func recent(app: String?, limit: Int) -> StoreQuery {
+        var query: StoreQuery = "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n"
+        if let app { query = query + " WHERE n.app_id = \(app)" }
+        return query + " ORDER BY n.created_at DESC, n.id DESC LIMIT \(max(0, limit))"
+    }
+
+    /// How many deliveries are pending (column `count`).
+    static let pending: StoreQuery = "SELECT COUNT(*) AS count FROM \(table: "push_deliveries") WHERE state = 'pending'"
+
+    /// Clears `token` from the registration's `provider` token if it holds exactly that token;
+    /// returns a row when it did.
+    static func clear(_ token: String, provider: PushProvider, registration: String) -> StoreQuery {
+        "UPDATE \(table: "registration") SET \(column: provider.tokenColumn) = '' WHERE id = \(registration) "
+            + "AND \(bytewise: provider.tokenColumn) = \(token) RETURNING id"
+    }
+
+    /// Takes `token` from every registration of `app` but `keeping` that holds exactly it;
+    /// returns their ids.
+    static func release(_ token: String, provider: PushProvider, app: String, keeping: String) -> StoreQuery {
+        "UPDATE \(table: "registration") SET \(column: provider.tokenColumn) = '' WHERE \(bytewise: "app_id") = \(app) "
+            + "AND \(bytewise: "id") <> \(keeping) AND \(bytewise: provider.tokenColumn) = \(token) RETURNING id"
+    }
+
+    /// The users whose registrations of `app` hold exactly `token`.
+    static func holders(of token: String, provider: PushProvider, app: String) -> StoreQuery {
+        "SELECT DISTINCT user_realm, user_id FROM \(table: "registration") WHERE \(bytewise: "app_id") = \(app) "
+            + "AND \(bytewise: provider.tokenColumn) = \(token)"
+    }
+
+    /// Notifications created before `before` with no pending delivery (their `id`s).
+    static func purgeable(before: Int64) -> StoreQuery {
+        "SELECT id FROM \(table: "push_notifications") n WHERE created_at < \(before) AND NOT EXISTS "
+            + "(SELECT 1 FROM \(table: "push_deliveries") d WHERE d.notification_id = n.id AND d.state = 'pending')"
+    }
+
+    /// Deletes the notifications `ids` (at least one) with their deliveries, in this order.
+    static func delete(notifications ids: some Collection<String>) -> [StoreQuery] {
+        [
+            "DELETE FROM \(table: "push_deliveries") WHERE notification_id IN (\(list: ids))",
+            "DELETE FROM \(table: "push_notifications") WHERE id IN (\(list: ids))",
+        ]
+    }
+
+    /// The claimed deliveries of `leased` rows (`notification_id`, `registration_id`, `attempts`,
+    /// `next_attempt_at`) with their `notifications`, oldest due first, then by the ids' bytes:
+    /// the order a claim hands them out in.
+    static func claimed(
+        _ leased: [(notification: String, registration: String, attempts: Int, due: Int64)],
+        notifications: [PushNotificationRecord]
+    ) -> [ClaimedPushDelivery] {
+        var byID: [ExactString: PushNotificationRecord] = [:]
+        for notification in notifications { byID[ExactString(notification.id)] = notification }
+        let ordered = leased.sorted { a, b in
+            if a.due != b.due { return a.due < b.due }
+            if !UserIdentity.sameBytes(a.notification, b.notification) {
+                return a.notification.utf8.lexicographicallyPrecedes(b.notification.utf8)
+            }
+            return a.registration.utf8.lexicographicallyPrecedes(b.registration.utf8)
+        }
+        return ordered.compactMap { delivery in
+            byID[ExactString(delivery.notification)].map {
+                ClaimedPushDelivery(notification: $0, registration: delivery.registration, attempts: delivery.attempts)
+            }
+        }
+    }
+
+    static func leased(_ row: some StoreRow) throws -> (notification: String, registration: String, attempts: Int, due: Int64) {
+        (try row.text("notification_id"), try row.text("registration_id"), Int(try row.integer("attempts")), try row.integer("next_attempt_at"))
+    }
+}
+
+extension PushDeliveryOutcome {
+    /// What an outcome writes: the state, how many attempts it adds, when a retry is due (nil:
+    /// the due time stays), the provider (nil: the one recorded stays) and the reason.
+    var recorded: (state: PushDeliveryState, addedAttempts: Int, nextAttemptAt: Int64?, provider: PushProvider?, reason: String) {
+        switch self {
+        case .delivered(let provider): (.delivered, 1, nil, provider, "")
+        case .retry(let at, let provider, let reason): (.pending, 1, at, provider, reason)
+        case .failed(let provider, let reason): (.failed, 1, nil, provider, reason)
+        case .skipped(let reason): (.skipped, 0, nil, nil, reason)
+        case .putBack(let at, let reason): (.pending, 0, at, nil, reason)
+        }
+    }
+}
+
+extension PushProvider {
+    /// The registration column holding this provider's token (a constant, never input).
+    var tokenColumn: String {
+        switch self {
+        case .apns: "apns_device_token"
+        case .fcm: "android_gcm_registration_id"
+        }
+    }
+}
