@@ -78,25 +78,8 @@ extension ConfigurationLoader {
 
     /// The 32 bytes of `sha256:` and 64 hex digits; nil for anything else.
     static func sha256Digest(_ text: String) -> [UInt8]? {
-        guard text.hasPrefix("sha256:") else { return nil }
-        let hex = Array(text.utf8.dropFirst(7))
-        guard hex.count == 64 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        for index in stride(from: 0, to: 64, by: 2) {
-            guard let high = hexValue(hex[index]), let low = hexValue(hex[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
+        guard text.hasPrefix("sha256:"), let bytes = Hex.decode(text.dropFirst(7)), bytes.count == 32 else { return nil }
         return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// An app id in a message: in quotes, control characters escaped (a name that is not an

@@ -35,8 +35,7 @@ package struct APIKeys: Sendable {
 
     /// The configuration's text for `key`: `sha256:` and 64 lower-case hex digits.
     package static func hashText(_ key: String) -> String {
-        let hex = Array("0123456789abcdef".utf8)
-        return "sha256:" + String(decoding: digest(key).flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] }, as: UTF8.self)
+        "sha256:" + Hex.encode(digest(key))
     }
 
     /// Why a key is not one Midtier takes.

@@ -1,3 +1,5 @@
+import MidtierCore
+
 /// The path of a proxied call, `/{destinationName}/{rest}` (docs/forwarding.md).
 package struct ProxyPath: Sendable, Equatable {
     /// The first path segment, as sent.
@@ -91,7 +93,9 @@ package struct ProxyPath: Sendable, Equatable {
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return nil }
+                guard index + 2 < bytes.count, let high = Hex.value(of: bytes[index + 1]), let low = Hex.value(of: bytes[index + 2]) else {
+                    return nil
+                }
                 result.append(high << 4 | low)
                 index += 3
             } else {
@@ -100,14 +104,5 @@ package struct ProxyPath: Sendable, Equatable {
             }
         }
         return result
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -80,7 +80,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
     }
 
     /// The SHA-256 of `text`, as 64 lower-case hex digits.
-    static func digest(_ text: String) -> String { RandomToken.hex(SHA256.hash(data: Array(text.utf8))) }
+    static func digest(_ text: String) -> String { Hex.encode(SHA256.hash(data: Array(text.utf8))) }
 
     /// Starts a session; returns the cookie value that names it. `validSeconds`: how long the
     /// credential it is opened with stays valid, when less than the lifetime (a token's `exp`).
@@ -127,19 +127,7 @@ package final class PageSessions<Subject: PageSessionSubject>: Sendable {
 package enum RandomToken {
     package static func make() -> String {
         var generator = SystemRandomNumberGenerator()
-        return hex((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-    }
-
-    /// `bytes` as lower-case hex digits.
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
+        return Hex.encode((0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
     static func isWellFormed(_ token: String) -> Bool {
