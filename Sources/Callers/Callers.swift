@@ -173,6 +173,62 @@ package struct Callers: Sendable {
         return only.id
     }
 
+    /// The detail that keeps the push device id a device chose for its registration.
+    package static let pushDeviceIdDetail = "PushDeviceId"
+
+    /// The caller's own registration a push registration path's `{deviceId}` names, and whether
+    /// that id is new to it (docs/push.md, "Registering a device"). As SAP's push API lets a
+    /// device choose its own device id, an id that names none of the user's registrations of the
+    /// app (by id, `DeviceId` or a push device id chosen before) is bound to the call's own
+    /// registration: the one `X-SMP-APPCID` names, else the user's only active registration of
+    /// the app. It never reaches another user's registration, nor another of the user's than the
+    /// call's own.
+    package func pushRegistration(
+        namedByDevicePath device: String, request: Request, app: AppConfiguration, user: UserIdentity
+    ) async throws(Refusal) -> (id: String, isNewDeviceId: Bool) {
+        guard !device.isEmpty, device.utf8.count <= 256, !StoredText.hasControlCharacters(device) else {
+            throw .badRequest("the device id must be 1 to 256 bytes without control characters")
+        }
+        let named = RegistrationHeaders.registrationID(of: request)
+        let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
+        }
+        var matching = candidates.filter { UserIdentity.sameBytes($0.id, device) }
+        if matching.isEmpty { matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, device) } }
+        if matching.isEmpty {
+            matching = candidates.filter { $0.details[Self.pushDeviceIdDetail].map { UserIdentity.sameBytes($0, device) } ?? false }
+        }
+        if !matching.isEmpty {
+            if let named { matching = matching.filter { UserIdentity.sameBytes($0.id, named) } }
+            guard let only = matching.first else {
+                throw .forbidden("the device \(device) is another of the user's registrations than the one the call names (X-SMP-APPCID)")
+            }
+            guard matching.count == 1 else {
+                throw .forbidden("the user has more than one registration of device \(device) in this app; send X-SMP-APPCID")
+            }
+            try await admit(registration: only.id, app: app, user: user)
+            return (only.id, false)
+        }
+        let own: Registration
+        if let named {
+            guard let found = candidates.first(where: { UserIdentity.sameBytes($0.id, named) }) else {
+                throw .forbidden("the registration the call names (X-SMP-APPCID) is not the user's in this app")
+            }
+            own = found
+        } else {
+            let active = candidates.filter { $0.state == .active }
+            guard active.count == 1, let only = active.first else {
+                throw .forbidden(
+                    active.isEmpty
+                        ? "the user has no registration of this app to register the device \(device) for; onboard first"
+                        : "the user has more than one registration of this app; send X-SMP-APPCID to name the one device \(device) is")
+            }
+            own = only
+        }
+        try await admit(registration: own.id, app: app, user: user)
+        return (own.id, true)
+    }
+
     /// Refuses the call unless `user` may reach registration `id` of `app`, as the proxy decides it.
     package func admit(registration id: String, app: AppConfiguration, user: UserIdentity) async throws(Refusal) {
         let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Admission in

@@ -13,7 +13,8 @@ import Registrations
 /// SAP Mobile Services' push registration (docs/push.md, "Registering a device"):
 /// `POST`/`PUT /mobileservices/push/v1/runtime/applications/{appId}/os/{os}/devices/{deviceId}`
 /// with `{"pushToken": …}` sets the push token of the caller's registration that `{deviceId}`
-/// names (its registration id or its `DeviceId`, as the Storage service's device level);
+/// names (its registration id, its `DeviceId`, or an id the device chose, bound to the call's
+/// own registration: ``Callers/pushRegistration(namedByDevicePath:request:app:user:)``);
 /// `DELETE` removes it. `{os}` is `ios` (APNs: the `ApnsDeviceToken`) or `android` (FCM: the
 /// `AndroidGcmRegistrationId`); a new token replaces the old one, and leaves every other
 /// registration of the app that held it (``PushTokenRelease``).
@@ -48,8 +49,8 @@ struct PushRegistrationRoutes: Sendable {
         }
         guard app.push.isEnabled else { throw .notFound("push notifications are not enabled for application \(app.id)") }
         let raw = context.parameters.get("deviceId") ?? ""
-        guard let device = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
-        let id = try await callers.registration(namedByDevicePath: device, request: request, app: app, user: user.identity)
+        guard let named = raw.removingPercentEncoding else { throw .badRequest("the device id \(raw) is not percent-encoded correctly") }
+        let (id, isNewDeviceId) = try await callers.pushRegistration(namedByDevicePath: named, request: request, app: app, user: user.identity)
 
         var token = ""
         var fields: [String: String] = [:]
@@ -64,6 +65,7 @@ struct PushRegistrationRoutes: Sendable {
             try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: source, policy: app.blockWipingPolicy) { device in
                 if os == "ios" { device.apnsDeviceToken = token } else { device.androidGcmRegistrationId = token }
                 for (key, value) in fields { device.details[key] = value }
+                if isNewDeviceId { device.details[Callers.pushDeviceIdDetail] = named }
             }
         }
         switch outcome {

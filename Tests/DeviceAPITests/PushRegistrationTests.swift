@@ -76,6 +76,50 @@ import Testing
         }
     }
 
+    /// SAP's push path lets the device choose its own device id: an id that names none of the
+    /// user's registrations is bound to the call's own one (X-SMP-APPCID, or the user's only
+    /// active registration of the app) and names it from then on. It never reaches another
+    /// user's registration, even when it is that registration's id.
+    @Test(arguments: StoreKind.allCases) func aDeviceChosenIdIsBoundToTheCallersOwnRegistration(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let first = try await UserStorageTests.onboard(env, .alice, device: "phone-1")
+            let chosen = "sdk-device-7f3a"
+            let set = try await env.call(.POST, "\(Self.push)/ios/devices/\(chosen)", headers: alice, body: #"{"pushToken":"ab01"}"#)
+            #expect(set.status == 201, "\(set.status) \(set.text)")
+            #expect(try await Self.tokens(env, .alice, first).apns == "ab01")
+            let again = try await env.call(.PUT, "\(Self.push)/ios/devices/\(chosen)", headers: alice, body: #"{"pushToken":"ab02"}"#)
+            let afterPut = try await Self.tokens(env, .alice, first).apns
+            #expect(again.status == 200 && afterPut == "ab02", "\(again.status) \(again.text)")
+
+            // Bob names Alice's registration id as his device id: his own registration gets it.
+            let bobs = try await UserStorageTests.onboard(env, .bob, device: "phone-b")
+            let bob = [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")]
+            let taken = try await env.call(.POST, "\(Self.push)/ios/devices/\(first)", headers: bob, body: #"{"pushToken":"cd01"}"#)
+            #expect(taken.status == 201, "\(taken.status) \(taken.text)")
+            #expect(try await Self.tokens(env, .bob, bobs).apns == "cd01")
+            #expect(try await Self.tokens(env, .alice, first).apns == "ab02", "Alice's registration keeps its token")
+
+            // With two registrations, the call names its own.
+            let second = try await UserStorageTests.onboard(env, .alice, device: "tablet-1")
+            let unnamed = try await env.call(.POST, "\(Self.push)/android/devices/tablet-sdk", headers: alice, body: #"{"pushToken":"t1"}"#)
+            #expect(unnamed.status == 403 && unnamed.text.contains("X-SMP-APPCID"), "\(unnamed.status) \(unnamed.text)")
+            let named = try await env.call(
+                .POST, "\(Self.push)/android/devices/tablet-sdk", headers: alice + [("X-SMP-APPCID", second)], body: #"{"pushToken":"t1"}"#)
+            let tablet = try await Self.tokens(env, .alice, second).fcm
+            #expect(named.status == 201 && tablet == "t1", "\(named.status) \(named.text)")
+            // The first registration's chosen id names it, not the one the call names.
+            let crossed = try await env.call(
+                .PUT, "\(Self.push)/ios/devices/\(chosen)", headers: alice + [("X-SMP-APPCID", second)], body: #"{"pushToken":"ab03"}"#)
+            #expect(crossed.status == 403, "\(crossed.status) \(crossed.text)")
+            let removed = try await env.call(.DELETE, "\(Self.push)/ios/devices/\(chosen)", headers: alice)
+            let afterDelete = try await Self.tokens(env, .alice, first).apns
+            #expect(removed.status == 204 && afterDelete == "", "\(removed.status) \(removed.text)")
+            let control = try await env.call(.POST, "\(Self.push)/ios/devices/a%07b", headers: alice, body: #"{"pushToken":"ab"}"#)
+            #expect(control.status == 400, "\(control.status) \(control.text)")
+        }
+    }
+
     /// A push token moves only between one user's own registrations. Bob naming the token Alice's
     /// registration holds moved it to him silently, and her notifications reached whoever had
     /// named it: now that is 409 and Alice keeps it — through SAP's push path and the Connection
