@@ -55,22 +55,44 @@ extension PushMessage {
             priority: alerting && priority == .high ? 10 : 5, expiration: expiration, collapseID: notificationID)
     }
 
-    /// FCM HTTP v1's `message` for `token`: a notification (title, body) when there is one to
-    /// show, the SAP `data`, the custom members and the notification's id as data (FCM data
-    /// values are strings), and the Android options.
+    /// FCM HTTP v1's `message` for `token`, as SAP's FCM provider builds it
+    /// (docs/push.md, "What Android gets"): a data message — nothing for the system to show, the
+    /// app's handler gets it in the background too — when the notification has `data` and nothing
+    /// to show but its alert (no title, body, badge, sound or FCM display member); else a
+    /// notification message (title, body). Either way the data holds the key/value pairs of the
+    /// `data` JSON object (text values; a `data` that is not an object goes as one `data` entry),
+    /// the custom members and the notification's id (FCM data values are strings); a data
+    /// message's alert too, where nothing else carries it.
     package func fcmMessage(token: String, notificationID: String) -> JSON {
         var message: [JSONMember] = [JSONMember(key: "token", value: .string(token))]
         let title = gcm.title ?? title
         let body = gcm.body ?? body ?? alert
-        if title != nil || body != nil {
+        let isDataMessage = data != nil && !showsOnAndroid
+        if !isDataMessage && (title != nil || body != nil) {
             var shown: [JSONMember] = []
             if let title { shown.append(JSONMember(key: "title", value: .string(title))) }
             if let body { shown.append(JSONMember(key: "body", value: .string(body))) }
             message.append(JSONMember(key: "notification", value: .object(shown)))
         }
+        // A key once: the notification's id and the alert are Midtier's to set, then the data
+        // object's keys, then the custom members'.
         var data: [JSONMember] = []
-        if let payload = self.data { data.append(JSONMember(key: "data", value: .string(payload))) }
-        for (key, value) in custom where key != "notificationId" { data.append(JSONMember(key: key, value: .string(value))) }
+        var used: Set<String> = ["notificationId"]
+        let alertInData = isDataMessage ? alert : nil
+        if alertInData != nil { used.insert("alert") }
+        func add(_ key: String, _ value: String) {
+            if used.insert(key).inserted { data.append(JSONMember(key: key, value: .string(value))) }
+        }
+        if let payload = self.data {
+            if case .success(let object) = StrictJSON.value(Array(payload.utf8)), let members = object.members {
+                // SAP: Android takes key/text value pairs; other values are not passed on.
+                for member in members { if case .string(let text) = member.value { add(member.key, text) } }
+            } else {
+                add("data", payload)
+            }
+        }
+        for (key, value) in custom { add(key, value) }
+        if let alertInData { data.append(JSONMember(key: "alert", value: .string(alertInData))) }
         data.append(JSONMember(key: "notificationId", value: .string(notificationID)))
         message.append(JSONMember(key: "data", value: .object(data)))
         var android: [JSONMember] = [JSONMember(key: "priority", value: .string(priority == .high ? "HIGH" : "NORMAL"))]
@@ -85,9 +107,16 @@ extension PushMessage {
         if let color = gcm.color { shown.append(JSONMember(key: "color", value: .string(color))) }
         if let action = gcm.clickAction { shown.append(JSONMember(key: "click_action", value: .string(action))) }
         if let badge { shown.append(JSONMember(key: "notification_count", value: .number(badge))) }
-        if !shown.isEmpty { android.append(JSONMember(key: "notification", value: .object(shown))) }
+        if !shown.isEmpty && !isDataMessage { android.append(JSONMember(key: "notification", value: .object(shown))) }
         message.append(JSONMember(key: "android", value: .object(android)))
         return ["message": .object(message)]
+    }
+
+    /// Whether the notification has something for Android to show besides its alert: a title,
+    /// a body, a badge, a sound, or one of FCM's display members.
+    var showsOnAndroid: Bool {
+        title != nil || body != nil || badge != nil || sound != nil || gcm.title != nil || gcm.body != nil || gcm.sound != nil
+            || gcm.icon != nil || gcm.tag != nil || gcm.color != nil || gcm.clickAction != nil
     }
 
     /// Refuses a notification too large for a push service, naming the size: checked when a

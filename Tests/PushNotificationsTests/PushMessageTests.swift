@@ -113,6 +113,29 @@ import Testing
         )
     }
 
+    /// SAP's FCM provider: an alert with data and nothing else to show goes as a data message
+    /// (no `notification`, so the app's handler gets it in the background too), the data object's
+    /// key/text pairs and the alert in the data; anything to show makes it a notification message
+    /// with the same pairs and the alert shown. Docs: help.sap.com, "Google/Firebase Cloud Messaging".
+    @Test func androidGetsADataMessageForAnAlertWithData() throws {
+        let data = try Self.read(#"{"alert":"New payslip","data":"{\"slip\":\"2026-11\",\"count\":3,\"alert\":\"forged\"}"}"#)
+        #expect(
+            data.fcmMessage(token: "t", notificationID: "n-6").serialized()
+                == #"{"message":{"token":"t","data":{"slip":"2026-11","alert":"New payslip","notificationId":"n-6"},"android":{"priority":"HIGH"}}}"#,
+            "a number is not text and is not passed on; the alert is the notification's")
+        let shown = try Self.read(#"{"alert":"New payslip","badge":1,"data":"{\"slip\":\"2026-11\"}"}"#)
+        #expect(
+            shown.fcmMessage(token: "t", notificationID: "n-7").serialized()
+                == #"{"message":{"token":"t","notification":{"body":"New payslip"},"data":{"slip":"2026-11","notificationId":"n-7"},"android":{"priority":"HIGH","notification":{"tag":"n-7","notification_count":1}}}}"#
+        )
+        let text = try Self.read(#"{"alert":"x","data":"not an object"}"#)
+        #expect(
+            text.fcmMessage(token: "t", notificationID: "n-8")["message"]?["data"] == [
+                "data": "not an object", "alert": "x", "notificationId": "n-8",
+            ])
+        #expect(text.fcmMessage(token: "t", notificationID: "n-8")["message"]?["notification"] == nil)
+    }
+
     /// The notification's id is Midtier's: a custom member of that name cannot replace it.
     @Test func theNotificationIdCannotBeSetBySender() throws {
         let message = try Self.read(#"{"alert":"x","custom":{"notificationId":"forged"}}"#)

@@ -54,7 +54,7 @@ ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
 SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
 SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["ana", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
+USERS = ["ana", "victim", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
          "quickdroid", "term"]
 
 check = Checks("push")
@@ -537,10 +537,16 @@ def scenario_hostile(m):
     check("8 a push registration that is not JSON: 400", status == 400, f"({status} {short(body)})")
     status, _, body = m.set_token("mallory", mallory or "-", "android", None, body={"pushToken": 5})
     check("8 a pushToken that is a number: 400", status == 400 and b"pushToken" in body, f"({status} {short(body)})")
-    status, ana_cid, _ = m.onboard("ana", {"DeviceType": "iOS"})
-    status, _, body = call("POST", m.push_path("ios", ana_cid or "-"), {"pushToken": ios_token()},
-                           {"Authorization": basic("mallory", DEVICE_PASSWORD)})
-    check("8 a user setting the token of another user's registration: 403", status == 403, f"({status} {short(body)})")
+    ana_token = ios_token()
+    status, ana_cid, _ = m.onboard("victim", {"DeviceType": "iOS", "ApnsDeviceToken": ana_token})
+    # SAP lets a device choose its own device id: mallory naming victim's registration id binds
+    # that id to mallory's own registration; victim's keeps its token.
+    mallory_token = ios_token()
+    status, _, body = call("POST", m.push_path("ios", ana_cid or "-"), {"pushToken": mallory_token},
+                           {"Authorization": basic("mallory", DEVICE_PASSWORD), "X-SMP-APPCID": mallory or "-"})
+    check("8 a user naming another user's registration id as his device id sets his own registration's token",
+          status == 201 and (m.connection("mallory", mallory) or {}).get("ApnsDeviceToken") == mallory_token
+          and (m.connection("victim", ana_cid) or {}).get("ApnsDeviceToken") == ana_token, f"({status} {short(body)})")
     status, _, body = call("POST", m.push_path("ios", mallory or "-"), {"pushToken": ios_token()},
                            {"Authorization": basic("mallory", "wrong-password"), "X-SMP-APPCID": mallory or "-"})
     check("8 a push registration with a wrong password: 401", status == 401, f"({status} {short(body)})")
@@ -578,7 +584,7 @@ def scenario_metrics(m):
         check(f"metrics: {needle.split('{')[0]} {needle[needle.find('{'):] if '{' in needle else ''}".strip(), needle in text)
 
 
-def scenario_background(m, apns):
+def scenario_background(m, apns, fcm):
     """10. Issue 36 item 10: a notification with nothing to show reaches iOS as a background push,
     which Apple requires to carry content-available: 1."""
     token = ios_token()
@@ -592,6 +598,16 @@ def scenario_background(m, apns):
           overall(document) == "SENT" and len(entries) == 1 and (entry.get("payload") or {}).get("aps") == {"content-available": 1}
           and entry.get("apns-push-type") == "background" and entry.get("apns-priority") == "5"
           and (entry.get("payload") or {}).get("kind") == "refresh", f"({last}, {entry})")
+    # Issue 36 item 5: to Android, an alert with data goes as SAP's FCM provider sends it — a data
+    # message (no notification block) with the data object's pairs and the alert as data.
+    status, _, _ = m.onboard("silent", {"DeviceType": "Android", "AndroidGcmRegistrationId": "fcm-" + secrets.token_urlsafe(20)})
+    status, nid, body = m.send_to_users(["silent"], {"alert": "Sync done", "data": json.dumps({"entity": "Leave", "id": "42"})})
+    m.final_status(nid) if nid else None
+    sent = fcm_lines_for(fcm, nid) if nid else []
+    message = (sent[0].get("message") or {}) if sent else {}
+    check("10 to Android an alert with data is a data message: no notification, the data's pairs and the alert as data",
+          len(sent) == 1 and "notification" not in message and "notification" not in (message.get("android") or {})
+          and message.get("data") == {"entity": "Leave", "id": "42", "alert": "Sync done", "notificationId": nid}, f"({status} {message})")
 
 
 def scenario_slow_apns(m, apns, fcm):
@@ -799,7 +815,7 @@ def main():
             scenario_retries(m, apns, fcm)
             scenario_one_fcm_token(m, fcm)
             scenario_metrics(m)
-            scenario_background(m, apns)
+            scenario_background(m, apns, fcm)
             scenario_slow_apns(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_durability(m, apns)
