@@ -321,6 +321,10 @@ extension CachedStateStore: PushStore {
         try await push.enqueue(notification, registrations: registrations)
     }
 
+    package func enqueue(_ notifications: [(notification: PushNotificationRecord, registrations: [String])]) async throws(StoreError) {
+        try await push.enqueue(notifications)
+    }
+
     package func claimPushDeliveries(
         owner: String, now: Int64, leaseUntil: Int64,
         limit: Int

@@ -10,11 +10,17 @@ import PostgresNIO
 
 extension PostgresStore: PushStore {
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
+        try await enqueue([(notification, registrations)])
+    }
+
+    package func enqueue(_ notifications: [(notification: PushNotificationRecord, registrations: [String])]) async throws(StoreError) {
         try await write(lock: nil) { connection, logger in
-            try await connection.run(PushRules.insert(notification), logger: logger)
-            for start in stride(from: 0, to: registrations.count, by: PushRules.deliveriesPerInsert) {
-                let chunk = registrations[start..<min(start + PushRules.deliveriesPerInsert, registrations.count)]
-                try await connection.run(PushRules.deliveries(of: notification, to: chunk), logger: logger)
+            for (notification, registrations) in notifications {
+                try await connection.run(PushRules.insert(notification), logger: logger)
+                for start in stride(from: 0, to: registrations.count, by: PushRules.deliveriesPerInsert) {
+                    let chunk = registrations[start..<min(start + PushRules.deliveriesPerInsert, registrations.count)]
+                    try await connection.run(PushRules.deliveries(of: notification, to: chunk), logger: logger)
+                }
             }
         }
     }

@@ -106,6 +106,9 @@ package protocol PushStore: Sendable {
     /// Stores `notification` and one pending delivery (due at once) per registration id in
     /// `registrations` (duplicates once), in one transaction.
     func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError)
+    /// Stores several notifications, each with its deliveries as ``enqueue(_:registrations:)``
+    /// does, all in one transaction: all or none (a sender's bulk send).
+    func enqueue(_ notifications: [(notification: PushNotificationRecord, registrations: [String])]) async throws(StoreError)
     /// Hands up to `limit` pending deliveries due at `now` to `owner` until `leaseUntil`, oldest
     /// due first. A delivery whose lease has not run out is never handed to another owner
     /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so instances sharing the store never send one

@@ -7,11 +7,17 @@ package import MidtierCore
 
 extension SQLiteStore: PushStore {
     package func enqueue(_ notification: PushNotificationRecord, registrations: [String]) async throws(StoreError) {
+        try await enqueue([(notification, registrations)])
+    }
+
+    package func enqueue(_ notifications: [(notification: PushNotificationRecord, registrations: [String])]) async throws(StoreError) {
         try await write { db in
-            try db.run(PushRules.insert(notification))
-            for start in stride(from: 0, to: registrations.count, by: PushRules.deliveriesPerInsert) {
-                let chunk = registrations[start..<min(start + PushRules.deliveriesPerInsert, registrations.count)]
-                try db.run(PushRules.deliveries(of: notification, to: chunk), cached: false)
+            for (notification, registrations) in notifications {
+                try db.run(PushRules.insert(notification))
+                for start in stride(from: 0, to: registrations.count, by: PushRules.deliveriesPerInsert) {
+                    let chunk = registrations[start..<min(start + PushRules.deliveriesPerInsert, registrations.count)]
+                    try db.run(PushRules.deliveries(of: notification, to: chunk), cached: false)
+                }
             }
         }
     }

@@ -46,6 +46,7 @@ package struct PushSenderRoutes: Sendable {
     }
 
     package func add(to router: Router<MidtierRequestContext>) {
+        addReads(to: router)
         for version in ["v1", "v2"] {
             let root = "/mobileservices/push/\(version)/backend"
             router.post(RouterPath("\(root)/applications/{appId}/notifications")) { request, context throws(Refusal) -> Response in
@@ -58,32 +59,55 @@ package struct PushSenderRoutes: Sendable {
                 request, context throws(Refusal) -> Response in
                 try await send(request, context, to: .device)
             }
+            router.post(RouterPath("\(root)/applications/{appId}/groups/{group}/notifications")) { request, context throws(Refusal) -> Response in
+                try await send(request, context, to: .group)
+            }
+            router.post(RouterPath("\(root)/applications/{appId}/notifications/bulk")) { request, context throws(Refusal) -> Response in
+                try await sendBulk(request, context)
+            }
+            for unsupported in ["\(root)/applications/{appId}/topics/notifications", "\(root)/capabilities/{capability}/notifications"] {
+                router.post(RouterPath(unsupported)) { request, context throws(Refusal) -> Response in
+                    _ = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
+                    throw Refusal(
+                        .notImplemented, code: "NOT_IMPLEMENTED",
+                        "push to topics and to capabilities is not supported: devices register no topics or capabilities with Midtier (docs/push.md)")
+                }
+            }
             router.get(RouterPath("\(root)/notifications/{id}/status")) { request, context throws(Refusal) -> Response in
                 try await status(request, context)
             }
         }
     }
 
-    enum Audience { case app, users, device }
+    enum Audience { case app, users, device, group }
 
     // MARK: Sending
 
-    private func send(_ request: Request, _ context: MidtierRequestContext, to audience: Audience) async throws(Refusal) -> Response {
+    /// The signed-in sender and the app of the path, which it may send to and which has push.
+    func senderAndApp(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> (PushSender, AppConfiguration) {
         let signIn = signIn.current
         let sender = try await signIn.authenticatePushSender(request, client: context.clientIP)
         let appID = context.parameters.get("appId") ?? ""
         guard sender.mayUse(app: appID) else { throw .forbidden("the sender \(sender.name) may not send to application \(appID)") }
         guard let app = signIn.configuration.apps[appID] else { throw .notFound("unknown application \(appID)") }
         guard app.push.isEnabled else { throw .notFound("push notifications are not enabled for application \(app.id)") }
+        return (sender, app)
+    }
 
+    /// The body: a JSON object.
+    static func document(_ request: Request) async throws(Refusal) -> JSON {
         var body = request
         let bytes = try await body.collectBody(upTo: Self.bodyLimit, describedAs: "notification")
-        let document: JSON
         switch StrictJSON.value(Array(buffer: bytes)) {
-        case .success(let value) where value.members != nil: document = value
+        case .success(let value) where value.members != nil: return value
         case .success(let value): throw .badRequest("the body is \(value.kind), not a JSON object")
         case .failure(let error): throw .badRequest("the body is not JSON: \(error.message)")
         }
+    }
+
+    private func send(_ request: Request, _ context: MidtierRequestContext, to audience: Audience) async throws(Refusal) -> Response {
+        let (sender, app) = try await senderAndApp(request, context)
+        let document = try await Self.document(request)
         let notification = Self.notification(in: document, audience: audience)
         try Self.check(notification)
 
@@ -185,6 +209,18 @@ package struct PushSenderRoutes: Sendable {
                 if ids.isEmpty { unreached.append(user.id) }
             }
             return Recipients(registrations: found, unreached: unreached, described: "the users named")
+        case .group:
+            let raw = context.parameters.get("group") ?? ""
+            guard let group = raw.removingPercentEncoding, !group.isEmpty, !StoredText.hasControlCharacters(group) else {
+                throw .badRequest("the push group \(raw) is empty, not percent-encoded correctly, or has a control character")
+            }
+            let all = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await registrations.store.registrations(matching: RegistrationFilter(app: app.id, state: .active))
+            }
+            // The group a device named when it registered for push (`pushGroup`), by its bytes.
+            let ids = all.filter { Self.hasToken($0, app: app) && $0.details["PushGroup"].map { UserIdentity.sameBytes($0, group) } == true }.map(
+                \.id)
+            return Recipients(registrations: ids, unreached: ids.isEmpty ? [group] : [], described: "push group \(group)")
         case .device:
             let rawUser = context.parameters.get("userId") ?? "", rawDevice = context.parameters.get("deviceId") ?? ""
             guard let userID = rawUser.removingPercentEncoding, let device = rawDevice.removingPercentEncoding else {
@@ -206,7 +242,7 @@ package struct PushSenderRoutes: Sendable {
     }
 
     /// The active registrations `filter` lists that hold a token for one of the app's push services.
-    private func listed(_ filter: RegistrationFilter, app: AppConfiguration) async throws(Refusal) -> [String] {
+    func listed(_ filter: RegistrationFilter, app: AppConfiguration) async throws(Refusal) -> [String] {
         let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: filter)
         }

@@ -54,7 +54,7 @@ ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
 SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
 SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["ana", "victim", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
+USERS = ["ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
          "quickdroid", "term"]
 
 check = Checks("push")
@@ -610,6 +610,68 @@ def scenario_background(m, apns, fcm):
           and message.get("data") == {"entity": "Leave", "id": "42", "alert": "Sync done", "notificationId": nid}, f"({status} {message})")
 
 
+def scenario_sender_api(m, apns, fcm):
+    """13. Issue 36 item 3: the rest of SAP's Notification Backend API — a push group, a bulk
+    send, reading registrations and locales; topics and capabilities answer 501 naming why."""
+    sales_token, other_token = ios_token(), ios_token()
+    _, sales_cid, _ = m.onboard("grouped", {"DeviceType": "iOS"})
+    status, _, body = m.set_token("grouped", sales_cid or "-", "ios", None,
+                                  body={"pushToken": sales_token, "pushGroup": "sales", "userLocale": "de_DE"})
+    _, other_cid, _ = m.onboard("ungrouped", {"DeviceType": "iOS"})
+    m.set_token("ungrouped", other_cid or "-", "ios", None, body={"pushToken": other_token, "pushGroup": "Sales", "userLocale": "fr_FR"})
+    status, _, body = m.send("demo/groups/sales/notifications", {"notification": {"alert": "to sales"}}, version="v2")
+    document = as_json(body) or {}
+    nid = document.get("notificationId")
+    check("13 a push to group sales: 202, to the registration in that group only (not Sales)",
+          status == 202 and [r.get("target") for r in document.get("pushResults", [])] == [sales_cid], f"({status} {short(body)})")
+    status, _, body = m.send("demo/groups/nobody/notifications", {"notification": {"alert": "x"}}, version="v2")
+    check("13 a push to a group nobody is in: 404 with code 2", status == 404 and b'"code":2' in body, f"({status} {short(body)})")
+    if nid:
+        m.final_status(nid)
+        check("13 the group's notification reached only its device", len(lines_with_token(apns, sales_token)) == 1
+              and not lines_with_token(apns, other_token), f"({len(lines_with_token(apns, sales_token))})")
+
+    status, _, body = m.send("demo/notifications/bulk", {
+        "notification": {"alert": "common"},
+        "userNotifications": [{"user": "grouped", "notification": {"alert": "for grouped"}}, {"user": "ungrouped"}, {"user": "nobody-here"}]},
+        version="v2")
+    results = (as_json(body) or {}).get("pushResults", [])
+    by_target = {r.get("target"): r for r in results}
+    check("13 a bulk send: 202, each user's registration with its own notification, code 2 for a user without one",
+          status == 202 and by_target.get(sales_cid, {}).get("code") == 0 and by_target.get(other_cid, {}).get("code") == 0
+          and by_target.get(sales_cid, {}).get("notificationId") != by_target.get(other_cid, {}).get("notificationId")
+          and by_target.get("nobody-here", {}).get("code") == 2, f"({status} {short(body)})")
+    finals = m.final_statuses([r.get("notificationId") for r in results if r.get("notificationId")])
+    alerts = {e.get("token"): ((e.get("payload") or {}).get("aps") or {}).get("alert") for e in apns.lines()
+              if e.get("token") in (sales_token, other_token) and (e.get("payload") or {}).get("notificationId") in finals}
+    check("13 ... each user got their own text, or the common one", alerts == {sales_token: "for grouped", other_token: "common"}, f"({alerts})")
+    status, _, body = m.send("demo/notifications/bulk", {"userNotifications": [{"user": "grouped"}]}, version="v2")
+    check("13 a bulk entry without a notification and no common one: 400", status == 400, f"({status} {short(body)})")
+
+    base = f"{m.base}/mobileservices/push/v2/backend"
+    auth = {"Authorization": basic("wf", SENDER_PASSWORD)}
+    status, _, body = call("GET", f"{base}/registrations?username=grouped", headers=auth)
+    listed = (as_json(body) or {}).get("value") or []
+    check("13 GET registrations?username= lists the user's push registrations in SAP's shape",
+          status == 200 and len(listed) == 1 and listed[0].get("id") == sales_cid and listed[0].get("pushGroup") == "sales"
+          and listed[0].get("pushProvider") == "ios" and listed[0].get("username") == "grouped" and listed[0].get("userLocale") == "de_DE",
+          f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/registrations?pushGroup=Sales", headers=auth)
+    check("13 GET registrations?pushGroup= by the group's exact bytes", status == 200
+          and [r.get("id") for r in (as_json(body) or {}).get("value") or []] == [other_cid], f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/registrations/{other_cid}", headers=auth)
+    check("13 GET registrations/{id}: the one", status == 200 and (as_json(body) or {}).get("id") == other_cid, f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/registrations/{other_cid}", headers={"Authorization": basic("outsider", SENDER_PASSWORD)})
+    check("13 a sender of another app does not see it: 404", status == 404, f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/localizations?usernames=grouped&usernames=ungrouped", headers=auth)
+    check("13 GET localizations: the users' locales", status == 200 and sorted(as_json(body) or []) == ["de_DE", "fr_FR"], f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/registrations", headers={})
+    check("13 reading registrations without credentials: 401", status == 401, f"({status} {short(body)})")
+    for path in ["demo/topics/notifications"]:
+        status, _, body = m.send(path, {"notification": {"alert": "x"}}, version="v2")
+        check(f"13 {path}: 501 naming what Midtier does not do", status == 501 and b"topics" in body, f"({status} {short(body)})")
+
+
 def scenario_slow_apns(m, apns, fcm):
     """11. Issue 36 items 7 and 8: APNs holds every request (a service answering very slowly) while
     more are queued for it than it has places; FCM's deliveries go out all the same, while APNs
@@ -816,6 +878,7 @@ def main():
             scenario_one_fcm_token(m, fcm)
             scenario_metrics(m)
             scenario_background(m, apns, fcm)
+            scenario_sender_api(m, apns, fcm)
             scenario_slow_apns(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_durability(m, apns)

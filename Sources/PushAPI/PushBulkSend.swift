@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import Logging
+import MidtierCore
+import MidtierHTTP
+import MidtierJSON
+import MidtierStore
+import PushNotifications
+import Registrations
+
+/// SAP's bulk push (docs/push.md, "Sending"): `POST …/applications/{appId}/notifications/bulk`
+/// with `{"notification": {…}, "userNotifications": [{"user": …, "notification": {…}}, …]}`;
+/// each user gets their own notification, or the common one when theirs is left out. Every
+/// notification is stored with its deliveries in one transaction, all or none, before the
+/// sender hears `202`; each has its own id, in each `pushResults` entry.
+extension PushSenderRoutes {
+    func sendBulk(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
+        let (sender, app) = try await senderAndApp(request, context)
+        let document = try await Self.document(request)
+        var common: JSON?
+        if let given = document["notification"], given != .null {
+            common = Self.notification(in: ["notification": given], audience: .users)
+            if let common { try Self.check(common) }
+        }
+        guard case .array(let entries)? = document["userNotifications"], !entries.isEmpty else {
+            throw .badRequest("userNotifications must be a non-empty list of {\"user\", \"notification\"}")
+        }
+        guard entries.count <= Self.maximumUsers else {
+            throw .badRequest("userNotifications names \(entries.count) users; at most \(Self.maximumUsers) in one call")
+        }
+        let realm = Self.realm(of: app)
+        var batch: [(notification: PushNotificationRecord, registrations: [String])] = []
+        var results: [JSON] = []
+        let now = registrations.clock.now()
+        for (index, entry) in entries.enumerated() {
+            guard entry.members != nil, let named = entry["user"] else {
+                throw .badRequest("userNotifications[\(index)] must be {\"user\", \"notification\"}")
+            }
+            let user = try Self.user(named, realm: realm, at: "userNotifications[\(index)].user")
+            var notification = common
+            if let own = entry["notification"], own != .null {
+                notification = Self.notification(in: ["notification": own], audience: .users)
+            }
+            guard let notification else {
+                throw .badRequest("userNotifications[\(index)] has no notification, and the body has no common one")
+            }
+            do {
+                try Self.check(notification)
+            } catch {
+                throw .badRequest("userNotifications[\(index)].notification: \(error.message)")
+            }
+            let ids = try await listed(RegistrationFilter(user: user, app: app.id, state: .active), app: app)
+            guard !ids.isEmpty else {
+                results.append(Self.result(target: user.id, notification: nil, code: .targetNotFound))
+                continue
+            }
+            let record = PushNotificationRecord(
+                id: UUID().uuidString.lowercased(), app: app.id, sender: sender.name, payload: notification.serialized(), createdAt: now)
+            batch.append((record, ids))
+            results += ids.map { Self.result(target: $0, notification: record.id, code: .sent) }
+        }
+        guard !batch.isEmpty else {
+            return .json(
+                ["status": ["code": 404, "message": "no registrations with a push token for the users named"], "pushResults": .array(results)],
+                status: .notFound)
+        }
+        try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.enqueue(batch) }
+        wakeUp.nudge()
+        logger.info(
+            "push notifications accepted (bulk)",
+            metadata: [
+                "app": "\(app.id)", "sender": "\(sender.name)", "notifications": "\(batch.count)",
+                "registrations": "\(batch.reduce(0) { $0 + $1.registrations.count })",
+            ])
+        return .json(["status": ["code": 202, "message": "accepted"], "pushResults": .array(results)], status: .accepted)
+    }
+}
