@@ -193,11 +193,7 @@ package struct Callers: Sendable {
         let candidates = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
         }
-        var matching = candidates.filter { UserIdentity.sameBytes($0.id, device) }
-        if matching.isEmpty { matching = candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, device) } }
-        if matching.isEmpty {
-            matching = candidates.filter { $0.details[Self.pushDeviceIdDetail].map { UserIdentity.sameBytes($0, device) } ?? false }
-        }
+        var matching = Self.registrations(candidates, namedByPushDeviceId: device)
         if !matching.isEmpty {
             if let named { matching = matching.filter { UserIdentity.sameBytes($0.id, named) } }
             guard let only = matching.first else {
@@ -216,10 +212,11 @@ package struct Callers: Sendable {
             }
             own = found
         } else {
-            let active = candidates.filter { $0.state == .active }
-            guard active.count == 1, let only = active.first else {
+            // Only a user's one registration of the app goes without saying: with another one,
+            // even a locked or wiped one, the call could come from that other phone.
+            guard candidates.count == 1, let only = candidates.first else {
                 throw .forbidden(
-                    active.isEmpty
+                    candidates.isEmpty
                         ? "the user has no registration of this app to register the device \(device) for; onboard first"
                         : "the user has more than one registration of this app; send X-SMP-APPCID to name the one device \(device) is")
             }
@@ -227,6 +224,17 @@ package struct Callers: Sendable {
         }
         try await admit(registration: own.id, app: app, user: user)
         return (own.id, true)
+    }
+
+    /// The registrations of `candidates` (one user's of one app) a push device id names, the
+    /// same way for a device and a sender (docs/push.md): by registration id, else by the push
+    /// device id a device chose (its bytes), else by `DeviceId` (as device ids compare).
+    package static func registrations(_ candidates: [Registration], namedByPushDeviceId device: String) -> [Registration] {
+        let byID = candidates.filter { UserIdentity.sameBytes($0.id, device) }
+        if !byID.isEmpty { return byID }
+        let chosen = candidates.filter { $0.details[pushDeviceIdDetail].map { UserIdentity.sameBytes($0, device) } ?? false }
+        if !chosen.isEmpty { return chosen }
+        return candidates.filter { DeviceIdentity.namesADevice($0.deviceId) && DeviceIdentity.same($0.deviceId, device) }
     }
 
     /// Refuses the call unless `user` may reach registration `id` of `app`, as the proxy decides it.

@@ -109,6 +109,6 @@ struct PushRegistrationRoutes: Sendable {
             case _?: throw .badRequest("\(member) must be a string")
             }
         }
-        return (token, fields)
+        return (os == "ios" ? DeviceDetails.apnsToken(token) : token, fields)
     }
 }

@@ -93,17 +93,27 @@ enum PushRules {
             + "AND \(bytewise: provider.tokenColumn) = \(token) RETURNING id"
     }
 
-    /// Takes `token` from every registration of `app` but `keeping` that holds exactly it;
-    /// returns their ids.
+    /// Takes `token` from every registration of `app` but `keeping` that holds it
+    /// (``holds(_:provider:)``); returns their ids.
     static func release(_ token: String, provider: PushProvider, app: String, keeping: String) -> StoreQuery {
         "UPDATE \(table: "registration") SET \(column: provider.tokenColumn) = '' WHERE \(bytewise: "app_id") = \(app) "
-            + "AND \(bytewise: "id") <> \(keeping) AND \(bytewise: provider.tokenColumn) = \(token) RETURNING id"
+            + "AND \(bytewise: "id") <> \(keeping) AND " + holds(token, provider: provider) + " RETURNING id"
     }
 
-    /// The users whose registrations of `app` hold exactly `token`.
+    /// The users whose registrations of `app` hold `token` (``holds(_:provider:)``).
     static func holders(of token: String, provider: PushProvider, app: String) -> StoreQuery {
-        "SELECT DISTINCT user_realm, user_id FROM \(table: "registration") WHERE \(bytewise: "app_id") = \(app) "
-            + "AND \(bytewise: provider.tokenColumn) = \(token)"
+        "SELECT DISTINCT user_realm, user_id FROM \(table: "registration") WHERE \(bytewise: "app_id") = \(app) AND "
+            + holds(token, provider: provider)
+    }
+
+    /// Whether a registration holds `token`: an FCM token by its exact bytes, an APNs token
+    /// (hex digits, which APNs reads in either case) without regard to ASCII case, so that a
+    /// token kept before Midtier kept them in lower case is one phone with its lower-case form.
+    static func holds(_ token: String, provider: PushProvider) -> StoreQuery {
+        switch provider {
+        case .apns: "lower(\(column: provider.tokenColumn)) = lower(\(token))"
+        case .fcm: "\(bytewise: provider.tokenColumn) = \(token)"
+        }
     }
 
     /// Notifications created before `before` with no pending delivery (their `id`s).

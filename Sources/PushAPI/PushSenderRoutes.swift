@@ -230,12 +230,8 @@ package struct PushSenderRoutes: Sendable {
             let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                 try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id, state: .active))
             }
-            var matching = owned.filter { UserIdentity.sameBytes($0.id, device) }
-            if matching.isEmpty { matching = owned.filter { !$0.deviceId.isEmpty && UserIdentity.sameBytes($0.deviceId, device) } }
-            if matching.isEmpty {
-                // The id the device chose when it registered for push (SAP's device id).
-                matching = owned.filter { $0.details[Callers.pushDeviceIdDetail].map { UserIdentity.sameBytes($0, device) } ?? false }
-            }
+            // As the device's own push registration names it (Callers).
+            let matching = Callers.registrations(owned, namedByPushDeviceId: device)
             let ids = matching.filter { Self.hasToken($0, app: app) }.map(\.id)
             return Recipients(registrations: ids, unreached: ids.isEmpty ? [device] : [], described: "device \(device) of user \(userID)")
         }

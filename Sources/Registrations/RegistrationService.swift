@@ -8,7 +8,13 @@ package struct DeviceDetails: Sendable, Equatable {
     package var deviceModel: String
     package var deviceId: String
     package var formFactor: String
-    package var apnsDeviceToken: String
+    /// The APNs device token in hexadecimal, kept in lower case: APNs reads the digits without
+    /// regard to case, so `AB01` and `ab01` are one phone (docs/push.md, "Registering a device").
+    package var apnsDeviceToken: String {
+        get { apnsToken }
+        set { apnsToken = Self.apnsToken(newValue) }
+    }
+    private var apnsToken: String
     package var androidGcmRegistrationId: String
     /// The Connection entity's other fields, by name (`Registration.details`).
     package var details: [String: String]
@@ -21,9 +27,14 @@ package struct DeviceDetails: Sendable, Equatable {
         self.deviceModel = deviceModel
         self.deviceId = deviceId
         self.formFactor = formFactor
-        self.apnsDeviceToken = apnsDeviceToken
+        self.apnsToken = Self.apnsToken(apnsDeviceToken)
         self.androidGcmRegistrationId = androidGcmRegistrationId
         self.details = details
+    }
+
+    /// An APNs token as Midtier keeps and compares it: ASCII lower case.
+    package static func apnsToken(_ token: String) -> String {
+        String(decoding: token.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     package init(of registration: Registration) {

@@ -120,6 +120,54 @@ import Testing
         }
     }
 
+    /// Found by an outside attack: an APNs token is hex, which APNs reads in either case, so Bob
+    /// naming Alice's token in upper case took her phone's notifications; a locked phone without
+    /// X-SMP-APPCID bound its id to the user's other, active registration and moved its token
+    /// there; and a chosen id and another registration's DeviceId named different registrations
+    /// for the device and for a sender. Each failed before the fix.
+    @Test(arguments: StoreKind.allCases) func anAttackersDeviceIdsAndTokensReachNoOtherRegistration(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let bob = [("Authorization", TestUser.bob.basic), ("Content-Type", "application/json")]
+            let hers = try await UserStorageTests.onboard(env, .alice, device: "phone-a")
+            let set = try await env.call(.POST, "\(Self.push)/ios/devices/\(hers)", headers: alice, body: #"{"pushToken":"a1b2c3"}"#)
+            #expect(set.status == 201)
+            let his = try await UserStorageTests.onboard(env, .bob, device: "phone-b")
+            let upper = try await env.call(.POST, "\(Self.push)/ios/devices/\(his)", headers: bob, body: #"{"pushToken":"A1B2C3"}"#)
+            #expect(upper.status == 409, "the same token in upper case: \(upper.status) \(upper.text)")
+            let entity = try await env.call(
+                .PATCH, "\(DeviceCalls.connections)('\(his)')", headers: bob, body: #"{"ApnsDeviceToken":"A1b2C3"}"#)
+            #expect(entity.status == 409, "through the Connection entity: \(entity.status) \(entity.text)")
+            let bobsToken = try await Self.tokens(env, .bob, his).apns
+            #expect(bobsToken == "", "\(bobsToken ?? "-")")
+            // A token is kept in lower case.
+            let mixed = try await env.call(.PUT, "\(Self.push)/ios/devices/\(hers)", headers: alice, body: #"{"pushToken":"DEADbeef"}"#)
+            let kept = try await Self.tokens(env, .alice, hers).apns
+            #expect(mixed.status == 200 && kept == "deadbeef", "\(kept ?? "-")")
+
+            // Alice's second phone is locked; a call without X-SMP-APPCID binds nothing.
+            let lost = try await UserStorageTests.onboard(env, .alice, device: "phone-lost")
+            #expect(try await env.admin(.POST, "/admin/v1/registrations/\(lost)/lock").status == 200)
+            let unnamed = try await env.call(.POST, "\(Self.push)/ios/devices/sdk-lost", headers: alice, body: #"{"pushToken":"ff01"}"#)
+            #expect(unnamed.status == 403 && unnamed.text.contains("X-SMP-APPCID"), "\(unnamed.status) \(unnamed.text)")
+            let cleared = try await env.call(.DELETE, "\(Self.push)/ios/devices/sdk-other", headers: alice)
+            #expect(cleared.status == 403, "\(cleared.status) \(cleared.text)")
+            let still = try await Self.tokens(env, .alice, hers).apns
+            #expect(still == "deadbeef", "the active phone keeps its token: \(still ?? "-")")
+
+            // A chosen id names its registration before another registration's DeviceId does.
+            let bound = try await env.call(
+                .POST, "\(Self.push)/ios/devices/Phone-X", headers: alice + [("X-SMP-APPCID", hers)], body: #"{"pushToken":"ab12"}"#)
+            #expect(bound.status == 201, "\(bound.status) \(bound.text)")
+            let tablet = try await UserStorageTests.onboard(env, .alice, device: "phone-x")
+            let again = try await env.call(
+                .PUT, "\(Self.push)/ios/devices/Phone-X", headers: alice + [("X-SMP-APPCID", hers)], body: #"{"pushToken":"ab13"}"#)
+            let hersNow = try await Self.tokens(env, .alice, hers).apns
+            let tabletNow = try await Self.tokens(env, .alice, tablet).apns
+            #expect(again.status == 200 && hersNow == "ab13" && tabletNow == "", "\(again.status) \(hersNow ?? "-") \(tabletNow ?? "-")")
+        }
+    }
+
     /// A push token moves only between one user's own registrations. Bob naming the token Alice's
     /// registration holds moved it to him silently, and her notifications reached whoever had
     /// named it: now that is 409 and Alice keeps it — through SAP's push path and the Connection
