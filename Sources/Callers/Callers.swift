@@ -143,6 +143,7 @@ package struct Callers: Sendable {
         case .blocked(let kind): throw Refusal.userBlocked(kind)
         case .limitReached(let limit): throw DeviceFields.overLimit(limit)
         case .deviceHeld(let held): throw DeviceFields.held(held, "this device cannot onboard again")
+        case .tokenHeldByAnotherUser: throw DeviceFields.tokenHeldByAnotherUser
         }
     }
 

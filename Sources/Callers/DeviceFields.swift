@@ -73,6 +73,13 @@ package enum DeviceFields {
         }
     }
 
+    /// The refusal when a push token the device names is held by another user's registration of
+    /// the app (docs/push.md, "Registering a device"): it moves only between one user's own
+    /// registrations, else the phone's notifications would go to whoever named its token.
+    package static let tokenHeldByAnotherUser = Refusal(
+        .conflict, code: "CONFLICT",
+        "the push token is held by another user's registration of this app; it moves only between one user's own registrations")
+
     /// The refusal when the user already holds `limit` registrations (`maxRegistrationsPerUser`),
     /// for a Connections POST and an implicit registration alike.
     package static func overLimit(_ limit: Int) -> Refusal {

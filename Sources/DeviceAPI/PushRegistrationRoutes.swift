@@ -57,9 +57,6 @@ struct PushRegistrationRoutes: Sendable {
         if request.method != .delete {
             (token, fields) = try await Self.body(request, os: os)
         }
-        try await PushTokenRelease.refuseTakingFromAnotherUser(
-            apns: os == "ios" ? token : "", fcm: os == "android" ? token : "",
-            app: app.id, user: user.identity, store: registrations.store, logger: logger)
         let source = context.clientIP ?? ""
         let outcome = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
             try await registrations.updateDevice(id: id, user: user.identity, app: app.id, source: source, policy: app.blockWipingPolicy) { device in
@@ -72,6 +69,7 @@ struct PushRegistrationRoutes: Sendable {
         case .updated(let updated): try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
         case .notFound: throw .forbidden("the registration id is not known")
         case .deviceHeld(let held): throw DeviceFields.held(held, "its push token cannot change")
+        case .tokenHeldByAnotherUser: throw DeviceFields.tokenHeldByAnotherUser
         }
         switch request.method {
         case .delete: return Response(status: .noContent)

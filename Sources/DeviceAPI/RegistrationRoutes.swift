@@ -69,9 +69,6 @@ struct RegistrationRoutes: Sendable {
         let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails())
         // The answer's format: `$format`, then `Accept`, then the request body's (docs/device-api.md).
         let atom = ConnectionAtom.preference(request) ?? ConnectionAtom.isBody(request)
-        try await PushTokenRelease.refuseTakingFromAnotherUser(
-            apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
-            app: app.id, user: user.identity, store: registrations.store, logger: logger)
         let registration = try await callers.onboard(
             app: app, user: user.identity, requestedID: RegistrationHeaders.registrationID(of: request),
             device: device, source: context.clientIP ?? "")
@@ -132,9 +129,6 @@ struct RegistrationRoutes: Sendable {
                 guard let existing = try await registrations.owned(id: id, user: user.identity, app: app.id) else { throw notFound }
                 var body = request
                 let device = try await Self.deviceDetails(from: &body, context: context, existing: DeviceDetails(of: existing))
-                try await PushTokenRelease.refuseTakingFromAnotherUser(
-                    apns: device.apnsDeviceToken, fcm: device.androidGcmRegistrationId,
-                    app: app.id, user: user.identity, store: registrations.store, logger: logger)
                 switch try await registrations.updateDevice(
                     id: id, user: user.identity, app: app.id, source: context.clientIP ?? "",
                     policy: app.blockWipingPolicy, { $0 = device })
@@ -148,6 +142,8 @@ struct RegistrationRoutes: Sendable {
                     throw DeviceFields.held(held, "its device fields cannot change")
                 case .deviceHeld(let held):
                     throw DeviceFields.held(held, "no other registration can take its DeviceId")
+                case .tokenHeldByAnotherUser:
+                    throw DeviceFields.tokenHeldByAnotherUser
                 }
             }
         } catch let refusal as Refusal {

@@ -139,7 +139,7 @@ package final class CachedStateStore: StateStore {
         return outcome
     }
 
-    package func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         let updated = try await base.updateDevice(registration, audit: audit)
         afterWrite { $0.registrations[ExactString(registration.id)] = nil }
         return updated

@@ -204,6 +204,11 @@ package final class PostgresStore: StateStore {
             {
                 return .deviceHeld(id: held)
             }
+            // Under the write lock (like every announced write), so no other instance takes the
+            // token between the look and the insert.
+            if let held = RegistrationRules.tokenHeldByAnotherUser(r), try await connection.finds(held, logger: logger) {
+                return .tokenHeldByAnotherUser
+            }
             guard try await connection.finds(RegistrationRules.insert(r), logger: logger) else { return .idTaken }
             if let audit { try await connection.run(AuditRules.append(audit), logger: logger) }
             // Others may have remembered the id as unknown (a device that called before it
@@ -225,12 +230,16 @@ package final class PostgresStore: StateStore {
         try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
     }
 
-    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await write { connection, logger in
-            guard try await connection.finds(RegistrationRules.updateDevice(r), logger: logger) else { return false }
+            // Under the write lock: no other instance takes the token between the look and the write.
+            if let held = RegistrationRules.tokenHeldByAnotherUser(r), try await connection.finds(held, logger: logger) {
+                return DeviceWrite.tokenHeldByAnotherUser
+            }
+            guard try await connection.finds(RegistrationRules.updateDevice(r), logger: logger) else { return .notFound }
             if let audit { try await connection.run(AuditRules.append(audit), logger: logger) }
             try await Self.announce(.device(id: r.id), at: audit?.at ?? self.clock.now(), on: connection, logger: logger)
-            return true
+            return .written
         }
     }
 

@@ -11,6 +11,20 @@ package enum InsertOutcome: Sendable, Equatable {
     /// wiped: the device cannot onboard again (docs/identity.md, "The same device"). Judged in
     /// the insert's own transaction, so a lock committed just before is always seen.
     case deviceHeld(id: String)
+    /// A push token of the registration is held by another user's registration of the app:
+    /// tokens move only between one user's own registrations (docs/push.md). Judged in the
+    /// insert's own transaction, so two users naming one token at once never both get it.
+    case tokenHeldByAnotherUser
+}
+
+/// What became of a change to a registration's device fields.
+package enum DeviceWrite: Sendable, Equatable {
+    case written
+    /// There is no registration with that id.
+    case notFound
+    /// A push token it names is held by another user's registration of the app (judged in the
+    /// write's own transaction).
+    case tokenHeldByAnotherUser
 }
 
 /// A registration's successful contact at `at` (ms since 1970), for the offline policy.

@@ -85,6 +85,19 @@ enum RegistrationRules {
             + "ON CONFLICT (id) DO NOTHING RETURNING id"
     }
 
+    /// A registration of `r`'s app, of another user, that holds one of `r`'s push tokens
+    /// (``PushRules/holds(_:provider:)``); nil when `r` has none.
+    static func tokenHeldByAnotherUser(_ r: Registration) -> StoreQuery? {
+        let tokens = [(PushProvider.apns, r.apnsDeviceToken), (.fcm, r.androidGcmRegistrationId)].filter { !$0.1.isEmpty }
+        guard !tokens.isEmpty else { return nil }
+        var held: StoreQuery = ""
+        for (index, (provider, token)) in tokens.enumerated() {
+            held = held + (index == 0 ? "" : " OR ") + PushRules.holds(token, provider: provider)
+        }
+        return "SELECT 1 FROM \(table: "registration") WHERE \(bytewise: "app_id") = \(r.appId) "
+            + "AND NOT (user_realm = \(r.user.realm) AND user_id = \(r.user.id)) AND (" + held + ") LIMIT 1"
+    }
+
     /// Replaces the device fields of the registration with `r`'s id; returns its id when there is one.
     static func updateDevice(_ r: Registration) -> StoreQuery {
         "UPDATE \(table: "registration") SET device_type = \(r.deviceType), device_model = \(r.deviceModel), "

@@ -267,6 +267,7 @@ package final class SQLiteStore: StateStore {
             if !r.deviceId.isEmpty, let held = try db.rows(RegistrationRules.heldDevice(of: r), { try $0.text("id") }).first {
                 return .deviceHeld(id: held)
             }
+            if let held = RegistrationRules.tokenHeldByAnotherUser(r), try db.finds(held) { return .tokenHeldByAnotherUser }
             guard try db.finds(RegistrationRules.insert(r)) else { return .idTaken }
             if let audit { try db.run(AuditRules.append(audit)) }
             return .inserted
@@ -285,11 +286,13 @@ package final class SQLiteStore: StateStore {
         try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
     }
 
-    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await write { db in
-            guard try db.finds(RegistrationRules.updateDevice(r)) else { return false }
+            // One writer at a time: no other write can take the token between the look and the write.
+            if let held = RegistrationRules.tokenHeldByAnotherUser(r), try db.finds(held) { return .tokenHeldByAnotherUser }
+            guard try db.finds(RegistrationRules.updateDevice(r)) else { return .notFound }
             if let audit { try db.run(AuditRules.append(audit)) }
-            return true
+            return .written
         }
     }
 

@@ -7,8 +7,9 @@ package protocol StateStore: Sendable {
     // MARK: Registrations
 
     /// Inserts `registration` unless its id is in use or was ever used (deleted ids are
-    /// retired, never handed out again), or its user already has `maximumPerUser`
-    /// registrations; nothing is written then.
+    /// retired, never handed out again), its user already has `maximumPerUser` registrations,
+    /// or a push token it names is held by another user's registration of the app; nothing is
+    /// written then.
     func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome
     func registration(id: String) async throws(StoreError) -> Registration?
     /// The registration as the durable store has it now, past any memory cache (for decisions
@@ -17,9 +18,10 @@ package protocol StateStore: Sendable {
     /// A registration with its owner's block, in one read (the request path needs both).
     func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock?
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
-    /// Replaces the device fields of the stored registration with the same id; false when
-    /// there is none.
-    func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool
+    /// Replaces the device fields of the stored registration with the same id, unless a push
+    /// token it names is held by another user's registration of the app (checked in the same
+    /// transaction).
+    func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite
     /// Moves a registration to `state` when its current state is in `allowedFrom`.
     func transition(
         id: String, to state: Registration.State, allowedFrom: Set<Registration.State>,

@@ -88,6 +88,8 @@ package enum Onboarding: Sendable, Equatable {
     case deviceHeld(Registration)
     /// The user is blocked from registering (a `registration` or `all` block, docs/identity.md).
     case blocked(UserBlock.Kind)
+    /// A push token it names is another user's registration's (docs/push.md).
+    case tokenHeldByAnotherUser
 }
 
 /// The result of a device's change to its registration's fields.
@@ -98,6 +100,8 @@ package enum DeviceUpdate: Sendable, Equatable {
     /// The registration is locked or wiped, or the `DeviceId` it would take is that of the
     /// user's locked or wiped registration (the one given) of another device.
     case deviceHeld(Registration)
+    /// A push token it names is another user's registration's (docs/push.md).
+    case tokenHeldByAnotherUser
 }
 
 /// Onboarding, the ownership rules (a registration belongs to one user of one app; for anyone
@@ -176,6 +180,7 @@ package struct RegistrationService: Sendable {
             case .inserted: return .registered(registration)
             case .limitReached(let limit): return .limitReached(limit: limit)
             case .deviceHeld(let id): return try await held(id, of: registration)
+            case .tokenHeldByAnotherUser: return .tokenHeldByAnotherUser
             case .idTaken: break
             }
         }
@@ -185,6 +190,7 @@ package struct RegistrationService: Sendable {
             case .inserted: return .registered(registration)
             case .limitReached(let limit): return .limitReached(limit: limit)
             case .deviceHeld(let id): return try await held(id, of: registration)
+            case .tokenHeldByAnotherUser: return .tokenHeldByAnotherUser
             case .idTaken: continue
             }
         }
@@ -239,7 +245,11 @@ package struct RegistrationService: Sendable {
         registration.androidGcmRegistrationId = device.androidGcmRegistrationId
         registration.details = device.details
         let audit = AuditEntry(at: clock.now(), actor: "user:\(user)", action: "registration.update", target: id, source: source)
-        guard try await store.updateDevice(registration, audit: audit) else { return .notFound }
+        switch try await store.updateDevice(registration, audit: audit) {
+        case .written: break
+        case .notFound: return .notFound
+        case .tokenHeldByAnotherUser: return .tokenHeldByAnotherUser
+        }
         return .updated(registration)
     }
 

@@ -36,7 +36,7 @@ final class CountingStore: StateStore {
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter)
     }
-    func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> Bool {
+    func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await base.updateDevice(registration, audit: audit)
     }
     func transition(

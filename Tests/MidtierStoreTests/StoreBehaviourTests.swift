@@ -67,9 +67,9 @@ import Testing
 
             var changed = Self.registration("r1", at: 1)
             changed.deviceModel = "iPad13,1"
-            #expect(try await store.updateDevice(changed, audit: nil))
+            #expect(try await store.updateDevice(changed, audit: nil) == .written)
             #expect(try await store.registration(id: "r1")?.deviceModel == "iPad13,1")
-            #expect(try await store.updateDevice(Self.registration("missing"), audit: nil) == false)
+            #expect(try await store.updateDevice(Self.registration("missing"), audit: nil) == .notFound)
 
             guard
                 case .changed(let locked) = try await store.transition(
@@ -108,7 +108,7 @@ import Testing
             #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
             #expect(try await store.registration(id: "r1")?.details == registration.details)
             registration.details = ["TimeZone": "Europe/Berlin"]
-            #expect(try await store.updateDevice(registration, audit: nil))
+            #expect(try await store.updateDevice(registration, audit: nil) == .written)
             #expect(try await store.registration(id: "r1")?.details == ["TimeZone": "Europe/Berlin"])
             #expect(try await store.insert(Self.registration("r2"), maximumPerUser: nil, audit: nil) == .inserted)
             #expect(try await store.registration(id: "r2")?.details == [:])
