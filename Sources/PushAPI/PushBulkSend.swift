@@ -14,9 +14,18 @@ import Registrations
 /// notification is stored with its deliveries in one transaction, all or none, before the
 /// sender hears `202`; each has its own id, in each `pushResults` entry.
 extension PushSenderRoutes {
+    /// Refuses a member of `object` that is not one of `known`, naming it: a typo must not send
+    /// something else (as the notification object's members are checked).
+    static func refuseUnknownMembers(of object: JSON, at path: String, known: Set<String>) throws(Refusal) {
+        for member in object.members ?? [] where !known.contains(member.key) {
+            throw .badRequest("\(path): \(member.key) is not a member SAP's bulk push takes (\(known.sorted().joined(separator: ", ")))")
+        }
+    }
+
     func sendBulk(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (sender, app) = try await senderAndApp(request, context)
         let document = try await Self.document(request)
+        try Self.refuseUnknownMembers(of: document, at: "the body", known: ["notification", "userNotifications"])
         var common: JSON?
         if let given = document["notification"], given != .null {
             common = Self.notification(in: ["notification": given], audience: .users)
@@ -36,6 +45,7 @@ extension PushSenderRoutes {
             guard entry.members != nil, let named = entry["user"] else {
                 throw .badRequest("userNotifications[\(index)] must be {\"user\", \"notification\"}")
             }
+            try Self.refuseUnknownMembers(of: entry, at: "userNotifications[\(index)]", known: ["user", "notification"])
             let user = try Self.user(named, realm: realm, at: "userNotifications[\(index)].user")
             var notification = common
             if let own = entry["notification"], own != .null {

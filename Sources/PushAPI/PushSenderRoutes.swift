@@ -202,8 +202,11 @@ package struct PushSenderRoutes: Sendable {
                 throw .badRequest("users names \(entries.count) users; at most \(Self.maximumUsers) in one call")
             }
             var found: [String] = [], unreached: [String] = []
+            var seen = Set<UserIdentity>()
             for (index, entry) in entries.enumerated() {
                 let user = try Self.user(entry, realm: realm, at: "users[\(index)]")
+                // A user named twice is one target.
+                guard seen.insert(user).inserted else { continue }
                 let ids = try await listed(RegistrationFilter(user: user, app: app.id, state: .active), app: app)
                 found += ids
                 if ids.isEmpty { unreached.append(user.id) }

@@ -647,6 +647,13 @@ def scenario_sender_api(m, apns, fcm):
     check("13 ... each user got their own text, or the common one", alerts == {sales_token: "for grouped", other_token: "common"}, f"({alerts})")
     status, _, body = m.send("demo/notifications/bulk", {"userNotifications": [{"user": "grouped"}]}, version="v2")
     check("13 a bulk entry without a notification and no common one: 400", status == 400, f"({status} {short(body)})")
+    status, _, body = m.send("demo/notifications/bulk", {"notification": {"alert": "x"}, "userNotifications": [{"user": "grouped", "notifcation": {}}]},
+                             version="v2")
+    check("13 a bulk entry with a member SAP's bulk push does not take: 400 naming it", status == 400 and b"notifcation" in body,
+          f"({status} {short(body)})")
+    status, _, body = m.send_to_users(["grouped", "grouped", {"realm": "", "id": "grouped"}], {"alert": "once"})
+    results = (as_json(body) or {}).get("pushResults", [])
+    check("13 a user named three times is one target: one pushResult", status == 202 and len(results) == 1, f"({status} {short(body)})")
 
     base = f"{m.base}/mobileservices/push/v2/backend"
     auth = {"Authorization": basic("wf", SENDER_PASSWORD)}
