@@ -621,7 +621,7 @@ let package = Package(
             dependencies: [
                 "MidtierJSON", "MidtierCore", "ClientUploads", "Forwarding", "DeviceAPI", "Callers",
                 "Registrations", "SAMLSigning", "PushNotifications", "DeviceAuthentication", "TokenExchange", "BackendSessions",
-                "MetadataPatching", "ConfigurationFiles", "PrincipalPropagation",
+                "MetadataPatching", "ConfigurationFiles", "PrincipalPropagation", "PushAPI",
             ],
             path: "Tests/Fuzz/FuzzTargets",
             swiftSettings: swiftSettings

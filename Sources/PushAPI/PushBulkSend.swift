@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
 import Logging
-import MidtierCore
-import MidtierHTTP
-import MidtierJSON
+package import MidtierCore
+package import MidtierHTTP
+package import MidtierJSON
 import MidtierStore
 import PushNotifications
 import Registrations
@@ -24,41 +24,11 @@ extension PushSenderRoutes {
 
     func sendBulk(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let (sender, app) = try await senderAndApp(request, context)
-        let document = try await Self.document(request)
-        try Self.refuseUnknownMembers(of: document, at: "the body", known: ["notification", "userNotifications"])
-        var common: JSON?
-        if let given = document["notification"], given != .null {
-            common = Self.notification(in: ["notification": given], audience: .users)
-            if let common { try Self.check(common) }
-        }
-        guard case .array(let entries)? = document["userNotifications"], !entries.isEmpty else {
-            throw .badRequest("userNotifications must be a non-empty list of {\"user\", \"notification\"}")
-        }
-        guard entries.count <= Self.maximumUsers else {
-            throw .badRequest("userNotifications names \(entries.count) users; at most \(Self.maximumUsers) in one call")
-        }
-        let realm = Self.realm(of: app)
+        let body = try PushBulkBody.read(try await Self.document(request), realm: Self.realm(of: app))
         var batch: [(notification: PushNotificationRecord, registrations: [String])] = []
         var results: [JSON] = []
         let now = registrations.clock.now()
-        for (index, entry) in entries.enumerated() {
-            guard entry.members != nil, let named = entry["user"] else {
-                throw .badRequest("userNotifications[\(index)] must be {\"user\", \"notification\"}")
-            }
-            try Self.refuseUnknownMembers(of: entry, at: "userNotifications[\(index)]", known: ["user", "notification"])
-            let user = try Self.user(named, realm: realm, at: "userNotifications[\(index)].user")
-            var notification = common
-            if let own = entry["notification"], own != .null {
-                notification = Self.notification(in: ["notification": own], audience: .users)
-            }
-            guard let notification else {
-                throw .badRequest("userNotifications[\(index)] has no notification, and the body has no common one")
-            }
-            do {
-                try Self.check(notification)
-            } catch {
-                throw .badRequest("userNotifications[\(index)].notification: \(error.message)")
-            }
+        for (user, notification) in body.entries {
             let ids = try await listed(RegistrationFilter(user: user, app: app.id, state: .active), app: app)
             guard !ids.isEmpty else {
                 results.append(Self.result(target: user.id, notification: nil, code: .targetNotFound))
@@ -83,5 +53,49 @@ extension PushSenderRoutes {
                 "registrations": "\(batch.reduce(0) { $0 + $1.registrations.count })",
             ])
         return .json(["status": ["code": 202, "message": "accepted"], "pushResults": .array(results)], status: .accepted)
+    }
+}
+
+/// SAP's bulk push body as a sender sends it, read and checked without the store (the fuzz
+/// target `push-bulk` reads it the same way): each user named, with their own notification or
+/// the common one, every notification one Midtier can deliver.
+package struct PushBulkBody: Sendable {
+    package var entries: [(user: UserIdentity, notification: JSON)]
+
+    package static func read(_ document: JSON, realm: String) throws(Refusal) -> PushBulkBody {
+        try PushSenderRoutes.refuseUnknownMembers(of: document, at: "the body", known: ["notification", "userNotifications"])
+        var common: JSON?
+        if let given = document["notification"], given != .null {
+            common = PushSenderRoutes.notification(in: ["notification": given], audience: .users)
+            if let common { try PushSenderRoutes.check(common) }
+        }
+        guard case .array(let list)? = document["userNotifications"], !list.isEmpty else {
+            throw .badRequest("userNotifications must be a non-empty list of {\"user\", \"notification\"}")
+        }
+        guard list.count <= PushSenderRoutes.maximumUsers else {
+            throw .badRequest("userNotifications names \(list.count) users; at most \(PushSenderRoutes.maximumUsers) in one call")
+        }
+        var entries: [(user: UserIdentity, notification: JSON)] = []
+        for (index, entry) in list.enumerated() {
+            guard entry.members != nil, let named = entry["user"] else {
+                throw .badRequest("userNotifications[\(index)] must be {\"user\", \"notification\"}")
+            }
+            try PushSenderRoutes.refuseUnknownMembers(of: entry, at: "userNotifications[\(index)]", known: ["user", "notification"])
+            let user = try PushSenderRoutes.user(named, realm: realm, at: "userNotifications[\(index)].user")
+            var notification = common
+            if let own = entry["notification"], own != .null {
+                notification = PushSenderRoutes.notification(in: ["notification": own], audience: .users)
+            }
+            guard let notification else {
+                throw .badRequest("userNotifications[\(index)] has no notification, and the body has no common one")
+            }
+            do {
+                try PushSenderRoutes.check(notification)
+            } catch {
+                throw .badRequest("userNotifications[\(index)].notification: \(error.message)")
+            }
+            entries.append((user, notification))
+        }
+        return PushBulkBody(entries: entries)
     }
 }

@@ -80,7 +80,7 @@ extension PushSenderRoutes {
         let formFactor = registration.formFactor.lowercased()
         return .sortedObject([
             "id": .string(registration.id),
-            "device": .string(registration.details["PushDeviceId"] ?? registration.deviceId),
+            "device": .string(registration.details[Callers.pushDeviceIdDetail] ?? registration.deviceId),
             "deviceModel": .string(registration.deviceModel),
             "formFactor": ["phone", "tablet", "browser"].contains(formFactor) ? .string(formFactor) : .null,
             "pushGroup": registration.details["PushGroup"].map(JSON.string) ?? .null,

@@ -11,6 +11,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case atom
     case discovery
     case pushMessage = "push-message"
+    case pushBulk = "push-bulk"
     case jwt
     case saml
     case tokenResponse = "token-response"
@@ -31,6 +32,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .atom: AtomTarget.run(bytes)
         case .discovery: DiscoveryTarget.run(bytes)
         case .pushMessage: PushMessageTarget.run(bytes)
+        case .pushBulk: PushBulkTarget.run(bytes)
         case .jwt: blocking { await JWTTarget.run(bytes) }
         case .saml: SAMLTarget.run(bytes)
         case .tokenResponse: TokenResponseTarget.run(bytes)
