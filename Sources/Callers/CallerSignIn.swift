@@ -19,6 +19,9 @@ package final class CallerSignIn: Sendable {
     package let pushSenderAuthenticator: BasicAuthenticator
     /// Back-end senders' API keys (`X-API-Key`).
     package let pushSenderKeys: APIKeys
+    /// Back-end senders' OAuth access tokens: one verifier per issuer, audience, key set and
+    /// client claim the senders name, shared by the senders that name the same.
+    let pushSenderTokens: [JWTAuthenticator]
     /// Basic authenticators by app id, for the apps whose authentication is `backend`: the
     /// back end checks.
     package let backendAuthenticators: [String: BasicAuthenticator]
@@ -51,6 +54,22 @@ package final class CallerSignIn: Sendable {
         self.pushSenderKeys = APIKeys(senders: configuration.pushSenders)
         self.pushSenderAuthenticator = BasicAuthenticator(
             users: Dictionary(uniqueKeysWithValues: senders), cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
+        var tokenSettings: [JWTAuthentication] = []
+        for sender in configuration.pushSenders {
+            if let oauth = sender.oauth, !tokenSettings.contains(oauth.token) { tokenSettings.append(oauth.token) }
+        }
+        self.pushSenderTokens = tokenSettings.map { settings in
+            JWTAuthenticator(
+                settings: settings, httpClient: httpClient, cacheSeconds: cacheSeconds,
+                log: { level, message in
+                    let metadata: Logger.Metadata = ["push_sender_issuer": "\(settings.issuer)"]
+                    switch level {
+                    case .info: logger.info("\(message)", metadata: metadata)
+                    case .warning: logger.warning("\(message)", metadata: metadata)
+                    case .error: logger.error("\(message)", metadata: metadata)
+                    }
+                })
+        }
         var jwt: [String: JWTAuthenticator] = [:]
         var backend: [String: BasicAuthenticator] = [:]
         for (id, app) in configuration.apps {
@@ -160,8 +179,9 @@ package final class CallerSignIn: Sendable {
     /// The header that carries a sender's API key, as SAP's Java library sends it.
     package static let apiKeyHeader = HTTPField.Name("X-API-Key")!
 
-    /// A back-end sender of push notifications, by HTTP Basic or by its API key (`X-API-Key`)
-    /// against `config/push-senders.json` (docs/push.md, "Sending").
+    /// A back-end sender of push notifications, by HTTP Basic, by its API key (`X-API-Key`) or
+    /// by an OAuth access token (`Bearer`), against `config/push-senders.json` (docs/push.md,
+    /// "Sending").
     package func authenticatePushSender(_ request: Request, client: String?) async throws(Refusal) -> PushSender {
         let keys = request.headers[values: Self.apiKeyHeader]
         if !keys.isEmpty {
@@ -172,6 +192,9 @@ package final class CallerSignIn: Sendable {
                 throw Refusal(.unauthorized, code: "UNAUTHORIZED", "the X-API-Key is not a sender's", challenge: Self.pushSenderChallenge)
             }
             return configuration.pushSenders[index]
+        }
+        if let authorization = request.headers[.authorization], authorization.prefix(7).lowercased() == "bearer " {
+            return try await authenticatePushSenderToken(authorization)
         }
         switch await pushSenderAuthenticator.authenticate(authorization: request.headers[.authorization], client: client) {
         case .success(let user):
@@ -184,6 +207,28 @@ package final class CallerSignIn: Sendable {
             if refusal.challenge != nil { refusal.challenge = Self.pushSenderChallenge }
             throw refusal
         }
+    }
+
+    /// The sender whose OAuth client an access token names: the token verified by the verifier
+    /// of its claimed issuer (each, when senders name the same issuer with other audiences or
+    /// keys), then its client claim compared with the senders' `clientId` by its bytes.
+    func authenticatePushSenderToken(_ authorization: String) async throws(Refusal) -> PushSender {
+        let issuer = JWTAuthenticator.claimedIssuer(authorization: authorization)
+        var firstFailure: String?
+        for verifier in pushSenderTokens where issuer.map({ UserIdentity.sameBytes($0, verifier.settings.issuer) }) ?? false {
+            switch await verifier.authenticate(authorization: authorization) {
+            case .success(let caller):
+                let sender = configuration.pushSenders.first { sender in
+                    guard let oauth = sender.oauth else { return false }
+                    return oauth.token == verifier.settings && UserIdentity.sameBytes(oauth.clientID, caller.identity.id)
+                }
+                if let sender { return sender }
+                firstFailure = firstFailure ?? "the token's \(verifier.settings.userClaim) names no sender's OAuth client"
+            case .failure(let failure):
+                firstFailure = firstFailure ?? failure.description
+            }
+        }
+        throw Refusal.bearerUnauthorized(firstFailure ?? "the token is not from an identity provider a push sender is configured with")
     }
 
     /// The refusal for a failed Basic sign-in: 401, or 429/503 with `Retry-After`.

@@ -303,7 +303,7 @@ extension ConfigurationLoader {
     /// `keys` array; relative to the working directory) or `{"url": URL}` (https; plain http
     /// only for a loopback host, since keys fetched over plain http could be swapped by
     /// anyone on the network).
-    private func jwksSource(_ jwks: ObjectReader) -> JWTAuthentication.KeySource? {
+    func jwksSource(_ jwks: ObjectReader) -> JWTAuthentication.KeySource? {
         let path = jwks.string("file")
         let url = jwks.string("url")
         jwks.reportUnknownKeys()

@@ -2,7 +2,7 @@ import MidtierCore
 import MidtierJSON
 
 // `config/push-senders.json` (docs/configuration.md; docs/push.md):
-// `{"senders":[{"name":..,"passwordHash":..,"apiKeyHash":..,"apps":[..]}]}`.
+// `{"senders":[{"name":..,"passwordHash":..,"apiKeyHash":..,"oauth":{..},"apps":[..]}]}`.
 
 extension ConfigurationLoader {
     /// Reads the back-end senders of push notifications, in file order. Names are unique
@@ -18,6 +18,7 @@ extension ConfigurationLoader {
         var senders: [PushSender] = []
         var seenNames = Set<ExactString>()
         var seenKeys = Set<[UInt8]>()
+        var seenClients: [PushSenderOAuth] = []
         for (path, element) in elements {
             guard let entry = ObjectReader.make(element, path: path, problems: reader.problems) else { continue }
             let before = reader.problems.problems.count
@@ -43,8 +44,19 @@ extension ConfigurationLoader {
                     entry.problem("apiKeyHash", "is another sender's API key too; each sender needs its own")
                 }
             }
-            if !entry.contains("passwordHash") && !entry.contains("apiKeyHash") {
-                entry.problem("passwordHash", "is required unless the sender has an apiKeyHash (one of the two, or both)")
+            var oauth: PushSenderOAuth?
+            if let object = entry.object("oauth") {
+                oauth = senderOAuth(object)
+                if let found = oauth {
+                    if seenClients.contains(found) {
+                        entry.problem(
+                            "oauth", "is another sender's OAuth client too (the same issuer, audience and clientId); each sender needs its own")
+                    }
+                    seenClients.append(found)
+                }
+            }
+            if !entry.contains("passwordHash") && !entry.contains("apiKeyHash") && !entry.contains("oauth") {
+                entry.problem("passwordHash", "is required unless the sender has an apiKeyHash or oauth (one of them, or several)")
             }
             var apps: [String] = []
             if let appElements = entry.array("apps", required: true) {
@@ -69,11 +81,32 @@ extension ConfigurationLoader {
             }
             entry.reportUnknownKeys()
             if let name, reader.problems.problems.count == before {
-                senders.append(PushSender(name: name, passwordHash: hash, apiKeyDigest: apiKeyDigest, apps: apps))
+                senders.append(PushSender(name: name, passwordHash: hash, apiKeyDigest: apiKeyDigest, oauth: oauth, apps: apps))
             }
         }
         reader.reportUnknownKeys()
         return senders
+    }
+
+    /// `oauth`: `{"issuer":..,"audience":..,"jwks":{"file":..}|{"url":..},"clientId":..,
+    /// "clientClaim":..}` (`clientClaim` optional, default `client_id`, the claim RFC 9068 names
+    /// the client by), checked as a JWT app's `authentication` is.
+    private func senderOAuth(_ object: ObjectReader) -> PushSenderOAuth? {
+        let reason = "needed for oauth"
+        let issuer = object.string("issuer", required: true, requiredBecause: reason)
+        let audience = object.string("audience", required: true, requiredBecause: reason)
+        let clientID = object.string("clientId", required: true, requiredBecause: reason)
+        let clientClaim = object.string("clientClaim") ?? "client_id"
+        let jwks = object.object("jwks", required: true, requiredBecause: reason).flatMap(jwksSource)
+        for (key, value) in [("issuer", issuer), ("audience", audience), ("clientId", clientID), ("clientClaim", clientClaim)] {
+            if let value, StoredText.hasControlCharacters(value) {
+                object.problem(key, "must not contain control characters")
+            }
+        }
+        object.reportUnknownKeys()
+        guard let issuer, let audience, let clientID, let jwks, !object.problems.has(under: object.path) else { return nil }
+        return PushSenderOAuth(
+            token: JWTAuthentication(issuer: issuer, audience: audience, jwks: jwks, userClaim: clientClaim), clientID: clientID)
     }
 
     /// The 32 bytes of `sha256:` and 64 hex digits; nil for anything else.

@@ -91,8 +91,9 @@ package struct FCMSettings: Sendable {
 }
 
 /// A back-end system that may send notifications (`config/push-senders.json`): a technical
-/// user that signs in with HTTP Basic (a bcrypt hash) or an API key (`X-API-Key`, its SHA-256),
-/// allowed to send to the apps it names (docs/push.md, "Sending").
+/// user that signs in with HTTP Basic (a bcrypt hash), an API key (`X-API-Key`, its SHA-256) or
+/// an OAuth access token of its identity provider, allowed to send to the apps it names
+/// (docs/push.md, "Sending").
 package struct PushSender: Sendable {
     package var name: String
     /// bcrypt hash from `midtier hash-secret`, for HTTP Basic; nil: the sender has no password.
@@ -100,18 +101,36 @@ package struct PushSender: Sendable {
     /// The SHA-256 of the sender's API key (32 bytes), from `midtier hash-secret --api-key`;
     /// nil: the sender has no API key.
     package var apiKeyDigest: [UInt8]?
+    /// The OAuth client the sender's access tokens name; nil: the sender takes no tokens.
+    package var oauth: PushSenderOAuth?
     /// App ids this sender may send to.
     package var apps: [String]
 
-    package init(name: String, passwordHash: String?, apiKeyDigest: [UInt8]? = nil, apps: [String]) {
+    package init(name: String, passwordHash: String?, apiKeyDigest: [UInt8]? = nil, oauth: PushSenderOAuth? = nil, apps: [String]) {
         self.name = name
         self.passwordHash = passwordHash
         self.apiKeyDigest = apiKeyDigest
+        self.oauth = oauth
         self.apps = apps
     }
 
     /// Whether the sender may send to `app` (app ids compared by their bytes).
     package func mayUse(app: String) -> Bool {
         apps.contains { UserIdentity.sameBytes($0, app) }
+    }
+}
+
+/// How a sender signs in with OAuth (docs/push.md, "Sending"): a bearer JWT access token that
+/// the sender got from its identity provider (client credentials), checked as a JWT app's
+/// tokens are — signature by the JWKS, issuer, audience, expiry —, whose `clientClaim` (the
+/// `token`'s `userClaim`, default `client_id`) is exactly `clientID`.
+package struct PushSenderOAuth: Sendable, Equatable {
+    /// The issuer, audience, keys and the claim naming the client.
+    package var token: JWTAuthentication
+    package var clientID: String
+
+    package init(token: JWTAuthentication, clientID: String) {
+        self.token = token
+        self.clientID = clientID
     }
 }

@@ -339,6 +339,31 @@ let pushBrokenCases: [Broken] = [
             #"[{"name": "a", "apiKeyHash": "sha256:\#(String(repeating: "ab", count: 32))", "apps": ["com.example.payroll"]},"#
                 + #" {"name": "b", "apiKeyHash": "sha256:\#(String(repeating: "AB", count: 32))", "apps": ["com.example.payroll"]}]"#)
     },
+    Broken("sender OAuth without a clientId", file: senders, key: "senders[0].oauth.clientId", message: "missing required key") {
+        $0.set(
+            senders, "senders",
+            #"[{"name": "a", "oauth": {"issuer": "https://idp.example", "audience": "midtier", "jwks": {"url": "https://idp.example/jwks"}}, "apps": ["com.example.payroll"]}]"#
+        )
+    },
+    Broken("sender OAuth with JWKS over plain http", file: senders, key: "senders[0].oauth.jwks.url", message: "https") {
+        $0.set(
+            senders, "senders",
+            #"[{"name": "a", "oauth": {"issuer": "https://idp.example", "audience": "midtier", "jwks": {"url": "http://idp.example/jwks"}, "clientId": "c"}, "apps": ["com.example.payroll"]}]"#
+        )
+    },
+    Broken("sender OAuth with an empty clientId", file: senders, key: "senders[0].oauth.clientId", message: "must not be empty") {
+        $0.set(
+            senders, "senders",
+            #"[{"name": "a", "oauth": {"issuer": "https://idp.example", "audience": "midtier", "jwks": {"url": "https://idp.example/jwks"}, "clientId": ""}, "apps": ["com.example.payroll"]}]"#
+        )
+    },
+    Broken("two senders with one OAuth client", file: senders, key: "senders[1].oauth", message: "is another sender's OAuth client too") {
+        $0.set(
+            senders, "senders",
+            #"[{"name": "a", "oauth": {"issuer": "https://idp.example", "audience": "midtier", "jwks": {"url": "https://idp.example/jwks"}, "clientId": "c"}, "apps": ["com.example.payroll"]},"#
+                + #" {"name": "b", "oauth": {"issuer": "https://idp.example", "audience": "midtier", "jwks": {"url": "https://idp.example/jwks"}, "clientId": "c"}, "apps": ["com.example.payroll"]}]"#
+        )
+    },
     Broken("senders not an array", file: senders, key: "senders", message: "must be an array (found an object)") {
         $0.set(senders, "senders", "{}")
     },
@@ -493,6 +518,29 @@ let pushBrokenCases: [Broken] = [
         #expect(configuration.pushSender(named: "keyed")?.apiKeyDigest == [UInt8](repeating: 0x0F, count: 32))
         #expect(configuration.pushSender(named: "both")?.passwordHash == Values.bobHash)
         #expect(configuration.pushSender(named: "both")?.apiKeyDigest == [UInt8](repeating: 0xA1, count: 32))
+    }
+
+    /// A sender may sign in with OAuth only: its identity provider's access tokens, naming its
+    /// client in `client_id` unless `clientClaim` names another claim.
+    @Test func aSenderWithOAuthLoadsItsClient() throws {
+        let fixture = Fixture.withPush()
+        fixture.set(
+            senders, "senders",
+            """
+            [{"name": "tokens", "oauth": {"issuer": "https://idp.example", "audience": "midtier-push",
+              "jwks": {"url": "https://idp.example/jwks"}, "clientId": "hr-events"}, "apps": ["com.example.payroll"]},
+             {"name": "azp", "oauth": {"issuer": "https://idp.example", "audience": "midtier-push",
+              "jwks": {"url": "https://idp.example/jwks"}, "clientId": "hr-events", "clientClaim": "azp"}, "apps": ["com.example.payroll"]}]
+            """)
+        let configuration = try fixture.load()
+        let tokens = try #require(configuration.pushSender(named: "tokens")?.oauth)
+        #expect(configuration.pushSender(named: "tokens")?.passwordHash == nil)
+        #expect(tokens.clientID == "hr-events")
+        #expect(
+            tokens.token
+                == JWTAuthentication(
+                    issuer: "https://idp.example", audience: "midtier-push", jwks: .url("https://idp.example/jwks"), userClaim: "client_id"))
+        #expect(configuration.pushSender(named: "azp")?.oauth?.token.userClaim == "azp")
     }
 
     @Test func senderOfAnAppWithoutPushIsAWarning() throws {

@@ -39,7 +39,7 @@ import urllib.error, urllib.parse, urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "standins"))
 import keys  # noqa: E402  (Tests/e2e/standins/keys.py)
-from harness import Checks, basic, demo_config, free_port, header, kill_all, wait_for  # noqa: E402
+from harness import Checks, basic, demo_config, free_port, header, idp_key, jwt, kill_all, wait_for  # noqa: E402
 from postgres import ThrowawayPostgres  # noqa: E402
 
 BIN = os.path.abspath(sys.argv[1])
@@ -53,6 +53,8 @@ TOPIC = "com.example.midtier.push"
 ADMIN_TOKEN = "push-admin-" + secrets.token_hex(12)
 SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
 SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
+SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity provider
+SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
 USERS = ["ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
          "quickdroid", "term"]
@@ -274,7 +276,10 @@ def make_config(folder, k, apns_port, fcm_port, hashes, **settings):
     json.dump({"senders": [{"name": "wf", "passwordHash": hashes["sender"], "apps": ["demo"]},
                            {"name": "other", "passwordHash": hashes["sender"], "apps": ["demo"]},
                            {"name": "outsider", "passwordHash": hashes["sender"], "apps": ["second"]},
-                           {"name": "keyed", "apiKeyHash": hashes["api key"], "apps": ["demo"]}]},
+                           {"name": "keyed", "apiKeyHash": hashes["api key"], "apps": ["demo"]},
+                           {"name": "tokened", "apps": ["demo"],
+                            "oauth": {"issuer": SENDER_ISSUER, "audience": "midtier-push", "jwks": {"file": k["sender_jwks"]},
+                                      "clientId": SENDER_CLIENT}}]},
               open(os.path.join(config, "push-senders.json"), "w"))
     users_path = os.path.join(config, "users.json")
     users = json.load(open(users_path))
@@ -323,6 +328,35 @@ def scenario_auth(m):
     status, _, body = call("POST", f"{m.base}/mobileservices/push/v2/backend/applications/second/notifications",
                            {"notification": {"alert": "hello"}}, {"X-API-Key": SENDER_API_KEY})
     check("1 a keyed sender sending to an app it is not allowed: 403", status == 403, f"({status} {short(body)})")
+
+
+def scenario_oauth_sender(m, k):
+    """SAP's third way for a sender (help.sap.com, "Sending Push Notifications"): an OAuth access
+    token of its identity provider, got with client credentials, as `Authorization: Bearer`."""
+    now = int(time.time())
+    def token(**changes):
+        claims = {"iss": SENDER_ISSUER, "aud": "midtier-push", "client_id": SENDER_CLIENT, "sub": SENDER_CLIENT,
+                  "iat": now, "exp": now + 600}
+        claims.update(changes)
+        return jwt(k["sender_idp_key"], {name: value for name, value in claims.items() if value is not None})
+    unknown = f"{m.base}/mobileservices/push/v2/backend/notifications/00000000-0000-0000-0000-000000000000/status"
+    status, _, body = call("GET", unknown, headers={"Authorization": "Bearer " + token()})
+    check("1b an OAuth access token signs the sender in (an unknown notification: 404)", status == 404, f"({status} {short(body)})")
+    status, _, body = call("POST", f"{m.base}/mobileservices/push/v2/backend/applications/second/notifications",
+                           {"notification": {"alert": "hello"}}, {"Authorization": "Bearer " + token()})
+    check("1b ... as the sender it names, which may not send to another app: 403", status == 403, f"({status} {short(body)})")
+    refused = [("another client", token(client_id="someone-else")), ("no client_id", token(client_id=None)),
+               ("another audience", token(aud="elsewhere")), ("expired", token(iat=now - 7200, exp=now - 3600)),
+               ("another issuer", token(iss="https://idp.other.test"))]
+    other_key, _ = idp_key(os.path.join(os.path.dirname(k["sender_jwks"]), "keys"))
+    refused.append(("signed by another key", jwt(other_key, {"iss": SENDER_ISSUER, "aud": "midtier-push", "client_id": SENDER_CLIENT,
+                                                             "exp": now + 600})))
+    for name, bad in refused:
+        status, headers, body = call("GET", unknown, headers={"Authorization": "Bearer " + bad})
+        check(f"1b a token of {name}: 401 with a Bearer challenge", status == 401 and "bearer" in (header(headers, "WWW-Authenticate") or "").lower(),
+              f"({status} {header(headers, 'WWW-Authenticate')} {short(body)})")
+    status, _, body = call("GET", unknown, headers={"Authorization": "Bearer " + token(), "X-API-Key": SENDER_API_KEY})
+    check("1b a token and an X-API-Key together: 400", status == 400, f"({status} {short(body)})")
 
 
 def scenario_two_devices(m, apns, fcm):
@@ -862,6 +896,10 @@ def main():
         check("the APNs stand-in starts", apns.start())
         check("the FCM stand-in starts", fcm.start())
 
+        # The OAuth sender's identity provider: its key, and its JWKS as a file.
+        k["sender_idp_key"], sender_jwks = idp_key(work)
+        k["sender_jwks"] = os.path.join(work, "sender-jwks.json")
+        json.dump(sender_jwks, open(k["sender_jwks"], "w"))
         hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD),
                   "api key": subprocess.run([BIN, "hash-secret", "--api-key"], input=SENDER_API_KEY + "\n", capture_output=True, text=True,
                                             check=True).stdout.strip()}
@@ -877,6 +915,7 @@ def main():
         logs.append(m.log)
         if check_started(m):
             scenario_auth(m)
+            scenario_oauth_sender(m, k)
             scenario_hostile(m)
             scenario_two_devices(m, apns, fcm)
             scenario_locked_blocked(m, apns, fcm)
