@@ -41,7 +41,75 @@ package enum DeviceFields {
                 throw .badRequest(isBoolean ? "\(name) must be true or false" : "\(name) must be a string")
             }
         }
+        if let given = object[capabilityNavigation], given != .null {
+            let list = try capabilities(given)
+            device.details[capabilitiesDetail] = list.isEmpty ? nil : JSON.array(list.map(\.stored)).serialized()
+        }
         return device
+    }
+
+    // MARK: Capabilities
+
+    /// The navigation property SAP's registration carries a device's capabilities in
+    /// (help.sap.com, "Create Capabilities Upon Registration"; docs/push.md, "Capabilities").
+    package static let capabilityNavigation = "Capability"
+    /// The detail a registration keeps its capabilities in: a JSON array of
+    /// `{"Category", "CapabilityName"}`; absent when the device named none.
+    package static let capabilitiesDetail = "Capabilities"
+    /// At most this many capabilities on one registration.
+    package static let maximumCapabilities = 64
+
+    /// One capability a device registered: a category (`push`, in SAP's example) and a name.
+    package struct Capability: Sendable, Equatable {
+        package var category: String
+        package var name: String
+
+        var stored: JSON { .sortedObject(["Category": .string(category), "CapabilityName": .string(name)]) }
+    }
+
+    /// The capabilities of a Connections body: a list of `{"Category", "CapabilityName"}`, or
+    /// OData v2 JSON's `{"results": [...]}` around it; the Atom body's inline feed comes here
+    /// as the same list. Replaces what the registration had; an empty list clears it.
+    static func capabilities(_ given: JSON) throws(Refusal) -> [Capability] {
+        var list = given
+        if let results = given["results"], given.members != nil { list = results }
+        guard case .array(let entries) = list else {
+            throw .badRequest("Capability must be a list of {\"Category\", \"CapabilityName\"} (or {\"results\": [...]})")
+        }
+        guard entries.count <= maximumCapabilities else {
+            throw .badRequest("Capability names \(entries.count) capabilities; at most \(maximumCapabilities)")
+        }
+        var found: [Capability] = []
+        for (index, entry) in entries.enumerated() {
+            guard entry.members != nil, case .string(let name)? = entry["CapabilityName"], !name.isEmpty else {
+                throw .badRequest("Capability[\(index)] must be an object with a CapabilityName (a non-empty string)")
+            }
+            let category: String
+            switch entry["Category"] {
+            case nil, .null?: category = ""
+            case .string(let text)?: category = text
+            default: throw .badRequest("Capability[\(index)].Category must be a string")
+            }
+            for (text, member) in [(name, "CapabilityName"), (category, "Category")] {
+                guard text.utf8.count <= 256, !StoredText.hasControlCharacters(text) else {
+                    throw .badRequest("Capability[\(index)].\(member) must be at most 256 bytes without control characters")
+                }
+            }
+            let capability = Capability(category: category, name: name)
+            if !found.contains(capability) { found.append(capability) }
+        }
+        return found
+    }
+
+    /// The capabilities a registration keeps (``capabilitiesDetail``).
+    package static func capabilities(of registration: Registration) -> [Capability] {
+        guard let text = registration.details[capabilitiesDetail], case .success(let value) = StrictJSON.value(Array(text.utf8)),
+            case .array(let entries) = value
+        else { return [] }
+        return entries.compactMap { entry in
+            guard case .string(let name)? = entry["CapabilityName"] else { return nil }
+            return Capability(category: entry["Category"]?.stringValue ?? "", name: name)
+        }
     }
 
     /// A device's text field as the store keeps it: at most 4096 bytes, no control characters

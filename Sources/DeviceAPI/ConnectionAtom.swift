@@ -1,9 +1,10 @@
-import Callers
+package import Callers
 import Foundation
 import HTTPTypes
 import Hummingbird
 import MidtierCore
-import SAMLSigning
+package import MidtierJSON
+package import SAMLSigning
 
 /// The registration API's original format: Connections as OData v2 Atom/XML, for clients that
 /// ask for it or send it (docs/device-api.md, "Registration in Atom"), the service document and
@@ -134,5 +135,23 @@ enum ConnectionAtom {
         var headers = HTTPFields()
         headers[.contentType] = contentType
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: xml)))
+    }
+}
+
+extension DeviceFields {
+    /// An Atom registration body as the fields a JSON one has: its properties as strings (null
+    /// for `m:null`), and its inline Capability feed as the `Capability` list
+    /// (docs/push.md, "Capabilities").
+    package static func fields(ofAtom bytes: [UInt8]) -> Result<[String: JSON], ODataAtomEntry.Problem> {
+        ODataAtomEntry.entry(of: bytes).map { entry in
+            var object = Dictionary(entry.properties.map { ($0.name, JSON.string($0.value)) }, uniquingKeysWith: { first, _ in first })
+            if let capabilities = entry.inline.first(where: { $0.navigation == DeviceFields.capabilityNavigation }) {
+                object[DeviceFields.capabilityNavigation] = .array(
+                    capabilities.entries.map { properties in
+                        .object(properties.map { JSONMember(key: $0.name, value: JSON.string($0.value)) })
+                    })
+            }
+            return object
+        }
     }
 }

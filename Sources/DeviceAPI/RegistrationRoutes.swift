@@ -251,9 +251,9 @@ struct RegistrationRoutes: Sendable {
         let bytes = Array(buffer.readableBytesView)
         var object: [String: JSON]
         if ConnectionAtom.isBody(request) {
-            switch ODataAtomEntry.properties(of: bytes) {
-            case .success(let properties):
-                object = Dictionary(properties.map { ($0.name, JSON.string($0.value)) }, uniquingKeysWith: { first, _ in first })
+            switch DeviceFields.fields(ofAtom: bytes) {
+            case .success(let fields):
+                object = fields
             case .failure(let problem):
                 throw .badRequest("the registration body is not an Atom entry Midtier can read: \(problem.message)")
             }

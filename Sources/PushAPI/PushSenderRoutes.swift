@@ -65,13 +65,14 @@ package struct PushSenderRoutes: Sendable {
             router.post(RouterPath("\(root)/applications/{appId}/notifications/bulk")) { request, context throws(Refusal) -> Response in
                 try await sendBulk(request, context)
             }
-            for unsupported in ["\(root)/applications/{appId}/topics/notifications", "\(root)/capabilities/{capability}/notifications"] {
-                router.post(RouterPath(unsupported)) { request, context throws(Refusal) -> Response in
-                    _ = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
-                    throw Refusal(
-                        .notImplemented, code: "NOT_IMPLEMENTED",
-                        "push to topics and to capabilities is not supported: devices register no topics or capabilities with Midtier (docs/push.md)")
-                }
+            router.post(RouterPath("\(root)/capabilities/{capability}/notifications")) { request, context throws(Refusal) -> Response in
+                try await sendToCapability(request, context)
+            }
+            router.post(RouterPath("\(root)/applications/{appId}/topics/notifications")) { request, context throws(Refusal) -> Response in
+                _ = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
+                throw Refusal(
+                    .notImplemented, code: "NOT_IMPLEMENTED",
+                    "push to topics is not supported: devices subscribe to no topics with Midtier (docs/push.md)")
             }
             router.get(RouterPath("\(root)/notifications/{id}/status")) { request, context throws(Refusal) -> Response in
                 try await status(request, context)

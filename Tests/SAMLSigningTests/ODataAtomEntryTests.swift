@@ -1,3 +1,4 @@
+import Foundation
 import SAMLSigning
 import Testing
 
@@ -32,6 +33,38 @@ import Testing
                 .init(name: "ApnsDeviceToken", value: "18AA&48"),
             ])
         #expect(try ODataAtomEntry.properties(of: Self.entry("")).get().isEmpty)
+    }
+
+    /// SAP's "Create Capabilities Upon Registration" example: the capabilities come as an inline
+    /// feed of the Capability navigation property; other links are not read.
+    @Test func inlineFeedsAreReadByTheirNavigationProperty() throws {
+        let capability =
+            "<link rel=\"http://schemas.microsoft.com/ado/2007/08/dataservices/related/Capability\" type=\"application/atom+xml;type=feed\">"
+            + "<m:inline><feed><entry><content type=\"application/xml\"><m:properties><d:Category>push</d:Category>"
+            + "<d:CapabilityName>purchaseOrder-display</d:CapabilityName></m:properties></content></entry>"
+            + "<entry><content type=\"application/xml\"><m:properties><d:CapabilityName>leave</d:CapabilityName></m:properties></content></entry>"
+            + "</feed></m:inline></link><link rel=\"self\" href=\"x\"/>"
+        var body = String(decoding: Self.entry("<d:FormFactor>smartphone</d:FormFactor>"), as: UTF8.self)
+        body = body.replacingOccurrences(of: "<content type", with: capability + "<content type", options: [], range: body.range(of: "<content type"))
+        let entry = try ODataAtomEntry.entry(of: Array(body.utf8)).get()
+        #expect(entry.properties == [.init(name: "FormFactor", value: "smartphone")])
+        #expect(entry.inline.map(\.navigation) == ["Capability"])
+        #expect(
+            entry.inline.first?.entries == [
+                [.init(name: "Category", value: "push"), .init(name: "CapabilityName", value: "purchaseOrder-display")],
+                [.init(name: "CapabilityName", value: "leave")],
+            ])
+        let many = String(repeating: "<entry><content type=\"application/xml\"><m:properties/></content></entry>", count: 65)
+        var crowded = String(decoding: Self.entry(""), as: UTF8.self)
+        crowded = crowded.replacingOccurrences(
+            of: "<content type",
+            with: "<link rel=\"\(ODataAtomEntry.relatedPrefix)Capability\"><m:inline><feed>\(many)</feed></m:inline></link><content type",
+            options: [], range: crowded.range(of: "<content type"))
+        guard case .failure(let problem) = ODataAtomEntry.entry(of: Array(crowded.utf8)) else {
+            Issue.record("65 inline entries were read")
+            return
+        }
+        #expect(problem.message.contains("more than 64 inline entries"))
     }
 
     @Test func entityAttacksAreRefusedUnexpanded() {

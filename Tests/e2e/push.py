@@ -56,7 +56,7 @@ SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity provider
 SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
+USERS = ["capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
          "quickdroid", "term"]
 
 check = Checks("push")
@@ -713,6 +713,70 @@ def scenario_sender_api(m, apns, fcm):
         check(f"13 {path}: 501 naming what Midtier does not do", status == 501 and b"topics" in body, f"({status} {short(body)})")
 
 
+ATOM_WITH_CAPABILITY = """<?xml version='1.0' encoding='utf-8'?>
+<entry xmlns="http://www.w3.org/2005/Atom" xmlns:d="http://schemas.microsoft.com/ado/2007/08/dataservices"
+       xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata">
+ <link rel="http://schemas.microsoft.com/ado/2007/08/dataservices/related/Capability" type="application/atom+xml;type=feed" title="Capability">
+  <m:inline><feed><entry><content type="application/xml"><m:properties>
+   <d:Category>push</d:Category><d:CapabilityName>purchaseOrder-display</d:CapabilityName>
+  </m:properties></content></entry></feed></m:inline>
+ </link>
+ <content type="application/xml"><m:properties><d:FormFactor>tablet</d:FormFactor><d:DeviceType>iPad</d:DeviceType>
+  <d:ApnsDeviceToken>{token}</d:ApnsDeviceToken></m:properties></content>
+</entry>"""
+
+
+def scenario_capabilities(m, apns):
+    """13b. SAP's push to a capability: devices register capabilities with their registration
+    (help.sap.com, "Create Capabilities Upon Registration", in JSON or as an Atom inline feed);
+    a sender reaches the named users' devices with that capability and form factor."""
+    phone, tablet, plain, other = ios_token(), ios_token(), ios_token(), ios_token()
+    capability = [{"Category": "push", "CapabilityName": "purchaseOrder-display"}]
+    _, phone_cid, _ = m.onboard("capable", {"DeviceType": "iPhone", "FormFactor": "smartphone", "ApnsDeviceToken": phone, "Capability": capability})
+    status, headers, body = call("POST", f"{m.base}/odata/applications/v1/demo/Connections", ATOM_WITH_CAPABILITY.format(token=tablet).encode(),
+                                 {"Authorization": basic("capable", DEVICE_PASSWORD), "Content-Type": "application/atom+xml"})
+    tablet_cid = header(headers, "X-SMP-APPCID")
+    _, plain_cid, _ = m.onboard("capable", {"DeviceType": "iPhone", "FormFactor": "phone", "ApnsDeviceToken": plain})
+    _, other_cid, _ = m.onboard("incapable", {"DeviceType": "iPhone", "FormFactor": "phone", "ApnsDeviceToken": other,
+                                              "Capability": {"results": [{"Category": "push", "CapabilityName": "leave-approve"}]}})
+    check("13b four registrations with and without capabilities (JSON, OData's results, Atom inline feed)",
+          all([phone_cid, tablet_cid, plain_cid, other_cid]), f"({status} {short(body)})")
+    url = f"{m.base}/mobileservices/push/v2/backend/capabilities/purchaseOrder-display/notifications"
+    auth = {"Authorization": basic("wf", SENDER_PASSWORD)}
+    status, _, body = call("POST", url, {"notification": {"alert": "PO 4711"},
+                                         "users": [{"user": "capable", "formFactor": ["phone"], "badge": 7},
+                                                   {"user": "incapable", "formFactor": ["phone", "tablet"]}]}, auth)
+    results = (as_json(body) or {}).get("pushResults") or []
+    check("13b a push to a capability for phones: 202, the phone with it (code 0), code 2 for the user without it",
+          status == 202 and [(r.get("target"), r.get("code")) for r in results] == [(phone_cid, 0), ("incapable", 2)],
+          f"({status} {short(body)})")
+    finals = m.final_statuses([r.get("notificationId") for r in results if r.get("notificationId")])
+    got = {e.get("token"): ((e.get("payload") or {}).get("aps") or {}) for e in apns.lines() if e.get("token") in (phone, tablet, plain, other)}
+    check("13b ... APNs got it for that phone only, with the user's badge",
+          set(got) == {phone} and got[phone].get("badge") == 7 and "PO 4711" in json.dumps(got[phone].get("alert")), f"({got} {finals})")
+    status, _, body = call("POST", url, {"notification": {"alert": "PO 4712"}, "users": [{"user": "capable", "formFactor": ["phone", "tablet"]}]}, auth)
+    check("13b phones and tablets: the phone and the tablet (its capability from the Atom feed), not the registration without it",
+          status == 202 and sorted(r.get("target") for r in (as_json(body) or {}).get("pushResults") or []) == sorted([phone_cid, tablet_cid]),
+          f"({status} {short(body)})")
+    status, _, body = call("PUT", f"{m.base}/odata/applications/v1/demo/Connections('{phone_cid}')", {"Capability": []},
+                           {"Authorization": basic("capable", DEVICE_PASSWORD), "X-SMP-APPCID": phone_cid or ""})
+    check("13b an update with an empty Capability list clears the phone's", status in (200, 204), f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": "capable", "formFactor": ["phone"]}]}, auth)
+    check("13b ... so a push to phones finds none: 404 with code 2", status == 404 and b'"code":2' in body, f"({status} {short(body)})")
+    for name, bad, named in [("badges per registration", {"users": [{"user": "capable", "badges": {"x": 1}}]}, b"badges"),
+                             ("a misspelt member", {"users": [{"user": "capable", "fromFactor": ["phone"]}]}, b"fromFactor"),
+                             ("no users", {"users": []}, b"users")]:
+        status, _, body = call("POST", url, {"notification": {"alert": "x"}, **bad}, auth)
+        check(f"13b {name}: 400 naming it", status == 400 and named in body, f"({status} {short(body)})")
+    status, _, body = call("POST", f"{m.base}/odata/applications/v1/demo/Connections",
+                           {"DeviceType": "iPhone", "Capability": [{"Category": "push", "CapabilityName": "bad\u001bname"}]},
+                           {"Authorization": basic("capable", DEVICE_PASSWORD)})
+    check("13b a capability with a control character: 400", status == 400 and b"Capability" in body, f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": "capable"}]},
+                           {"Authorization": basic("outsider", SENDER_PASSWORD)})
+    check("13b a sender whose apps have no push: 404", status == 404, f"({status} {short(body)})")
+
+
 def scenario_slow_apns(m, apns, fcm):
     """11. Issue 36 items 7 and 8: APNs holds every request (a service answering very slowly) while
     more are queued for it than it has places; FCM's deliveries go out all the same, while APNs
@@ -925,6 +989,7 @@ def main():
             scenario_metrics(m)
             scenario_background(m, apns, fcm)
             scenario_sender_api(m, apns, fcm)
+            scenario_capabilities(m, apns)
             scenario_slow_apns(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_durability(m, apns)

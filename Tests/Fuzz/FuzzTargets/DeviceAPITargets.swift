@@ -6,11 +6,10 @@ import Registrations
 import SAMLSigning
 
 /// `atom`: a registration body in Atom/XML, read as the registration routes read it
-/// (ODataAtomEntry's properties, then the same field checks a JSON body gets).
+/// (its properties and inline Capability feed, then the same field checks a JSON body gets).
 enum AtomTarget {
     static func run(_ bytes: [UInt8]) {
-        guard case .success(let properties) = ODataAtomEntry.properties(of: bytes) else { return }
-        let object = Dictionary(properties.map { ($0.name, JSON.string($0.value)) }, uniquingKeysWith: { first, _ in first })
+        guard case .success(let object) = DeviceFields.fields(ofAtom: bytes) else { return }
         _ = try? DeviceFields.read(object, existing: DeviceDetails())
     }
 }
