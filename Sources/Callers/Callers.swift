@@ -227,6 +227,36 @@ package struct Callers: Sendable {
         return (own.id, true)
     }
 
+    /// After `device` was bound to registration `id` as a new push device id: when another of
+    /// the user's registrations of the app holds it too — two of the user's phones bound it at
+    /// the same moment, each having seen it free —, this one lets go of it and the call is
+    /// refused with `409`. A device id names one registration: of two at once at most one keeps
+    /// it (both may let go, and the devices register again), never both, which would let a
+    /// sender's device path reach two phones.
+    package func settlePushDeviceId(
+        _ device: String, boundTo id: String, app: AppConfiguration, user: UserIdentity, source: String
+    )
+        async throws(Refusal)
+    {
+        let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id))
+        }
+        let holds = { (registration: Registration) in
+            registration.details[Self.pushDeviceIdDetail].map { UserIdentity.sameBytes($0, device) } ?? false
+        }
+        guard owned.contains(where: { holds($0) && !UserIdentity.sameBytes($0.id, id) }) else { return }
+        _ = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await registrations.updateDevice(id: id, user: user, app: app.id, source: source, policy: app.blockWipingPolicy) { fields in
+                if let held = fields.details[Self.pushDeviceIdDetail], UserIdentity.sameBytes(held, device) {
+                    fields.details[Self.pushDeviceIdDetail] = nil
+                }
+            }
+        }
+        throw Refusal(
+            .conflict, code: "CONFLICT",
+            "another of the user's registrations took the device id \(device) at the same moment; register again (with X-SMP-APPCID)")
+    }
+
     /// The registrations of `candidates` (one user's of one app) a push device id names, the
     /// same way for a device and a sender (docs/push.md): by registration id, else by the push
     /// device id a device chose (its bytes), else by `DeviceId` (as device ids compare).

@@ -66,7 +66,11 @@ struct PushRegistrationRoutes: Sendable {
             }
         }
         switch outcome {
-        case .updated(let updated): try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
+        case .updated(let updated):
+            try await PushTokenRelease.release(updated, store: registrations.store, logger: logger)
+            if isNewDeviceId {
+                try await callers.settlePushDeviceId(named, boundTo: id, app: app, user: user.identity, source: source)
+            }
         case .notFound: throw .forbidden("the registration id is not known")
         case .deviceHeld(let held): throw DeviceFields.held(held, "its push token cannot change")
         case .tokenHeldByAnotherUser: throw DeviceFields.tokenHeldByAnotherUser

@@ -4,6 +4,7 @@ import MidtierServer
 import MidtierStore
 import MidtierTestSupport
 import NIOHTTP1
+import Registrations
 import Testing
 
 /// SAP's push registration path and the Connection entity's tokens (docs/push.md,
@@ -117,6 +118,39 @@ import Testing
             #expect(removed.status == 204 && afterDelete == "", "\(removed.status) \(removed.text)")
             let control = try await env.call(.POST, "\(Self.push)/ios/devices/a%07b", headers: alice, body: #"{"pushToken":"ab"}"#)
             #expect(control.status == 400, "\(control.status) \(control.text)")
+        }
+    }
+
+    /// Found by the outside attack of issue 36: two of one user's registrations binding the same
+    /// new device id at once both kept it, so a sender's device path then reached both phones.
+    /// A device id names one registration: of two at once, at most one keeps it, and a call
+    /// whose registration does not keep it is answered 409.
+    @Test(arguments: StoreKind.allCases) func aChosenIdClaimedByTwoRegistrationsAtOnceNamesOne(_ kind: StoreKind) async throws {
+        try await Self.withPush(kind) { env in
+            let alice = [("Authorization", TestUser.alice.basic), ("Content-Type", "application/json")]
+            let phone = try await UserStorageTests.onboard(env, .alice, device: "race-phone")
+            let tablet = try await UserStorageTests.onboard(env, .alice, device: "race-tablet")
+            for round in 0..<12 {
+                let chosen = "sdk-race-\(round)"
+                let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for (own, token) in [(phone, "aa\(round)0"), (tablet, "bb\(round)0")] {
+                        group.addTask {
+                            try await env.call(
+                                .POST, "\(Self.push)/ios/devices/\(chosen)", headers: alice + [("X-SMP-APPCID", own)],
+                                body: #"{"pushToken":"\#(token)"}"#
+                            ).status
+                        }
+                    }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+                let owned = try await env.server.registrations.store.registrations(
+                    matching: RegistrationFilter(user: UserIdentity(realm: UserIdentity.localRealm, id: TestUser.alice.id), app: "demo"))
+                // The detail Callers.pushDeviceIdDetail names.
+                let holders = owned.filter { $0.details["PushDeviceId"] == chosen }.map(\.id)
+                #expect(holders.count <= 1, "round \(round): \(holders) both hold \(chosen); answers \(statuses)")
+                #expect(statuses.filter { $0 == 201 }.count == holders.count, "round \(round): answers \(statuses), holders \(holders)")
+                #expect(statuses.allSatisfy { $0 == 201 || $0 == 409 || $0 == 403 }, "round \(round): \(statuses)")
+            }
         }
     }
 
