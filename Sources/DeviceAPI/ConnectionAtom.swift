@@ -20,15 +20,35 @@ enum ConnectionAtom {
     static func isWanted(_ request: Request) -> Bool { preference(request) ?? true }
 
     /// What the request asks for: Atom (true), JSON (false), or nothing (nil). `$format`
-    /// (`atom`/`xml` or `json`) decides first; then `Accept`: JSON when it names JSON, Atom when
-    /// it names Atom or XML and not JSON.
+    /// (`atom`/`xml` or `json`) decides first; then `Accept` by its quality values: the one of
+    /// JSON and Atom/XML it prefers (JSON on a tie), a type with `q=0` refused; nothing when it
+    /// names neither, or refuses both.
     static func preference(_ request: Request) -> Bool? {
         if let format = request.uri.queryParameters["$format"] {
             return format == "atom" || format == "xml"
         }
-        let accept = request.headers[values: .accept].joined(separator: ",").lowercased()
-        if accept.contains("application/json") { return false }
-        if accept.contains("application/atom+xml") || accept.contains("application/xml") { return true }
+        var json: Double?
+        var atom: Double?
+        for value in request.headers[values: .accept] {
+            for range in value.split(separator: ",") {
+                let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                guard let type = parts.first else { continue }
+                // A missing or malformed q is 1: the type was named.
+                let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }.map { min(max($0, 0), 1) } ?? 1
+                switch type {
+                case "application/json": json = max(json ?? 0, quality)
+                case "application/atom+xml", "application/xml": atom = max(atom ?? 0, quality)
+                default: continue
+                }
+            }
+        }
+        let jsonQuality = json ?? -1
+        let atomQuality = atom ?? -1
+        if jsonQuality > 0 && jsonQuality >= atomQuality { return false }
+        if atomQuality > 0 { return true }
+        // Only refusals: the one not refused, if one was refused and the other not named.
+        if json == 0 && atom == nil { return true }
+        if atom == 0 && json == nil { return false }
         return nil
     }
 

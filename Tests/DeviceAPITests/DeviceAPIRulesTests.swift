@@ -36,6 +36,22 @@ import Testing
         #expect(EndpointsCollection.key("Endpoints('')") == nil)
     }
 
+    /// `Accept` by its quality values (RFC 9110, 12.5.1): `q=0` refuses a type, and the
+    /// preferred of JSON and Atom/XML wins (JSON on a tie). Before issue 36's review,
+    /// `application/json;q=0` still chose JSON: the header was searched for the text.
+    @Test func acceptIsReadByItsQualityValues() {
+        func preference(_ accept: String) -> Bool? { ConnectionAtom.preference(Self.request("/x", [("Accept", accept)])) }
+        #expect(preference("application/json;q=0") == true)
+        #expect(preference("application/json; q=0.0, application/atom+xml") == true)
+        #expect(preference("application/atom+xml;q=0.5, application/json;q=0.9") == false)
+        #expect(preference("application/atom+xml;q=0.9, application/json;q=0.5") == true)
+        #expect(preference("application/atom+xml;q=0") == false)
+        #expect(preference("application/json;q=0, application/atom+xml;q=0") == nil)
+        #expect(preference("APPLICATION/JSON;Q=1") == false)
+        #expect(preference("text/html, */*;q=0.8") == nil)
+        #expect(preference("application/json;q=banana") == false, "a malformed q is read as 1, as the type was named")
+    }
+
     /// `$format` decides first, then `Accept`; JSON when neither says.
     @Test func theFormatAClientAsksFor() {
         #expect(ConnectionAtom.preference(Self.request("/x")) == nil)
