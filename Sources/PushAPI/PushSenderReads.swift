@@ -49,6 +49,10 @@ extension PushSenderRoutes {
         let signIn = signIn.current
         let sender = try await signIn.authenticatePushSender(request, client: context.clientIP)
         let query = request.uri.queryParameters
+        // A filter named twice is refused, not read as its first value.
+        for name in ["applicationId", "username", "pushGroup"] where query.getAll(name).count > 1 {
+            throw .badRequest("\(name) is given more than once; give it once")
+        }
         var appIDs = sender.apps
         if let named = query["applicationId"].map(String.init) {
             guard sender.mayUse(app: named) else { throw .forbidden("the sender \(sender.name) may not read application \(named)") }

@@ -708,6 +708,8 @@ def scenario_sender_api(m, apns, fcm):
     check("13 GET localizations: the users' locales", status == 200 and sorted(as_json(body) or []) == ["de_DE", "fr_FR"], f"({status} {short(body)})")
     status, _, body = call("GET", f"{base}/registrations", headers={})
     check("13 reading registrations without credentials: 401", status == 401, f"({status} {short(body)})")
+    status, _, body = call("GET", f"{base}/registrations?applicationId=demo&applicationId=second", headers=auth)
+    check("13 a filter given twice: 400 naming it (not its first value)", status == 400 and b"applicationId" in body, f"({status} {short(body)})")
     for path in ["demo/topics/notifications"]:
         status, _, body = m.send(path, {"notification": {"alert": "x"}}, version="v2")
         check(f"13 {path}: 501 naming what Midtier does not do", status == 501 and b"topics" in body, f"({status} {short(body)})")
