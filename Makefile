@@ -16,7 +16,8 @@ run: deps certs build
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
 ## two instances on one PostgreSQL; PostgreSQL over TLS; push notifications through stand-in
 ## APNs and FCM; traces to a stand-in OpenTelemetry collector; principal propagation behind
-## nginx as the ICM, the token services, the back end's own users). Lint first.
+## nginx as the ICM, the token services, the back end's own users; what deploy/ ships: the
+## systemd unit, its readiness protocol and system call filter, the Kubernetes manifests). Lint first.
 test: deps certs lint
 	$(SWIFT) build --build-tests
 	python3 Tests/e2e/postgres.py run -- $(SWIFT) test --skip-build
@@ -42,6 +43,7 @@ test: deps certs lint
 	python3 Tests/e2e/principal_propagation.py $(BIN)
 	python3 Tests/e2e/token_services.py $(BIN)
 	python3 Tests/e2e/backend_signin.py $(BIN)
+	python3 Tests/e2e/deploy.py $(BIN)
 
 ## Install the Debian packages the build and the tests need, when missing.
 deps:

@@ -17,6 +17,8 @@ packages=(
   chromium-driver # WebDriver for it, which selenium drives
   ca-certificates
   python3
+  systemd         # systemd-analyze: the unit in deploy/systemd is verified and scored (Tests/e2e/deploy.py)
+  strace          # every system call Midtier makes is checked against that unit's filter; make bench-syscalls
 )
 
 missing=()
@@ -37,13 +39,15 @@ fi
 # (pyodata), what the admin API contract test validates with, selenium for the browser
 # tests, and for the push stand-ins (Tests/e2e/standins) hypercorn (HTTP/2 over TLS), PyJWT and
 # cryptography (JWTs, test keys) and httpx with h2 (their selftest's HTTP/2 client), and the
-# OpenTelemetry protocol's messages for the stand-in trace collector (Tests/e2e/tracing.py)
+# OpenTelemetry protocol's messages for the stand-in trace collector (Tests/e2e/tracing.py),
+# and the Kubernetes schemas deploy/kubernetes is validated against (Tests/e2e/deploy.py)
 # (module:pip package).
 for pair in "pyodata:pyodata==1.12.1" "requests:requests" "yaml:PyYAML" "jsonschema:jsonschema" "referencing:jsonschema>=4.18" \
             "rfc3339_validator:rfc3339-validator" "openapi_spec_validator:openapi-spec-validator" \
             "selenium:selenium" \
             "hypercorn:hypercorn" "jwt:PyJWT" "cryptography:cryptography" "httpx:httpx" "h2:h2" \
-            "opentelemetry.proto.collector.trace.v1.trace_service_pb2:opentelemetry-proto"; do
+            "opentelemetry.proto.collector.trace.v1.trace_service_pb2:opentelemetry-proto" \
+            "kubernetes_validate:kubernetes-validate"; do
   python3 -c "import ${pair%%:*}" 2>/dev/null || python3 -m pip install --quiet --disable-pip-version-check "${pair#*:}"
 done
 # schemathesis fuzzes the admin API (Tests/e2e/admin_fuzz.py); pinned, because its run is the

@@ -50,16 +50,20 @@ struct Serve: AsyncParsableCommand {
             printError("midtier: not starting: \(error)")
             throw ExitCode.failure
         }
+        // systemd's Type=notify (docs/operations.md, "Under systemd"): ready once both
+        // listeners are bound; last, so that it hears of a shutdown first.
+        let readiness = ReadinessAnnouncer(listeners: 2, logger: logger)
         let services = ServiceGroup(
             configuration: .init(
                 services: tracing + [
                     .init(service: server.contactWriter()),
                     .init(service: server.clientUploadSweeper()),
                     .init(service: server.pushDeliverer()),
-                    .init(service: server.makeApplication()),
-                    .init(service: server.makeAdminApplication()),
+                    .init(service: server.makeApplication(onServerRunning: { _ in readiness.listenerRunning() })),
+                    .init(service: server.makeAdminApplication(onServerRunning: { _ in readiness.listenerRunning() })),
                     .init(service: server.reloadOnHangup()),
                     .init(service: server.storeChanges()),
+                    .init(service: readiness),
                 ],
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
