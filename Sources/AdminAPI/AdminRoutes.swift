@@ -37,6 +37,9 @@ package struct AdminRoutes: Sendable {
             (.get, "/admin/v1/audit", listAudit),
             (.get, "/admin/v1/client-logs", listClientLogs),
             (.get, "/admin/v1/client-usage", listClientUsage),
+            (.get, "/admin/v1/push/notifications", listPushNotifications),
+            (.post, "/admin/v1/push/notifications", sendTestNotification),
+            (.get, "/admin/v1/push/notifications/{id}", getPushNotification),
         ]
         for action in RegistrationAction.allCases {
             routes.append(
@@ -76,7 +79,7 @@ package struct AdminRoutes: Sendable {
         }
     }
 
-    private func parameter(_ context: MidtierRequestContext, _ name: String) throws(Refusal) -> String {
+    func parameter(_ context: MidtierRequestContext, _ name: String) throws(Refusal) -> String {
         guard let raw = context.parameters.get(name), !raw.isEmpty else { throw .badRequest("\(name) is missing") }
         guard let value = raw.removingPercentEncoding, !value.isEmpty else {
             throw .badRequest("\(name) has a malformed percent-encoding")
@@ -86,7 +89,7 @@ package struct AdminRoutes: Sendable {
 
     /// The query parameter `name`, if given; `400` naming it when it has a control character
     /// (`Administration.checkText`).
-    private func query(_ request: Request, _ name: String) throws(Refusal) -> String? {
+    func query(_ request: Request, _ name: String) throws(Refusal) -> String? {
         guard let value = request.uri.queryParameters[Substring(name)].map(String.init) else { return nil }
         try Administration.checkText(value, named: name)
         return value

@@ -76,8 +76,9 @@ extension Administration {
     /// notification is stored, with one delivery per active registration of the user in the app
     /// that holds a token for one of the app's push services, before this returns; the delivery
     /// worker is woken and the action audited (`push.test`, the user as target). `400` for an
-    /// alert that is empty or too long, an app without push or a user without such a
-    /// registration; `404` for an app that is not configured.
+    /// alert that is empty or too long; `404` for an app that is not configured, an app without
+    /// push or a user without such a registration — as a sender hears for an app without push
+    /// and for targets without a push token (docs/push.md).
     package func sendTestNotification(
         user: UserIdentity, app appID: String, alert: String,
         by actor: AuditActor
@@ -97,7 +98,7 @@ extension Administration {
             throw .notFound("application \(appID) is not configured")
         }
         guard app.push.isEnabled else {
-            throw .badRequest("application \(app.id) has no push notifications (neither apns nor fcm in its push section)")
+            throw .notFound("application \(app.id) has no push notifications (neither apns nor fcm in its push section)")
         }
         let notification: JSON = ["alert": .string(text)]
         do {
@@ -116,7 +117,7 @@ extension Administration {
                     || (app.push.fcm != nil && !registration.androidGcmRegistrationId.isEmpty))
         }.map(\.id)
         guard !targets.isEmpty else {
-            throw .badRequest("user \(user) has no active registration in application \(app.id) with a push token for its push services")
+            throw .notFound("user \(user) has no active registration in application \(app.id) with a push token for its push services")
         }
         let now = registrations.clock.now()
         let record = PushNotificationRecord(

@@ -105,4 +105,26 @@ import TokenExchange
             #expect(unknown?.message.contains("no<U+0007>such") == true)
         }
     }
+
+    /// Over a store that keeps no push notifications (some test stores; SQLite and PostgreSQL
+    /// always do), every push operation — the list, one notification, a test notification, as
+    /// the admin API and the console ask for them — is `503 PUSH_UNAVAILABLE`, never a `500`,
+    /// and sends nothing.
+    @Test func withoutAPushStoreEveryPushOperationIsUnavailable() async throws {
+        try await Self.withAdministration { administration in
+            #expect(administration.pushStore == nil)
+            let refusals = [
+                await refusal { () async throws(Refusal) in _ = try await administration.recentPushNotifications(app: nil, limit: 50) },
+                await refusal { () async throws(Refusal) in _ = try await administration.pushNotification(id: "n-1") },
+                await refusal { () async throws(Refusal) in
+                    _ = try await administration.sendTestNotification(user: Self.alice, app: "demo", alert: "hi", by: Self.admin)
+                },
+            ]
+            for refused in refusals {
+                #expect(refused?.status == .serviceUnavailable && refused?.code == "PUSH_UNAVAILABLE", "\(String(describing: refused))")
+            }
+            let audit = try await administration.recentAudit(before: nil, about: nil, limit: 10)
+            #expect(!audit.contains { $0.action == "push.test" })
+        }
+    }
 }

@@ -170,9 +170,9 @@ import Testing
                 try await console.call(client, .POST, "/console/push/test", body: body)
             }
             let noPush = try await post("csrf=\(console.csrf)&realm=&userId=alice&app=plain&alert=hi")
-            #expect(noPush.status == 400 && noPush.text.contains("application plain has no push notifications"), "\(noPush.text)")
+            #expect(noPush.status == 404 && noPush.text.contains("application plain has no push notifications"), "\(noPush.text)")
             let noRegistration = try await post("csrf=\(console.csrf)&realm=&userId=alice&app=demo&alert=hi")
-            #expect(noRegistration.status == 400 && noRegistration.text.contains("has no active registration"), "\(noRegistration.text)")
+            #expect(noRegistration.status == 404 && noRegistration.text.contains("has no active registration"), "\(noRegistration.text)")
             let tooLong = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=demo&alert=\(String(repeating: "x", count: 201))")
             #expect(tooLong.status == 400 && tooLong.text.contains("at most 200"), "\(tooLong.text)")
             let unknownApp = try await post("csrf=\(console.csrf)&realm=&userId=bob&app=nope&alert=hi")

@@ -5,13 +5,15 @@ Usage: Tests/e2e/admin_api_contract.py PATH-TO-MIDTIER-BINARY
 
 Starts the SuccessFactors sandbox and `midtier serve` on a temporary copy of config/ (free ports
 for listen and adminListen, a fresh SQLite store, admin tokens whose bcrypt hashes come from
-`midtier hash-secret`), onboards devices as the README shows, then calls every operation of the
+`midtier hash-secret`, APNs push for the demo app towards a port that refuses connections, a
+push sender), onboards devices as the README shows, then calls every operation of the
 document, the error cases included. Every answer is checked against the document: the status
 must be one the operation declares, the Content-Type one it declares for that status, the JSON
 body must validate against the declared schema ($refs resolved), declared headers must be there,
 and a request body or query value the document calls invalid must be refused with 400 (and a
 valid one must not be). Behaviour the descriptions promise (blocks, locks, wipes, token purges,
-reload keeping the old configuration, the audit trail) is checked through the device API.
+reload keeping the old configuration, the audit trail) is checked through the device API, and
+the push notifications listed against what a sender and the admin sent.
 
 Prints `ok - ...` / `FAIL - ...` per check and `admin-api: N passed, M failed`; exits non-zero
 on any failure. Every HTTP call has a timeout; the processes are stopped in any case.
@@ -33,6 +35,9 @@ from pathlib import Path
 
 import yaml
 from harness import idp_key, sandbox_command
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "standins"))
+import keys  # noqa: E402  (Tests/e2e/standins/keys.py: the APNs key, made at test time)
 from jsonschema import Draft202012Validator, FormatChecker
 from openapi_spec_validator import validate as validate_openapi
 from referencing import Registry, Resource
@@ -64,6 +69,9 @@ EXPECTED_OPERATIONS = {
     ("GET", "/admin/v1/audit"),
     ("GET", "/admin/v1/client-logs"),
     ("GET", "/admin/v1/client-usage"),
+    ("GET", "/admin/v1/push/notifications"),
+    ("POST", "/admin/v1/push/notifications"),
+    ("GET", "/admin/v1/push/notifications/{id}"),
     ("GET", "/healthz"),
     ("GET", "/readyz"),
 }
@@ -370,6 +378,21 @@ def run(binary, work, processes, results):
     (config / "apps" / "corp.json").write_text(json.dumps({
         "authentication": {"type": "jwt", "issuer": ISSUER, "audience": "midtier", "jwks": {"file": str(work / "jwks.json")}, "userClaim": "sub"},
         "destinations": ["sf"]}))
+    # Push for the demo app: APNs at a port that is bound and never listens while this test
+    # runs (every attempt is refused: deliveries stay pending, with a reason), and a sender of
+    # push-senders.json.
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    work_keys = keys.generate(str(work / "push-keys"))
+    demo_file = config / "apps" / "demo.json"
+    demo = json.loads(demo_file.read_text())
+    demo["push"] = {"apns": {"teamId": work_keys["team"], "keyId": work_keys["apns_key_id"], "key": {"file": work_keys["apns_p8"]},
+                             "topic": "com.example.contract", "environment": "sandbox",
+                             "endpoint": f"https://127.0.0.1:{refusing.getsockname()[1]}", "caFile": work_keys["ca"]}}
+    demo_file.write_text(json.dumps(demo, indent=2))
+    sender_password = "sender-" + secrets.token_urlsafe(18)
+    (config / "push-senders.json").write_text(json.dumps(
+        {"senders": [{"name": "erp", "passwordHash": hash_secret(binary, sender_password), "apps": ["demo"]}]}))
     check("check-config accepts the contract test's configuration",
           subprocess.run([binary, "check-config", "--config", str(config)], cwd=REPO, capture_output=True, timeout=60).returncode == 0)
 
@@ -769,6 +792,93 @@ def run(binary, work, processes, results):
     call("with level=WARN and text", "GET", "/admin/v1/client-logs?level=WARN&text=payroll", 200)
     call("with level=LOUD", "GET", "/admin/v1/client-logs?level=LOUD", 400)
     call("with text and a control character", "GET", "/admin/v1/client-logs?text=a%00b", 400)
+
+    # ---- Push notifications: carol's phone holds an APNs token; a sender and the admin send to
+    # her; the list shows both, newest first, with her phone's delivery and no token.
+    apns_token = secrets.token_hex(32)
+    onboarded = request(listen, "POST", "/odata/applications/v1/demo/Connections",
+                        {"Authorization": "Basic " + b64encode(b"carol:carol-demo-password").decode(), "Content-Type": "application/json"},
+                        json.dumps({"DeviceType": "iOS", "DeviceModel": "iPhone15,2", "ApnsDeviceToken": apns_token}).encode())
+    device_carol = onboarded.headers.get("x-smp-appcid")
+    check("carol onboards a phone with an APNs token (201)", onboarded.status == 201 and device_carol, f"status {onboarded.status}")
+    sent_by_erp = {"alert": "Your payslip is ready", "data": {"document": "4711"}, "badge": 1}
+    accepted = request(listen, "POST", "/mobileservices/push/v1/backend/applications/demo/notifications/users",
+                       {"Authorization": "Basic " + b64encode(f"erp:{sender_password}".encode()).decode(), "Content-Type": "application/json"},
+                       json.dumps({"users": ["carol"], "notification": sent_by_erp}).encode())
+    erp_id = (accepted.json or {}).get("notificationId") if isinstance(accepted.json, dict) else None
+    check("the sender erp sends carol a notification (202)", accepted.status == 202 and erp_id, f"{accepted.status} {accepted.excerpt()}")
+    time.sleep(0.01)  # the admin's notification is the newer one (by the millisecond)
+    test = call("(a test notification to carol)", "POST", "/admin/v1/push/notifications", 201,
+                body={"userId": "carol", "app": "demo", "alert": "Test from the contract test"})
+    sent = test.json if isinstance(test.json, dict) else {}
+    test_id = sent.get("id")
+    check("the test notification answers its Location, its sender console:admin#1 and carol's phone, pending",
+          test_id and test.headers.get("location") == f"/admin/v1/push/notifications/{test_id}" and sent.get("sender") == "console:admin#1"
+          and [(d.get("registration"), d.get("state")) for d in sent.get("deliveries", [])] == [(device_carol, "pending")]
+          and sent.get("notification") == {"alert": "Test from the contract test"}, test.excerpt())
+
+    def listed(label, query=""):
+        return (call(label, "GET", "/admin/v1/push/notifications" + query, 200).json or {}).get("notifications", [])
+
+    # The delivery worker tries APNs at once and is refused: wait until both have an attempt.
+    deadline = time.monotonic() + 30
+    notifications = listed("(everything)")
+    while time.monotonic() < deadline and not all(d.get("attempts", 0) >= 1 for n in notifications for d in n.get("deliveries", [])):
+        time.sleep(0.5)
+        notifications = listed("(while the deliveries are tried)")
+    check("the list holds the admin's and the sender's notification, newest first",
+          [n.get("id") for n in notifications] == [test_id, erp_id], str([n.get("id") for n in notifications]))
+    by_id = {n.get("id"): n for n in notifications}
+    erp = by_id.get(erp_id, {})
+    check("the sender's notification: app, sender, what it sent, carol's phone",
+          erp.get("app") == "demo" and erp.get("sender") == "erp" and erp.get("notification") == sent_by_erp
+          and erp.get("deliveryCount") == 1 and [d.get("registration") for d in erp.get("deliveries", [])] == [device_carol], str(erp))
+    delivery = (erp.get("deliveries") or [{}])[0]
+    check("APNs refused: the delivery is pending, tried, with a reason and when it is due again; the status QUEUED",
+          erp.get("status") == "QUEUED" and delivery.get("state") == "pending" and delivery.get("attempts", 0) >= 1
+          and delivery.get("provider") == "apns" and delivery.get("reason") and delivery.get("nextAttemptAt")
+          and erp.get("deliveryStates") == {"pending": 1, "delivered": 0, "failed": 0, "skipped": 0}, str(erp))
+    everything = call("(to look for the token)", "GET", "/admin/v1/push/notifications", 200)
+    check("no answer holds the phone's APNs token or the sender's password",
+          apns_token.encode() not in everything.data and apns_token.encode() not in test.data
+          and sender_password.encode() not in everything.data)
+    one = call("(the sender's)", "GET", f"/admin/v1/push/notifications/{erp_id}", 200).json or {}
+    check("one notification is the list's", {k: one.get(k) for k in ("id", "app", "sender", "notification", "createdAt")}
+          == {k: erp.get(k) for k in ("id", "app", "sender", "notification", "createdAt")}, str(one))
+    call("(unknown)", "GET", "/admin/v1/push/notifications/00000000-0000-0000-0000-000000000000", 404)
+    call("(a control character)", "GET", "/admin/v1/push/notifications/a%00b", 404)
+    call("(malformed percent-encoding)", "GET", "/admin/v1/push/notifications/%zz", 400)
+    check("app=demo lists both", [n.get("id") for n in listed("filtered by app", "?app=demo")] == [test_id, erp_id])
+    check("app=corp (no push) lists none", listed("filtered by an app without push", "?app=corp") == [])
+    check("app=Demo lists none (exact bytes)", listed("filtered by another spelling", "?app=Demo") == [])
+    check("app= (empty) is no filter", len(listed("with an empty app", "?app=")) == 2)
+    check("limit=1 gives the newest", [n.get("id") for n in listed("with limit=1", "?limit=1&app=demo")] == [test_id])
+    listed("with limit=100", "?limit=100")
+    for bad in ["limit=0", "limit=101", "limit=", "limit=many", "app=de%00mo", "app=de%C2%85mo"]:
+        answer = call(f"with {bad}", "GET", f"/admin/v1/push/notifications?{bad}", 400)
+        message = ((answer.json or {}).get("error") or {}).get("message", {}).get("value", "")
+        check(f"the 400 for {bad} names {bad.split('=')[0]}", message.startswith(bad.split("=")[0] + " "), message)
+    for label, body, status in [
+            ("(an app without push)", {"userId": "carol", "app": "corp", "alert": "hi"}, 404),
+            ("(an app not configured)", {"userId": "carol", "app": "nope", "alert": "hi"}, 404),
+            ("(a user without a phone with a token)", {"userId": "alice", "app": "demo", "alert": "hi"}, 404),
+            ("(another realm's carol)", {"userId": "carol", "realm": ISSUER, "app": "demo", "alert": "hi"}, 404),
+            ("(an alert of 201 characters)", {"userId": "carol", "app": "demo", "alert": "x" * 201}, 400),
+            ("(an alert with a line break)", {"userId": "carol", "app": "demo", "alert": "a\nb"}, 400),
+            ("(an alert of white space)", {"userId": "carol", "app": "demo", "alert": " \u00a0 "}, 400),
+            ("(without an alert)", {"userId": "carol", "app": "demo"}, 400),
+            ("(an unknown member)", {"userId": "carol", "app": "demo", "alert": "hi", "title": "x"}, 400),
+            ("(userId a number)", {"userId": 7, "app": "demo", "alert": "hi"}, 400),
+            ("(a user id with a control character)", {"userId": "ca\u0000rol", "app": "demo", "alert": "hi"}, 400),
+            ("(a body that is not JSON)", b"userId=carol", 400),
+            ("(a body over 64 KiB)", json.dumps({"userId": "carol", "app": "demo", "alert": "x" * 70000}).encode(), 413)]:
+        call(label, "POST", "/admin/v1/push/notifications", status, body=body)
+    trail = (call("(after the push calls)", "GET", f"/admin/v1/audit?after={sequences[-1]}", 200).json or {}).get("entries", [])
+    pushed = [e for e in trail if e.get("action") == "push.test"]
+    check("the test notification is audited once (push.test by admin#1, carol the target, from 127.0.0.1); no refusal is",
+          len(pushed) == 1 and pushed[0].get("actor") == "admin#1" and pushed[0].get("target") == "carol"
+          and pushed[0].get("source") == "127.0.0.1" and test_id in pushed[0].get("detail", ""), str(pushed))
+    check("the refused test notifications stored nothing", len(listed("(after the refusals)")) == 2)
 
     # ---- Every documented operation was exercised with a valid token and served (2xx).
     for key in sorted(doc.operations):

@@ -6,8 +6,10 @@ Usage: Tests/e2e/admin_fuzz.py PATH-TO-MIDTIER [--max-examples N]
 Starts the SuccessFactors sandbox and `midtier serve` on a copy of config/ (free ports, a fresh
 SQLite store, an admin token whose bcrypt hash comes from `midtier hash-secret`, a users.json
 user with a non-ASCII id, an identity provider's app so that a realm other than users.json
-exists), onboards twelve devices so that the registration operations have something to find,
-then runs `schemathesis run` on the
+exists, APNs push for the demo app towards a port that refuses connections and a push sender),
+onboards twelve devices so that the registration operations have something to find, and one
+with an APNs token that a sender and the admin API send a notification to, so that the push
+listing has deliveries to show, then runs `schemathesis run` on the
 document with the admin token: generated valid and invalid path and query parameters, bodies
 and headers (examples, coverage and fuzzing phases), and call sequences along the document's
 `links` (stateful phase: registrations list → get, lock, unlock, wipe, delete; block → user →
@@ -24,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -32,10 +35,14 @@ from base64 import b64encode
 
 from harness import Checks, basic, demo_config, free_port, idp_key, kill_all, start_sandbox_and_midtier, wait_for
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "standins"))
+import keys  # noqa: E402  (Tests/e2e/standins/keys.py: the APNs key, made at test time)
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOCUMENT = os.path.join(REPO, "docs", "admin-api.yaml")
 SCHEMATHESIS = "4.32.5"
 ADMIN_TOKEN = "fuzz-admin-token-" + b64encode(os.urandom(18)).decode().replace("/", "_").replace("+", "-")
+SENDER_PASSWORD = "fuzz-sender-" + os.urandom(12).hex()
 ISSUER = "https://idp.fuzz.test/realms/corp"
 JOSE = "Jos\u00e9"  # in users.json as NFC
 
@@ -88,6 +95,21 @@ def run(binary, work, processes, check, options):
     users = json.load(open(os.path.join(config, "users.json")))
     users["users"].append({"id": JOSE, "passwordHash": token_hash, "attributes": {"sfUserId": "100004"}})
     json.dump(users, open(os.path.join(config, "users.json"), "w"), ensure_ascii=False)
+    # Push for the demo app: APNs at a port bound and never listening while the test runs (every
+    # attempt is refused; deliveries stay pending with a reason), and a sender.
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    push_keys = keys.generate(os.path.join(work, "push-keys"))
+    demo_path = os.path.join(config, "apps", "demo.json")
+    demo = json.load(open(demo_path))
+    demo["push"] = {"apns": {"teamId": push_keys["team"], "keyId": push_keys["apns_key_id"], "key": {"file": push_keys["apns_p8"]},
+                             "topic": "com.example.fuzz", "environment": "sandbox",
+                             "endpoint": f"https://127.0.0.1:{refusing.getsockname()[1]}", "caFile": push_keys["ca"]}}
+    json.dump(demo, open(demo_path, "w"))
+    sender_hash = subprocess.run([binary, "hash-secret", "--cost", "10"], input=SENDER_PASSWORD + "\n", capture_output=True, text=True,
+                                 timeout=60, check=True).stdout.strip()
+    json.dump({"senders": [{"name": "erp", "passwordHash": sender_hash, "apps": ["demo"]}]},
+              open(os.path.join(config, "push-senders.json"), "w"))
     checked = subprocess.run([binary, "check-config", "--config", config], cwd=REPO, capture_output=True, text=True, timeout=60)
     check("check-config accepts the fuzz test's configuration", checked.returncode == 0, checked.stdout[-500:] + checked.stderr[-500:])
 
@@ -107,6 +129,20 @@ def run(binary, work, processes, check, options):
             if answer.status == 201:
                 registrations.append(answer.headers["X-SMP-APPCID"])
     check("twelve devices onboard (201)", len(registrations) == 12)
+
+    # A phone with an APNs token, a sender's notification and a test notification to it.
+    def post(url, body, authorization):
+        request = urllib.request.Request(url, method="POST", data=json.dumps(body).encode(),
+                                         headers={"Authorization": authorization, "Content-Type": "application/json"})
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=30) as answer:
+            return answer.status
+    phone = {"DeviceType": "iOS", "DeviceModel": "iPhone15,2", "ApnsDeviceToken": os.urandom(32).hex()}
+    sent = [post(f"http://127.0.0.1:{mport}/odata/applications/v1/demo/Connections", phone, basic("carol", "carol-demo-password")),
+            post(f"http://127.0.0.1:{mport}/mobileservices/push/v1/backend/applications/demo/notifications/users",
+                 {"users": ["carol"], "notification": {"alert": "payslip", "data": {"document": "4711"}}}, basic("erp", SENDER_PASSWORD)),
+            post(f"http://127.0.0.1:{aport}/admin/v1/push/notifications", {"userId": "carol", "app": "demo", "alert": "test"},
+                 f"Bearer {ADMIN_TOKEN}")]
+    check("carol's phone onboards with an APNs token, a sender and the admin API send it a notification", sent == [201, 202, 201], str(sent))
 
     # Half of the generated users, apps and registration ids are real ones, so that the
     # operations reach existing things, not only 404s; the other half stays generated. Two

@@ -1,0 +1,86 @@
+import Administration
+import Foundation
+import HTTPTypes
+import Hummingbird
+import MidtierCore
+import MidtierHTTP
+import MidtierJSON
+import MidtierStore
+import Registrations
+
+/// `GET /admin/v1/push/notifications`, `GET /admin/v1/push/notifications/{id}` and
+/// `POST /admin/v1/push/notifications` (docs/admin-api.yaml): the push notifications Midtier
+/// holds with each registration's delivery, and a test notification to one user, as the
+/// console's Push pages show and send them (`Administration+Push`).
+extension AdminRoutes {
+    /// Notifications listed when `limit` is not given (the console's page shows as many).
+    static let pushListDefault = 50
+    /// The most notifications one listing holds: each carries up to
+    /// `PushNotificationJSON.maximumDeliveries` deliveries.
+    static let pushListMaximum = 100
+    /// The members of a test notification's body.
+    static let testNotificationMembers: Set<String> = ["userId", "realm", "app", "alert"]
+
+    func listPushNotifications(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
+        let parameters = request.uri.queryParameters
+        var limit = Self.pushListDefault
+        if let text = parameters["limit"] {
+            guard let parsed = Int(text), (1...Self.pushListMaximum).contains(parsed) else {
+                throw .badRequest("limit must be between 1 and \(Self.pushListMaximum)")
+            }
+            limit = parsed
+        }
+        // An empty app is no filter, as on the console's page.
+        let app = try query(request, "app").flatMap { $0.isEmpty ? nil : $0 }
+        let found = try await administration.recentPushNotifications(app: app, limit: limit)
+        return .json(["notifications": .array(found.map { PushNotificationJSON($0).json })])
+    }
+
+    func getPushNotification(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
+        let detail = try await administration.pushNotification(id: try parameter(context, "id"))
+        return .json(PushNotificationJSON(detail).json)
+    }
+
+    /// A test notification (`Administration.sendTestNotification`): stored, woken and audited
+    /// as the console's; `201` with the notification and its `Location`.
+    func sendTestNotification(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
+        let body = try await Self.jsonObject(request, context)
+        if let unknown = body.keys.sorted().first(where: { !Self.testNotificationMembers.contains($0) }) {
+            throw .badRequest("unknown member \(unknown)")
+        }
+        let userId = try Self.text(body, "userId") ?? ""
+        let realm = try Self.text(body, "realm", required: false) ?? UserIdentity.localRealm
+        let app = try Self.text(body, "app") ?? ""
+        let alert = try Self.text(body, "alert") ?? ""
+        // As the document's schema says, before Administration's own checks (which measure the
+        // alert without its surrounding white space, in characters).
+        guard alert.unicodeScalars.count <= Administration.maximumTestAlert else {
+            throw .badRequest("alert has \(alert.unicodeScalars.count) code points; at most \(Administration.maximumTestAlert)")
+        }
+        guard !alert.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            throw .badRequest("alert has nothing but white space")
+        }
+        let sent = try await administration.sendTestNotification(
+            user: UserIdentity(realm: realm, id: userId), app: app, alert: alert, by: actor)
+        var headers = HTTPFields()
+        headers[.location] = "/admin/v1/push/notifications/\(sent.notification.id)"
+        return .json(PushNotificationJSON(sent).json, status: .created, headers: headers)
+    }
+
+    /// The string member `name` of a test notification's body: `400` naming it when it is
+    /// missing or empty (and `required`), not a string, or has a control character; nil when
+    /// it is absent and not required.
+    private static func text(_ body: [String: JSON], _ name: String, required: Bool = true) throws(Refusal) -> String? {
+        switch body[name] {
+        case nil:
+            guard !required else { throw .badRequest("\(name) is missing") }
+            return nil
+        case .string(let value)?:
+            guard !required || !value.isEmpty else { throw .badRequest("\(name) is empty") }
+            try Administration.checkText(value, named: name)
+            return value
+        case _?:
+            throw .badRequest("\(name) must be a string")
+        }
+    }
+}
