@@ -24,7 +24,18 @@ package final class SQLiteStore: StateStore {
             }
             configuration.busyMode = .timeout(5)
             database = try DatabasePool(path: path, configuration: configuration)
-            try Self.migrator.migrate(database)
+            // A store a newer Midtier migrated is refused, as on PostgreSQL (docs/operations.md,
+            // "Upgrades"): GRDB would go on with the migrations it knows.
+            let migrator = Self.migrator
+            let unknown = try database.read { db in try migrator.appliedIdentifiers(db).subtracting(migrator.migrations) }
+            guard unknown.isEmpty else {
+                throw StoreError(
+                    "the SQLite store at \(path) has migration(s) \(unknown.sorted().joined(separator: ", ")), newer than this Midtier knows "
+                        + "(up to \(migrator.migrations.last ?? "none")); upgrade Midtier")
+            }
+            try migrator.migrate(database)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError("cannot open the SQLite store at \(path): \(error)")
         }
