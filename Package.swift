@@ -508,7 +508,7 @@ let package = Package(
         .testTarget(
             name: "CallersTests",
             dependencies: [
-                "Callers", "DeviceAuthentication", "MidtierCore", "MidtierHTTP", "MidtierStore", "MidtierTestSupport",
+                "Callers", "DeviceAuthentication", "MidtierCore", "MidtierHTTP", "MidtierJSON", "MidtierStore", "MidtierTestSupport",
                 "Registrations",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -56,7 +56,9 @@ package final class CallerSignIn: Sendable {
             users: Dictionary(uniqueKeysWithValues: senders), cacheSeconds: cacheSeconds, throttle: throttle, limiter: limiter)
         var tokenSettings: [JWTAuthentication] = []
         for sender in configuration.pushSenders {
-            if let oauth = sender.oauth, !tokenSettings.contains(oauth.token) { tokenSettings.append(oauth.token) }
+            if let oauth = sender.oauth, !tokenSettings.contains(where: { $0.hasSameBytes(as: oauth.token) }) {
+                tokenSettings.append(oauth.token)
+            }
         }
         self.pushSenderTokens = tokenSettings.map { settings in
             JWTAuthenticator(
@@ -220,7 +222,7 @@ package final class CallerSignIn: Sendable {
             case .success(let caller):
                 let sender = configuration.pushSenders.first { sender in
                     guard let oauth = sender.oauth else { return false }
-                    return oauth.token == verifier.settings && UserIdentity.sameBytes(oauth.clientID, caller.identity.id)
+                    return oauth.token.hasSameBytes(as: verifier.settings) && UserIdentity.sameBytes(oauth.clientID, caller.identity.id)
                 }
                 if let sender { return sender }
                 firstFailure = firstFailure ?? "the token's \(verifier.settings.userClaim) names no sender's OAuth client"

@@ -96,7 +96,10 @@ package enum DeviceFields {
                 }
             }
             let capability = Capability(category: category, name: name)
-            if !found.contains(capability) { found.append(capability) }
+            // Kept and matched by their bytes: `é` and `e` + `◌́` are two capabilities.
+            if !found.contains(where: { UserIdentity.sameBytes($0.category, category) && UserIdentity.sameBytes($0.name, name) }) {
+                found.append(capability)
+            }
         }
         return found
     }

@@ -48,7 +48,7 @@ extension ConfigurationLoader {
             if let object = entry.object("oauth") {
                 oauth = senderOAuth(object)
                 if let found = oauth {
-                    if seenClients.contains(found) {
+                    if seenClients.contains(where: { $0.hasSameBytes(as: found) }) {
                         entry.problem(
                             "oauth", "is another sender's OAuth client too (the same issuer, audience and clientId); each sender needs its own")
                     }

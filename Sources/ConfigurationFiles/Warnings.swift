@@ -37,6 +37,24 @@ extension ConfigurationLoader {
                             + "notifications to it are refused (docs/configuration.md#push)"))
             }
         }
+        // A sender's tokens and a JWT app's from one issuer and audience are not told apart:
+        // a device user's token whose client claim names the sender's client would send as
+        // it, and the sender's tokens would sign in to the app (found by the outside attack
+        // of issue 36).
+        for (index, sender) in configuration.pushSenders.enumerated() {
+            guard let oauth = sender.oauth else { continue }
+            for (id, app) in configuration.apps.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }) {
+                guard case .jwt(let jwt) = app.authentication, UserIdentity.sameBytes(jwt.issuer, oauth.token.issuer),
+                    UserIdentity.sameBytes(jwt.audience, oauth.token.audience)
+                else { continue }
+                warnings.append(
+                    ConfigWarning(
+                        file: joinPath(directory, "push-senders.json"), key: "senders[\(index)].oauth.audience",
+                        message: "is also app \"\(id)\"'s audience at the same issuer: the identity provider's tokens for the "
+                            + "app's users and for sender \"\(sender.name)\" cannot be told apart; give the sender's client an "
+                            + "audience of its own (docs/push.md, \"Sending\")"))
+            }
+        }
         return warnings
     }
 }

@@ -34,7 +34,11 @@ enum ConnectionAtom {
                 let parts = range.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
                 guard let type = parts.first else { continue }
                 // A missing or malformed q is 1: the type was named.
-                let quality = parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }.map { min(max($0, 0), 1) } ?? 1
+                let quality =
+                    parts.dropFirst().first { $0.hasPrefix("q=") }.flatMap { Double($0.dropFirst(2)) }.flatMap {
+                        $0.isFinite ? min(max($0, 0), 1) : nil
+                    }
+                    ?? 1
                 switch type {
                 case "application/json": json = max(json ?? 0, quality)
                 case "application/atom+xml", "application/xml": atom = max(atom ?? 0, quality)

@@ -134,3 +134,24 @@ package struct PushSenderOAuth: Sendable, Equatable {
         self.clientID = clientID
     }
 }
+
+extension PushSenderOAuth {
+    /// The same client of the same token settings, each text by its exact bytes (Swift's `==`
+    /// on strings is canonical equivalence, which would take `é` and `e` + `◌́` as one).
+    package func hasSameBytes(as other: PushSenderOAuth) -> Bool {
+        token.hasSameBytes(as: other.token) && UserIdentity.sameBytes(clientID, other.clientID)
+    }
+}
+
+extension JWTAuthentication {
+    /// The same issuer, audience, keys and claim, each by its exact bytes.
+    package func hasSameBytes(as other: JWTAuthentication) -> Bool {
+        let keys: Bool
+        switch (jwks, other.jwks) {
+        case (.file(let a), .file(let b)), (.url(let a), .url(let b)): keys = UserIdentity.sameBytes(a, b)
+        default: keys = false
+        }
+        return keys && UserIdentity.sameBytes(issuer, other.issuer) && UserIdentity.sameBytes(audience, other.audience)
+            && UserIdentity.sameBytes(userClaim, other.userClaim)
+    }
+}

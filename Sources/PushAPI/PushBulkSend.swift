@@ -18,7 +18,7 @@ extension PushSenderRoutes {
     /// something else (as the notification object's members are checked).
     static func refuseUnknownMembers(of object: JSON, at path: String, known: Set<String>) throws(Refusal) {
         for member in object.members ?? [] where !known.contains(member.key) {
-            throw .badRequest("\(path): \(member.key) is not a member SAP's bulk push takes (\(known.sorted().joined(separator: ", ")))")
+            throw .badRequest("\(path): \(member.key) is not a member it takes (\(known.sorted().joined(separator: ", ")))")
         }
     }
 

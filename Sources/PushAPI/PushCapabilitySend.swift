@@ -28,13 +28,30 @@ extension PushSenderRoutes {
         let apps = sender.apps.compactMap { signIn.configuration.apps[$0] }.filter(\.push.isEnabled)
         guard !apps.isEmpty else { throw .notFound("none of the sender's applications has push notifications enabled") }
 
+        // A bare user id is a user of the apps' realm; when the sender's apps have users in
+        // several realms, it would name a different person in each (found by the outside
+        // attack of issue 36), so the sender names the realm.
+        let realms = apps.map(Self.realm(of:)).reduce(into: [String]()) { found, realm in
+            if !found.contains(where: { UserIdentity.sameBytes($0, realm) }) { found.append(realm) }
+        }
         var batch: [(notification: PushNotificationRecord, registrations: [String])] = []
         var results: [JSON] = []
+        // A user named twice is one target (the first entry's badge), per app.
+        var seen = Set<[UInt8]>()
         let now = registrations.clock.now()
         for (index, target) in body.targets.enumerated() {
+            if case .string = target.user, realms.count > 1 {
+                throw .badRequest(
+                    "users[\(index)].user: the sender's applications have users in \(realms.count) realms; "
+                        + "name the user as {\"realm\": …, \"id\": …}")
+            }
             var reached = false
             for app in apps {
                 let user = try Self.user(target.user, realm: Self.realm(of: app), at: "users[\(index)].user")
+                guard seen.insert(Array("\(app.id)\u{0}\(user.realm)\u{0}\(user.id)".utf8)).inserted else {
+                    reached = true
+                    continue
+                }
                 let owned = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
                     try await registrations.store.registrations(matching: RegistrationFilter(user: user, app: app.id, state: .active))
                 }
@@ -133,7 +150,16 @@ package struct PushCapabilityBody: Sendable {
             case .object(let members)? where members.isEmpty: break
             default: throw .badRequest("users[\(index)].badges (a badge per registration) is not supported; give the user's badge")
             }
-            targets.append(Target(user: user, formFactors: formFactors, badge: badge))
+            let target = Target(user: user, formFactors: formFactors, badge: badge)
+            // With the user's badge in it, the notification must still fit the push services.
+            if badge != nil {
+                do {
+                    try PushSenderRoutes.check(PushCapabilityBody(notification: notification, targets: []).notification(for: target))
+                } catch {
+                    throw .badRequest("users[\(index)]: with its badge, \(error.message)")
+                }
+            }
+            targets.append(target)
         }
         return PushCapabilityBody(notification: notification, targets: targets)
     }

@@ -265,8 +265,13 @@ package struct PushSenderRoutes: Sendable {
         switch entry {
         case .string(let id): user = UserIdentity(realm: realm, id: id)
         case .object:
+            try refuseUnknownMembers(of: entry, at: path, known: ["realm", "id"])
             guard let id = entry["id"]?.stringValue else { throw .badRequest("\(path).id is missing (a string)") }
-            user = UserIdentity(realm: entry["realm"]?.stringValue ?? realm, id: id)
+            switch entry["realm"] {
+            case nil, .null?: user = UserIdentity(realm: realm, id: id)
+            case .string(let named)?: user = UserIdentity(realm: named, id: id)
+            default: throw .badRequest("\(path).realm must be a string")
+            }
         default: throw .badRequest("\(path) must be a user id or {\"realm\",\"id\"}")
         }
         guard !user.id.isEmpty, !StoredText.hasControlCharacters(user.id), !StoredText.hasControlCharacters(user.realm) else {

@@ -543,6 +543,25 @@ let pushBrokenCases: [Broken] = [
         #expect(configuration.pushSender(named: "azp")?.oauth?.token.userClaim == "azp")
     }
 
+    /// Found by the outside attack of issue 36: a sender whose tokens come from a JWT app's
+    /// issuer for the app's audience cannot be told apart from the app's users.
+    @Test func aSenderSharingAJWTAppsAudienceIsAWarning() throws {
+        let fixture = Fixture.withPush()
+        fixture.set(
+            senders, "senders",
+            """
+            [{"name": "tokens", "oauth": {"issuer": "https://idp.example", "audience": "midtier",
+              "jwks": {"url": "https://idp.example/jwks"}, "clientId": "hr-events"}, "apps": ["com.example.payroll"]},
+             {"name": "own", "oauth": {"issuer": "https://idp.example", "audience": "midtier-push",
+              "jwks": {"url": "https://idp.example/jwks"}, "clientId": "hr-events"}, "apps": ["com.example.payroll"]}]
+            """)
+        let configuration = try fixture.load()
+        let warnings = ConfigurationLoader(directory: fixture.config, environment: fixture.environment).warnings(for: configuration)
+            .filter { $0.description.contains("oauth") }
+        #expect(warnings.map(\.key) == ["senders[0].oauth.audience"], "\(warnings)")
+        #expect(warnings.first?.description.contains("com.example.jwt") == true)
+    }
+
     @Test func senderOfAnAppWithoutPushIsAWarning() throws {
         let fixture = Fixture.withPush()
         let configuration = try fixture.load()

@@ -273,7 +273,12 @@ def make_config(folder, k, apns_port, fcm_port, hashes, **settings):
         "fcm": {"projectId": k["project"], "serviceAccount": {"file": k["service_account"]},
                 "tokenURI": f"https://127.0.0.1:{fcm_port}/token", "endpoint": f"https://127.0.0.1:{fcm_port}", "caFile": k["ca"]}}
     json.dump(demo, open(demo_path, "w"))
+    # The same app for users of an identity provider: another realm (for the capability push).
+    idp_app = dict(demo, authentication={"type": "jwt", "issuer": "https://idp.devices.test", "audience": "midtier",
+                                         "jwks": {"file": k["sender_jwks"]}})
+    json.dump(idp_app, open(os.path.join(config, "apps", "idpapp.json"), "w"))
     json.dump({"senders": [{"name": "wf", "passwordHash": hashes["sender"], "apps": ["demo"]},
+                           {"name": "tworealms", "passwordHash": hashes["sender"], "apps": ["demo", "idpapp"]},
                            {"name": "other", "passwordHash": hashes["sender"], "apps": ["demo"]},
                            {"name": "outsider", "passwordHash": hashes["sender"], "apps": ["second"]},
                            {"name": "keyed", "apiKeyHash": hashes["api key"], "apps": ["demo"]},
@@ -777,6 +782,24 @@ def scenario_capabilities(m, apns):
     status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": "capable"}]},
                            {"Authorization": basic("outsider", SENDER_PASSWORD)})
     check("13b a sender whose apps have no push: 404", status == 404, f"({status} {short(body)})")
+    # Found by the outside attack of issue 36.
+    status, _, body = call("POST", url, {"notification": {"alert": "PO 4713"},
+                                         "users": [{"user": "capable", "formFactor": ["tablet"]}] * 5}, auth)
+    check("13b a user named five times is one target: one pushResult, one notification",
+          status == 202 and len((as_json(body) or {}).get("pushResults") or []) == 1, f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": "capable"}]},
+                           {"Authorization": basic("tworealms", SENDER_PASSWORD)})
+    check("13b a bare user id from a sender whose apps have users in two realms: 400 asking for the realm",
+          status == 400 and b"realm" in body, f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": {"realm": "", "id": "capable"}, "formFactor": ["tablet"]}]},
+                           {"Authorization": basic("tworealms", SENDER_PASSWORD)})
+    check("13b ... named with its realm, it reaches that realm's user only",
+          status == 202 and [r.get("target") for r in (as_json(body) or {}).get("pushResults") or []] == [tablet_cid], f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "B" * 3888}, "users": [{"user": "capable", "badge": 999999}]}, auth)
+    check("13b a badge that makes the notification too large for a push service: 400", status == 400 and b"badge" in body,
+          f"({status} {short(body)})")
+    status, _, body = call("POST", url, {"notification": {"alert": "x"}, "users": [{"user": {"id": "capable", "realm": 5}}]}, auth)
+    check("13b a realm that is not text: 400", status == 400 and b"realm" in body, f"({status} {short(body)})")
 
 
 def scenario_slow_apns(m, apns, fcm):
