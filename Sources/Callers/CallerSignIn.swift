@@ -63,14 +63,7 @@ package final class CallerSignIn: Sendable {
         self.pushSenderTokens = tokenSettings.map { settings in
             JWTAuthenticator(
                 settings: settings, httpClient: httpClient, cacheSeconds: cacheSeconds,
-                log: { level, message in
-                    let metadata: Logger.Metadata = ["push_sender_issuer": "\(settings.issuer)"]
-                    switch level {
-                    case .info: logger.info("\(message)", metadata: metadata)
-                    case .warning: logger.warning("\(message)", metadata: metadata)
-                    case .error: logger.error("\(message)", metadata: metadata)
-                    }
-                })
+                log: Self.keySetLog(logger, ["push_sender_issuer": "\(settings.issuer)"]))
         }
         var jwt: [String: JWTAuthenticator] = [:]
         var backend: [String: BasicAuthenticator] = [:]
@@ -79,16 +72,7 @@ package final class CallerSignIn: Sendable {
             case .basic:
                 continue
             case .jwt(let settings):
-                jwt[id] = JWTAuthenticator(
-                    settings: settings, httpClient: httpClient,
-                    log: { level, message in
-                        let metadata: Logger.Metadata = ["app": "\(id)"]
-                        switch level {
-                        case .info: logger.info("\(message)", metadata: metadata)
-                        case .warning: logger.warning("\(message)", metadata: metadata)
-                        case .error: logger.error("\(message)", metadata: metadata)
-                        }
-                    })
+                jwt[id] = JWTAuthenticator(settings: settings, httpClient: httpClient, log: Self.keySetLog(logger, ["app": "\(id)"]))
             case .backend(let signIn):
                 backend[id] = BasicAuthenticator(
                     remote: .init(realm: signIn.realm, check: backendCheck(id, signIn)), cacheSeconds: cacheSeconds, throttle: throttle)
@@ -96,6 +80,18 @@ package final class CallerSignIn: Sendable {
         }
         self.jwtAuthenticators = jwt
         self.backendAuthenticators = backend
+    }
+
+    /// Where a token verifier's key-set loads and problems go: the server's log, with
+    /// `metadata` naming whose keys they are (never a token).
+    static func keySetLog(_ logger: Logger, _ metadata: Logger.Metadata) -> @Sendable (JWKSLogLevel, String) -> Void {
+        { level, message in
+            switch level {
+            case .info: logger.info("\(message)", metadata: metadata)
+            case .warning: logger.warning("\(message)", metadata: metadata)
+            case .error: logger.error("\(message)", metadata: metadata)
+            }
+        }
     }
 
     /// Authenticates a device of `app` (docs/identity.md): Basic against `users.json` for a

@@ -369,6 +369,8 @@ def main():
             check("strace is installed (make deps installs it)", False)
         scenario_serve(work, "the Kubernetes configuration", configmap_files(), under_strace=False)
         scenario_manifests(work)
+        print("  the container image: not built here; `make image` builds it (a release build of several minutes, "
+              "over this suite's budget) and runs it (Tests/e2e/image.py)")
     finally:
         kill_all(processes)
         shutil.rmtree(work, ignore_errors=True)
