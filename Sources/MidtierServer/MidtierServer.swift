@@ -52,6 +52,11 @@ package final class MidtierServer: Sendable {
     /// wakes the delivery worker when a notification is accepted here.
     package let pushClients: PushClients
     package let pushWakeUp = PushWakeUp()
+    /// This instance in the push deliveries' leases: the host and the device port, the same
+    /// after a restart, and held by one live process at a time (it owns the port).
+    package let pushInstance: String
+    /// This run's lease owner: the instance and a new id (docs/push.md, "Delivery").
+    package let pushLeaseOwner: String
     /// The HTTP client of the cold calls: token exchanges and JWKS fetches.
     package let httpClient: HTTPClient
     package let metrics = MidtierMetrics()
@@ -105,6 +110,8 @@ package final class MidtierServer: Sendable {
             sessionsEnded: { sessions.ended(registration: $0) })
         self.configurationDirectory = configurationDirectory
         self.logger = logger
+        self.pushInstance = "\(Self.hostName()):\(configuration.server.listen.port)"
+        self.pushLeaseOwner = "\(pushInstance)/\(UUID().uuidString.lowercased())"
         self.pushClients = PushClients(logger: logger)
     }
 
@@ -368,8 +375,33 @@ package final class MidtierServer: Sendable {
                 let runtime = self.runtime
                 return PushDeliveryWorker(
                     store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
-                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, clock: registrations.clock)
+                    clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, owner: pushLeaseOwner,
+                    clock: registrations.clock)
             }, retentionDays: retentionDays, logger: logger)
+    }
+
+    /// Once this instance holds its listening port (so no other live process has its name):
+    /// the deliveries its earlier run was sending when it stopped without a drain (a crash, a
+    /// kill) are due again at once, not when their leases run out (docs/push.md, "Delivery").
+    package func releaseEarlierPushLeases() async {
+        guard let pushStore else { return }
+        do {
+            let released = try await pushStore.releasePushLeases(ofInstance: pushInstance, keeping: pushLeaseOwner)
+            guard released > 0 else { return }
+            logger.notice(
+                "push deliveries an earlier run of this instance left unfinished are due again", metadata: ["deliveries": "\(released)"])
+            pushWakeUp.nudge()
+        } catch {
+            logger.warning("push deliveries of an earlier run wait out their leases", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The host's name (`gethostname`; a container's or pod's own), without a DNS lookup.
+    static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "localhost" : name.replacingOccurrences(of: "/", with: "_")
     }
 
     /// A service that reloads the configuration on `SIGHUP` until shutdown.

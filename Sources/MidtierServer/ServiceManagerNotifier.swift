@@ -60,20 +60,27 @@ package struct ServiceManagerNotifier: Sendable {
     }
 }
 
-/// Says `READY=1` once every listener is bound, and `STOPPING=1` when the graceful shutdown
-/// begins: put it last among the service group's services, which are told to stop in reverse
+/// Says `READY=1` once every listener is bound (and runs what waits for that), and
+/// `STOPPING=1` when the graceful shutdown begins: put it last among the service group's services, which are told to stop in reverse
 /// order, so it hears of the shutdown first.
 package final class ReadinessAnnouncer: Service, Sendable {
     private let notifier: ServiceManagerNotifier
     private let expected: Int
     private let running = Mutex(0)
     private let logger: Logger
+    private let onReady: @Sendable () async -> Void
 
-    /// - Parameter listeners: how many listeners must be bound before Midtier is ready.
-    package init(listeners: Int, notifier: ServiceManagerNotifier = ServiceManagerNotifier(), logger: Logger) {
+    /// - Parameters:
+    ///   - listeners: how many listeners must be bound before Midtier is ready.
+    ///   - onReady: what runs once they are (whether or not a service manager listens).
+    package init(
+        listeners: Int, notifier: ServiceManagerNotifier = ServiceManagerNotifier(), logger: Logger,
+        onReady: @escaping @Sendable () async -> Void = {}
+    ) {
         self.notifier = notifier
         self.expected = listeners
         self.logger = logger
+        self.onReady = onReady
     }
 
     /// Called by each listener once it is bound (`onServerRunning`).
@@ -82,7 +89,9 @@ package final class ReadinessAnnouncer: Service, Sendable {
             count += 1
             return count
         }
-        guard count == expected, notifier.isActive else { return }
+        guard count == expected else { return }
+        Task { await onReady() }
+        guard notifier.isActive else { return }
         if notifier.notify("READY=1\nSTATUS=listening") {
             logger.info("told the service manager Midtier is ready")
         } else {

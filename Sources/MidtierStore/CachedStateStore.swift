@@ -381,4 +381,8 @@ extension CachedStateStore: PushStore {
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await push.purgePushNotifications(before: before)
     }
+
+    package func releasePushLeases(ofInstance instance: String, keeping owner: String) async throws(StoreError) -> Int {
+        try await push.releasePushLeases(ofInstance: instance, keeping: owner)
+    }
 }

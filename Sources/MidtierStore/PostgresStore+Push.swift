@@ -103,6 +103,14 @@ extension PostgresStore: PushStore {
         }
     }
 
+    package func releasePushLeases(ofInstance instance: String, keeping owner: String) async throws(StoreError) -> Int {
+        try await write(lock: nil) { connection, logger in
+            try await connection.rows(PushRules.releaseLeases(ofInstance: instance, keeping: owner), logger: logger) {
+                try $0.text("registration_id")
+            }.count
+        }
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await write(lock: nil) { connection, logger in
             let ids = try await connection.rows(PushRules.purgeable(before: before), logger: logger) { try $0.text("id") }

@@ -51,6 +51,13 @@ enum PushRules {
         "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n WHERE n.id = \(id)"
     }
 
+    /// Ends the leases of `instance`'s earlier owners (`instance/…`, not `owner`); a row each.
+    static func releaseLeases(ofInstance instance: String, keeping owner: String) -> StoreQuery {
+        "UPDATE \(table: "push_deliveries") SET lease_owner = NULL, lease_until = NULL "
+            + "WHERE state = 'pending' AND lease_owner IS NOT NULL AND lease_owner <> \(owner) "
+            + "AND \(positionOf: instance + "/", in: "lease_owner") = 1 RETURNING registration_id"
+    }
+
     /// Records `outcome` at `now` and ends the lease, if `owner` holds it; returns a row when it did.
     static func finish(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome, now: Int64) -> StoreQuery {
         let recorded = outcome.recorded

@@ -143,6 +143,11 @@ package protocol PushStore: Sendable {
     /// Deletes notifications created before `before` with no pending delivery, and their
     /// deliveries; how many notifications.
     func purgePushNotifications(before: Int64) async throws(StoreError) -> Int
+    /// Ends the leases an earlier run of this same instance held (owners `instance/…` other
+    /// than `owner`), so that the deliveries whose outcome a crash left unknown are due again
+    /// at once rather than when their leases run out; how many. Only for an instance that holds
+    /// its listening ports, which no other live process of the same name can.
+    func releasePushLeases(ofInstance instance: String, keeping owner: String) async throws(StoreError) -> Int
 }
 
 extension PushStore {

@@ -84,6 +84,10 @@ extension SQLiteStore: PushStore {
         }
     }
 
+    package func releasePushLeases(ofInstance instance: String, keeping owner: String) async throws(StoreError) -> Int {
+        try await write { db in try db.rows(PushRules.releaseLeases(ofInstance: instance, keeping: owner)) { try $0.text("registration_id") }.count }
+    }
+
     package func purgePushNotifications(before: Int64) async throws(StoreError) -> Int {
         try await write { db in
             let ids = try db.rows(PushRules.purgeable(before: before)) { try $0.text("id") }

@@ -52,7 +52,8 @@ struct Serve: AsyncParsableCommand {
         }
         // systemd's Type=notify (docs/operations.md, "Under systemd"): ready once both
         // listeners are bound; last, so that it hears of a shutdown first.
-        let readiness = ReadinessAnnouncer(listeners: 2, logger: logger)
+        // Then the push deliveries an earlier run left unfinished are due again at once.
+        let readiness = ReadinessAnnouncer(listeners: 2, logger: logger, onReady: { await server.releaseEarlierPushLeases() })
         let services = ServiceGroup(
             configuration: .init(
                 services: tracing + [

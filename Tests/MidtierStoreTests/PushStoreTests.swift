@@ -149,6 +149,24 @@ import Testing
         }
     }
 
+    /// A restarted instance (same host and port) ends the leases its earlier run held, so that
+    /// what a crash left in flight is due at once; another instance's leases, and the names that
+    /// only begin alike (`host:80` and `host:8080`), keep theirs.
+    @Test(arguments: StoreKind.allCases) func aRestartedInstanceReleasesOnlyItsEarlierRunsLeases(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1"), registrations: ["r1", "r2", "r3", "r4"])
+            for (owner, count) in [("host:80/run-1", 1), ("host:8080/run-1", 1), ("other:80/run-1", 1), ("host:80/run-2", 1)] {
+                #expect(try await push.claimPushDeliveries(owner: owner, now: 1_000, leaseUntil: 90_000, limit: count).count == 1)
+            }
+            #expect(try await push.releasePushLeases(ofInstance: "host:80", keeping: "host:80/run-2") == 1)
+            let again = try await push.claimPushDeliveries(owner: "host:80/run-2", now: 1_001, leaseUntil: 90_000, limit: 5)
+            #expect(again.count == 1, "only the earlier run's delivery is free again; the others keep their leases")
+            #expect(try await push.releasePushLeases(ofInstance: "host:80", keeping: "host:80/run-2") == 0)
+            #expect(try await push.releasePushLeases(ofInstance: "host:8", keeping: "host:8/x") == 0, "a name that only begins alike")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func retryIsDueAgainAtItsTime(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let push = try Self.push(try await test.open())

@@ -56,7 +56,7 @@ SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity provider
 SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
+USERS = ["crashed", "capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
          "quickdroid", "term"]
 
 check = Checks("push")
@@ -865,6 +865,30 @@ def scenario_sigterm(m, apns):
     check("12 ... each reached APNs exactly once", counts == [1] * len(counts), f"({counts})")
 
 
+def scenario_crash_in_flight(m, apns):
+    """12b. Issue 36 item 9's other half: SIGKILL while APNs holds 5 deliveries. Their outcome
+    is unknown; after the restart (same host and port: the same instance) they are due again at
+    once, not when their 90-second leases run out. APNs then sees each twice (at least once)."""
+    apns.control("/_hold")
+    token = ios_token("0777")
+    status, _, _ = m.onboard("crashed", {"DeviceType": "iOS", "ApnsDeviceToken": token})
+    ids = [m.send_to_users(["crashed"], {"alert": f"crash {n}"})[1] for n in range(5)]
+    check("12b 5 notifications to crashed accepted", status == 201 and all(ids), f"({status}, {sum(1 for n in ids if n)})")
+    held = until(lambda: (apns.stats() or {}).get("held") == 5)
+    check("12b APNs holds all 5 (in flight)", held is not None, f"(held {(apns.stats() or {}).get('held')})")
+    m.kill()
+    apns.control("/_release")
+    check("12b Midtier is SIGKILLed and restarts on the same store", m.process.poll() is not None and m.start())
+    restarted = time.monotonic()
+    finals = m.final_statuses([nid for nid in ids if nid], seconds=LEASE + DEADLINE)
+    elapsed = time.monotonic() - restarted
+    print(f"crash in flight: all 5 final {elapsed:.1f} s after the restart (the lease is {LEASE} s)")
+    check("12b after the restart all 5 are SENT", all(overall(f) == "SENT" for f in finals.values()),
+          f"({[overall(f) for f in finals.values()]})")
+    check(f"12b ... retried before their {LEASE}-second leases ran out: the restarted instance released its earlier run's leases",
+          elapsed < LEASE and "left unfinished are due again" in m.log_text(), f"({elapsed:.0f} s)")
+
+
 def scenario_durability(m, apns):
     users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
     cids = {}
@@ -1017,6 +1041,7 @@ def main():
             scenario_capabilities(m, apns)
             scenario_slow_apns(m, apns, fcm)
             scenario_sigterm(m, apns)
+            scenario_crash_in_flight(m, apns)
             scenario_durability(m, apns)
             kill_all([m.process])
         logs += scenario_two_instances(work, k, apns, fcm, hashes) or []
