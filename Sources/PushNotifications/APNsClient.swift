@@ -71,7 +71,7 @@ package final class APNsClient: Sendable {
         http.body = .bytes(ByteBuffer(string: request.payload))
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
-            let response = try await httpClient.execute(http, timeout: Self.timeout)
+            let response = try await PushConnectionEnds.execute(http, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)

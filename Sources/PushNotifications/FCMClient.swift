@@ -62,7 +62,7 @@ package actor FCMClient {
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
-        let response = try await httpClient.execute(request, timeout: Self.timeout)
+        let response = try await PushConnectionEnds.execute(request, with: httpClient, deadline: .now() + Self.timeout)
         let body = try await response.body.collect(upTo: 64 * 1024)
         let answer = StrictJSON.object(Array(buffer: body)).get(or: [:])
         guard response.status == .ok, let value = answer["access_token"]?.stringValue, !value.isEmpty,
@@ -94,7 +94,7 @@ package actor FCMClient {
         request.body = .bytes(ByteBuffer(string: message.serialized()))
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
-            let response = try await httpClient.execute(request, timeout: Self.timeout)
+            let response = try await PushConnectionEnds.execute(request, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)

@@ -27,6 +27,11 @@ their tokens, back ends sending as senders of config/push-senders.json.
     places); once released, each of the 70 reached APNs exactly once.
 12. SIGTERM while APNs holds 20: Midtier waits for them, writes their outcomes, exits 0; after
     a restart none is sent again.
+14. APNs and FCM end every HTTP/2 connection after 7 requests (standin.py, ENDING
+    CONNECTIONS), with a graceful GOAWAY, then with an abrupt close. 5 notifications to 6
+    users with an iPhone and an Android each (60 deliveries) each time: all delivered, each
+    (notification, token) reached its service once, none needed a second attempt (a request
+    the connection's end left unanswered is sent again at once, over a new connection).
 Also: Midtier's logs never hold a device token, a password, a key or an access token.
 
 Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on failure. Every
@@ -55,7 +60,7 @@ SENDER_PASSWORD = "sender-" + secrets.token_hex(10)
 SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
 USERS = ["ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
-         "quickdroid", "term"]
+         "quickdroid", "term"] + [f"conn{n}" for n in range(6)]
 
 check = Checks("push")
 processes = []
@@ -111,17 +116,24 @@ class StandIn:
         self.script, self.port, self.arguments, self.log, self.work = script, port, arguments, log, work
         self.tls = ssl.create_default_context(cafile=ca)
         self.process = None
+        self.extra = []   # more arguments, such as --close-after (restart)
 
     def start(self):
         out = open(os.path.join(self.work, self.script + ".out"), "ab")
         self.process = subprocess.Popen([sys.executable, os.path.join(HERE, "standins", self.script), "--port", str(self.port)]
-                                        + self.arguments + ["--log", self.log],
+                                        + self.arguments + self.extra + ["--log", self.log],
                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         processes.append(self.process)
         return until(lambda: self.process.poll() is None and self.stats() is not None, seconds=30, step=0.1) is not None
 
     def stop(self):
         kill_all([self.process])
+
+    def restart(self, extra):
+        """Stopped and started again on the same port and log with `extra` arguments."""
+        self.stop()
+        self.extra = list(extra)
+        return self.start()
 
     def control(self, path):
         """POST /_hold or /_release (standin.Hold)."""
@@ -742,6 +754,89 @@ def scenario_sigterm(m, apns):
     check("12 ... each reached APNs exactly once", counts == [1] * len(counts), f"({counts})")
 
 
+CLOSE_AFTER = 7   # requests an HTTP/2 connection carries in scenario 14
+
+
+def scenario_connections(m, apns, fcm):
+    """14. Issue 36 item 12: a push service that ends its connections after every 7 requests —
+    with a graceful GOAWAY, then with an abrupt close — delays and loses nothing: each request
+    the end of a connection refused or left unanswered goes again at once over a new
+    connection, within the same attempt. Asserted on outcomes, attempts and the stand-ins'
+    logs, never on time."""
+    users = [f"conn{n}" for n in range(6)]
+    tokens = {}
+    for user in users:
+        ios, android = ios_token(), "fcm-" + secrets.token_urlsafe(20)
+        status, _, _ = m.onboard(user, {"DeviceType": "iOS", "ApnsDeviceToken": ios})
+        status2, _, _ = m.onboard(user, {"DeviceType": "Android", "AndroidGcmRegistrationId": android})
+        tokens[user] = (ios, android) if status == status2 == 201 else None
+    check("14 six users onboard an iPhone and an Android each", all(tokens.values()), f"({tokens})")
+    if not all(tokens.values()):
+        return
+    for how in ("goaway", "close"):
+        ok = apns.restart(["--close-after", str(CLOSE_AFTER), "--close-how", how]) and \
+            fcm.restart(["--close-after", str(CLOSE_AFTER), "--close-how", how])
+        check(f"14 {how}: APNs and FCM restart, ending each HTTP/2 connection after {CLOSE_AFTER} requests", ok)
+        if not ok:
+            break
+        connections_ended(m, apns, fcm, how, users, tokens)
+    check("14 APNs and FCM restart keeping their connections again", apns.restart([]) and fcm.restart([]))
+
+
+def connections_ended(m, apns, fcm, how, users, tokens):
+    # The restarted FCM stand-in no longer knows Midtier's access token: its 401 (an attempt of
+    # its own) is had here, before the notifications that count.
+    _, warm, _ = m.send_to_users(users[:1], {"alert": f"{how} first"})
+    check(f"14 {how}: a first notification is SENT (Midtier's FCM access token renewed after the stand-in's restart)",
+          warm and overall(m.final_status(warm)[0]) == "SENT")
+    since, sent_at = time.time(), time.monotonic()
+    ids = [m.send_to_users(users, {"alert": f"{how} {n}"})[1] for n in range(5)]
+    check(f"14 {how}: 5 notifications to the six users accepted", all(ids), f"({sum(1 for n in ids if n)} accepted)")
+    ids = [nid for nid in ids if nid]
+    finals = m.final_statuses(ids)
+    print(f"connections ended ({how}): every notification final {time.monotonic() - sent_at:.1f} s after the first send")
+    every = [d for f in finals.values() for d in (f or {}).get("deliveries", [])]
+    check(f"14 {how}: every notification is SENT, its 12 deliveries (60 in all) delivered within the deadline",
+          all(overall(f) == "SENT" and len(f["deliveries"]) == 12 for f in finals.values())
+          and len(every) == 60 and all(d.get("status") == "delivered" for d in every),
+          f"({[overall(f) for f in finals.values()]}, {sum(1 for d in every if d.get('status') == 'delivered')} delivered, "
+          f"{sorted({d.get('reason') for d in every if d.get('status') != 'delivered'})})")
+    again = [d for d in every if d.get("attempts") != 1]
+    check(f"14 {how}: none needed a second attempt (what the connection's end refused went again at once, in the same attempt)",
+          not again, f"({len(again)} of {len(every)} with attempts {sorted({d.get('attempts') for d in again})}, "
+          f"reasons {sorted({d.get('reason') for d in again})[:3]})")
+
+    apns_lines = [e for e in apns.lines() if (e.get("payload") or {}).get("notificationId") in ids]
+    fcm_lines = [e for e in fcm.lines() if e.get("kind") == "send" and ((e.get("message") or {}).get("data") or {}).get("notificationId") in ids]
+    received = {}
+    for e in apns_lines:
+        received.setdefault((e["payload"]["notificationId"], e.get("token")), []).append(e.get("status"))
+    for e in fcm_lines:
+        received.setdefault((e["message"]["data"]["notificationId"], e.get("token")), []).append(e.get("status"))
+    wanted = {(nid, token) for nid in ids for user in users for token in tokens[user]}
+    missing = [pair for pair in wanted if 200 not in received.get(pair, [])]
+    check(f"14 {how}: the stand-ins took each of the 60 (notification, token) pairs (a 200 in their logs)", not missing,
+          f"({len(missing)} missing)")
+    twice = sum(1 for pair in wanted if received.get(pair, []).count(200) > 1)
+    print(f"connections ended ({how}): {twice} of {len(wanted)} deliveries reached their service more than once")
+    apns_stats, fcm_stats = apns.stats() or {}, fcm.stats() or {}
+    ended = (apns_stats.get("closed", 0), fcm_stats.get("closed", 0))
+    print(f"connections ended ({how}): APNs {apns_stats.get('connections')} connections, {apns_stats.get('refused')} streams refused; "
+          f"FCM {fcm_stats.get('connections')} connections, {fcm_stats.get('refused')} streams refused")
+    check(f"14 {how}: both services really ended connections (at least 3 each)", min(ended) >= 3,
+          f"(APNs {apns_stats}, FCM {fcm_stats})")
+    per_connection = {}
+    for service, lines in (("apns", apns.lines()), ("fcm", fcm.lines())):
+        for e in lines:
+            if e.get("time", 0) >= since:
+                key = (service, e.get("clientPort"))
+                per_connection[key] = per_connection.get(key, 0) + 1
+    check(f"14 {how}: no connection carried more than {CLOSE_AFTER} requests", max(per_connection.values(), default=0) <= CLOSE_AFTER,
+          f"({sorted(per_connection.values())})")
+    check(f"14 {how}: no delivery went twice (the service answered, or refused unprocessed, every request it got)", twice == 0,
+          f"({twice})")
+
+
 def scenario_durability(m, apns):
     users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
     cids = {}
@@ -887,6 +982,7 @@ def main():
             scenario_background(m, apns, fcm)
             scenario_sender_api(m, apns, fcm)
             scenario_slow_apns(m, apns, fcm)
+            scenario_connections(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_durability(m, apns)
             kill_all([m.process])
