@@ -421,7 +421,10 @@ let package = Package(
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "PushNotificationsTests", dependencies: ["PushNotifications", "MidtierJSON"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushNotificationsTests",
+            dependencies: ["PushNotifications", "MidtierJSON", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RequestTracingTests",
             dependencies: [

@@ -32,6 +32,10 @@ their tokens, back ends sending as senders of config/push-senders.json.
     users with an iPhone and an Android each (60 deliveries) each time: all delivered, each
     (notification, token) reached its service once, none needed a second attempt (a request
     the connection's end left unanswered is sent again at once, over a new connection).
+15. Tokens of the push services with lifetimes of seconds (the stand-ins' --provider-token-lifetime
+    and --access-token-lifetime): a fresh Midtier's burst uses one provider token; APNs'
+    ExpiredProviderToken gets one new token and the deliveries through; one FCM access token
+    serves until it is about to expire, a new one is fetched before it does, and one after a 401.
 Also: Midtier's logs never hold a device token, a password, a key or an access token.
 
 Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on failure. Every
@@ -837,6 +841,110 @@ def connections_ended(m, apns, fcm, how, users, tokens):
           f"({twice})")
 
 
+EXPIRY_TESTED = []            # when scenario 15 began and ended: APNs refuses tokens as expired then
+PROVIDER_TOKEN_LIFETIME = 5   # seconds the APNs stand-in takes a provider token in scenario 15
+ACCESS_TOKEN_LIFETIME = 12    # seconds the FCM stand-in's access tokens live in scenario 15
+
+
+def scenario_service_tokens(m, apns, fcm):
+    """15. The push services' own tokens (docs/push.md, "Tokens of the push services"), with
+    lifetimes of seconds instead of an hour: APNs refuses a provider token older than
+    PROVIDER_TOKEN_LIFETIME with ExpiredProviderToken, FCM's token endpoint issues access tokens
+    of ACCESS_TOKEN_LIFETIME seconds. Midtier makes one provider token for a burst of requests,
+    a new one when APNs calls its token expired, fetches one access token until it is about to
+    expire, a new one before it does, and a new one when FCM answers 401."""
+    users = [f"conn{n}" for n in range(6)]
+    EXPIRY_TESTED.append(time.time())
+    ok = apns.restart(["--provider-token-lifetime", str(PROVIDER_TOKEN_LIFETIME)]) and \
+        fcm.restart(["--access-token-lifetime", str(ACCESS_TOKEN_LIFETIME)])
+    check(f"15 APNs restarts taking provider tokens for {PROVIDER_TOKEN_LIFETIME} s, FCM issuing access tokens of {ACCESS_TOKEN_LIFETIME} s", ok)
+    # A fresh Midtier has no provider token and no access token yet.
+    m.process.send_signal(signal.SIGTERM)
+    try:
+        m.process.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        pass
+    check("15 Midtier restarts (no provider or access token yet)", ok and m.start())
+    if not ok or m.process.poll() is not None:
+        return
+
+    def burst(label, count=2):
+        """`count` notifications to the six users at once (12 APNs and 12 FCM deliveries per
+        two); (ids, whether all came to SENT, the APNs lines, the FCM send lines). The lines are
+        those logged since the burst began (a refused request's payload is not read, so it
+        cannot be told by its notification id): nothing else is sent meanwhile."""
+        since = time.time()
+        ids = [m.send_to_users(users, {"alert": f"{label} {n}"})[1] for n in range(count)]
+        ids = [nid for nid in ids if nid]
+        finals = m.final_statuses(ids)
+        sent = len(ids) == count and all(overall(f) == "SENT" for f in finals.values())
+        apns_lines = [e for e in apns.lines() if e.get("time", 0) >= since]
+        fcm_lines = [e for e in fcm.lines() if e.get("kind") == "send" and e.get("time", 0) >= since]
+        return ids, sent, apns_lines, fcm_lines
+
+    def tokens_of(lines, key):
+        return sorted({(e.get(key) or {}).get("hash") if key == "providerToken" else e.get(key) for e in lines if e.get(key)})
+
+    # APNs: one provider token for a burst, made anew when APNs calls it expired.
+    _, sent, first, first_fcm = burst("apns first")
+    first_tokens = tokens_of(first, "providerToken")
+    check("15 APNs: the first burst (12 requests at once from a fresh Midtier) is delivered with one provider token",
+          sent and len(first_tokens) == 1 and all(e.get("status") == 200 for e in first),
+          f"({len(first_tokens)} provider tokens, statuses {sorted({e.get('status') for e in first})})")
+    issued = (fcm.stats() or {}).get("tokensIssued")
+    check("15 FCM: ... and its 12 FCM messages with one access token, fetched once", sent and issued == 1
+          and len(tokens_of(first_fcm, "accessToken")) == 1 and all(e.get("status") == 200 for e in first_fcm),
+          f"({issued} issued, {len(tokens_of(first_fcm, 'accessToken'))} used)")
+    iat = max([(e.get("providerToken") or {}).get("iat") or 0 for e in first], default=0)
+    until(lambda: time.time() > iat + PROVIDER_TOKEN_LIFETIME + 0.5, seconds=PROVIDER_TOKEN_LIFETIME + 30)
+    ids, sent, second, _ = burst("apns expired")
+    refused = [e for e in second if e.get("reason") == "ExpiredProviderToken"]
+    delivered = [e for e in second if e.get("status") == 200]
+    new_tokens = sorted({(e.get("providerToken") or {}).get("hash") for e in delivered})
+    check("15 APNs: a burst after the provider token's lifetime is refused ExpiredProviderToken, then delivered with a new token",
+          sent and refused and all((e.get("providerToken") or {}).get("hash") in first_tokens for e in refused)
+          and len(delivered) == 12 and not set(new_tokens) & set(first_tokens)
+          and all(((e.get("providerToken") or {}).get("iat") or 0) > iat for e in delivered),
+          f"({len(refused)} refused, {len(delivered)} delivered, tokens {len(new_tokens)} new)")
+    check("15 APNs: one new provider token for all of them (Apple refuses tokens renewed more often than every 20 minutes)",
+          len(new_tokens) == 1, f"({len(new_tokens)} new provider tokens)")
+    finals = [m.status_of(nid)[1] for nid in ids]
+    attempts = sorted({d.get("attempts") for f in finals for d in (f or {}).get("deliveries", []) if d.get("provider") == "apns"})
+    print(f"service tokens: the deliveries APNs refused as expired took {attempts} attempts")
+
+    # FCM: the access token is kept until shortly before it expires, renewed before it does,
+    # and renewed on 401.
+    issued_before = (fcm.stats() or {}).get("tokensIssued", 0)
+    ids, sent, _, sends = burst("fcm one", count=1)
+    ids2, sent2, _, sends2 = burst("fcm two", count=1)
+    stats = fcm.stats() or {}
+    used = tokens_of(sends + sends2, "accessToken")
+    check(f"15 FCM: two notifications one after the other, well within the token's {ACCESS_TOKEN_LIFETIME} s, use one access token",
+          sent and sent2 and len(used) == 1 and stats.get("tokensIssued", 0) - issued_before <= 1
+          and not [e for e in sends + sends2 if e.get("status") == 401],
+          f"({stats.get('tokensIssued', 0) - issued_before} issued, {len(used)} used)")
+    expired = until(lambda: (fcm.stats() or {}).get("liveAccessTokens") == 0, seconds=ACCESS_TOKEN_LIFETIME + 30)
+    check("15 FCM: (the access token has expired at the stand-in)", expired is not None)
+    _, sent, _, later = burst("fcm later")
+    later_tokens = tokens_of(later, "accessToken")
+    check("15 FCM: after its expiry Midtier uses a new access token, fetched before sending (no 401)",
+          sent and len(later_tokens) == 1 and not set(later_tokens) & set(used) and not [e for e in later if e.get("status") == 401],
+          f"({len(later_tokens)} tokens, {sum(1 for e in later if e.get('status') == 401)} answered 401)")
+    fcm.control("/_expire-tokens")
+    issued_before = (fcm.stats() or {}).get("tokensIssued", 0)
+    _, sent, _, revoked = burst("fcm revoked")
+    unauthenticated = [e for e in revoked if e.get("status") == 401]
+    after = [e for e in revoked if e.get("status") == 200]
+    check("15 FCM: a token FCM refuses with 401 is renewed and the messages delivered with the new one",
+          sent and unauthenticated and len(after) == 12 and len(tokens_of(after, "accessToken")) == 1
+          and not set(tokens_of(after, "accessToken")) & set(later_tokens),
+          f"({len(unauthenticated)} answered 401, {len(after)} delivered, tokens {tokens_of(after, 'accessToken')[:3]})")
+    check("15 FCM: one new access token for all of them", (fcm.stats() or {}).get("tokensIssued", 0) - issued_before == 1,
+          f"({(fcm.stats() or {}).get('tokensIssued', 0) - issued_before} issued)")
+    check("15 APNs and FCM restart with an hour's tokens again", apns.restart([]) and fcm.restart([]))
+    EXPIRY_TESTED.append(time.time())
+
+
 def scenario_durability(m, apns):
     users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
     cids = {}
@@ -983,6 +1091,7 @@ def main():
             scenario_sender_api(m, apns, fcm)
             scenario_slow_apns(m, apns, fcm)
             scenario_connections(m, apns, fcm)
+            scenario_service_tokens(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_durability(m, apns)
             kill_all([m.process])
@@ -990,8 +1099,9 @@ def main():
 
         # The stand-ins check Midtier's JWTs as Apple and Google do (whole-second iat and exp, key,
         # issuer, topic): no request of Midtier's may have been refused for its credentials.
-        refused = [e.get("reason") for e in apns.lines() if e.get("status") == 403]
-        check("APNs never refused Midtier's provider token (ES256 JWT: kid, iss, whole-second iat)", not refused,
+        refused = [e.get("reason") for e in apns.lines() if e.get("status") == 403
+                   and not (e.get("reason") == "ExpiredProviderToken" and EXPIRY_TESTED[:1] and EXPIRY_TESTED[0] <= e.get("time", 0) <= EXPIRY_TESTED[-1])]
+        check("APNs never refused Midtier's provider token (ES256 JWT: kid, iss, whole-second iat), but as expired in 15", not refused,
               f"({len(refused)} refusals: {sorted(set(refused))})")
         refused = [e.get("errorCode") for e in fcm.lines() if e.get("kind") == "oauth" and e.get("status") != 200]
         check("Google's token endpoint never refused Midtier's service-account assertion (RS256 JWT: whole-second iat/exp)",
