@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        // HTTP/2 stream errors: a request a push service's GOAWAY refused (already in the graph
+        // through async-http-client).
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         // Users' certificates for principal propagation (already in the graph through jwt-kit).
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
@@ -194,6 +197,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -417,7 +421,10 @@ let package = Package(
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
         ),
-        .testTarget(name: "PushNotificationsTests", dependencies: ["PushNotifications", "MidtierJSON"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushNotificationsTests",
+            dependencies: ["PushNotifications", "MidtierJSON", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "RequestTracingTests",
             dependencies: [

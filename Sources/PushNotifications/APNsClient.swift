@@ -1,49 +1,24 @@
 package import AsyncHTTPClient
 import Foundation
-import JWTKit
 package import MidtierCore
 import MidtierJSON
 import NIOCore
 import NIOHTTP1
-import Synchronization
 
 /// Sends notifications to Apple's push service over HTTP/2 with token authentication
-/// (docs/push.md, "APNs"): an ES256 JWT (`iss` the team, `kid` the key) made from the app's
-/// `.p8` key, reused for 50 minutes (Apple refuses one older than an hour and one renewed more
-/// often than every 20 minutes) and renewed early when APNs calls it expired or invalid.
+/// (docs/push.md, "APNs"): the app's provider token (`APNsProviderToken`), renewed when APNs
+/// calls it expired.
 package final class APNsClient: Sendable {
     package let settings: APNsSettings
     private let httpClient: HTTPClient
-    private let keys: JWTKeyCollection
-    private let providerToken = Mutex<(value: String, madeAt: ContinuousClock.Instant)?>(nil)
-    static let tokenLifetime = Duration.seconds(50 * 60)
+    private let providerToken: APNsProviderToken
     static let timeout = TimeAmount.seconds(30)
 
     /// Fails when the key does not load (the configuration loader checked it already).
     package init(settings: APNsSettings, httpClient: HTTPClient) async throws {
         self.settings = settings
         self.httpClient = httpClient
-        let key = try ES256PrivateKey(pem: settings.privateKeyPEM)
-        keys = await JWTKeyCollection().add(ecdsa: key, kid: JWKIdentifier(string: settings.keyID))
-    }
-
-    struct ProviderClaims: JWTPayload {
-        var iss: IssuerClaim
-        var iat: IssuedAtClaim
-        func verify(using algorithm: some JWTAlgorithm) throws {}
-    }
-
-    /// The provider token, made anew when older than 50 minutes or when `renew` is set.
-    private func token(renew: Bool) async throws -> String {
-        let now = ContinuousClock.now
-        if !renew, let current = providerToken.withLock({ $0 }), now - current.madeAt < Self.tokenLifetime { return current.value }
-        // Whole seconds: APNs refuses an `iat` with a fraction.
-        let claims = ProviderClaims(
-            iss: IssuerClaim(value: settings.teamID),
-            iat: IssuedAtClaim(value: Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down))))
-        let value = try await keys.sign(claims, kid: JWKIdentifier(string: settings.keyID))
-        providerToken.withLock { $0 = (value, now) }
-        return value
+        providerToken = try await APNsProviderToken(privateKeyPEM: settings.privateKeyPEM, teamID: settings.teamID, keyID: settings.keyID)
     }
 
     /// Sends `request` to the device with `deviceToken`.
@@ -51,15 +26,15 @@ package final class APNsClient: Sendable {
         guard !deviceToken.isEmpty, deviceToken.utf8.allSatisfy(Self.isHexDigit) else {
             return .tokenGone(reason: "APNs BadDeviceToken (not hexadecimal)")
         }
-        let authorization: String
+        let token: String
         do {
-            authorization = "bearer " + (try await token(renew: false))
+            token = try await providerToken.value(at: .now, issuedAt: Date())
         } catch {
             return .refused(reason: "the APNs key cannot sign a provider token")
         }
         var http = HTTPClientRequest(url: "\(settings.endpoint)/3/device/\(deviceToken)")
         http.method = .POST
-        http.headers.add(name: "authorization", value: authorization)
+        http.headers.add(name: "authorization", value: "bearer " + token)
         http.headers.add(name: "apns-topic", value: settings.topic)
         http.headers.add(name: "apns-push-type", value: request.pushType)
         http.headers.add(name: "apns-priority", value: String(request.priority))
@@ -71,7 +46,7 @@ package final class APNsClient: Sendable {
         http.body = .bytes(ByteBuffer(string: request.payload))
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
-            let response = try await httpClient.execute(http, timeout: Self.timeout)
+            let response = try await PushConnectionEnds.execute(http, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)
@@ -85,7 +60,7 @@ package final class APNsClient: Sendable {
         case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"): return .tokenGone(reason: described)
         case (403, "ExpiredProviderToken"):
             // Made anew for the next attempt.
-            _ = try? await token(renew: true)
+            await providerToken.expired(token)
             return .retry(after: 1, reason: described)
         case (429, _), (500...599, _): return .retry(after: retryAfterSeconds(retryAfter), reason: described)
         default: return .refused(reason: described)

@@ -8,8 +8,8 @@ import NIOHTTP1
 
 /// Sends notifications through Firebase Cloud Messaging's HTTP v1 API (docs/push.md, "FCM"),
 /// authenticated as the app's service account: an RS256 JWT exchanged at the account's token
-/// URI for an access token, which is kept until a minute before it expires and shared by every
-/// message (one exchange at a time).
+/// URI for an access token, which is kept until a minute before it expires (`keptFor`) and
+/// shared by every message (one exchange at a time).
 package actor FCMClient {
     package let settings: FCMSettings
     private let httpClient: HTTPClient
@@ -62,7 +62,9 @@ package actor FCMClient {
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
-        let response = try await httpClient.execute(request, timeout: Self.timeout)
+        // The token's life is counted from before it was asked for: never longer than Google counts it.
+        let askedAt = ContinuousClock.now
+        let response = try await PushConnectionEnds.execute(request, with: httpClient, deadline: .now() + Self.timeout)
         let body = try await response.body.collect(upTo: 64 * 1024)
         let answer = StrictJSON.object(Array(buffer: body)).get(or: [:])
         guard response.status == .ok, let value = answer["access_token"]?.stringValue, !value.isEmpty,
@@ -72,9 +74,18 @@ package actor FCMClient {
                 reason: "FCM token exchange \(response.status.code) \(reasonCode(answer["error"]?.stringValue))",
                 permanent: (400..<500).contains(Int(response.status.code)) && response.status.code != 429)
         }
-        let lifetime = max(60, Int(answer["expires_in"]?.doubleValue ?? 3600))
-        accessToken = (value, ContinuousClock.now + .seconds(lifetime - 60))
+        accessToken = (value, askedAt + Self.keptFor(expiresIn: answer["expires_in"]?.doubleValue))
         return value
+    }
+
+    /// How long an access token is used: until a minute before it expires (`expires_in`
+    /// seconds after it was asked for; an hour when the answer does not say), or a tenth of its
+    /// life before for one shorter than ten minutes — not for no time at all, which would fetch
+    /// a token for every message.
+    static func keptFor(expiresIn: Double?) -> Duration {
+        let seconds = expiresIn.flatMap { $0.isFinite ? min(max($0, 1), 86_400) : nil } ?? 3600
+        let lifetime = Duration.milliseconds(Int64((seconds * 1000).rounded(.down)))
+        return lifetime - min(.seconds(60), lifetime / 10)
     }
 
     /// Sends `message` (FCM's `{"message":…}`).
@@ -94,7 +105,7 @@ package actor FCMClient {
         request.body = .bytes(ByteBuffer(string: message.serialized()))
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
-            let response = try await httpClient.execute(request, timeout: Self.timeout)
+            let response = try await PushConnectionEnds.execute(request, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)

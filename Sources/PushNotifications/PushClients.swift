@@ -5,11 +5,14 @@ import NIOCore
 import NIOSSL
 
 /// The APNs and FCM clients of each app, made when first needed and made anew when the app's
-/// push settings change (a reload). HTTP clients are shared: one that trusts the system's
-/// roots, and one more for each `caFile`.
+/// push settings change (a reload). A client is made once however many deliveries ask for it
+/// at the same moment: each client has its own provider or access token, and a burst that made
+/// one client each would send as many tokens (Apple refuses tokens renewed that often). HTTP
+/// clients are shared: one that trusts the system's roots, and one more for each `caFile`.
 package actor PushClients {
-    private var apns: [String: (fingerprint: String, client: APNsClient)] = [:]
-    private var fcm: [String: (fingerprint: String, client: FCMClient)] = [:]
+    /// Each app's client, or the task making it (nil when its key does not load).
+    private var apns: [String: (fingerprint: String, client: Task<APNsClient?, Never>)] = [:]
+    private var fcm: [String: (fingerprint: String, client: Task<FCMClient?, Never>)] = [:]
     private var httpClients: [String: HTTPClient] = [:]
     private let logger: Logger
 
@@ -17,38 +20,46 @@ package actor PushClients {
         self.logger = logger
     }
 
-    /// The APNs client of `app`; nil when it has no APNs settings or its key does not load.
+    /// The APNs client of `app`; nil when it has no APNs settings or its key does not load (said
+    /// once in the log, and tried again when the settings change).
     package func apnsClient(for app: AppConfiguration) async -> APNsClient? {
         guard let settings = app.push.apns else { return nil }
         let fingerprint = [settings.teamID, settings.keyID, settings.privateKeyPEM, settings.topic, settings.endpoint, settings.caFile ?? ""]
             .joined(separator: "\u{0}")
-        if let known = apns[app.id], known.fingerprint == fingerprint { return known.client }
-        do {
-            let client = try await APNsClient(settings: settings, httpClient: httpClient(caFile: settings.caFile))
-            apns[app.id] = (fingerprint, client)
-            return client
-        } catch {
-            logger.error("the app's APNs key does not load; its notifications fail", metadata: ["app": "\(app.id)"])
-            return nil
+        if let known = apns[app.id], known.fingerprint == fingerprint { return await known.client.value }
+        let (httpClient, logger, app) = (httpClient(caFile: settings.caFile), logger, app.id)
+        let making = Task { () -> APNsClient? in
+            do {
+                return try await APNsClient(settings: settings, httpClient: httpClient)
+            } catch {
+                logger.error("the app's APNs key does not load; its notifications fail", metadata: ["app": "\(app)"])
+                return nil
+            }
         }
+        apns[app] = (fingerprint, making)
+        return await making.value
     }
 
-    /// The FCM client of `app`; nil when it has no FCM settings or its key does not load.
+    /// The FCM client of `app`; nil when it has no FCM settings or its key does not load (said
+    /// once in the log, and tried again when the settings change).
     package func fcmClient(for app: AppConfiguration) async -> FCMClient? {
         guard let settings = app.push.fcm else { return nil }
         let fingerprint = [
             settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? "",
         ]
         .joined(separator: "\u{0}")
-        if let known = fcm[app.id], known.fingerprint == fingerprint { return known.client }
-        do {
-            let client = try await FCMClient(settings: settings, httpClient: httpClient(caFile: settings.caFile))
-            fcm[app.id] = (fingerprint, client)
-            return client
-        } catch {
-            logger.error("the app's FCM service account key does not load; its notifications fail", metadata: ["app": "\(app.id)"])
-            return nil
+        if let known = fcm[app.id], known.fingerprint == fingerprint { return await known.client.value }
+        let (httpClient, logger, app) = (httpClient(caFile: settings.caFile), logger, app.id)
+        let making = Task { () -> FCMClient? in
+            do {
+                return try await FCMClient(settings: settings, httpClient: httpClient)
+            } catch {
+                logger.error("the app's FCM service account key does not load; its notifications fail", metadata: ["app": "\(app)"])
+                return nil
+            }
         }
+        fcm[app] = (fingerprint, making)
+        return await making.value
     }
 
     private func httpClient(caFile: String?) -> HTTPClient {

@@ -27,6 +27,15 @@ their tokens, back ends sending as senders of config/push-senders.json.
     places); once released, each of the 70 reached APNs exactly once.
 12. SIGTERM while APNs holds 20: Midtier waits for them, writes their outcomes, exits 0; after
     a restart none is sent again.
+14. APNs and FCM end every HTTP/2 connection after 7 requests (standin.py, ENDING
+    CONNECTIONS), with a graceful GOAWAY, then with an abrupt close. 5 notifications to 6
+    users with an iPhone and an Android each (60 deliveries) each time: all delivered, each
+    (notification, token) reached its service once, none needed a second attempt (a request
+    the connection's end left unanswered is sent again at once, over a new connection).
+15. Tokens of the push services with lifetimes of seconds (the stand-ins' --provider-token-lifetime
+    and --access-token-lifetime): a fresh Midtier's burst uses one provider token; APNs'
+    ExpiredProviderToken gets one new token and the deliveries through; one FCM access token
+    serves until it is about to expire, a new one is fetched before it does, and one after a 401.
 Also: Midtier's logs never hold a device token, a password, a key or an access token.
 
 Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on failure. Every
@@ -56,8 +65,8 @@ SENDER_API_KEY = "key-" + secrets.token_hex(24)   # SAP's X-API-Key
 SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity provider
 SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
-USERS = ["crashed", "capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock", "lateblock", "multi", "mallory", "silent", "slowios",
-         "quickdroid", "term"]
+USERS = ["crashed", "capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock",
+         "lateblock", "multi", "mallory", "silent", "slowios", "quickdroid", "term"] + [f"conn{n}" for n in range(6)]
 
 check = Checks("push")
 processes = []
@@ -113,17 +122,24 @@ class StandIn:
         self.script, self.port, self.arguments, self.log, self.work = script, port, arguments, log, work
         self.tls = ssl.create_default_context(cafile=ca)
         self.process = None
+        self.extra = []   # more arguments, such as --close-after (restart)
 
     def start(self):
         out = open(os.path.join(self.work, self.script + ".out"), "ab")
         self.process = subprocess.Popen([sys.executable, os.path.join(HERE, "standins", self.script), "--port", str(self.port)]
-                                        + self.arguments + ["--log", self.log],
+                                        + self.arguments + self.extra + ["--log", self.log],
                                         stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         processes.append(self.process)
         return until(lambda: self.process.poll() is None and self.stats() is not None, seconds=30, step=0.1) is not None
 
     def stop(self):
         kill_all([self.process])
+
+    def restart(self, extra):
+        """Stopped and started again on the same port and log with `extra` arguments."""
+        self.stop()
+        self.extra = list(extra)
+        return self.start()
 
     def control(self, path):
         """POST /_hold or /_release (standin.Hold)."""
@@ -889,6 +905,193 @@ def scenario_crash_in_flight(m, apns):
           elapsed < LEASE and "left unfinished are due again" in m.log_text(), f"({elapsed:.0f} s)")
 
 
+CLOSE_AFTER = 7   # requests an HTTP/2 connection carries in scenario 14
+
+
+def scenario_connections(m, apns, fcm):
+    """14. Issue 36 item 12: a push service that ends its connections after every 7 requests —
+    with a graceful GOAWAY, then with an abrupt close — delays and loses nothing: each request
+    the end of a connection refused or left unanswered goes again at once over a new
+    connection, within the same attempt. Asserted on outcomes, attempts and the stand-ins'
+    logs, never on time."""
+    users = [f"conn{n}" for n in range(6)]
+    tokens = {}
+    for user in users:
+        ios, android = ios_token(), "fcm-" + secrets.token_urlsafe(20)
+        status, _, _ = m.onboard(user, {"DeviceType": "iOS", "ApnsDeviceToken": ios})
+        status2, _, _ = m.onboard(user, {"DeviceType": "Android", "AndroidGcmRegistrationId": android})
+        tokens[user] = (ios, android) if status == status2 == 201 else None
+    check("14 six users onboard an iPhone and an Android each", all(tokens.values()), f"({tokens})")
+    if not all(tokens.values()):
+        return
+    for how in ("goaway", "close"):
+        ok = apns.restart(["--close-after", str(CLOSE_AFTER), "--close-how", how]) and \
+            fcm.restart(["--close-after", str(CLOSE_AFTER), "--close-how", how])
+        check(f"14 {how}: APNs and FCM restart, ending each HTTP/2 connection after {CLOSE_AFTER} requests", ok)
+        if not ok:
+            break
+        connections_ended(m, apns, fcm, how, users, tokens)
+    check("14 APNs and FCM restart keeping their connections again", apns.restart([]) and fcm.restart([]))
+
+
+def connections_ended(m, apns, fcm, how, users, tokens):
+    # The restarted FCM stand-in no longer knows Midtier's access token: its 401 (an attempt of
+    # its own) is had here, before the notifications that count.
+    _, warm, _ = m.send_to_users(users[:1], {"alert": f"{how} first"})
+    check(f"14 {how}: a first notification is SENT (Midtier's FCM access token renewed after the stand-in's restart)",
+          warm and overall(m.final_status(warm)[0]) == "SENT")
+    since, sent_at = time.time(), time.monotonic()
+    ids = [m.send_to_users(users, {"alert": f"{how} {n}"})[1] for n in range(5)]
+    check(f"14 {how}: 5 notifications to the six users accepted", all(ids), f"({sum(1 for n in ids if n)} accepted)")
+    ids = [nid for nid in ids if nid]
+    finals = m.final_statuses(ids)
+    print(f"connections ended ({how}): every notification final {time.monotonic() - sent_at:.1f} s after the first send")
+    every = [d for f in finals.values() for d in (f or {}).get("deliveries", [])]
+    check(f"14 {how}: every notification is SENT, its 12 deliveries (60 in all) delivered within the deadline",
+          all(overall(f) == "SENT" and len(f["deliveries"]) == 12 for f in finals.values())
+          and len(every) == 60 and all(d.get("status") == "delivered" for d in every),
+          f"({[overall(f) for f in finals.values()]}, {sum(1 for d in every if d.get('status') == 'delivered')} delivered, "
+          f"{sorted({d.get('reason') for d in every if d.get('status') != 'delivered'})})")
+    again = [d for d in every if d.get("attempts") != 1]
+    check(f"14 {how}: none needed a second attempt (what the connection's end refused went again at once, in the same attempt)",
+          not again, f"({len(again)} of {len(every)} with attempts {sorted({d.get('attempts') for d in again})}, "
+          f"reasons {sorted({d.get('reason') for d in again})[:3]})")
+
+    apns_lines = [e for e in apns.lines() if (e.get("payload") or {}).get("notificationId") in ids]
+    fcm_lines = [e for e in fcm.lines() if e.get("kind") == "send" and ((e.get("message") or {}).get("data") or {}).get("notificationId") in ids]
+    received = {}
+    for e in apns_lines:
+        received.setdefault((e["payload"]["notificationId"], e.get("token")), []).append(e.get("status"))
+    for e in fcm_lines:
+        received.setdefault((e["message"]["data"]["notificationId"], e.get("token")), []).append(e.get("status"))
+    wanted = {(nid, token) for nid in ids for user in users for token in tokens[user]}
+    missing = [pair for pair in wanted if 200 not in received.get(pair, [])]
+    check(f"14 {how}: the stand-ins took each of the 60 (notification, token) pairs (a 200 in their logs)", not missing,
+          f"({len(missing)} missing)")
+    twice = sum(1 for pair in wanted if received.get(pair, []).count(200) > 1)
+    print(f"connections ended ({how}): {twice} of {len(wanted)} deliveries reached their service more than once")
+    apns_stats, fcm_stats = apns.stats() or {}, fcm.stats() or {}
+    ended = (apns_stats.get("closed", 0), fcm_stats.get("closed", 0))
+    print(f"connections ended ({how}): APNs {apns_stats.get('connections')} connections, {apns_stats.get('refused')} streams refused; "
+          f"FCM {fcm_stats.get('connections')} connections, {fcm_stats.get('refused')} streams refused")
+    check(f"14 {how}: both services really ended connections (at least 3 each)", min(ended) >= 3,
+          f"(APNs {apns_stats}, FCM {fcm_stats})")
+    per_connection = {}
+    for service, lines in (("apns", apns.lines()), ("fcm", fcm.lines())):
+        for e in lines:
+            if e.get("time", 0) >= since:
+                key = (service, e.get("clientPort"))
+                per_connection[key] = per_connection.get(key, 0) + 1
+    check(f"14 {how}: no connection carried more than {CLOSE_AFTER} requests", max(per_connection.values(), default=0) <= CLOSE_AFTER,
+          f"({sorted(per_connection.values())})")
+    check(f"14 {how}: no delivery went twice (the service answered, or refused unprocessed, every request it got)", twice == 0,
+          f"({twice})")
+
+
+EXPIRY_TESTED = []            # when scenario 15 began and ended: APNs refuses tokens as expired then
+PROVIDER_TOKEN_LIFETIME = 5   # seconds the APNs stand-in takes a provider token in scenario 15
+ACCESS_TOKEN_LIFETIME = 12    # seconds the FCM stand-in's access tokens live in scenario 15
+
+
+def scenario_service_tokens(m, apns, fcm):
+    """15. The push services' own tokens (docs/push.md, "Tokens of the push services"), with
+    lifetimes of seconds instead of an hour: APNs refuses a provider token older than
+    PROVIDER_TOKEN_LIFETIME with ExpiredProviderToken, FCM's token endpoint issues access tokens
+    of ACCESS_TOKEN_LIFETIME seconds. Midtier makes one provider token for a burst of requests,
+    a new one when APNs calls its token expired, fetches one access token until it is about to
+    expire, a new one before it does, and a new one when FCM answers 401."""
+    users = [f"conn{n}" for n in range(6)]
+    EXPIRY_TESTED.append(time.time())
+    ok = apns.restart(["--provider-token-lifetime", str(PROVIDER_TOKEN_LIFETIME)]) and \
+        fcm.restart(["--access-token-lifetime", str(ACCESS_TOKEN_LIFETIME)])
+    check(f"15 APNs restarts taking provider tokens for {PROVIDER_TOKEN_LIFETIME} s, FCM issuing access tokens of {ACCESS_TOKEN_LIFETIME} s", ok)
+    # A fresh Midtier has no provider token and no access token yet.
+    m.process.send_signal(signal.SIGTERM)
+    try:
+        m.process.wait(timeout=DEADLINE)
+    except subprocess.TimeoutExpired:
+        pass
+    check("15 Midtier restarts (no provider or access token yet)", ok and m.start())
+    if not ok or m.process.poll() is not None:
+        return
+
+    def burst(label, count=2):
+        """`count` notifications to the six users at once (12 APNs and 12 FCM deliveries per
+        two); (ids, whether all came to SENT, the APNs lines, the FCM send lines). The lines are
+        those logged since the burst began (a refused request's payload is not read, so it
+        cannot be told by its notification id): nothing else is sent meanwhile."""
+        since = time.time()
+        ids = [m.send_to_users(users, {"alert": f"{label} {n}"})[1] for n in range(count)]
+        ids = [nid for nid in ids if nid]
+        finals = m.final_statuses(ids)
+        sent = len(ids) == count and all(overall(f) == "SENT" for f in finals.values())
+        apns_lines = [e for e in apns.lines() if e.get("time", 0) >= since]
+        fcm_lines = [e for e in fcm.lines() if e.get("kind") == "send" and e.get("time", 0) >= since]
+        return ids, sent, apns_lines, fcm_lines
+
+    def tokens_of(lines, key):
+        return sorted({(e.get(key) or {}).get("hash") if key == "providerToken" else e.get(key) for e in lines if e.get(key)})
+
+    # APNs: one provider token for a burst, made anew when APNs calls it expired.
+    _, sent, first, first_fcm = burst("apns first")
+    first_tokens = tokens_of(first, "providerToken")
+    check("15 APNs: the first burst (12 requests at once from a fresh Midtier) is delivered with one provider token",
+          sent and len(first_tokens) == 1 and all(e.get("status") == 200 for e in first),
+          f"({len(first_tokens)} provider tokens, statuses {sorted({e.get('status') for e in first})})")
+    issued = (fcm.stats() or {}).get("tokensIssued")
+    check("15 FCM: ... and its 12 FCM messages with one access token, fetched once", sent and issued == 1
+          and len(tokens_of(first_fcm, "accessToken")) == 1 and all(e.get("status") == 200 for e in first_fcm),
+          f"({issued} issued, {len(tokens_of(first_fcm, 'accessToken'))} used)")
+    iat = max([(e.get("providerToken") or {}).get("iat") or 0 for e in first], default=0)
+    until(lambda: time.time() > iat + PROVIDER_TOKEN_LIFETIME + 0.5, seconds=PROVIDER_TOKEN_LIFETIME + 30)
+    ids, sent, second, _ = burst("apns expired")
+    refused = [e for e in second if e.get("reason") == "ExpiredProviderToken"]
+    delivered = [e for e in second if e.get("status") == 200]
+    new_tokens = sorted({(e.get("providerToken") or {}).get("hash") for e in delivered})
+    check("15 APNs: a burst after the provider token's lifetime is refused ExpiredProviderToken, then delivered with a new token",
+          sent and refused and all((e.get("providerToken") or {}).get("hash") in first_tokens for e in refused)
+          and len(delivered) == 12 and not set(new_tokens) & set(first_tokens)
+          and all(((e.get("providerToken") or {}).get("iat") or 0) > iat for e in delivered),
+          f"({len(refused)} refused, {len(delivered)} delivered, tokens {len(new_tokens)} new)")
+    check("15 APNs: one new provider token for all of them (Apple refuses tokens renewed more often than every 20 minutes)",
+          len(new_tokens) == 1, f"({len(new_tokens)} new provider tokens)")
+    finals = [m.status_of(nid)[1] for nid in ids]
+    attempts = sorted({d.get("attempts") for f in finals for d in (f or {}).get("deliveries", []) if d.get("provider") == "apns"})
+    print(f"service tokens: the deliveries APNs refused as expired took {attempts} attempts")
+
+    # FCM: the access token is kept until shortly before it expires, renewed before it does,
+    # and renewed on 401.
+    issued_before = (fcm.stats() or {}).get("tokensIssued", 0)
+    ids, sent, _, sends = burst("fcm one", count=1)
+    ids2, sent2, _, sends2 = burst("fcm two", count=1)
+    stats = fcm.stats() or {}
+    used = tokens_of(sends + sends2, "accessToken")
+    check(f"15 FCM: two notifications one after the other, well within the token's {ACCESS_TOKEN_LIFETIME} s, use one access token",
+          sent and sent2 and len(used) == 1 and stats.get("tokensIssued", 0) - issued_before <= 1
+          and not [e for e in sends + sends2 if e.get("status") == 401],
+          f"({stats.get('tokensIssued', 0) - issued_before} issued, {len(used)} used)")
+    expired = until(lambda: (fcm.stats() or {}).get("liveAccessTokens") == 0, seconds=ACCESS_TOKEN_LIFETIME + 30)
+    check("15 FCM: (the access token has expired at the stand-in)", expired is not None)
+    _, sent, _, later = burst("fcm later")
+    later_tokens = tokens_of(later, "accessToken")
+    check("15 FCM: after its expiry Midtier uses a new access token, fetched before sending (no 401)",
+          sent and len(later_tokens) == 1 and not set(later_tokens) & set(used) and not [e for e in later if e.get("status") == 401],
+          f"({len(later_tokens)} tokens, {sum(1 for e in later if e.get('status') == 401)} answered 401)")
+    fcm.control("/_expire-tokens")
+    issued_before = (fcm.stats() or {}).get("tokensIssued", 0)
+    _, sent, _, revoked = burst("fcm revoked")
+    unauthenticated = [e for e in revoked if e.get("status") == 401]
+    after = [e for e in revoked if e.get("status") == 200]
+    check("15 FCM: a token FCM refuses with 401 is renewed and the messages delivered with the new one",
+          sent and unauthenticated and len(after) == 12 and len(tokens_of(after, "accessToken")) == 1
+          and not set(tokens_of(after, "accessToken")) & set(later_tokens),
+          f"({len(unauthenticated)} answered 401, {len(after)} delivered, tokens {tokens_of(after, 'accessToken')[:3]})")
+    check("15 FCM: one new access token for all of them", (fcm.stats() or {}).get("tokensIssued", 0) - issued_before == 1,
+          f"({(fcm.stats() or {}).get('tokensIssued', 0) - issued_before} issued)")
+    check("15 APNs and FCM restart with an hour's tokens again", apns.restart([]) and fcm.restart([]))
+    EXPIRY_TESTED.append(time.time())
+
+
 def scenario_durability(m, apns):
     users = {"dura": ios_token(), "latelock": ios_token(), "lateblock": ios_token()}
     cids = {}
@@ -1040,6 +1243,8 @@ def main():
             scenario_sender_api(m, apns, fcm)
             scenario_capabilities(m, apns)
             scenario_slow_apns(m, apns, fcm)
+            scenario_connections(m, apns, fcm)
+            scenario_service_tokens(m, apns, fcm)
             scenario_sigterm(m, apns)
             scenario_crash_in_flight(m, apns)
             scenario_durability(m, apns)
@@ -1048,8 +1253,9 @@ def main():
 
         # The stand-ins check Midtier's JWTs as Apple and Google do (whole-second iat and exp, key,
         # issuer, topic): no request of Midtier's may have been refused for its credentials.
-        refused = [e.get("reason") for e in apns.lines() if e.get("status") == 403]
-        check("APNs never refused Midtier's provider token (ES256 JWT: kid, iss, whole-second iat)", not refused,
+        refused = [e.get("reason") for e in apns.lines() if e.get("status") == 403
+                   and not (e.get("reason") == "ExpiredProviderToken" and EXPIRY_TESTED[:1] and EXPIRY_TESTED[0] <= e.get("time", 0) <= EXPIRY_TESTED[-1])]
+        check("APNs never refused Midtier's provider token (ES256 JWT: kid, iss, whole-second iat), but as expired in 15", not refused,
               f"({len(refused)} refusals: {sorted(set(refused))})")
         refused = [e.get("errorCode") for e in fcm.lines() if e.get("kind") == "oauth" and e.get("status") != 200]
         check("Google's token endpoint never refused Midtier's service-account assertion (RS256 JWT: whole-second iat/exp)",

@@ -2,7 +2,10 @@
 (JWT) authentication, Apple's answers and reasons.
 
     python3 apns.py --port P --cert server.pem --key server-key.pem --auth-key-pub apns-pub.pem \
-        --team TEAM --key-id KID --topic TOPIC --log deliveries.jsonl
+        --team TEAM --key-id KID --topic TOPIC --log deliveries.jsonl \
+        [--provider-token-lifetime S] [--close-after N [--close-how goaway|close]]
+
+(--close-after ends each HTTP/2 connection after N requests: standin.py, ENDING CONNECTIONS.)
 
 `POST /3/device/{token}` is checked in this order, each failure answered as Apple does, with
 `{"reason": ...}` and an `apns-id` header:
@@ -10,7 +13,8 @@
 1. HTTP/2 only (APNs speaks nothing else)          else 505 HTTP2Required (not an Apple reason)
 2. `authorization: bearer <JWT>`: header alg ES256 and kid == KID, signature verified with the
    --auth-key-pub key, claim iss == TEAM             else 403 MissingProviderToken / InvalidProviderToken
-   and iat within the last hour                     else 403 ExpiredProviderToken
+   and iat within the last hour (--provider-token-lifetime S: the last S seconds)
+                                                    else 403 ExpiredProviderToken
 3. `apns-topic` == TOPIC                            else 400 MissingTopic / TopicDisallowed
 4. the optional headers are well formed: apns-priority 1, 5 or 10 (BadPriority), apns-expiration
    a whole number (BadExpirationDate), apns-push-type a known type (InvalidPushType),
@@ -28,10 +32,11 @@ Then the token's first hex digits say what happens (the test chooses them):
     others   200 with an `apns-id` header (the request's apns-id when it sent one)
 
 Every request, accepted or not, is appended to the --log file as one JSON line (see LOG LINE
-below) before it is answered (a held one when it is let go, with `"abandoned": true` if its
+below; `providerToken` names the bearer JWT by a hash and its iat, never by its text) before it
+is answered (a held one when it is let go, with `"abandoned": true` if its
 client went away first). `GET /_stats` (no authentication, any HTTP version) answers the
-counts: {"requests", "delivered", "byStatus", "byReason", "attemptsByToken", "held",
-"abandoned", "holding"}; `POST /_release` and `POST /_hold` let held requests go or hold again.
+counts: {"requests", "delivered", "byStatus", "byReason", "providerTokens" (how many different
+provider tokens verified), "attemptsByToken", "held", "abandoned", "holding"}; `POST /_release` and `POST /_hold` let held requests go or hold again.
 """
 import argparse
 import json
@@ -66,10 +71,12 @@ class Refused(Exception):
 
 
 class Apns:
-    def __init__(self, public_key, team, key_id, topic, log):
+    def __init__(self, public_key, team, key_id, topic, log, token_lifetime=TOKEN_LIFETIME):
         self.public_key, self.team, self.key_id, self.topic = public_key, team, key_id, topic
         self.log = log
+        self.token_lifetime = token_lifetime
         self.stats = standin.Stats("byReason")
+        self.stats.extra["providerTokens"] = 0
         self.attempts = {}        # device token -> attempts that got past every check
         self.verified = {}        # JWT text -> its iat, for JWTs whose signature verified
         self.hold = standin.Hold()
@@ -91,10 +98,11 @@ class Apns:
             if len(self.verified) > 1000:     # bounded: a test never needs more
                 self.verified.clear()
             self.verified[token] = iat
+            self.stats.extra["providerTokens"] += 1
         now = time.time()
         if iat > now + CLOCK_SKEW:
             raise Refused(403, "InvalidProviderToken")
-        if iat <= now - TOKEN_LIFETIME:
+        if iat <= now - self.token_lifetime:
             raise Refused(403, "ExpiredProviderToken")
 
     def verify_jwt(self, token):
@@ -216,13 +224,18 @@ class Apns:
             status, reason = refusal.status, refusal.reason
         abandoned = status == 200 and token.startswith("0777") and await self.hold.wait(receive)
 
-        # LOG LINE: one JSON object a request, written before the answer.
+        # LOG LINE: one JSON object a request, written before the answer. `providerToken` is
+        # {"hash", "iat"} of the bearer JWT (iat null unless its signature verified), or null.
+        scheme, _, bearer = (standin.header(scope, "authorization") or "").partition(" ")
+        bearer = bearer.strip() if scheme.lower() == "bearer" else ""
+        provider_token = {"hash": standin.digest(bearer), "iat": self.verified.get(bearer)} if bearer else None
         self.log.write({
             "time": standin.now(), "token": token, "status": status, "reason": reason,
             "topic": headers["apns-topic"], "apns-id": apns_id,
             "apns-priority": headers["apns-priority"], "apns-expiration": headers["apns-expiration"],
             "apns-push-type": headers["apns-push-type"], "apns-collapse-id": headers["apns-collapse-id"],
-            "payload": payload, "abandoned": abandoned})
+            "payload": payload, "abandoned": abandoned, "clientPort": standin.client_port(scope),
+            "providerToken": provider_token})
         self.stats.count(status, reason, delivered=status == 200)
 
         response_headers = [("apns-id", apns_id)] + extra
@@ -244,14 +257,21 @@ def main():
     parser.add_argument("--key-id", required=True, help="the key id the JWT's kid must name")
     parser.add_argument("--topic", required=True, help="the only apns-topic accepted (the bundle id)")
     parser.add_argument("--log", required=True, help="the JSON Lines file every request is appended to")
+    parser.add_argument("--provider-token-lifetime", type=int, default=TOKEN_LIFETIME, metavar="S",
+                        help="refuse a provider token S seconds after its iat (ExpiredProviderToken); Apple: 3600")
+    standin.add_connection_options(parser)
     args = parser.parse_args()
+    if args.close_after is not None and args.close_after < 1:
+        parser.error("--close-after must be at least 1")
 
     with open(args.auth_key_pub, "rb") as f:
         public_key = load_pem_public_key(f.read())
     if not isinstance(public_key, ec.EllipticCurvePublicKey) or public_key.curve.name != "secp256r1":
         parser.error("--auth-key-pub must be an EC P-256 public key")
-    app = Apns(public_key, args.team, args.key_id, args.topic, standin.JsonlLog(args.log))
-    standin.serve(app, args.port, args.cert, args.key, "apns stand-in")
+    if args.provider_token_lifetime < 1:
+        parser.error("--provider-token-lifetime must be at least 1")
+    app = Apns(public_key, args.team, args.key_id, args.topic, standin.JsonlLog(args.log), args.provider_token_lifetime)
+    standin.serve(app, args.port, args.cert, args.key, "apns stand-in", args.close_after, args.close_how)
 
 
 if __name__ == "__main__":

@@ -3,14 +3,18 @@ end-to-end tests, over TLS (ALPN offers h2 and http/1.1).
 
     python3 fcm.py --port P --cert server.pem --key server-key.pem \
         --service-account-pub sa-pub.pem --client-email EMAIL --project PROJECT --log fcm.jsonl \
-        [--token-uri https://127.0.0.1:P/token]
+        [--token-uri https://127.0.0.1:P/token] [--access-token-lifetime S] \
+        [--close-after N [--close-how goaway|close]]
+
+(--close-after ends each HTTP/2 connection after N requests: standin.py, ENDING CONNECTIONS.)
 
 `POST /token` (Google's OAuth 2.0 token endpoint for service accounts), a form with
 `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` and `assertion=<JWT>`. The JWT must be
 RS256, signed by the --service-account-pub key, with iss == EMAIL, aud == the token URI
 (--token-uri, by default https://127.0.0.1:P/token), a scope containing
 https://www.googleapis.com/auth/firebase.messaging, and iat <= now + 60 s < exp <= iat + 3600.
-Answer: 200 {"access_token": "ya29.<random>", "expires_in": 3599, "token_type": "Bearer"};
+Answer: 200 {"access_token": "ya29.<random>", "expires_in": 3599, "token_type": "Bearer"}
+(--access-token-lifetime S: "expires_in": S, and the token is refused S seconds later);
 else 400 {"error": "invalid_grant", "error_description": ...} as Google answers (Google's
 "invalid_scope", "unsupported_grant_type" or "invalid_request" where it uses those).
 
@@ -35,8 +39,11 @@ LINE below; a held one when it is let go, with `"abandoned": true` if its client
 first). `GET /_stats` (no authentication) answers the counts: {"requests", "delivered",
 "byStatus", "byErrorCode", "tokensIssued", "attemptsByToken", "held", "abandoned", "holding"};
 `tokensIssued` is how many access tokens /token gave out, so a test can see Midtier cache its
-token instead of fetching one a message. `POST /_release` and `POST /_hold` let held requests
-go or hold again.
+token instead of fetching one a message; `liveAccessTokens` how many of them have not expired.
+`POST /_release` and `POST /_hold` let held requests go or hold again; `POST /_expire-tokens`
+expires every access token issued so far (as if its hour had passed: the next send with one is
+401). A log line names an access token by a hash only: `accessToken` on a send (the bearer it
+carried), `issued` on a /token answer.
 """
 import argparse
 import json
@@ -86,9 +93,9 @@ def google_error(code, status, message, error_code=None, headers=()):
 
 
 class Fcm:
-    def __init__(self, public_key, client_email, project, token_uri, log):
+    def __init__(self, public_key, client_email, project, token_uri, log, token_lifetime=ACCESS_TOKEN_LIFETIME):
         self.public_key, self.client_email, self.project = public_key, client_email, project
-        self.token_uri, self.log = token_uri, log
+        self.token_uri, self.log, self.token_lifetime = token_uri, log, token_lifetime
         self.stats = standin.Stats("byErrorCode")
         self.stats.extra["tokensIssued"] = 0
         self.access_tokens = {}   # access token -> when it expires (seconds since 1970)
@@ -114,9 +121,15 @@ class Fcm:
         self.check_assertion(assertion[0])
 
         access_token = "ya29." + secrets.token_urlsafe(32)
-        self.access_tokens[access_token] = time.time() + ACCESS_TOKEN_LIFETIME
+        self.access_tokens[access_token] = time.time() + self.token_lifetime
         self.stats.extra["tokensIssued"] += 1
-        return {"access_token": access_token, "expires_in": ACCESS_TOKEN_LIFETIME, "token_type": "Bearer"}
+        return {"access_token": access_token, "expires_in": self.token_lifetime, "token_type": "Bearer"}
+
+    def expire_tokens(self):
+        """`POST /_expire-tokens`: every access token issued so far is expired from now on."""
+        expired = time.time() - 1
+        for token in self.access_tokens:
+            self.access_tokens[token] = min(self.access_tokens[token], expired)
 
     def check_assertion(self, assertion):
         """The service account's JWT: RS256, signed by its key, with the right claims."""
@@ -208,10 +221,15 @@ class Fcm:
         if path == "/_stats" and method == "GET":
             stats = self.stats.as_json()
             stats["attemptsByToken"] = self.attempts
+            stats["liveAccessTokens"] = sum(1 for expires in self.access_tokens.values() if expires > time.time())
             stats.update(self.hold.as_json())
             return await standin.answer(send, 200, stats)
         if await standin.control(self.hold, path, method, receive, send):
             return
+        if path == "/_expire-tokens" and method == "POST":
+            await standin.read_body(receive)
+            self.expire_tokens()
+            return await standin.answer(send, 200, {"expired": len(self.access_tokens)})
 
         body, _ = await standin.read_body(receive)
         send_path = SEND_PATH.fullmatch(path)
@@ -238,9 +256,15 @@ class Fcm:
         abandoned = kind == "send" and status == 200 and token.startswith("hold-") and await self.hold.wait(receive)
 
         # LOG LINE: one JSON object a request, written before the answer. `kind` is "oauth" for
-        # /token and "send" for everything else; `message` is the message object that was sent.
+        # /token and "send" for everything else; `message` is the message object that was sent;
+        # `accessToken` (a send's bearer) and `issued` (a /token answer's) are hashes of tokens.
+        scheme, _, bearer = (standin.header(scope, "authorization") or "").partition(" ")
+        issued = answer.get("access_token") if kind == "oauth" and status == 200 else None
         self.log.write({"time": standin.now(), "kind": kind, "token": token, "status": status,
-                        "errorCode": code, "message": message, "abandoned": abandoned})
+                        "errorCode": code, "message": message, "abandoned": abandoned,
+                        "clientPort": standin.client_port(scope),
+                        "accessToken": standin.digest(bearer.strip()) if kind == "send" and scheme.lower() == "bearer" else None,
+                        "issued": standin.digest(issued)})
         self.stats.count(status, code, delivered=kind == "send" and status == 200)
         await standin.answer(send, status, answer, headers)
 
@@ -255,15 +279,22 @@ def main():
     parser.add_argument("--project", required=True, help="the Firebase project id")
     parser.add_argument("--token-uri", help="the aud the assertion must name (default https://127.0.0.1:PORT/token)")
     parser.add_argument("--log", required=True, help="the JSON Lines file every request is appended to")
+    parser.add_argument("--access-token-lifetime", type=int, default=ACCESS_TOKEN_LIFETIME, metavar="S",
+                        help="the access tokens' expires_in, and how long they are taken; Google: 3599")
+    standin.add_connection_options(parser)
     args = parser.parse_args()
+    if args.close_after is not None and args.close_after < 1:
+        parser.error("--close-after must be at least 1")
 
     with open(args.service_account_pub, "rb") as f:
         public_key = load_pem_public_key(f.read())
     if not isinstance(public_key, rsa.RSAPublicKey):
         parser.error("--service-account-pub must be an RSA public key")
     token_uri = args.token_uri or f"https://127.0.0.1:{args.port}/token"
-    app = Fcm(public_key, args.client_email, args.project, token_uri, standin.JsonlLog(args.log))
-    standin.serve(app, args.port, args.cert, args.key, "fcm stand-in")
+    if args.access_token_lifetime < 1:
+        parser.error("--access-token-lifetime must be at least 1")
+    app = Fcm(public_key, args.client_email, args.project, token_uri, standin.JsonlLog(args.log), args.access_token_lifetime)
+    standin.serve(app, args.port, args.cert, args.key, "fcm stand-in", args.close_after, args.close_how)
 
 
 if __name__ == "__main__":

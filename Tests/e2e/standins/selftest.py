@@ -332,10 +332,120 @@ def fcm_checks(check, client, base, k, log_path):
     check("fcm: /_stats counts one access token issued and the 3 delivered",
           stats["tokensIssued"] == 1 and stats["delivered"] == 3 and stats["requests"] == len(log), stats)
     check("fcm: every request is in the log", len(log) == 21, len(log))
+    issued = [e for e in log if e.get("kind") == "oauth" and e.get("status") == 200]
+    sent = [e for e in log if e.get("kind") == "send" and e.get("token") == "device-1" and e.get("status") == 200]
+    check("fcm: the log names the issued access token and a send's bearer by the same hash, never by the token",
+          issued and sent and issued[0].get("issued") == sent[0].get("accessToken") and len(sent[0].get("accessToken") or "") == 16
+          and bearer not in open(log_path).read(), (issued[:1], [e.get("accessToken") for e in sent[:1]]))
+    check("fcm: /_stats counts the live access tokens", stats.get("liveAccessTokens") == 1, stats.get("liveAccessTokens"))
     held = "hold-" + "x" * 20
     hold_checks(check, client, base, k, log_path, f"/v1/projects/{k['project']}/messages:send",
                 json.dumps({"message": {"token": held, "data": {"k": "v"}}}).encode(),
                 {"authorization": "Bearer " + bearer, "content-type": "application/json"}, held, "fcm")
+    r = client.post(f"{base}/_expire-tokens")
+    after = send("device-1", bearer)
+    check("fcm: after POST /_expire-tokens the access token is refused (401 UNAUTHENTICATED), none is live",
+          r.status_code == 200 and after.status_code == 401 and client.get(f"{base}/_stats").json().get("liveAccessTokens") == 0,
+          f"{r.status_code} {after.status_code}")
+
+
+def h2_burst(port, k, requests):
+    """Sends `requests` (each (path, headers, body)) at once on one new HTTP/2 connection and
+    reads until the server closes it (or 10 quiet seconds): {"answers": {stream: status},
+    "resets": {stream: error code}, "goaway": (last stream id, error code) or None, "closed":
+    whether the server closed the connection}. Raw h2, because httpx (python-h2 underneath)
+    stops reading at a GOAWAY, while RFC 9113 6.8 has the streams up to its last stream id
+    still answered."""
+    import socket
+    import h2.config
+    import h2.connection
+    import h2.events
+    context = client_context(k)
+    context.set_alpn_protocols(["h2"])
+    sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
+    connection = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    connection.initiate_connection()
+    for path, headers, body in requests:
+        stream = connection.get_next_available_stream_id()
+        connection.send_headers(stream, [(":method", "POST"), (":path", path), (":scheme", "https"),
+                                         (":authority", f"127.0.0.1:{port}")] + list(headers))
+        connection.send_data(stream, body, end_stream=True)
+    sock.sendall(connection.data_to_send())
+    seen = {"answers": {}, "resets": {}, "goaway": None, "closed": False}
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                seen["closed"] = True
+                break
+            for event in connection.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    seen["answers"][event.stream_id] = int(dict(event.headers)[b":status"])
+                elif isinstance(event, h2.events.StreamReset):
+                    seen["resets"][event.stream_id] = int(event.error_code)
+                elif isinstance(event, h2.events.ConnectionTerminated):
+                    seen["goaway"] = (event.last_stream_id, int(event.error_code))
+                    # python-h2 closes its side at a GOAWAY; keep reading the answers still due.
+                    connection.state_machine.state = h2.connection.ConnectionState.CLIENT_OPEN
+            sock.sendall(connection.data_to_send())
+    except (socket.timeout, ssl.SSLError, ConnectionError):
+        pass
+    finally:
+        sock.close()
+    return seen
+
+
+def ending_checks(check, k, folder):
+    """--close-after 3 with each --close-how, and --provider-token-lifetime, on apns.py
+    stand-ins of their own: six pushes at once on one connection."""
+    p8 = open(k["apns_p8"], "rb").read()
+
+    def push(iat=None):
+        token = jwt.encode({"iss": k["team"], "iat": int(time.time()) if iat is None else iat}, p8,
+                           algorithm="ES256", headers={"kid": k["apns_key_id"]})
+        return ("/3/device/" + "a1" * 32, [("authorization", "bearer " + token), ("apns-topic", TOPIC)],
+                json.dumps(APS).encode())
+
+    for how in ("goaway", "close"):
+        port, log = harness.free_port(), os.path.join(folder, f"apns-{how}.jsonl")
+        process = start("apns.py", [
+            "--port", str(port), "--cert", k["cert"], "--key", k["key"], "--auth-key-pub", k["apns_pub"],
+            "--team", k["team"], "--key-id", k["apns_key_id"], "--topic", TOPIC, "--log", log,
+            "--close-after", "3", "--close-how", how, "--provider-token-lifetime", "30"], folder)
+        try:
+            with httpx.Client(http2=False, verify=client_context(k), trust_env=False, timeout=10) as client:
+                base = f"https://127.0.0.1:{port}"
+                if not wait_until_answering(process, client, base + "/_stats"):
+                    check(f"{how}: the stand-in with --close-after answers", False)
+                    continue
+                seen = h2_burst(port, k, [push() for _ in range(6)])
+                stats = client.get(base + "/_stats").json()
+            lines = read_log(log)
+            if how == "goaway":
+                check("goaway: GOAWAY NO_ERROR naming the 3rd stream (5), streams 1, 3 and 5 answered 200, 7, 9 and 11 "
+                      "refused (RST_STREAM REFUSED_STREAM), then the connection is closed",
+                      seen["goaway"] == (5, 0) and seen["answers"] == {1: 200, 3: 200, 5: 200}
+                      and seen["resets"] == {7: 7, 9: 7, 11: 7} and seen["closed"], seen)
+            else:
+                check("close: streams 1, 3 and 5 answered 200, then the connection closed without a GOAWAY or a "
+                      "reset, 7, 9 and 11 unanswered", seen["goaway"] is None and seen["answers"] == {1: 200, 3: 200, 5: 200}
+                      and not seen["resets"] and seen["closed"], seen)
+            check(f"{how}: only the 3 answered are logged (the others were not processed), each naming its connection",
+                  len(lines) == 3 and all(e.get("status") == 200 for e in lines) and len({e.get("clientPort") for e in lines}) == 1
+                  and lines[0].get("clientPort"), [(e.get("status"), e.get("clientPort")) for e in lines])
+            check(f"{how}: /_stats counts the connection ended and its 3 refused streams",
+                  stats.get("closed") == 1 and stats.get("refused") == 3 and stats.get("goaways") == (1 if how == "goaway" else 0),
+                  {key: stats.get(key) for key in ("connections", "goaways", "closed", "refused")})
+            if how == "close":
+                old_iat = int(time.time()) - 31
+                old = h2_burst(port, k, [push(iat=old_iat)])
+                check("--provider-token-lifetime 30: a provider token 31 s old is refused (403 ExpiredProviderToken)",
+                      old["answers"] == {1: 403} and read_log(log)[-1].get("reason") == "ExpiredProviderToken", old)
+                entry = read_log(log)[-1].get("providerToken") or {}
+                check("... and logged by a 16-digit hash of it and its iat",
+                      isinstance(entry.get("hash"), str) and len(entry["hash"]) == 16 and entry.get("iat") == old_iat, entry)
+        finally:
+            stop(process)
 
 
 def client_context(k):
@@ -367,13 +477,14 @@ def main():
             if all(ready):
                 apns_checks(check, client, apns_base, k, apns_log)
                 fcm_checks(check, client, fcm_base, k, fcm_log)
+                ending_checks(check, k, folder)
     except Exception as e:   # a crash is a failure, and the servers are still stopped
         check("the selftest runs to its end", False, repr(e))
     finally:
         for process in processes:
             stop(process)
         if check.failed:
-            for name in ("apns.py.out", "fcm.py.out"):
+            for name in ("apns.py.out", "fcm.py.out"):   # (the ending checks' stand-ins append to apns.py.out)
                 path = os.path.join(folder, name)
                 if os.path.exists(path):
                     print(f"--- {name}\n" + open(path, errors="replace").read()[-3000:])

@@ -4,8 +4,37 @@ counters for `GET /_stats`.
 
 The stand-ins are test peers on loopback only. They keep all their state in memory, in one
 asyncio event loop, so no locks are needed: a request handler runs to its next `await` alone.
+
+ENDING CONNECTIONS. Apple and Google end an HTTP/2 connection when they choose (a server going
+down, a connection's age); a client must then carry on over a new one. Both stand-ins take
+
+    --close-after N [--close-how goaway|close]
+
+which ends every HTTP/2 connection once it has carried N requests (HTTP/1.1 connections are
+left alone: Midtier speaks HTTP/2 to both services). How (default `goaway`):
+
+  goaway     graceful, as RFC 9113 section 6.8 has it: on the N-th request a GOAWAY frame
+             (NO_ERROR, last stream id = that request's stream) goes out at once; the N requests
+             are answered; a stream the client opened after the N-th (it had not yet read the
+             GOAWAY) is refused with RST_STREAM REFUSED_STREAM, unprocessed and not logged; once
+             the N are answered the connection is closed.
+  close      abrupt: no GOAWAY. The N requests are answered, then the TCP connection is closed;
+             a request that came after the N-th gets no answer (it is not processed or logged),
+             so the client sees only the connection end with it still open.
+
+hypercorn's own `keep_alive_max_requests` is not used for this: on the request after the N-th
+it sends GOAWAY NO_ERROR naming the newest stream (promising every open stream an answer),
+then, h2's state being closed, answers none of them; the app may have processed them (they are
+logged), and the connection closes only when the client sends another frame — else the client
+waits for its own timeout. No push service does that; the stand-ins keep it at 10^9.
+
+`GET /_stats` then also counts `connections` (HTTP/2 connections accepted), `goaways` (GOAWAY
+frames sent by `goaway`), `closed` (connections ended after N requests, either way) and
+`refused` (streams opened after the N-th: refused or left unanswered). Each log line names its
+connection by the client's port (`clientPort`), so a test can count the requests of each.
 """
 import asyncio
+import hashlib
 import json
 import signal
 import sys
@@ -127,6 +156,14 @@ def now():
     return time.time()
 
 
+def digest(secret):
+    """A credential as the logs name it: the first 16 hex digits of its SHA-256 (None for none),
+    so that a test can tell tokens apart without the log holding one."""
+    if not secret:
+        return None
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()[:16]
+
+
 def whole_seconds(value):
     """Whether a JWT's iat or exp is a whole number of seconds: JSON has one number type, so
     1700000000 and 1700000000.0 are both taken; true/false and fractions are not."""
@@ -188,10 +225,104 @@ async def lifespan(receive, send):
             return
 
 
-def serve(app, port, cert, key, name):
+CLOSE_HOWS = ("goaway", "close")
+
+
+def add_connection_options(parser):
+    """The command-line options of ENDING CONNECTIONS (see the header)."""
+    parser.add_argument("--close-after", type=int, metavar="N",
+                        help="end every HTTP/2 connection after N requests (see standin.py)")
+    parser.add_argument("--close-how", choices=CLOSE_HOWS, default="goaway",
+                        help="goaway (graceful, the default) or close (abrupt)")
+
+
+def client_port(scope):
+    """The client's port: which connection a request came on (None if hypercorn does not say)."""
+    client = scope.get("client")
+    return client[1] if isinstance(client, (tuple, list)) and len(client) == 2 else None
+
+
+def ending_h2_protocol(after, how, counters):
+    """hypercorn's HTTP/2 protocol, ending each connection after `after` requests as `how`
+    says (`goaway` or `close`; see the header). `counters` is a dict it counts in."""
+    import h2.errors
+    import h2.events
+    import hypercorn.protocol
+    from hypercorn.events import Closed, RawData
+    from hypercorn.protocol.events import StreamClosed
+    from hyperframe.frame import GoAwayFrame
+
+    for counter in ("connections", "goaways", "closed", "refused"):
+        counters.setdefault(counter, 0)
+
+    class EndingH2Protocol(hypercorn.protocol.H2Protocol):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            counters["connections"] += 1
+            self.taken = 0           # requests given to the app on this connection
+            self.ending = False      # the N-th has been given to the app
+            self.ended = False       # the close has begun
+            self.dropped = set()     # streams opened after the N-th
+
+        async def _handle_events(self, events):
+            kept, last = [], None
+            for event in events:
+                stream_id = getattr(event, "stream_id", None)
+                if isinstance(event, h2.events.RequestReceived):
+                    if self.taken >= after:
+                        self.dropped.add(stream_id)
+                        counters["refused"] += 1
+                        if how == "goaway":
+                            self.connection.reset_stream(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                        continue
+                    self.taken += 1
+                    if self.taken == after:
+                        last = stream_id
+                elif stream_id in self.dropped and isinstance(event, (h2.events.DataReceived, h2.events.StreamEnded)):
+                    if isinstance(event, h2.events.DataReceived):
+                        self.connection.acknowledge_received_data(event.flow_controlled_length, stream_id)
+                    continue
+                kept.append(event)
+            if last is not None and how == "goaway":
+                # Written by hand: h2's close_connection() would close its state machine, and
+                # then the streams up to `last` could not be answered (what hypercorn does).
+                frame = GoAwayFrame(0)
+                frame.last_stream_id, frame.error_code = last, 0
+                await self._flush()
+                await self.send(RawData(data=frame.serialize()))
+                counters["goaways"] += 1
+            await super()._handle_events(kept)
+            if last is not None:
+                self.ending = True
+                await self.end_when_answered()
+
+        async def stream_send(self, event):
+            await super().stream_send(event)
+            if isinstance(event, StreamClosed):
+                await self.end_when_answered()
+
+        async def end_when_answered(self):
+            """Closes the connection once the N requests are answered and their answers sent."""
+            if not self.ending or self.ended or self.streams:
+                return
+            self.ended = True
+            for _ in range(500):      # at most 5 s for the answers to leave
+                if not self.stream_buffers or self.closed:
+                    break
+                await asyncio.sleep(0.01)
+            await self._flush()
+            counters["closed"] += 1
+            await self.send(Closed())
+
+    return EndingH2Protocol
+
+
+def serve(app, port, cert, key, name, close_after=None, close_how="goaway"):
     """Serves `app` on 127.0.0.1:`port` over TLS (ALPN offers h2, then http/1.1) until SIGTERM
     or SIGINT, then stops cleanly. Prints `NAME listening on 127.0.0.1:PORT` to stderr once the
-    socket is bound (a test should still wait until the port answers)."""
+    socket is bound (a test should still wait until the port answers). With `close_after`, each
+    HTTP/2 connection ends after that many requests, as `close_how` says (ENDING CONNECTIONS in
+    the header); its counters go to `app.stats.extra`."""
     # Imported here so that `keys.py` and the selftest's helpers import without hypercorn.
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
@@ -209,6 +340,11 @@ def serve(app, port, cert, key, name):
     # cannot tell from undelivered ones).
     config.keep_alive_max_requests = 1_000_000_000
     config.graceful_timeout = 2
+    if close_after is not None:
+        if close_after < 1:
+            raise ValueError("--close-after must be at least 1")
+        import hypercorn.protocol
+        hypercorn.protocol.H2Protocol = ending_h2_protocol(close_after, close_how, app.stats.extra)
 
     async def main():
         stop = asyncio.Event()
