@@ -157,7 +157,7 @@ final class UpstreamLoopPool: UpstreamConnectionOwner, @unchecked Sendable {
         }
         let pool = self
         ClientBootstrap(group: loop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connectTimeout(UpstreamConnectionPool.connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
