@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test lint deps certs build check-config bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
+.PHONY: run test lint deps certs build check-config image bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -62,6 +62,13 @@ lint:
 ## Format the Swift sources and tests in place with the toolchain's swift-format (.swift-format).
 format:
 	$(SWIFT) format format --configuration .swift-format --in-place --recursive --parallel Package.swift Sources Tests Benchmarks/MidtierBench
+
+## The OCI image from Debian packages (scripts/build-image.sh; docs/operations.md, "The container
+## image"), then run from its archive in namespaces with the README's calls (Tests/e2e/image.py).
+image: deps certs
+	$(SWIFT) build --product midtier-sandbox
+	scripts/build-image.sh
+	python3 Tests/e2e/image.py .build-image/midtier-image.tar $(BIN)
 
 ## Benchmarks: Midtier's hot path against nginx proxy_pass, signing, bursts, memory (see docs/benchmarks.md).
 bench: deps certs

@@ -11,7 +11,7 @@ Usage: image.py ARCHIVE PATH-TO-MIDTIER (the debug build, for its sandbox beside
 Prints `image: N passed, M failed`; exits 1 on failure. Needs root (namespaces, chroot).
 """
 import base64, hashlib, json, os, shutil, signal, subprocess, sys, tarfile, tempfile, time
-import urllib.request
+import urllib.error, urllib.request
 
 from harness import Checks, demo_config, free_port, kill_all, sandbox_command, wait_for
 
@@ -46,6 +46,12 @@ def read_image(work):
             tar.extractall(root, filter="fully_trusted", numeric_owner=True)
     size = sum(layer["size"] for layer in manifest["layers"])
     return config, root, size
+
+
+def problems(work):
+    """Midtier's last warnings and errors, for a failure's detail."""
+    lines = open(os.path.join(work, "midtier.log"), errors="replace").read().splitlines()
+    return [line for line in lines if '"level":"warning"' in line or '"level":"error"' in line][-3:]
 
 
 def main():
@@ -94,7 +100,7 @@ mount -t tmpfs -o mode=1777 tmpfs {root}/tmp
 mount -t proc proc {root}/proc
 mount --rbind /dev {root}/dev
 cd /
-exec chroot --userspec={settings['User']} {root} {command}
+exec chroot --userspec={settings["User"]} {root} {command}
 """
         log = open(os.path.join(work, "midtier.log"), "wb")
         container = subprocess.Popen(["unshare", "--mount", "--pid", "--fork", "--propagation", "private", "sh", "-c", script],
@@ -102,6 +108,16 @@ exec chroot --userspec={settings['User']} {root} {command}
         processes.append(container)
         base = f"http://127.0.0.1:{mport}"
         ready = wait_for(base + "/readyz", 60)
+        import socket
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", sport), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            print(f"  the sandbox on {sport} does not answer")
         check("the image's entry point serves: /readyz answers 200 (read-only root, user 10001)", ready,
               f"({open(os.path.join(work, 'midtier.log'), errors='replace').read()[-800:]})")
         auth = "Basic " + base64.b64encode(b"alice:alice-demo-password").decode()
@@ -117,13 +133,15 @@ exec chroot --userspec={settings['User']} {root} {command}
                                              headers={"Authorization": auth, "X-SMP-APPCID": cid or ""})
             with urllib.request.urlopen(request, timeout=60) as response:
                 payroll = (response.status, json.loads(response.read()))
+        except urllib.error.HTTPError as error:
+            payroll = f"{error.code} {error.read()[:400]!r}"
         except Exception as error:
             payroll = str(error)
         check("the README's onboarding call: 201 with X-SMP-APPCID", status == 201 and cid, f"({status})")
         results = (payroll[1].get("d") or {}).get("results") if isinstance(payroll, tuple) else None
         check("... and alice's payroll through it, in her own name (SAML bearer)",
               isinstance(payroll, tuple) and payroll[0] == 200 and results and all(r.get("userId") == "100001" for r in results),
-              f"({str(payroll)[:300]})")
+              f"({str(payroll)[:300]} {problems(work)})")
         check("the state went to the mounted volume, not the image", os.path.exists(os.path.join(state, "midtier.sqlite")))
         children = open(f"/proc/{container.pid}/task/{container.pid}/children").read().split()
         target = int(children[0]) if children else container.pid
