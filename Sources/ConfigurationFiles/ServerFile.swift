@@ -54,8 +54,17 @@ extension ConfigurationLoader {
         if let elements = reader.array("adminTokenHashes") {
             var hashes: [String] = []
             for (path, value) in elements {
-                guard case .string(let hash) = value else {
-                    reader.problems.add(path, "must be a string (found \(value.kind))")
+                let hash: String
+                switch value {
+                case .string(let inline):
+                    hash = inline
+                case .object:
+                    // From a file or the environment, as a secret is (a Kubernetes Secret, a
+                    // systemd credential): docs/configuration.md.
+                    guard let read = secret(value, path: path, problems: reader.problems) else { continue }
+                    hash = read
+                default:
+                    reader.problems.add(path, "must be a string, {\"env\": \"VAR\"} or {\"file\": \"path\"} (found \(value.kind))")
                     continue
                 }
                 guard isBcryptHash(hash) else {

@@ -5,6 +5,17 @@ import MidtierJSON
 import Testing
 
 @Suite struct ValidConfigurationTests {
+    /// An admin token hash may come from a file, as a Kubernetes Secret or a systemd credential
+    /// gives it (docs/configuration.md), beside inline ones.
+    @Test func adminTokenHashesComeFromFilesToo() throws {
+        let fixture = Fixture()
+        fixture.writeText("admin-hash", Values.bobHash + "\n")
+        fixture.set("midtier.json", "adminTokenHashes", "[\"\(Values.adminHash)\", {\"file\": \"\(fixture.root)/admin-hash\"}]")
+        #expect(try fixture.load().server.adminTokenHashes == [Values.adminHash, Values.bobHash])
+        fixture.writeText("admin-hash", "not a hash\n")
+        #expect(fixture.problems().map(\.key) == ["adminTokenHashes[1]"])
+    }
+
     @Test func completeSetLoadsIntoExpectedValues() throws {
         let fixture = Fixture()
         let configuration = try fixture.load()
