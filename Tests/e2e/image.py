@@ -10,7 +10,7 @@ read must work against the SuccessFactors sandbox.
 Usage: image.py ARCHIVE PATH-TO-MIDTIER (the debug build, for its sandbox beside it).
 Prints `image: N passed, M failed`; exits 1 on failure. Needs root (namespaces, chroot).
 """
-import base64, hashlib, json, os, shutil, signal, subprocess, sys, tarfile, tempfile, time
+import base64, hashlib, json, os, shutil, signal, socket, subprocess, sys, tarfile, tempfile, time
 import urllib.error, urllib.request
 
 from harness import Checks, demo_config, free_port, kill_all, sandbox_command, wait_for
@@ -108,7 +108,7 @@ exec chroot --userspec={settings["User"]} {root} {command}
         processes.append(container)
         base = f"http://127.0.0.1:{mport}"
         ready = wait_for(base + "/readyz", 60)
-        import socket
+        # The sandbox on the host, which the container reaches over the shared loopback.
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
