@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 
 SWIFT=${SWIFT:-swift}
 SECONDS_EACH=${FUZZ_SECONDS:-60}
-ALL_TARGETS="json client-log client-log-lines proxy-path atom discovery push-message push-bulk jwt saml token-response set-cookie metadata config storage subject-pattern"
+ALL_TARGETS="json client-log client-log-lines proxy-path atom discovery push-message push-bulk push-capability jwt saml token-response set-cookie metadata config storage subject-pattern"
 TARGETS=${FUZZ_TARGETS:-$ALL_TARGETS}
 SCRATCH=.build-fuzz
 FINDINGS=${FUZZ_FINDINGS:-$SCRATCH/findings}
@@ -31,7 +31,7 @@ export SWIFT_BACKTRACE=enable=no
 max_len() {
   case "$1" in
     client-log|metadata|saml|atom) echo 65536 ;;
-    json|push-message|push-bulk|token-response|config|client-log-lines) echo 16384 ;;
+    json|push-message|push-bulk|push-capability|token-response|config|client-log-lines) echo 16384 ;;
     jwt) echo 8192 ;;
     *) echo 4096 ;;
   esac

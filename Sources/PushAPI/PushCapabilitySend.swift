@@ -165,7 +165,7 @@ package struct PushCapabilityBody: Sendable {
     }
 
     /// The notification for `target`: the common one, with the target's badge when it has one.
-    func notification(for target: Target) -> JSON {
+    package func notification(for target: Target) -> JSON {
         guard let badge = target.badge, case .object(var members) = notification else { return notification }
         members.removeAll { $0.key == "badge" }
         members.append(JSONMember(key: "badge", value: .number(Int64(badge))))

@@ -12,6 +12,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case discovery
     case pushMessage = "push-message"
     case pushBulk = "push-bulk"
+    case pushCapability = "push-capability"
     case jwt
     case saml
     case tokenResponse = "token-response"
@@ -33,6 +34,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .discovery: DiscoveryTarget.run(bytes)
         case .pushMessage: PushMessageTarget.run(bytes)
         case .pushBulk: PushBulkTarget.run(bytes)
+        case .pushCapability: PushCapabilityTarget.run(bytes)
         case .jwt: blocking { await JWTTarget.run(bytes) }
         case .saml: SAMLTarget.run(bytes)
         case .tokenResponse: TokenResponseTarget.run(bytes)
