@@ -408,7 +408,7 @@ let package = Package(
         .executableTarget(
             name: "midtier-bench",
             dependencies: [
-                "DeviceAuthentication", "Forwarding", "MidtierCore", "SAMLSigning", "TokenExchange",
+                "DeviceAuthentication", "Forwarding", "MidtierCore", "MidtierServer", "MidtierStore", "SAMLSigning", "TokenExchange",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -417,6 +417,7 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/MidtierBench",
             swiftSettings: swiftSettings
@@ -609,7 +610,7 @@ let package = Package(
             name: "MidtierServerTests",
             dependencies: [
                 "DeviceAuthentication", "Forwarding", "MetadataPatching", "MidtierCore", "MidtierHTTP", "MidtierJSON",
-                "MidtierServer", "MidtierTestSupport", "SAMLSigning", "SuccessFactorsSandbox", "TokenExchange",
+                "MidtierServer", "MidtierStore", "MidtierTestSupport", "Registrations", "SAMLSigning", "SuccessFactorsSandbox", "TokenExchange",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),

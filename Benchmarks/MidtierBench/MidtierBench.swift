@@ -4,7 +4,10 @@ import Forwarding
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import MidtierCore
+import MidtierServer
+import MidtierStore
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
@@ -21,7 +24,7 @@ struct MidtierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "midtier-bench",
         abstract: "Measurements used by Benchmarks/run.sh.",
-        subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self, Floors.self]
+        subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self, Floors.self, MakeStore.self, RegistrationCacheMemory.self]
     )
 
     /// As `midtier serve`: Swift concurrency on NIO's event loops (see `Midtier.main`).

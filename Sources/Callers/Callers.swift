@@ -23,7 +23,8 @@ package struct Callers: Sendable {
     /// A call the proxy may forward: its registration, the registration's app, the signed-in
     /// caller.
     package struct AdmittedCall: Sendable {
-        package let registration: Registration
+        /// What was read of the registration (its id, app, owner, state).
+        package let registration: RegistrationStanding
         package let app: AppConfiguration
         package let user: AuthenticatedUser
     }
@@ -55,12 +56,12 @@ package struct Callers: Sendable {
             registrationID = try await registrationOfDevice(request, signIn: signIn, client: client)
         }
         // Ids Midtier hands out are of a plain alphabet; anything else is unknown, without a lookup.
-        let found: RegistrationAndBlock? = try await RequestTrace.span("registration lookup") { _ throws(Refusal) in
+        let found: RegistrationStanding? = try await RequestTrace.span("registration lookup") { _ throws(Refusal) in
             try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.registrationAndBlock(id: registrationID) : nil
+                RegistrationService.isAcceptableID(registrationID) ? try await registrations.store.standing(ofRegistration: registrationID) : nil
             }
         }
-        guard let found, let app = signIn.configuration.apps[found.registration.appId] else {
+        guard let found, let app = signIn.configuration.apps[found.appId] else {
             throw .forbidden("the registration id is not known")
         }
         RequestTrace.requestSpan.set("midtier.app", app.id)
@@ -88,10 +89,10 @@ package struct Callers: Sendable {
             try admission.refuseUnlessAdmitted()
         }
         // The SDK names its app on every call; it must be the registration's.
-        if let named = request.headers[RegistrationHeaders.app], !UserIdentity.sameBytes(named, found.registration.appId) {
+        if let named = request.headers[RegistrationHeaders.app], !UserIdentity.sameBytes(named, found.appId) {
             throw .forbidden("X-SMP-APPID names another app than the registration's")
         }
-        return AdmittedCall(registration: found.registration, app: app, user: user)
+        return AdmittedCall(registration: found, app: app, user: user)
     }
 
     /// For a call without `X-SMP-APPCID`: with `X-SMP-APPID` (a configured app) and
@@ -271,8 +272,8 @@ package struct Callers: Sendable {
     /// Refuses the call unless `user` may reach registration `id` of `app`, as the proxy decides it.
     package func admit(registration id: String, app: AppConfiguration, user: UserIdentity) async throws(Refusal) {
         let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) -> Admission in
-            guard RegistrationService.isAcceptableID(id), let found = try await registrations.store.registrationAndBlock(id: id),
-                UserIdentity.sameBytes(found.registration.appId, app.id)
+            guard RegistrationService.isAcceptableID(id), let found = try await registrations.store.standing(ofRegistration: id),
+                UserIdentity.sameBytes(found.appId, app.id)
             else { return .unknown }
             return try await registrations.admit(found, user: user, policy: app.blockWipingPolicy)
         }

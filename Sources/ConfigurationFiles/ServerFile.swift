@@ -99,12 +99,23 @@ extension ConfigurationLoader {
 
         if let uploads = reader.object("clientUploads") { settings.clientUploads = clientUploadSettings(uploads) }
         if let tracing = reader.object("tracing") { settings.tracing = tracingSettings(tracing) }
+        if let memory = reader.object("memoryCache") { settings.memoryCache = memoryCacheSettings(memory) }
         reader.reportUnknownKeys()
         return settings
     }
 }
 
 extension ConfigurationLoader {
+    /// `memoryCache`: `registrations`, `unknownIds`, `users` (entries kept in memory).
+    func memoryCacheSettings(_ reader: ObjectReader) -> MemoryCacheSettings {
+        var settings = MemoryCacheSettings()
+        if let count = reader.integer("registrations", in: 1...100_000_000) { settings.registrations = count }
+        if let count = reader.integer("unknownIds", in: 1...100_000_000) { settings.unknownIds = count }
+        if let count = reader.integer("users", in: 1...100_000_000) { settings.users = count }
+        reader.reportUnknownKeys()
+        return settings
+    }
+
     /// `tracing`: `endpoint` (required), `samplingRatio`, `serviceName`, `maxQueuedSpans`.
     func tracingSettings(_ reader: ObjectReader) -> TracingSettings? {
         var endpoint: String?

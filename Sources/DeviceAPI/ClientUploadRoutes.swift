@@ -218,7 +218,7 @@ struct ClientUploadRoutes: Sendable {
             throw .forbidden("the registration id is not known")
         }
         let admission = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await registrations.admit(found, user: user, policy: app.blockWipingPolicy)
+            try await registrations.admit(RegistrationStanding(found.registration, block: found.block), user: user, policy: app.blockWipingPolicy)
         }
         try admission.refuseUnlessAdmitted()
         return found.registration

@@ -144,6 +144,8 @@ package struct ServerSettings: Sendable {
     package var clientUploads: ClientUploadSettings
     /// `tracing`: OpenTelemetry traces over OTLP/HTTP; nil (the default): none.
     package var tracing: TracingSettings?
+    /// `memoryCache`: how much of the store the request path keeps in memory.
+    package var memoryCache: MemoryCacheSettings
 
     package init(
         listen: ListenAddress = ListenAddress(host: "0.0.0.0", port: 8080),
@@ -159,7 +161,8 @@ package struct ServerSettings: Sendable {
         trustedProxies: [AddressRange] = [],
         connectionLimits: ConnectionLimits = ConnectionLimits(),
         clientUploads: ClientUploadSettings = ClientUploadSettings(),
-        tracing: TracingSettings? = nil
+        tracing: TracingSettings? = nil,
+        memoryCache: MemoryCacheSettings = MemoryCacheSettings()
     ) {
         self.listen = listen
         self.adminListen = adminListen
@@ -175,6 +178,26 @@ package struct ServerSettings: Sendable {
         self.connectionLimits = connectionLimits
         self.clientUploads = clientUploads
         self.tracing = tracing
+        self.memoryCache = memoryCache
+    }
+}
+
+/// `memoryCache` in `midtier.json`: how many entries the memory in front of the store keeps
+/// (docs/configuration.md; the memory each takes: docs/operations.md, "Memory"). Past them, the
+/// entries not used lately make room, one at a time.
+package struct MemoryCacheSettings: Sendable, Equatable {
+    /// `registrations`: registrations whose standing (app, owner, state, last contact) is
+    /// kept. Default 500 000.
+    package var registrations: Int
+    /// `unknownIds`: registration ids the store was asked for and had not. Default 100 000.
+    package var unknownIds: Int
+    /// `users`: users whose block (or that they have none) is kept. Default 500 000.
+    package var users: Int
+
+    package init(registrations: Int = 500_000, unknownIds: Int = 100_000, users: Int = 500_000) {
+        self.registrations = registrations
+        self.unknownIds = unknownIds
+        self.users = users
     }
 }
 

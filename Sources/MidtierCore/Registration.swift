@@ -62,3 +62,30 @@ package struct RegistrationAndBlock: Sendable, Equatable {
         self.block = block
     }
 }
+
+/// What decides whether a call with a registration goes through — its app, owner, state and
+/// last contact, and the owner's block —, without the device fields: what the request path
+/// reads, and all the memory cache keeps of a registration (docs/operations.md, "Memory").
+package struct RegistrationStanding: Sendable, Equatable {
+    package var id: String
+    package var appId: String
+    package var user: UserIdentity
+    package var state: Registration.State
+    /// Milliseconds since 1970 of the last successful contact.
+    package var lastContactAt: Int64
+    /// The owner's block; nil when they are not blocked.
+    package var block: UserBlock?
+
+    package init(id: String, appId: String, user: UserIdentity, state: Registration.State, lastContactAt: Int64, block: UserBlock?) {
+        (self.id, self.appId, self.user, self.state, self.lastContactAt, self.block) = (id, appId, user, state, lastContactAt, block)
+    }
+
+    package init(_ registration: Registration, block: UserBlock?) {
+        self.id = registration.id
+        self.appId = registration.appId
+        self.user = registration.user
+        self.state = registration.state
+        self.lastContactAt = registration.lastContactAt
+        self.block = block
+    }
+}

@@ -43,7 +43,7 @@ package final class MidtierServer: Sendable {
     /// tokens (a companion of `tokens`).
     package let userCertificates: UserCertificateCache<NIOSSLContext?>
     package let registrations: RegistrationService
-    /// The store behind its memory cache (``openStore(_:logger:clock:)``); the registrations'
+    /// The store behind its memory cache (``openStore(_:memory:logger:clock:)``); the registrations'
     /// store. What else it offers (push, a change feed) it declares.
     let memory: CachedStateStore
     /// The keep-alive connections that proxied calls go over.
@@ -146,17 +146,19 @@ package final class MidtierServer: Sendable {
 
     /// Opens the store a configuration names, behind the memory cache the request path reads.
     package static func openStore(
-        _ location: StoreLocation, logger: Logger, clock: WallClock = .system
+        _ location: StoreLocation, memory: MemoryCacheSettings = MemoryCacheSettings(), logger: Logger, clock: WallClock = .system
     ) async throws(StartupError) -> CachedStateStore {
         switch location {
         case .sqlite(let path):
             // One instance owns an SQLite store: its own writes keep the memory cache exact.
-            do { return CachedStateStore(base: try SQLiteStore(path: path, clock: clock)) } catch { throw StartupError(error.description) }
+            do { return CachedStateStore(base: try SQLiteStore(path: path, clock: clock), capacity: memory) } catch {
+                throw StartupError(error.description)
+            }
         case .postgres(let postgres):
             // Shared by several instances: another instance's changes reach memory through the
             // store's change feed (`storeChanges()`, docs/operations.md).
             do {
-                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger, clock: clock))
+                return CachedStateStore(base: try await PostgresStore(postgres, logger: logger, clock: clock), capacity: memory)
             } catch {
                 throw StartupError(error.description)
             }
@@ -443,16 +445,22 @@ struct StoreChangeApplier: Service {
 }
 
 /// Flushes the last contacts (`MidtierServer.contactWriter()`).
-struct ContactWriter: Service {
+package struct ContactWriter: Service {
     let contacts: ContactRecorder
     let interval: Duration
     let logger: Logger
 
-    func run() async throws {
+    package init(contacts: ContactRecorder, interval: Duration, logger: Logger) {
+        (self.contacts, self.interval, self.logger) = (contacts, interval, logger)
+    }
+
+    package func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while true {
                 try await Task.sleep(for: interval)
-                await flush()
+                // A shutdown cancels the wait, never a write under way: that write ends, and
+                // the last flush below writes the rest before the store closes.
+                await Task { await flush() }.value
             }
         }
         // What the last calls noted (list this service before the applications, so that it

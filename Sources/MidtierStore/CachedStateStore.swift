@@ -1,110 +1,196 @@
 package import MidtierCore
 import Synchronization
 
-/// Keeps what the request path reads — registrations and user blocks — in memory in front of
-/// a durable store, so that an authenticated, registered call costs no store round trip.
+/// Keeps what the request path reads — registrations' standing and user blocks — in memory in
+/// front of a durable store, so that an authenticated, registered call costs no store round
+/// trip (docs/operations.md, "Memory").
 ///
 /// Writes go to the durable store first and update memory only after they committed, so the
 /// cache never holds a change that could still be lost. A read that missed and went to the
-/// store does not put its result into memory if any write happened meanwhile (a generation
-/// counter), so a stale row cannot overwrite a newer change. Bounded: past `capacity`
-/// entries, a map is emptied and refills from the store on demand.
+/// store does not put its result into memory if any write to the same shard happened meanwhile
+/// (a generation counter), so a stale row cannot overwrite a newer change.
 ///
-/// Ids the store has no registration for are remembered too (at most `unknownCapacity`, then
-/// emptied like the maps), so that an unknown id costs what a known one does: the time of an
-/// answer does not tell whether a registration id exists (docs/identity.md, "Registration
-/// ids"). A registration created here replaces its id's miss at once.
+/// Bounded, and without a pause: memory is split into shards, each under its own lock and each
+/// a ``ClockCache``, so a full cache lets go of one entry not used lately per insertion — never
+/// of the whole map — and a call waits only for the calls on its own shard. Of a registration,
+/// memory keeps only its standing (app, owner, state, last contact); the reads that need the
+/// device fields go to the store.
+///
+/// Ids the store has no registration for are remembered too (at most `unknownIds`), so that an
+/// unknown id costs what a known one does: the time of an answer does not tell whether a
+/// registration id exists (docs/identity.md, "Registration ids"). A registration created here
+/// replaces its id's miss at once.
 ///
 /// Instances sharing a store (PostgreSQL) learn of each other's writes — creations included —
 /// through the store's change feed, which calls `forget`.
 package final class CachedStateStore: StateStore {
-    private struct State {
-        // Keyed by exact bytes, as the store compares them (docs/identity.md).
-        var registrations: [ExactString: Registration] = [:]
-        /// `.some(nil)`: the user is known not to be blocked.
-        var blocks: [UserIdentity: UserBlock?] = [:]
-        /// Ids the store had no registration for (when read).
-        var unknown: Set<ExactString> = []
-        var generation: UInt64 = 0
-    }
+    /// What memory keeps of a registration (its id is the key).
+    private struct Standing {
+        var appId: String
+        var user: UserIdentity
+        var state: Registration.State
+        var lastContactAt: Int64
 
-    package let base: any StateStore
-    private let state = Mutex(State())
-    private let capacity: Int
-    private let unknownCapacity: Int
-
-    package init(base: any StateStore, capacity: Int = 500_000, unknownCapacity: Int = 100_000) {
-        self.base = base
-        self.capacity = capacity
-        self.unknownCapacity = unknownCapacity
-    }
-
-    /// How many unknown ids memory keeps now.
-    package var unknownCount: Int { state.withLock { $0.unknown.count } }
-
-    /// Runs a committed write's effect on memory, and moves the generation on.
-    private func afterWrite(_ change: (inout State) -> Void) {
-        state.withLock { state in
-            state.generation &+= 1
-            change(&state)
+        init(_ registration: Registration) {
+            (appId, user, state, lastContactAt) = (registration.appId, registration.user, registration.state, registration.lastContactAt)
         }
     }
 
-    /// Keeps what the store answered for `id` — a registration, or none — unless a write
-    /// happened since the read started.
+    private struct Shard {
+        // Keyed by exact bytes, as the store compares them (docs/identity.md).
+        var registrations: ClockCache<ExactString, Standing>
+        /// `.some(nil)`: the user is known not to be blocked.
+        var blocks: ClockCache<UserIdentity, UserBlock?>
+        /// Ids the store had no registration for (when read).
+        var unknown: ClockCache<ExactString, Void>
+        var generation: UInt64 = 0
+
+        init(_ capacity: MemoryCacheSettings, shards: Int) {
+            let share = { (total: Int) in (total + shards - 1) / shards }
+            registrations = ClockCache(capacity: share(capacity.registrations))
+            blocks = ClockCache(capacity: share(capacity.users))
+            unknown = ClockCache(capacity: share(capacity.unknownIds))
+        }
+    }
+
+    /// One lock per shard, so that the calls of one shard do not wait for another's.
+    private final class LockedShard: Sendable {
+        let state: Mutex<Shard>
+        init(_ shard: Shard) { state = Mutex(shard) }
+    }
+
+    package static let shardCount = 16
+
+    package let base: any StateStore
+    /// Moves on with every change of a block (under the changed user's shard lock).
+    private let blockWrites = Atomic<UInt64>(0)
+    package let capacity: MemoryCacheSettings
+    private let shards: [LockedShard]
+
+    package init(base: any StateStore, capacity: MemoryCacheSettings = MemoryCacheSettings()) {
+        self.base = base
+        self.capacity = capacity
+        self.shards = (0..<Self.shardCount).map { _ in LockedShard(Shard(capacity, shards: Self.shardCount)) }
+    }
+
+    private func shard(of key: some Hashable) -> LockedShard {
+        var hasher = Hasher()
+        hasher.combine(key)
+        return shards[Int(UInt(bitPattern: hasher.finalize()) % UInt(Self.shardCount))]
+    }
+
+    /// How many unknown ids memory keeps now.
+    package var unknownCount: Int { counted { $0.unknown.count } }
+    /// How many registrations memory keeps now.
+    package var registrationCount: Int { counted { $0.registrations.count } }
+
+    private func counted(_ count: (borrowing Shard) -> Int) -> Int {
+        var total = 0
+        for locked in shards { total += locked.state.withLock { count($0) } }
+        return total
+    }
+
+    /// Runs a committed write's effect on memory, and moves the shard's generation on.
+    private func afterWrite(_ key: some Hashable, _ change: (inout Shard) -> Void) {
+        shard(of: key).state.withLock { shard in
+            shard.generation &+= 1
+            change(&shard)
+        }
+    }
+
+    /// Keeps what the store answered for `id` — a registration, or none — unless a write to its
+    /// shard happened since the read started.
     private func remember(_ registration: Registration?, id: String, ifGeneration generation: UInt64) {
-        state.withLock { state in
-            guard state.generation == generation else { return }
-            let key = ExactString(id)
+        let key = ExactString(id)
+        shard(of: key).state.withLock { shard in
+            guard shard.generation == generation else { return }
             if let registration {
-                if state.registrations.count >= capacity { state.registrations.removeAll(keepingCapacity: true) }
-                state.registrations[key] = registration
-                state.unknown.remove(key)
+                shard.registrations.set(Standing(registration), for: key)
+                shard.unknown.remove(key)
             } else {
-                if state.unknown.count >= unknownCapacity { state.unknown.removeAll(keepingCapacity: true) }
-                state.unknown.insert(key)
+                shard.unknown.set((), for: key)
             }
         }
     }
 
     private func remember(block: UserBlock?, of user: UserIdentity, ifGeneration generation: UInt64) {
-        state.withLock { state in
-            guard state.generation == generation else { return }
-            if state.blocks.count >= capacity { state.blocks.removeAll(keepingCapacity: true) }
-            state.blocks[user] = .some(block)
+        shard(of: user).state.withLock { shard in
+            guard shard.generation == generation else { return }
+            shard.blocks.set(block, for: user)
+        }
+    }
+
+    /// Keeps a block read along with a registration (whose owner was not known before the
+    /// read, nor so their shard), unless any block changed since the read started.
+    private func remember(block: UserBlock?, of user: UserIdentity, ifBlockWrites writes: UInt64) {
+        shard(of: user).state.withLock { shard in
+            guard blockWrites.load(ordering: .acquiring) == writes, shard.blocks.peek(user) == nil else { return }
+            shard.blocks.set(block, for: user)
+        }
+    }
+
+    /// Runs a committed change of `user`'s block on memory; moves both generations on.
+    private func afterBlockWrite(_ user: UserIdentity, _ change: (inout Shard) -> Void) {
+        afterWrite(user) { shard in
+            blockWrites.add(1, ordering: .releasing)
+            change(&shard)
         }
     }
 
     // MARK: Reads
 
-    package func registration(id: String) async throws(StoreError) -> Registration? {
+    /// What the request path reads: from memory, else one read of the store.
+    package func standing(ofRegistration id: String) async throws(StoreError) -> RegistrationStanding? {
         let key = ExactString(id)
-        let (cached, unknown, generation) = state.withLock { ($0.registrations[key], $0.unknown.contains(key), $0.generation) }
-        if let cached { return cached }
+        let (cached, unknown, generation) = shard(of: key).state.withLock { shard in
+            let cached = shard.registrations.value(for: key)
+            return (cached, cached == nil && shard.unknown.contains(key), shard.generation)
+        }
         if unknown { return nil }
+        guard let cached else {
+            // A miss costs one read: the registration and its owner's block together.
+            let blockWrites = self.blockWrites.load(ordering: .acquiring)
+            guard let loaded = try await base.registrationAndBlock(id: id) else {
+                remember(nil, id: id, ifGeneration: generation)
+                return nil
+            }
+            remember(loaded.registration, id: id, ifGeneration: generation)
+            remember(block: loaded.block, of: loaded.registration.user, ifBlockWrites: blockWrites)
+            return RegistrationStanding(loaded.registration, block: loaded.block)
+        }
+        var standing = RegistrationStanding(
+            id: id, appId: cached.appId, user: cached.user, state: cached.state, lastContactAt: cached.lastContactAt, block: nil)
+        standing.block = try await block(of: cached.user)
+        return standing
+    }
+
+    /// The whole registration, from the store (memory keeps only its standing).
+    package func registration(id: String) async throws(StoreError) -> Registration? {
+        let generation = shard(of: ExactString(id)).state.withLock { $0.generation }
         let loaded = try await base.registration(id: id)
         remember(loaded, id: id, ifGeneration: generation)
         return loaded
     }
 
     package func currentRegistration(id: String) async throws(StoreError) -> Registration? {
-        let generation = state.withLock { $0.generation }
+        let generation = shard(of: ExactString(id)).state.withLock { $0.generation }
         let loaded = try await base.currentRegistration(id: id)
         remember(loaded, id: id, ifGeneration: generation)
         return loaded
     }
 
     package func block(of user: UserIdentity) async throws(StoreError) -> UserBlock? {
-        let (cached, generation) = state.withLock { ($0.blocks[user], $0.generation) }
+        let (cached, generation) = shard(of: user).state.withLock { ($0.blocks.value(for: user), $0.generation) }
         if let cached { return cached }
         let loaded = try await base.block(of: user)
         remember(block: loaded, of: user, ifGeneration: generation)
         return loaded
     }
 
+    /// The whole registration and its owner's block, from the store (for push deliveries,
+    /// which need the device's tokens).
     package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
-        guard let registration = try await registration(id: id) else { return nil }
-        return RegistrationAndBlock(registration: registration, block: try await block(of: registration.user))
+        try await base.registrationAndBlock(id: id)
     }
 
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
@@ -131,9 +217,10 @@ package final class CachedStateStore: StateStore {
     package func insert(_ registration: Registration, maximumPerUser: Int?, audit: AuditEntry?) async throws(StoreError) -> InsertOutcome {
         let outcome = try await base.insert(registration, maximumPerUser: maximumPerUser, audit: audit)
         if outcome == .inserted {
-            afterWrite { memory in
-                memory.registrations[ExactString(registration.id)] = registration
-                memory.unknown.remove(ExactString(registration.id))
+            let key = ExactString(registration.id)
+            afterWrite(key) { memory in
+                memory.registrations.set(Standing(registration), for: key)
+                memory.unknown.remove(key)
             }
         }
         return outcome
@@ -141,7 +228,8 @@ package final class CachedStateStore: StateStore {
 
     package func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         let updated = try await base.updateDevice(registration, audit: audit)
-        afterWrite { $0.registrations[ExactString(registration.id)] = nil }
+        let key = ExactString(registration.id)
+        afterWrite(key) { $0.registrations.remove(key) }
         return updated
     }
 
@@ -150,11 +238,12 @@ package final class CachedStateStore: StateStore {
         audit: AuditEntry
     ) async throws(StoreError) -> StateTransition {
         let result = try await base.transition(id: id, to: state, allowedFrom: allowedFrom, audit: audit)
-        afterWrite { memory in
+        let key = ExactString(id)
+        afterWrite(key) { memory in
             if case .changed(let registration) = result {
-                memory.registrations[ExactString(id)] = registration
+                memory.registrations.set(Standing(registration), for: key)
             } else {
-                memory.registrations[ExactString(id)] = nil
+                memory.registrations.remove(key)
             }
         }
         return result
@@ -162,30 +251,29 @@ package final class CachedStateStore: StateStore {
 
     package func delete(id: String, allowedFrom: Set<Registration.State>, audit: AuditEntry?) async throws(StoreError) -> DeleteOutcome {
         let outcome = try await base.delete(id: id, allowedFrom: allowedFrom, audit: audit)
-        afterWrite { $0.registrations[ExactString(id)] = nil }
+        let key = ExactString(id)
+        afterWrite(key) { $0.registrations.remove(key) }
         return outcome
     }
 
     package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         try await base.recordContacts(contacts)
-        afterWrite { memory in
-            for contact in contacts {
-                let key = ExactString(contact.id)
-                guard var registration = memory.registrations[key], registration.lastContactAt < contact.at else { continue }
-                registration.lastContactAt = contact.at
-                memory.registrations[key] = registration
+        for contact in contacts {
+            let key = ExactString(contact.id)
+            afterWrite(key) { memory in
+                memory.registrations.update(key) { standing in standing.lastContactAt = max(standing.lastContactAt, contact.at) }
             }
         }
     }
 
     package func setBlock(_ block: UserBlock, audit: AuditEntry) async throws(StoreError) {
         try await base.setBlock(block, audit: audit)
-        afterWrite { $0.blocks[block.user] = .some(block) }
+        afterBlockWrite(block.user) { $0.blocks.set(block, for: block.user) }
     }
 
     package func removeBlock(of user: UserIdentity, audit: AuditEntry) async throws(StoreError) -> Bool {
         let removed = try await base.removeBlock(of: user, audit: audit)
-        afterWrite { $0.blocks[user] = .some(nil) }
+        afterBlockWrite(user) { $0.blocks.set(UserBlock?.none, for: user) }
         return removed
     }
 
@@ -279,29 +367,38 @@ package final class CachedStateStore: StateStore {
     /// Forgets what memory holds of a registration — or that there was none —, so the next
     /// read goes to the store.
     package func forget(registration id: String) {
-        afterWrite { memory in
-            memory.registrations[ExactString(id)] = nil
-            memory.unknown.remove(ExactString(id))
+        let key = ExactString(id)
+        afterWrite(key) { memory in
+            memory.registrations.remove(key)
+            memory.unknown.remove(key)
         }
     }
 
     /// Forgets that there was no registration `id` (one was created since), keeping what
     /// memory holds of one.
     package func forget(missOf id: String) {
-        afterWrite { $0.unknown.remove(ExactString(id)) }
+        let key = ExactString(id)
+        afterWrite(key) { $0.unknown.remove(key) }
     }
 
     /// Forgets what memory holds of a user's block.
     package func forget(blockOf user: UserIdentity) {
-        afterWrite { $0.blocks[user] = nil }
+        afterBlockWrite(user) { $0.blocks.remove(user) }
     }
 
     /// Forgets everything (after changes were missed that cannot be caught up on one by one).
     package func forgetAll() {
-        afterWrite { memory in
-            memory.registrations.removeAll()
-            memory.unknown.removeAll()
-            memory.blocks.removeAll()
+        blockWrites.add(1, ordering: .releasing)
+        for locked in shards {
+            // Swapped out under the lock, let go of after it: no call waits for the freeing.
+            var fresh = Shard(capacity, shards: Self.shardCount)
+            let forgotten = locked.state.withLock { shard in
+                fresh.generation = shard.generation &+ 1
+                let forgotten = shard
+                shard = fresh
+                return forgotten
+            }
+            _ = forgotten
         }
     }
 }
@@ -355,7 +452,10 @@ extension CachedStateStore: PushStore {
     /// (other instances learn of it through the change feed).
     package func clearPushToken(registration: String, provider: PushProvider, token: String) async throws(StoreError) -> Bool {
         let cleared = try await push.clearPushToken(registration: registration, provider: provider, token: token)
-        if cleared { afterWrite { $0.registrations[ExactString(registration)] = nil } }
+        if cleared {
+            let key = ExactString(registration)
+            afterWrite(key) { $0.registrations.remove(key) }
+        }
         return cleared
     }
 
@@ -367,8 +467,9 @@ extension CachedStateStore: PushStore {
     ) async throws(StoreError) -> [String] {
         let released = try await push.registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping)
         if !released.isEmpty {
-            afterWrite { memory in
-                for id in released { memory.registrations[ExactString(id)] = nil }
+            for id in released {
+                let key = ExactString(id)
+                afterWrite(key) { $0.registrations.remove(key) }
             }
         }
         return released

@@ -218,6 +218,20 @@ package final class PostgresStore: StateStore {
         }
     }
 
+    /// Writes `registrations` as they are, in one transaction, skipping ids in use: the bulk
+    /// path that `midtier-bench make-store` fills a benchmark store with (docs/benchmarks.md).
+    /// No audit, no per-user limit, no push-token check, and no change announced: for a store
+    /// no instance serves yet. Returns how many were written.
+    package func importRegistrations(_ registrations: [Registration]) async throws(StoreError) -> Int {
+        try await write(within: .seconds(300)) { connection, logger in
+            var written = 0
+            for registration in registrations where try await connection.finds(RegistrationRules.insert(registration), logger: logger) {
+                written += 1
+            }
+            return written
+        }
+    }
+
     package func registration(id: String) async throws(StoreError) -> Registration? {
         try await rows(RegistrationRules.registration(id: id)) { try RegistrationRules.registration($0) }.first
     }

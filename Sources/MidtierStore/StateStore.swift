@@ -17,6 +17,9 @@ package protocol StateStore: Sendable {
     func currentRegistration(id: String) async throws(StoreError) -> Registration?
     /// A registration with its owner's block, in one read (the request path needs both).
     func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock?
+    /// What decides whether a call with registration `id` goes through, in one read at most:
+    /// the request path's (CachedStateStore answers it from memory).
+    func standing(ofRegistration id: String) async throws(StoreError) -> RegistrationStanding?
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
     /// Replaces the device fields of the stored registration with the same id, unless a push
     /// token it names is held by another user's registration of the app (checked in the same
@@ -136,4 +139,12 @@ package protocol StateStore: Sendable {
 
 extension StateStore {
     package func currentRegistration(id: String) async throws(StoreError) -> Registration? { try await registration(id: id) }
+}
+
+extension StateStore {
+    /// A durable store reads the registration with its owner's block.
+    package func standing(ofRegistration id: String) async throws(StoreError) -> RegistrationStanding? {
+        guard let found = try await registrationAndBlock(id: id) else { return nil }
+        return RegistrationStanding(found.registration, block: found.block)
+    }
 }

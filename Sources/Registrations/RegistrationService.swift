@@ -48,7 +48,7 @@ package struct DeviceDetails: Sendable, Equatable {
 /// Whether a proxied call on a registration may go ahead (docs/device-api.md, "Refusals"), in
 /// the order the checks are made.
 package enum Admission: Sendable, Equatable {
-    case admitted(Registration)
+    case admitted
     /// No such registration, or not this user's: to the caller it does not exist.
     case unknown
     /// The user is blocked for traffic (`.traffic` or `.all`).
@@ -333,12 +333,11 @@ package struct RegistrationService: Sendable {
     /// owner's block, as read from the store), enforcing the app's offline policy server-side
     /// from the last contact, and records the contact.
     package func admit(
-        _ found: RegistrationAndBlock?, user: UserIdentity,
+        _ found: RegistrationStanding?, user: UserIdentity,
         policy: BlockWipingPolicy
     ) async throws(StoreError) -> Admission {
-        guard let found, found.registration.user == user else { return .unknown }
-        let (registration, block) = (found.registration, found.block)
-        if let block, block.kind.blocksTraffic { return .blocked(block.kind) }
+        guard let registration = found, registration.user == user else { return .unknown }
+        if let block = registration.block, block.kind.blocksTraffic { return .blocked(block.kind) }
         switch registration.state {
         case .wiped: return .wiped
         case .locked: return .locked
@@ -358,6 +357,6 @@ package struct RegistrationService: Sendable {
         if now - registration.lastContactAt >= Self.contactResolutionMilliseconds {
             contacts.record(id: registration.id, at: now)
         }
-        return .admitted(registration)
+        return .admitted
     }
 }

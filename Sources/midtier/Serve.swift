@@ -43,7 +43,8 @@ struct Serve: AsyncParsableCommand {
             }
             // One clock for the store and the server (tests give both their own).
             let clock = WallClock.system
-            let store = try await MidtierServer.openStore(configuration.server.store, logger: logger, clock: clock)
+            let store = try await MidtierServer.openStore(
+                configuration.server.store, memory: configuration.server.memoryCache, logger: logger, clock: clock)
             server = try MidtierServer(
                 configuration: configuration, configurationDirectory: config, store: store, logger: logger, tracer: tracer, clock: clock)
         } catch {

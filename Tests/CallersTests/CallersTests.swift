@@ -153,7 +153,8 @@ import Testing
             let first = try await callers.admit(request, signIn: signIn, client: nil)
             let second = try await callers.admit(request, signIn: signIn, client: nil)
             #expect(first.registration.id == second.registration.id)
-            #expect(first.registration.deviceId == "phone-1")
+            let made = try await callers.registrations.store.registration(id: first.registration.id)
+            #expect(made?.deviceId == "phone-1")
             // In an app without implicit registration, the device must onboard first.
             let other = Self.request([
                 ("Authorization", Self.basic("alice", "alice-pw")), ("X-SMP-APPID", "other"), ("X-SMP-DEVICEID", "phone-1"),

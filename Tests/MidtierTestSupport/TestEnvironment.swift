@@ -233,7 +233,8 @@ package struct TestEnvironment: Sendable {
         )
         adjust(&configuration, sfPort, ePort)
         let clock = TestClock()
-        let store = try await MidtierServer.openStore(configuration.server.store, logger: logger, clock: clock.wallClock)
+        let store = try await MidtierServer.openStore(
+            configuration.server.store, memory: configuration.server.memoryCache, logger: logger, clock: clock.wallClock)
         let server = try MidtierServer(configuration: configuration, store: store, logger: logger, clock: clock.wallClock)
         let midtier = ServiceGroup(
             configuration: .init(

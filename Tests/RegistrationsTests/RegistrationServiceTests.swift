@@ -73,7 +73,7 @@ import Testing
                 Issue.record("the registration should be made")
                 return
             }
-            let found = try await service.store.registrationAndBlock(id: made.id)
+            let found = try await service.store.standing(ofRegistration: made.id)
             let policy = BlockWipingPolicy(blockWipeEnabled: true, blockDisconnectedPeriod: 2)
             #expect(try await service.admit(found, user: Self.bob, policy: policy) == .unknown)
             guard case .admitted = try await service.admit(found, user: Self.alice, policy: policy) else {
