@@ -2,7 +2,7 @@
 SWIFT ?= swift
 BIN := .build/debug/midtier
 
-.PHONY: run test lint deps certs build check-config image bench bench-instances bench-syscalls bench-allocations bench-ab soak clean format fuzz
+.PHONY: run test lint deps certs build check-config image bench bench-instances bench-scale bench-syscalls bench-allocations bench-ab soak clean format fuzz
 
 ## Start the SuccessFactors sandbox and Midtier on config/ (Ctrl-C stops both).
 run: deps certs build
@@ -77,6 +77,10 @@ bench: deps certs
 ## Several instances on PostgreSQL: hot path against SQLite, block-to-refused p50/p99 (docs/benchmarks.md).
 bench-instances: deps certs
 	Benchmarks/instances.sh
+
+## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...), hot path while the cache fills and warm, admin list pages (docs/benchmarks.md).
+bench-scale: deps certs
+	Benchmarks/scale.sh
 
 ## System calls per proxied call: nginx, Caddy, Midtier and the bare SwiftNIO proxy, counted with strace.
 bench-syscalls: deps certs

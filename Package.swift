@@ -424,7 +424,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PushNotificationsTests",
-            dependencies: ["PushNotifications", "MidtierJSON", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "PushNotifications", "MidtierCore", "MidtierJSON", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "RequestTracingTests",

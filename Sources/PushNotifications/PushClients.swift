@@ -10,10 +10,12 @@ import NIOSSL
 /// one client each would send as many tokens (Apple refuses tokens renewed that often). HTTP
 /// clients are shared: one that trusts the system's roots, and one more for each `caFile`.
 package actor PushClients {
-    /// Each app's client, or the task making it (nil when its key does not load).
-    private var apns: [String: (fingerprint: String, client: Task<APNsClient?, Never>)] = [:]
-    private var fcm: [String: (fingerprint: String, client: Task<FCMClient?, Never>)] = [:]
-    private var httpClients: [String: HTTPClient] = [:]
+    /// Each app's client, or the task making it (nil when its key does not load). Keyed and
+    /// compared by exact bytes, as the configuration tells apps and files apart: two app ids
+    /// that differ only in their Unicode form never share a client, nor its credentials.
+    private var apns: [ExactString: (fingerprint: ExactString, client: Task<APNsClient?, Never>)] = [:]
+    private var fcm: [ExactString: (fingerprint: ExactString, client: Task<FCMClient?, Never>)] = [:]
+    private var httpClients: [ExactString: HTTPClient] = [:]
     private let logger: Logger
 
     package init(logger: Logger) {
@@ -24,9 +26,10 @@ package actor PushClients {
     /// once in the log, and tried again when the settings change).
     package func apnsClient(for app: AppConfiguration) async -> APNsClient? {
         guard let settings = app.push.apns else { return nil }
-        let fingerprint = [settings.teamID, settings.keyID, settings.privateKeyPEM, settings.topic, settings.endpoint, settings.caFile ?? ""]
-            .joined(separator: "\u{0}")
-        if let known = apns[app.id], known.fingerprint == fingerprint { return await known.client.value }
+        let fingerprint = ExactString(
+            [settings.teamID, settings.keyID, settings.privateKeyPEM, settings.topic, settings.endpoint, settings.caFile ?? ""]
+                .joined(separator: "\u{0}"))
+        if let known = apns[ExactString(app.id)], known.fingerprint == fingerprint { return await known.client.value }
         let (httpClient, logger, app) = (httpClient(caFile: settings.caFile), logger, app.id)
         let making = Task { () -> APNsClient? in
             do {
@@ -36,7 +39,7 @@ package actor PushClients {
                 return nil
             }
         }
-        apns[app] = (fingerprint, making)
+        apns[ExactString(app)] = (fingerprint, making)
         return await making.value
     }
 
@@ -44,11 +47,12 @@ package actor PushClients {
     /// once in the log, and tried again when the settings change).
     package func fcmClient(for app: AppConfiguration) async -> FCMClient? {
         guard let settings = app.push.fcm else { return nil }
-        let fingerprint = [
-            settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? "",
-        ]
-        .joined(separator: "\u{0}")
-        if let known = fcm[app.id], known.fingerprint == fingerprint { return await known.client.value }
+        let fingerprint = ExactString(
+            [
+                settings.projectID, settings.clientEmail, settings.privateKeyPEM, settings.tokenURI, settings.endpoint, settings.caFile ?? "",
+            ]
+            .joined(separator: "\u{0}"))
+        if let known = fcm[ExactString(app.id)], known.fingerprint == fingerprint { return await known.client.value }
         let (httpClient, logger, app) = (httpClient(caFile: settings.caFile), logger, app.id)
         let making = Task { () -> FCMClient? in
             do {
@@ -58,12 +62,12 @@ package actor PushClients {
                 return nil
             }
         }
-        fcm[app] = (fingerprint, making)
+        fcm[ExactString(app)] = (fingerprint, making)
         return await making.value
     }
 
     private func httpClient(caFile: String?) -> HTTPClient {
-        let key = caFile ?? ""
+        let key = ExactString(caFile ?? "")
         if let client = httpClients[key] { return client }
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.additionalTrustRoots = [.file(caFile)] }
