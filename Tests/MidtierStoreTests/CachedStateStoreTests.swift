@@ -36,6 +36,9 @@ final class CountingStore: StateStore {
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter)
     }
+    func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
+        try await base.registrations(matching: filter, after: after, limit: limit)
+    }
     func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await base.updateDevice(registration, audit: audit)
     }
