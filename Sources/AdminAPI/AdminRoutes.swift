@@ -153,8 +153,21 @@ package struct AdminRoutes: Sendable {
             guard let parsed = Registration.State(rawValue: String(state)) else { throw .badRequest("state must be one of active, locked, wiped") }
             filter.state = parsed
         }
-        let found = try await administration.registrations(matching: filter)
-        return .json(["registrations": .array(found.map { RegistrationJSON($0).json })])
+        let limit = try Administration.pageLimit(
+            try single(request, "limit"), default: Administration.registrationPageDefault, maximum: Administration.registrationPageMaximum)
+        let after = try Administration.registrationCursor(try single(request, "after"))
+        let page = try await administration.registrations(matching: filter, after: after, limit: limit)
+        var answer: [String: JSON] = ["registrations": .array(page.registrations.map { RegistrationJSON($0).json })]
+        if let next = page.next { answer["next"] = .string(next) }
+        return .json(.sortedObject(answer))
+    }
+
+    /// The query parameter `name`, if given, once: given twice is a `400` naming it (which
+    /// one would count is not for the server to guess).
+    func single(_ request: Request, _ name: String) throws(Refusal) -> String? {
+        let values = request.uri.queryParameters.getAll(name)
+        guard values.count <= 1 else { throw .badRequest("\(name) is given more than once") }
+        return values.first.map { String($0) }
     }
 
     private func getRegistration(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {

@@ -22,18 +22,26 @@ extension AdminRoutes {
     static let testNotificationMembers: Set<String> = ["userId", "realm", "app", "alert"]
 
     func listPushNotifications(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
-        let parameters = request.uri.queryParameters
         var limit = Self.pushListDefault
-        if let text = parameters["limit"] {
+        if let text = try single(request, "limit") {
             guard let parsed = Int(text), (1...Self.pushListMaximum).contains(parsed) else {
                 throw .badRequest("limit must be between 1 and \(Self.pushListMaximum)")
             }
             limit = parsed
         }
+        var before: PushNotificationCursor?
+        if let text = try single(request, "after"), !text.isEmpty {
+            guard let cursor = PushNotificationCursorText.decode(text) else {
+                throw .badRequest("after is malformed: pass the previous page's next value unchanged")
+            }
+            before = cursor
+        }
         // An empty app is no filter, as on the console's page.
         let app = try query(request, "app").flatMap { $0.isEmpty ? nil : $0 }
-        let found = try await administration.recentPushNotifications(app: app, limit: limit)
-        return .json(["notifications": .array(found.map { PushNotificationJSON($0).json })])
+        let page = try await administration.pushNotificationPage(app: app, before: before, limit: limit)
+        var answer: [String: JSON] = ["notifications": .array(page.notifications.map { PushNotificationJSON($0).json })]
+        if let next = page.next { answer["next"] = .string(next) }
+        return .json(.sortedObject(answer))
     }
 
     func getPushNotification(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {

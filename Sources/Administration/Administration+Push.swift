@@ -38,10 +38,25 @@ extension Administration {
 
     /// The newest notifications first, of `app` (by its bytes) or of every app.
     package func recentPushNotifications(app: String?, limit: Int) async throws(Refusal) -> [PushNotificationDetail] {
+        try await pushNotificationPage(app: app, before: nil, limit: limit).notifications
+    }
+
+    /// A page of the notifications newest first, of `app` (by its bytes) or of every app, after
+    /// `before` in that order (from the newest when nil), at most `limit`; `next` is the
+    /// cursor of the page after it (`PushNotificationCursorText`) when more may follow (one
+    /// more is read to know).
+    package func pushNotificationPage(
+        app: String?, before: PushNotificationCursor?, limit: Int
+    ) async throws(Refusal) -> (notifications: [PushNotificationDetail], next: String?) {
         let store = try pushEnabledStore()
         if let app { try Self.checkText(app, named: "the app") }
-        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await store.recentPushNotifications(app: app, limit: limit)
+        var found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.recentPushNotifications(app: app, before: before, limit: limit + 1)
+        }
+        var next: String?
+        if found.count > limit {
+            found.removeLast(found.count - limit)
+            next = found.last.map { PushNotificationCursorText.encode(PushNotificationCursor(after: $0)) }
         }
         var shown: [PushNotificationDetail] = []
         for notification in found {
@@ -54,7 +69,7 @@ extension Administration {
                     notification: notification, deliveries: deliveries,
                     overall: Self.overallPushStatus(deliveries)))
         }
-        return shown
+        return (shown, next)
     }
 
     /// The notification `id` with its deliveries; `404` when there is none.
@@ -146,5 +161,28 @@ extension Administration {
     private func pushEnabledStore() throws(Refusal) -> any PushStore {
         guard let pushStore else { throw Refusal(.serviceUnavailable, code: "PUSH_UNAVAILABLE", "this store keeps no push notifications") }
         return pushStore
+    }
+}
+
+/// A push notifications page's `next`: `<createdAt>.<id>` of the last notification on the page
+/// (docs/admin-api.yaml, `PushNotificationCursor`). Clients treat it as opaque; it names a place
+/// in the newest-first order, so any well-formed one is a valid place to read on from.
+package enum PushNotificationCursorText {
+    /// The longest notification id a cursor carries; Midtier's ids are UUIDs.
+    static let longestID = 128
+
+    package static func encode(_ cursor: PushNotificationCursor) -> String { "\(cursor.createdAt).\(cursor.id)" }
+
+    /// The cursor `text` spells, or nil for anything else: milliseconds (an optional minus and
+    /// 1 to 18 digits), a dot, and 1 to 128 printable ASCII characters.
+    package static func decode(_ text: String) -> PushNotificationCursor? {
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return nil }
+        let time = parts[0].utf8.first == UInt8(ascii: "-") ? parts[0].utf8.dropFirst() : parts[0].utf8[...]
+        guard (1...18).contains(time.count), time.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let createdAt = Int64(parts[0]), (1...longestID).contains(parts[1].utf8.count),
+            parts[1].utf8.allSatisfy({ (0x21...0x7E).contains($0) })
+        else { return nil }
+        return PushNotificationCursor(createdAt: createdAt, id: String(parts[1]))
     }
 }

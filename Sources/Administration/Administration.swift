@@ -199,10 +199,6 @@ package struct Administration: Sendable {
 
     // MARK: Registrations
 
-    package func registrations(matching filter: RegistrationFilter) async throws(Refusal) -> [Registration] {
-        try await store { () async throws(StoreError) in try await registrations.store.registrations(matching: filter) }
-    }
-
     /// The registration `id`; `404` when there is none.
     /// An id no registration can have (`RegistrationService.isAcceptableID`: a NUL, say) is
     /// `404` without asking the store, as on the device API.

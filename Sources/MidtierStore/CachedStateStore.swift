@@ -197,6 +197,10 @@ package final class CachedStateStore: StateStore {
         try await base.registrations(matching: filter)
     }
 
+    package func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
+        try await base.registrations(matching: filter, after: after, limit: limit)
+    }
+
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await base.audit(since: since, after: after, limit: limit)
     }
@@ -440,8 +444,10 @@ extension CachedStateStore: PushStore {
         try await push.pushNotification(id: id)
     }
 
-    package func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord] {
-        try await push.recentPushNotifications(app: app, limit: limit)
+    package func recentPushNotifications(
+        app: String?, before: PushNotificationCursor?, limit: Int
+    ) async throws(StoreError) -> [PushNotificationRecord] {
+        try await push.recentPushNotifications(app: app, before: before, limit: limit)
     }
 
     package func pendingPushDeliveries() async throws(StoreError) -> Int {

@@ -217,6 +217,20 @@ enum PostgresSchema {
                 "UPDATE midtier_user_storage SET size = size + octet_length(name)"
             ]
         ),
+        (
+            10, "registrations paged by id",
+            [
+                // The admin listings read a page at a time in the order of the ids' bytes
+                // (RegistrationRules.registrations(matching:after:limit:)): each filter an index
+                // range ending in the id (COLLATE "C", the column's). The user's index replaces
+                // midtier_registration_user (user_realm, user_id), which it serves too.
+                "CREATE INDEX midtier_registration_by_user ON midtier_registration (user_realm, user_id, id)",
+                "DROP INDEX midtier_registration_user",
+                "CREATE INDEX midtier_registration_by_app ON midtier_registration (app_id, id)",
+                "CREATE INDEX midtier_registration_by_app_state ON midtier_registration (app_id, state, id)",
+                "CREATE INDEX midtier_registration_by_state ON midtier_registration (state, id)",
+            ]
+        ),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

@@ -56,8 +56,10 @@ extension PostgresStore: PushStore {
         return (notification, try await rows(PushRules.deliveries(of: id)) { try PushRules.delivery($0, of: id) })
     }
 
-    package func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord] {
-        try await rows(PushRules.recent(app: app, limit: limit)) { try PushRules.notification($0) }
+    package func recentPushNotifications(
+        app: String?, before: PushNotificationCursor?, limit: Int
+    ) async throws(StoreError) -> [PushNotificationRecord] {
+        try await rows(PushRules.recent(app: app, before: before, limit: limit)) { try PushRules.notification($0) }
     }
 
     package func pendingPushDeliveries() async throws(StoreError) -> Int {

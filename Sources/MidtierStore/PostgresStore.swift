@@ -244,6 +244,10 @@ package final class PostgresStore: StateStore {
         try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
     }
 
+    package func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
+        try await rows(RegistrationRules.registrations(matching: filter, after: after, limit: limit)) { try RegistrationRules.registration($0) }
+    }
+
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await write { connection, logger in
             // Under the write lock: no other instance takes the token between the look and the write.

@@ -83,10 +83,15 @@ enum PushRules {
             provider: try row.optionalText("provider").flatMap(PushProvider.init(rawValue:)), reason: try row.text("reason"))
     }
 
-    /// The newest notifications first, of `app` or of all, at most `limit`.
-    static func recent(app: String?, limit: Int) -> StoreQuery {
-        var query: StoreQuery = "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n"
-        if let app { query = query + " WHERE n.app_id = \(app)" }
+    /// The newest notifications first, of `app` or of all, after `before` in that order when
+    /// given, at most `limit`: one range of `push_notifications_app` (app, created_at, id) or
+    /// `push_notifications_created` (created_at, id), read backwards. The row value keeps the
+    /// place a range both stores' planners use; ids compare by their bytes (BINARY, and
+    /// PostgreSQL's column is `COLLATE "C"`).
+    static func recent(app: String?, before: PushNotificationCursor? = nil, limit: Int) -> StoreQuery {
+        var query: StoreQuery = "SELECT \(sql: notificationColumns) FROM \(table: "push_notifications") n WHERE TRUE"
+        if let app { query = query + " AND n.app_id = \(app)" }
+        if let before { query = query + " AND (n.created_at, n.id) < (\(before.createdAt), \(before.id))" }
         return query + " ORDER BY n.created_at DESC, n.id DESC LIMIT \(max(0, limit))"
     }
 

@@ -31,6 +31,22 @@ package struct PushNotificationRecord: Sendable, Equatable {
     }
 }
 
+/// A place in the newest-first order of notifications: the one listed last on a page.
+package struct PushNotificationCursor: Sendable, Equatable {
+    package var createdAt: Int64
+    package var id: String
+
+    package init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+
+    /// The place after `notification`.
+    package init(after notification: PushNotificationRecord) {
+        self.init(createdAt: notification.createdAt, id: notification.id)
+    }
+}
+
 /// Where one notification's delivery to one registration stands.
 package enum PushDeliveryState: String, Sendable, CaseIterable {
     /// Not yet sent, or to be tried again at `nextAttemptAt`.
@@ -122,8 +138,10 @@ package protocol PushStore: Sendable {
     ) async throws(StoreError) -> Bool
     /// A notification and its deliveries (by registration id's bytes); nil when unknown.
     func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])?
-    /// The newest notifications first, of one app or of all (`app` nil), at most `limit`.
-    func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord]
+    /// The newest notifications first (by `createdAt`, then by the bytes of their ids), of one
+    /// app or of all (`app` nil), those after `before` in that order when given, at most
+    /// `limit`: a page of the admin listing, one index range (docs/admin.md, "Push notifications").
+    func recentPushNotifications(app: String?, before: PushNotificationCursor?, limit: Int) async throws(StoreError) -> [PushNotificationRecord]
     /// How many deliveries are pending (the queue's depth).
     func pendingPushDeliveries() async throws(StoreError) -> Int
     /// Clears `token` from the registration's token for `provider` if it still holds exactly
@@ -151,6 +169,11 @@ package protocol PushStore: Sendable {
 }
 
 extension PushStore {
+    /// The newest `limit` notifications, of `app` or of all (the first page).
+    package func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord] {
+        try await recentPushNotifications(app: app, before: nil, limit: limit)
+    }
+
     /// As ``registrationsReleasingPushToken(_:provider:app:keeping:)``: how many registrations
     /// lost the token.
     package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {

@@ -52,6 +52,21 @@ enum RegistrationRules {
         return query + " ORDER BY created_at, id"
     }
 
+    /// A page of the registrations `filter` selects, by the bytes of their ids: those after
+    /// `after` (all when nil), at most `limit`. Each filter has its index, whose last column is
+    /// the id (SQLite: `registration_by_*`, PostgreSQL: `midtier_registration_by_*`, the primary
+    /// key without a filter), so a page is one index range scan: a user's registrations by
+    /// (realm, user, id) whatever else is asked, an app's by (app, id) or (app, state, id), a
+    /// state's by (state, id).
+    static func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) -> StoreQuery {
+        var query: StoreQuery = "SELECT \(sql: columns) FROM \(table: "registration") WHERE TRUE"
+        if let user = filter.user { query = query + " AND user_realm = \(user.realm) AND user_id = \(user.id)" }
+        if let app = filter.app { query = query + " AND app_id = \(app)" }
+        if let state = filter.state { query = query + " AND state = \(state.rawValue)" }
+        if let after { query = query + " AND id > \(after)" }
+        return query + " ORDER BY \(bytewise: "id") LIMIT \(max(0, limit))"
+    }
+
     /// Whether the registration `id` is active (and, when given, of `app` and `user`); with
     /// `lock`, it stays so until the transaction ends.
     static func active(id: String, app: String? = nil, user: UserIdentity? = nil, lock: StoreQuery.RowLock? = nil) -> StoreQuery {

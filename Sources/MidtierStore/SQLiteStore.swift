@@ -246,6 +246,20 @@ package final class SQLiteStore: StateStore {
             // A document's size is its name and its text (StorageKey.storedSize), as the quota counts it.
             try db.execute(sql: "UPDATE user_storage SET size = size + length(CAST(name AS BLOB))")
         }
+        migrator.registerMigration("v12: registrations paged by id") { db in
+            // The admin listings read a page at a time in the order of the ids' bytes
+            // (RegistrationRules.registrations(matching:after:limit:)): each filter an index
+            // range ending in the id. The user's index replaces registration_user (user_realm,
+            // user_id), which it serves too.
+            try db.execute(
+                sql: """
+                    CREATE INDEX registration_by_user ON registration(user_realm, user_id, id);
+                    DROP INDEX registration_user;
+                    CREATE INDEX registration_by_app ON registration(app_id, id);
+                    CREATE INDEX registration_by_app_state ON registration(app_id, state, id);
+                    CREATE INDEX registration_by_state ON registration(state, id);
+                    """)
+        }
         return migrator
     }
 
@@ -306,6 +320,10 @@ package final class SQLiteStore: StateStore {
 
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await rows(RegistrationRules.registrations(matching: filter)) { try RegistrationRules.registration($0) }
+    }
+
+    package func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
+        try await rows(RegistrationRules.registrations(matching: filter, after: after, limit: limit)) { try RegistrationRules.registration($0) }
     }
 
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {

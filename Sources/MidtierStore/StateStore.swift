@@ -20,7 +20,15 @@ package protocol StateStore: Sendable {
     /// What decides whether a call with registration `id` goes through, in one read at most:
     /// the request path's (CachedStateStore answers it from memory).
     func standing(ofRegistration id: String) async throws(StoreError) -> RegistrationStanding?
+    /// Every registration `filter` selects, oldest first: for reads bounded by the filter (one
+    /// user's registrations, at most `maxRegistrationsPerUser`), never for a listing of all.
     func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration]
+    /// A page of the registrations `filter` selects: those whose id's bytes come after `after`
+    /// (from the first when nil), in the order of their ids' bytes (the same on both stores),
+    /// at most `limit`. Each filter reads an index range, never the whole table, so a page
+    /// costs the same at a million registrations as at ten (docs/admin.md, "Listing
+    /// registrations").
+    func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration]
     /// Replaces the device fields of the stored registration with the same id, unless a push
     /// token it names is held by another user's registration of the app (checked in the same
     /// transaction).

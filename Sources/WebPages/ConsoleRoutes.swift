@@ -68,8 +68,8 @@ package struct ConsoleRoutes: Sendable {
     static let form = SignInForm(sessionCookie: sessionCookie, formCookie: signInCookie, path: cookiePath)
     static let site = "Midtier console"
     static let stylesheetPath = "/console/style.css"
-    /// Rows shown at most on one registrations page, and audit entries per page.
-    static let registrationRows = 500
+    /// Registrations on one registrations page, and audit entries per page.
+    static let registrationRows = 100
     static let auditPage = 50
 
     /// - Parameter sessions: the console's sessions; by default in the administration's store.
@@ -380,14 +380,21 @@ package struct ConsoleRoutes: Sendable {
             guard let state = Registration.State(rawValue: stateText) else { throw .badRequest("state must be one of active, locked, wiped") }
             filter.state = state
         }
-        let found = try await administration.registrations(matching: filter)
-        let shown = found.sorted { $0.createdAt > $1.createdAt }.prefix(Self.registrationRows)
+        // A page at a time in the order of the ids' bytes, as the admin API lists them: the
+        // next page's link carries the cursor and the filters (docs/console.md, "Registrations").
+        let after = try Administration.registrationCursor(query["after"])
+        let found = try await administration.registrations(matching: filter, after: after, limit: Self.registrationRows)
+        var filters: [(String, String)] = []
+        if !userID.isEmpty { filters += [("user", userID)] + (realm.isEmpty ? [] : [("realm", realm)]) }
+        if !app.isEmpty { filters.append(("app", app)) }
+        if !stateText.isEmpty { filters.append(("state", stateText)) }
         let page = ConsolePage.Registrations(
             query: .init(user: userID), realms: realmOptions(selected: realm),
             apps: facts.apps().sorted().map { ConsolePage.Option(value: $0, selected: $0 == app) },
             states: ["active", "locked", "wiped"].map { ConsolePage.Option(value: $0, selected: $0 == stateText) },
-            registrations: shown.map(registrationRow), hasRegistrations: !shown.isEmpty,
-            truncated: found.count > shown.count, shown: shown.count, total: found.count)
+            registrations: found.registrations.map(registrationRow), hasRegistrations: !found.registrations.isEmpty,
+            first: after == nil ? nil : Self.path("/console/registrations", filters),
+            next: found.next.map { Self.path("/console/registrations", filters + [("after", $0)]) })
         return pages.page("console-registrations", page, layout: layout(admin, nav: .registrations))
     }
 

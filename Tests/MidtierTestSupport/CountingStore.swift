@@ -42,6 +42,9 @@ package final class CountingStore: StateStore {
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter)
     }
+    package func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
+        try await base.registrations(matching: filter, after: after, limit: limit)
+    }
     package func updateDevice(_ registration: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await base.updateDevice(registration, audit: audit)
     }

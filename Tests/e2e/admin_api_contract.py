@@ -362,8 +362,9 @@ def run(binary, work, processes, results):
 
     def write_server(hashes, **extra):
         settings = json.loads((REPO / "config" / "midtier.json").read_text())
+        # Room for the 250 registrations of one user that the listing's pages are walked over.
         settings.update(listen=f"127.0.0.1:{listen}", adminListen=f"127.0.0.1:{admin}", publicURL=f"http://localhost:{listen}",
-                        store=f"sqlite:{work}/midtier.sqlite", adminTokenHashes=hashes, **extra)
+                        store=f"sqlite:{work}/midtier.sqlite", adminTokenHashes=hashes, maxRegistrationsPerUser=300, **extra)
         server_file.write_text(json.dumps(settings, indent=2))
 
     write_server([hash1])
@@ -879,6 +880,48 @@ def run(binary, work, processes, results):
           len(pushed) == 1 and pushed[0].get("actor") == "admin#1" and pushed[0].get("target") == "carol"
           and pushed[0].get("source") == "127.0.0.1" and test_id in pushed[0].get("detail", ""), str(pushed))
     check("the refused test notifications stored nothing", len(listed("(after the refusals)")) == 2)
+
+    # ---- The registrations list a page at a time (docs/admin.md, "Listing registrations"):
+    # bob onboards 250 devices; pages of 100 are 100, 100 and 50, each registration once, in the
+    # order of the ids' bytes, `next` on every page but the last; the filters hold from page to page.
+    before = (call("(bob's, before his devices)", "GET", "/admin/v1/registrations?user=bob&app=demo", 200).json or {})
+    check("bob holds no registration before his 250 devices", before.get("registrations") == [] and "next" not in before, str(before))
+    bobs = []
+    for _ in range(250):
+        status, appcid = onboard("bob", "bob-demo-password")
+        if status == 201 and appcid:
+            bobs.append(appcid)
+    check("bob onboards 250 devices (201 each)", len(bobs) == 250, f"{len(bobs)} onboarded")
+    sizes, walked, after = [], [], None
+    while len(sizes) < 10:
+        page = call(f"(bob's, page {len(sizes) + 1} of 100)", "GET",
+                    "/admin/v1/registrations?user=bob&app=demo&state=active&limit=100" + (f"&after={urllib.parse.quote(after)}" if after else ""),
+                    200).json or {}
+        sizes.append(len(page.get("registrations", [])))
+        walked += [r.get("id") for r in page.get("registrations", [])]
+        after = page.get("next")
+        if not after:
+            break
+    check("pages of 100 over 250 registrations are 100, 100, 50, and the last has no next", sizes == [100, 100, 50], str(sizes))
+    check("the pages list each of bob's registrations once, in the order of their ids' bytes",
+          walked == sorted(bobs, key=lambda i: i.encode()), f"{len(walked)} listed, {len(set(walked))} distinct")
+    default = call("(no limit: 100)", "GET", "/admin/v1/registrations?user=bob", 200).json or {}
+    check("without limit, a page is 100 and has a next", len(default.get("registrations", [])) == 100 and default.get("next"), str(len(default.get("registrations", []))))
+    whole = call("(limit=1000)", "GET", "/admin/v1/registrations?user=bob&limit=1000", 200).json or {}
+    check("limit=1000 holds all 250 and no next", len(whole.get("registrations", [])) == 250 and "next" not in whole)
+    for bad in ["limit=0", "limit=1001", "limit=", "limit=ten", "limit=1.5", "after=garbage", "after=r1.", "after=r1.a%00b", "after=r9.x"]:
+        answer = call(f"with {bad}", "GET", f"/admin/v1/registrations?user=bob&{bad}", 400)
+        message = ((answer.json or {}).get("error") or {}).get("message", {}).get("value", "")
+        check(f"the 400 for {bad} names {bad.split('=')[0]}", message.startswith(bad.split("=")[0] + " "), message)
+    call("with an empty after (the first page)", "GET", "/admin/v1/registrations?user=bob&limit=1&after=", 200)
+    # The push list's pages: the two notifications one at a time.
+    first = call("(push, a page of 1)", "GET", "/admin/v1/push/notifications?app=demo&limit=1", 200).json or {}
+    second = call("(push, the next page)", "GET", "/admin/v1/push/notifications?app=demo&limit=1&after="
+                  + urllib.parse.quote(first.get("next") or ""), 200).json or {}
+    check("the push list pages newest first: the admin's, then the sender's, then no next",
+          [n.get("id") for n in first.get("notifications", [])] == [test_id] and first.get("next")
+          and [n.get("id") for n in second.get("notifications", [])] == [erp_id] and "next" not in second, f"{first.get('next')} {second}")
+    call("(push, a malformed after)", "GET", "/admin/v1/push/notifications?after=nonsense", 400)
 
     # ---- Every documented operation was exercised with a valid token and served (2xx).
     for key in sorted(doc.operations):

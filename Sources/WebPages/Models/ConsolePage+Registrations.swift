@@ -70,10 +70,10 @@ extension ConsolePage {
         let states: [Option]
         let registrations: [RegistrationRow]
         let hasRegistrations: Bool
-        /// Whether more registrations match than are shown, and how many.
-        let truncated: Bool
-        let shown: Int
-        let total: Int
+        /// The links to the first page (when this is a later one) and to the next (when more
+        /// may follow), with the same filters.
+        let first: String?
+        let next: String?
     }
 
     /// The confirmation step before a lock, unlock, wipe or delete.

@@ -183,7 +183,7 @@ extension Templates {
           <button type="submit" id="filter">Filter</button>
         </form>
         {{>console-registration-table}}
-        {{#truncated}}<p class="hint">Showing the first {{shown}} of {{total}}; narrow the filter to see the others.</p>{{/truncated}}
+        <p class="pager">{{#first}}<a href="{{first}}" id="first-page">First page</a>{{/first}} {{#next}}<a href="{{next}}" id="next-page">Next page</a>{{/next}}</p>
         {{/content}}
         {{/layout}}
         """
