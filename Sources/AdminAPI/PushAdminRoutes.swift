@@ -45,7 +45,11 @@ extension AdminRoutes {
     }
 
     func getPushNotification(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
-        let detail = try await administration.pushNotification(id: try parameter(context, "id"))
+        // Its deliveries a page at a time, as the registrations list pages (docs/admin.md).
+        let limit = try Administration.pageLimit(
+            try single(request, "limit"), default: Administration.pushDeliveryPageMaximum, maximum: Administration.pushDeliveryPageMaximum)
+        let after = try Administration.registrationCursor(try single(request, "after"))
+        let detail = try await administration.pushNotification(id: try parameter(context, "id"), deliveriesAfter: after, limit: limit)
         return .json(PushNotificationJSON(detail).json)
     }
 

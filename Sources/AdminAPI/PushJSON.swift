@@ -8,11 +8,12 @@ import MidtierStore
 // data, returned as JSON, never interpreted; members in key order, as in AdminJSON.swift.
 
 /// `PushNotification`: a notification, SAP's status of the whole, how many deliveries are in
-/// each state, and the first ``maximumDeliveries`` deliveries by registration id's bytes.
+/// each state, and a page of its deliveries (at most ``maximumDeliveries``) by registration id's
+/// bytes, with `deliveriesNext` when more follow.
 struct PushNotificationJSON {
     /// The most deliveries one notification lists (the console's notification page shows as
     /// many); `deliveryCount` and `deliveryStates` count them all.
-    static let maximumDeliveries = 500
+    static let maximumDeliveries = Administration.pushDeliveryPageMaximum
 
     var detail: Administration.PushNotificationDetail
 
@@ -21,14 +22,12 @@ struct PushNotificationJSON {
     var json: JSON {
         let n = detail.notification
         var states: [String: JSON] = [:]
-        for state in PushDeliveryState.allCases {
-            states[state.rawValue] = .number(detail.deliveries.count { $0.state == state })
-        }
-        return [
+        for state in PushDeliveryState.allCases { states[state.rawValue] = .number(detail.counts[state]) }
+        var members: [String: JSON] = [
             "app": .string(n.app),
             "createdAt": AdminTime.json(n.createdAt),
             "deliveries": .array(detail.deliveries.prefix(Self.maximumDeliveries).map { PushDeliveryJSON($0).json }),
-            "deliveryCount": .number(detail.deliveries.count),
+            "deliveryCount": .number(detail.counts.total),
             "deliveryStates": .sortedObject(states),
             "id": .string(n.id),
             // The notification as stored, as JSON (as the usage reports' `report`).
@@ -36,6 +35,8 @@ struct PushNotificationJSON {
             "sender": .string(n.sender),
             "status": .string(detail.overall),
         ]
+        if let next = detail.deliveriesNext { members["deliveriesNext"] = .string(next) }
+        return .sortedObject(members)
     }
 }
 

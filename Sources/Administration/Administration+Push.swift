@@ -14,22 +14,47 @@ package import Registrations
 extension Administration {
     /// The longest test notification's alert, in characters.
     package static let maximumTestAlert = 200
+    /// The most deliveries one notification shows (the admin API's and the console's pages of
+    /// them); its counts count them all.
+    package static let pushDeliveryPageMaximum = 500
 
-    /// A notification with its deliveries, as the console shows it.
+    /// A notification with a page of its deliveries and how many it has in each state, as the
+    /// console and the admin API show it.
     package struct PushNotificationDetail: Sendable {
         package var notification: PushNotificationRecord
+        /// At most `pushDeliveryPageMaximum` of its deliveries, by registration id's bytes.
         package var deliveries: [PushDeliveryRecord]
+        /// Every delivery counted, listed or not.
+        package var counts: PushDeliveryCounts
         /// SAP's status of the whole notification: `QUEUED`, `SENT` or `ERROR`.
         package var overall: String
+        /// What to pass as `after` for the deliveries after these (`RegistrationCursor`); nil
+        /// when none may follow.
+        package var deliveriesNext: String?
+
+        init(_ summary: PushNotificationSummary, limit: Int) {
+            notification = summary.notification
+            counts = summary.counts
+            overall = Administration.overallPushStatus(summary.counts)
+            deliveries = Array(summary.deliveries.prefix(limit))
+            // One more than shown was read to know whether more follow.
+            deliveriesNext =
+                summary.deliveries.count > limit && limit > 0 ? deliveries.last.map { RegistrationCursor.encode(after: $0.registration) } : nil
+        }
     }
 
     /// SAP's status for the whole notification, as a sender's status call reports it:
     /// `QUEUED` while any delivery is pending, `SENT` when at least one was delivered, `ERROR`
     /// otherwise.
-    package static func overallPushStatus(_ deliveries: [PushDeliveryRecord]) -> String {
-        if deliveries.contains(where: { $0.state == .pending }) { return "QUEUED" }
-        if deliveries.contains(where: { $0.state == .delivered }) { return "SENT" }
+    package static func overallPushStatus(_ counts: PushDeliveryCounts) -> String {
+        if counts.pending > 0 { return "QUEUED" }
+        if counts.delivered > 0 { return "SENT" }
         return "ERROR"
+    }
+
+    /// SAP's status for the whole notification of `deliveries`, every one of them.
+    package static func overallPushStatus(_ deliveries: [PushDeliveryRecord]) -> String {
+        overallPushStatus(PushDeliveryCounts(deliveries))
     }
 
     /// The sender a test notification is stored under: `console:` and the admin. A sender's
@@ -42,11 +67,13 @@ extension Administration {
     }
 
     /// A page of the notifications newest first, of `app` (by its bytes) or of every app, after
-    /// `before` in that order (from the newest when nil), at most `limit`; `next` is the
+    /// `before` in that order (from the newest when nil), at most `limit`, each with its first
+    /// `deliveries` deliveries (0 to `pushDeliveryPageMaximum`) and its counts; `next` is the
     /// cursor of the page after it (`PushNotificationCursorText`) when more may follow (one
-    /// more is read to know).
+    /// more is read to know). However many registrations each went to, a page reads at most
+    /// `limit` × (`deliveries` + 1) deliveries and counts the others in an index.
     package func pushNotificationPage(
-        app: String?, before: PushNotificationCursor?, limit: Int
+        app: String?, before: PushNotificationCursor?, limit: Int, deliveries: Int = pushDeliveryPageMaximum
     ) async throws(Refusal) -> (notifications: [PushNotificationDetail], next: String?) {
         let store = try pushEnabledStore()
         if let app { try Self.checkText(app, named: "the app") }
@@ -58,33 +85,38 @@ extension Administration {
             found.removeLast(found.count - limit)
             next = found.last.map { PushNotificationCursorText.encode(PushNotificationCursor(after: $0)) }
         }
+        let shownDeliveries = min(max(deliveries, 0), Self.pushDeliveryPageMaximum)
         var shown: [PushNotificationDetail] = []
         for notification in found {
-            let deliveries =
+            let summary =
                 try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                    try await store.pushNotification(id: notification.id)?.1
-                } ?? []
-            shown.append(
-                PushNotificationDetail(
-                    notification: notification, deliveries: deliveries,
-                    overall: Self.overallPushStatus(deliveries)))
+                    // One more than shown, to know whether more follow; none when none are shown.
+                    try await store.pushNotification(
+                        id: notification.id, deliveriesAfter: nil, limit: shownDeliveries == 0 ? 0 : shownDeliveries + 1)
+                } ?? PushNotificationSummary(notification: notification, deliveries: [], counts: PushDeliveryCounts())
+            shown.append(PushNotificationDetail(summary, limit: shownDeliveries))
         }
         return (shown, next)
     }
 
-    /// The notification `id` with its deliveries; `404` when there is none.
-    package func pushNotification(id: String) async throws(Refusal) -> PushNotificationDetail {
+    /// The notification `id` with at most `limit` of its deliveries (1 to
+    /// `pushDeliveryPageMaximum`) after the registration id `after` (from the first when nil),
+    /// and its counts; `404` when there is none.
+    package func pushNotification(
+        id: String, deliveriesAfter after: String? = nil, limit: Int = pushDeliveryPageMaximum
+    ) async throws(Refusal) -> PushNotificationDetail {
         let store = try pushEnabledStore()
+        let limit = min(max(limit, 1), Self.pushDeliveryPageMaximum)
         guard !StoredText.hasControlCharacters(id),
-            let (notification, deliveries) = try await Refusal.unlessStoreFails(
+            let summary = try await Refusal.unlessStoreFails(
                 logger,
                 { () async throws(StoreError) in
-                    try await store.pushNotification(id: id)
+                    try await store.pushNotification(id: id, deliveriesAfter: after, limit: limit + 1)
                 })
         else {
             throw .notFound("notification \(Self.codePoints(id)) does not exist (it may have been purged)")
         }
-        return PushNotificationDetail(notification: notification, deliveries: deliveries, overall: Self.overallPushStatus(deliveries))
+        return PushNotificationDetail(summary, limit: limit)
     }
 
     /// Sends `alert` to `user`'s registrations in `app` as a back-end sender's call would: the

@@ -444,6 +444,10 @@ extension CachedStateStore: PushStore {
         try await push.pushNotification(id: id)
     }
 
+    package func pushNotification(id: String, deliveriesAfter after: String?, limit: Int) async throws(StoreError) -> PushNotificationSummary? {
+        try await push.pushNotification(id: id, deliveriesAfter: after, limit: limit)
+    }
+
     package func recentPushNotifications(
         app: String?, before: PushNotificationCursor?, limit: Int
     ) async throws(StoreError) -> [PushNotificationRecord] {

@@ -231,6 +231,14 @@ enum PostgresSchema {
                 "CREATE INDEX midtier_registration_by_state ON midtier_registration (state, id)",
             ]
         ),
+        (
+            11, "push deliveries counted by state",
+            [
+                // How many of a notification's deliveries are in each state, from this index
+                // (an index-only scan once the rows are visible to all; PushRules.deliveryStates(of:)).
+                "CREATE INDEX midtier_push_deliveries_states ON midtier_push_deliveries (notification_id, state)"
+            ]
+        ),
     ]
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {

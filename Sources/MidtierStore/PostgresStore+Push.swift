@@ -56,6 +56,22 @@ extension PostgresStore: PushStore {
         return (notification, try await rows(PushRules.deliveries(of: id)) { try PushRules.delivery($0, of: id) })
     }
 
+    package func pushNotification(id: String, deliveriesAfter after: String?, limit: Int) async throws(StoreError) -> PushNotificationSummary? {
+        // One read-only transaction that sees one snapshot: the page and the counts at one moment.
+        try await read { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+                guard let notification = try await connection.rows(PushRules.notification(id: id), logger: logger, PushRules.notification).first
+                else { return nil }
+                let deliveries = try await connection.rows(PushRules.deliveries(of: id, after: after, limit: limit), logger: logger) {
+                    try PushRules.delivery($0, of: id)
+                }
+                let counts = PushRules.counts(try await connection.rows(PushRules.deliveryStates(of: id), logger: logger, PushRules.stateCount))
+                return PushNotificationSummary(notification: notification, deliveries: deliveries, counts: counts)
+            }
+        }
+    }
+
     package func recentPushNotifications(
         app: String?, before: PushNotificationCursor?, limit: Int
     ) async throws(StoreError) -> [PushNotificationRecord] {

@@ -74,6 +74,35 @@ enum PushRules {
             + "WHERE notification_id = \(notification) ORDER BY \(bytewise: "registration_id")"
     }
 
+    /// At most `limit` of a notification's deliveries after the registration id `after` (by
+    /// bytes), by registration id's bytes: one range of the primary key (notification_id,
+    /// registration_id), read in its order.
+    static func deliveries(of notification: String, after: String?, limit: Int) -> StoreQuery {
+        var query: StoreQuery =
+            "SELECT registration_id, state, attempts, next_attempt_at, updated_at, provider, reason FROM \(table: "push_deliveries") "
+            + "WHERE notification_id = \(notification)"
+        if let after { query = query + " AND registration_id > \(after)" }
+        return query + " ORDER BY \(bytewise: "registration_id") LIMIT \(max(0, limit))"
+    }
+
+    /// How many of a notification's deliveries are in each state (columns `state`, `count`):
+    /// one range of `push_deliveries_states` (notification_id, state), the index alone.
+    static func deliveryStates(of notification: String) -> StoreQuery {
+        "SELECT state, COUNT(*) AS count FROM \(table: "push_deliveries") WHERE notification_id = \(notification) GROUP BY state"
+    }
+
+    /// The counts of ``deliveryStates(of:)``'s rows; an unreadable state counts as failed, as
+    /// ``delivery(_:of:)`` shows it.
+    static func counts(_ rows: [(state: String, count: Int64)]) -> PushDeliveryCounts {
+        var counts = PushDeliveryCounts()
+        for row in rows { counts[PushDeliveryState(rawValue: row.state) ?? .failed] += Int(row.count) }
+        return counts
+    }
+
+    static func stateCount(_ row: some StoreRow) throws -> (state: String, count: Int64) {
+        (try row.text("state"), try row.integer("count"))
+    }
+
     static func delivery(_ row: some StoreRow, of notification: String) throws -> PushDeliveryRecord {
         PushDeliveryRecord(
             notification: notification, registration: try row.text("registration_id"),

@@ -90,6 +90,64 @@ package struct PushDeliveryRecord: Sendable, Equatable {
     }
 }
 
+/// How many of a notification's deliveries are in each state.
+package struct PushDeliveryCounts: Sendable, Equatable {
+    package var pending = 0
+    package var delivered = 0
+    package var failed = 0
+    package var skipped = 0
+
+    package init(pending: Int = 0, delivered: Int = 0, failed: Int = 0, skipped: Int = 0) {
+        self.pending = pending
+        self.delivered = delivered
+        self.failed = failed
+        self.skipped = skipped
+    }
+
+    /// The counts of `deliveries`.
+    package init(_ deliveries: some Sequence<PushDeliveryRecord>) {
+        for delivery in deliveries { self[delivery.state] += 1 }
+    }
+
+    package subscript(state: PushDeliveryState) -> Int {
+        get {
+            switch state {
+            case .pending: pending
+            case .delivered: delivered
+            case .failed: failed
+            case .skipped: skipped
+            }
+        }
+        set {
+            switch state {
+            case .pending: pending = newValue
+            case .delivered: delivered = newValue
+            case .failed: failed = newValue
+            case .skipped: skipped = newValue
+            }
+        }
+    }
+
+    /// How many deliveries there are in all.
+    package var total: Int { pending + delivered + failed + skipped }
+}
+
+/// A notification with a page of its deliveries and how many it has in each state: what the
+/// admin API and the console show of it, however many registrations it went to.
+package struct PushNotificationSummary: Sendable, Equatable {
+    package var notification: PushNotificationRecord
+    /// A page of its deliveries, by registration id's bytes.
+    package var deliveries: [PushDeliveryRecord]
+    /// Every delivery counted, listed or not.
+    package var counts: PushDeliveryCounts
+
+    package init(notification: PushNotificationRecord, deliveries: [PushDeliveryRecord], counts: PushDeliveryCounts) {
+        self.notification = notification
+        self.deliveries = deliveries
+        self.counts = counts
+    }
+}
+
 /// A delivery handed to one worker until `leaseUntil`.
 package struct ClaimedPushDelivery: Sendable, Equatable {
     package var notification: PushNotificationRecord
@@ -136,8 +194,17 @@ package protocol PushStore: Sendable {
         notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
         now: Int64
     ) async throws(StoreError) -> Bool
-    /// A notification and its deliveries (by registration id's bytes); nil when unknown.
+    /// A notification and every one of its deliveries (by registration id's bytes); nil when
+    /// unknown. As many rows as the notification has registrations: for a sender's status call
+    /// (``pushNotification(id:deliveriesAfter:limit:)`` is the bounded read).
     func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])?
+    /// A notification with at most `limit` of its deliveries, those after the registration id
+    /// `after` (by bytes; from the first when nil) in the order of the registration ids' bytes,
+    /// and how many of all its deliveries are in each state (one `GROUP BY state` over the
+    /// index `push_deliveries_states`), read at one moment; nil when unknown. However many
+    /// registrations the notification went to, it reads `limit` rows and counts the rest in the
+    /// index (docs/admin.md, "Push notifications").
+    func pushNotification(id: String, deliveriesAfter after: String?, limit: Int) async throws(StoreError) -> PushNotificationSummary?
     /// The newest notifications first (by `createdAt`, then by the bytes of their ids), of one
     /// app or of all (`app` nil), those after `before` in that order when given, at most
     /// `limit`: a page of the admin listing, one index range (docs/admin.md, "Push notifications").

@@ -52,6 +52,16 @@ extension SQLiteStore: PushStore {
         return found
     }
 
+    package func pushNotification(id: String, deliveriesAfter after: String?, limit: Int) async throws(StoreError) -> PushNotificationSummary? {
+        // One read transaction: the page and the counts at one moment.
+        try await read { db in
+            guard let notification = try db.rows(PushRules.notification(id: id), PushRules.notification).first else { return nil }
+            let deliveries = try db.rows(PushRules.deliveries(of: id, after: after, limit: limit)) { try PushRules.delivery($0, of: id) }
+            let counts = PushRules.counts(try db.rows(PushRules.deliveryStates(of: id), PushRules.stateCount))
+            return PushNotificationSummary(notification: notification, deliveries: deliveries, counts: counts)
+        }
+    }
+
     package func recentPushNotifications(
         app: String?, before: PushNotificationCursor?, limit: Int
     ) async throws(StoreError) -> [PushNotificationRecord] {

@@ -189,6 +189,95 @@ import Testing
         }
     }
 
+    /// A notification to 1 200 registrations: the list and the notification answer its first
+    /// 500 deliveries by registration id's bytes and exact counts per state (issue 38: never
+    /// every delivery read); the notification's deliveries page with `limit` and `after`
+    /// (`deliveriesNext`) as the registrations list does, each once; bad paging is a 400.
+    @Test(arguments: StoreKind.allCases) func manyDeliveriesAreShownAPageAtATimeWithExactCounts(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind) { env, store in
+            let registrations = (0..<1_200).map { String(format: "reg-%04d", $0) }
+            try await store.enqueue(
+                PushNotificationRecord(id: "big", app: Self.pushApp, sender: "erp", payload: #"{"alert":"a"}"#, createdAt: 5_000),
+                registrations: registrations)
+            try await store.enqueue(
+                PushNotificationRecord(id: "small", app: Self.pushApp, sender: "erp", payload: #"{"alert":"b"}"#, createdAt: 6_000),
+                registrations: ["reg-0001"])
+            // By registration id: every third delivered, every fifth of the rest failed.
+            let claimed = try await store.claimPushDeliveries(owner: "test", now: 5_000, leaseUntil: 99_000, limit: 2_000)
+            #expect(claimed.count == 1_200)
+            var delivered = 0, failed = 0
+            for delivery in claimed {
+                let number = Int(delivery.registration.dropFirst(4)) ?? 0
+                let outcome: PushDeliveryOutcome
+                if number % 3 == 0 {
+                    outcome = .delivered(.apns)
+                    delivered += 1
+                } else if number % 5 == 0 {
+                    outcome = .failed(.apns, reason: "400 BadDeviceToken")
+                    failed += 1
+                } else {
+                    continue
+                }
+                #expect(
+                    try await store.finishPushDelivery(
+                        notification: "big", registration: delivery.registration, owner: "test", outcome: outcome, now: 7_000))
+            }
+            let expectedStates = ["pending": 1_200 - delivered - failed, "delivered": delivered, "failed": failed, "skipped": 0]
+            #expect(delivered == 400 && failed == 160)
+
+            func registrationsOf(_ notification: [String: Any]) -> [String] {
+                (notification["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["registration"] as? String }
+            }
+            // The list: the first 500 of each, counted whole.
+            let list = try await env.admin(.GET, "/admin/v1/push/notifications")
+            #expect(list.status == 200, "\(list.text.prefix(300))")
+            let listed = try #require(Self.notifications(list).first { $0["id"] as? String == "big" })
+            #expect(registrationsOf(listed) == Array(registrations.prefix(500)))
+            #expect(listed["deliveryCount"] as? Int == 1_200)
+            #expect(listed["deliveryStates"] as? [String: Int] == expectedStates)
+            #expect(listed["status"] as? String == "QUEUED")
+            #expect(listed["deliveriesNext"] as? String == "r1.reg-0499")
+            let small = try #require(Self.notifications(list).first { $0["id"] as? String == "small" })
+            #expect(small["deliveryCount"] as? Int == 1 && small["deliveriesNext"] == nil, "one delivery, nothing more to read")
+
+            // The notification: the same first page, then the rest with after.
+            let one = try await env.admin(.GET, "/admin/v1/push/notifications/big")
+            #expect(try Self.canonical(one.json) == Self.canonical(listed), "\(one.text.prefix(300))")
+            var walked: [String] = []
+            var sizes: [Int] = []
+            var after: String? = nil
+            repeat {
+                let query = "?limit=500" + (after.map { "&after=\($0)" } ?? "")
+                let page = try await env.admin(.GET, "/admin/v1/push/notifications/big\(query)")
+                #expect(page.status == 200, "\(query): \(page.text.prefix(300))")
+                #expect(page.json["deliveryCount"] as? Int == 1_200 && page.json["deliveryStates"] as? [String: Int] == expectedStates)
+                walked += registrationsOf(page.json)
+                sizes.append(registrationsOf(page.json).count)
+                after = page.json["deliveriesNext"] as? String
+            } while after != nil && sizes.count < 10
+            #expect(sizes == [500, 500, 200], "pages of 500 over 1 200 deliveries, the last without deliveriesNext")
+            #expect(walked == registrations, "each delivery once, by registration id's bytes")
+            let few = try await env.admin(.GET, "/admin/v1/push/notifications/big?limit=7&after=r1.reg-1195")
+            #expect(registrationsOf(few.json) == ["reg-1196", "reg-1197", "reg-1198", "reg-1199"] && few.json["deliveriesNext"] == nil)
+            let firstSeven = try await env.admin(.GET, "/admin/v1/push/notifications/big?limit=7&after=")
+            #expect(
+                registrationsOf(firstSeven.json) == Array(registrations.prefix(7)) && firstSeven.json["deliveriesNext"] as? String == "r1.reg-0006")
+
+            // Bad paging: a 400 naming it.
+            for bad in ["limit=0", "limit=501", "limit=", "limit=x", "limit=1.5", "limit=1&limit=2"] {
+                let reply = try await env.admin(.GET, "/admin/v1/push/notifications/big?\(bad)")
+                #expect(reply.status == 400, "\(bad): \(reply.status)")
+                #expect(reply.errorMessage?.hasPrefix("limit ") == true, "\(bad): \(reply.text)")
+            }
+            for bad in ["after=reg-0001", "after=r1.", "after=r1.a%00b", "after=r2.reg-0001", "after=r1.a&after=r1.b"] {
+                let reply = try await env.admin(.GET, "/admin/v1/push/notifications/big?\(bad)")
+                #expect(reply.status == 400, "\(bad): \(reply.status)")
+                #expect(reply.errorMessage?.hasPrefix("after ") == true, "\(bad): \(reply.text)")
+            }
+            #expect(try await env.admin(.GET, "/admin/v1/push/notifications/nope?limit=1").status == 404)
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func aTestNotificationGoesToTheUsersRegistrationsWithTokensAndIsAudited(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind) { env, store in
             try await Self.register(env, "a-phone", Self.alice, apns: "tok-a")

@@ -124,6 +124,101 @@ import Testing
         }
     }
 
+    /// The notification ids of a Push page's table, in order.
+    static func notificationRows(_ page: TestEnvironment.Reply) -> [String] {
+        page.text.components(separatedBy: #"<tr class="push-notification"><td class="mono"><a href=""#).dropFirst().map { row in
+            String(row.drop { $0 != ">" }.dropFirst().prefix { $0 != "<" })
+        }
+    }
+
+    /// The registrations of a notification page's deliveries, in order (none of them exists, so
+    /// none is a link).
+    static func deliveryRows(_ page: TestEnvironment.Reply) -> [String] {
+        page.text.components(separatedBy: #"<tr class="push-delivery"><td class="mono">"#).dropFirst().map { String($0.prefix { $0 != "<" }) }
+    }
+
+    /// The Push page 50 at a time, newest first, with Older and Newest links that keep the
+    /// app; a notification's page its deliveries 500 at a time with exact counts of all of
+    /// them (issue 38); a malformed cursor is a 400.
+    @Test(arguments: StoreKind.allCases) func thePushPagesGoOnAPageAtATime(_ kind: StoreKind) async throws {
+        try await Self.withMidtier(kind) { env, store, client in
+            var demo: [String] = []
+            for index in 0..<57 {
+                let app = index % 20 == 7 ? "other" : Self.pushApp
+                let id = String(format: "n-%02d", index)
+                try await store.enqueue(
+                    PushNotificationRecord(id: id, app: app, sender: "erp", payload: #"{"alert":"a"}"#, createdAt: 1_000 + Int64(index)),
+                    registrations: ["r-1"])
+                if app == Self.pushApp { demo.append(id) }
+            }
+            #expect(demo.count == 54)
+            let registrations = (0..<1_200).map { String(format: "reg-%04d", $0) }
+            try await store.enqueue(
+                PushNotificationRecord(id: "big", app: "other", sender: "erp", payload: #"{"alert":"b"}"#, createdAt: 500),
+                registrations: registrations)
+            let claimed = try await store.claimPushDeliveries(owner: "test", now: 500, leaseUntil: 99_000, limit: 2_000)
+            #expect(claimed.count == 1_200)
+            for delivery in claimed.prefix(300) {
+                #expect(
+                    try await store.finishPushDelivery(
+                        notification: "big", registration: delivery.registration, owner: "test", outcome: .delivered(.apns), now: 600))
+            }
+            let console = try await ConsoleSession.signIn(env, client, formPage: "/console/push")
+
+            var seen: [String] = []
+            var sizes: [Int] = []
+            var path = "/console/push?app=demo"
+            for _ in 0..<10 {
+                let page = try await console.call(client, .GET, path)
+                #expect(page.status == 200, "\(path): \(page.status)")
+                seen += Self.notificationRows(page)
+                sizes.append(Self.notificationRows(page).count)
+                if sizes.count > 1 {
+                    #expect(ConsoleRegistrationPagesTests.link(page, "newest") == "/console/push?app=demo", "\(page.text)")
+                } else {
+                    #expect(ConsoleRegistrationPagesTests.link(page, "newest") == nil)
+                }
+                guard let older = ConsoleRegistrationPagesTests.link(page, "older") else { break }
+                #expect(older.hasPrefix("/console/push?app=demo&after="), "\(older)")
+                path = older
+            }
+            #expect(sizes == [50, 4])
+            #expect(seen == demo.reversed(), "newest first, each once, of demo only")
+            // Every app: the big one, the oldest, is on the second page with its deliveries counted.
+            let second = try await console.call(
+                client, .GET, try #require(ConsoleRegistrationPagesTests.link(try await console.call(client, .GET, "/console/push"), "older")))
+            #expect(Self.notificationRows(second).last == "big" && second.text.contains("<td>1200</td>"), "\(second.text)")
+            let bad = try await console.call(client, .GET, "/console/push?after=nonsense")
+            #expect(bad.status == 400 && bad.text.contains("after is malformed"), "\(bad.status) \(bad.text.prefix(500))")
+
+            // The big notification's page: 500 deliveries at a time, every one counted.
+            var delivered: [String] = []
+            var deliverySizes: [Int] = []
+            path = "/console/push/notification?id=big"
+            for _ in 0..<10 {
+                let page = try await console.call(client, .GET, path)
+                #expect(page.status == 200, "\(path): \(page.status)")
+                #expect(
+                    page.text.contains(
+                        #"1200 deliveries: <span class="delivery-state">pending 900</span> <span class="delivery-state">delivered 300</span>"#
+                    ), "\(page.text.prefix(2_000))")
+                #expect(page.text.contains("QUEUED"))
+                delivered += Self.deliveryRows(page)
+                deliverySizes.append(Self.deliveryRows(page).count)
+                if deliverySizes.count > 1 {
+                    #expect(ConsoleRegistrationPagesTests.link(page, "first-deliveries") == "/console/push/notification?id=big")
+                }
+                guard let next = ConsoleRegistrationPagesTests.link(page, "next-deliveries") else { break }
+                #expect(next.hasPrefix("/console/push/notification?id=big&after=r1."), "\(next)")
+                path = next
+            }
+            #expect(deliverySizes == [500, 500, 200])
+            #expect(delivered == registrations)
+            let badAfter = try await console.call(client, .GET, "/console/push/notification?id=big&after=nonsense")
+            #expect(badAfter.status == 400 && badAfter.text.contains("after is malformed"), "\(badAfter.status)")
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func testNotificationGoesToTheUsersRegistrationsWithTokensAndIsAudited(_ kind: StoreKind) async throws {
         try await Self.withMidtier(kind) { env, store, client in
             let bob = UserIdentity.local("bob")

@@ -849,6 +849,19 @@ def run(binary, work, processes, results):
     call("(unknown)", "GET", "/admin/v1/push/notifications/00000000-0000-0000-0000-000000000000", 404)
     call("(a control character)", "GET", "/admin/v1/push/notifications/a%00b", 404)
     call("(malformed percent-encoding)", "GET", "/admin/v1/push/notifications/%zz", 400)
+    # Its deliveries a page at a time (limit, after, deliveriesNext), the counts whole.
+    paged = call("(the sender's, limit=1)", "GET", f"/admin/v1/push/notifications/{erp_id}?limit=1&after=", 200).json or {}
+    check("limit=1 lists carol's one delivery, counts it and has no deliveriesNext",
+          [d.get("registration") for d in paged.get("deliveries", [])] == [device_carol] and paged.get("deliveryCount") == 1
+          and "deliveriesNext" not in paged, str(paged))
+    beyond = call("(the sender's, after carol's)", "GET",
+                  f"/admin/v1/push/notifications/{erp_id}?after=" + urllib.parse.quote(f"r1.{device_carol}"), 200).json or {}
+    check("after the last delivery: none listed, still counted",
+          beyond.get("deliveries") == [] and beyond.get("deliveryCount") == 1 and "deliveriesNext" not in beyond, str(beyond))
+    for bad in ["limit=0", "limit=501", "limit=", "limit=x", "after=nonsense", "after=r1.", "after=r1.a%00b"]:
+        answer = call(f"(the sender's) with {bad}", "GET", f"/admin/v1/push/notifications/{erp_id}?{bad}", 400)
+        message = ((answer.json or {}).get("error") or {}).get("message", {}).get("value", "")
+        check(f"the notification's 400 for {bad} names {bad.split('=')[0]}", message.startswith(bad.split("=")[0] + " "), message)
     check("app=demo lists both", [n.get("id") for n in listed("filtered by app", "?app=demo")] == [test_id, erp_id])
     check("app=corp (no push) lists none", listed("filtered by an app without push", "?app=corp") == [])
     check("app=Demo lists none (exact bytes)", listed("filtered by another spelling", "?app=Demo") == [])

@@ -30,6 +30,10 @@ extension ConsolePage {
         let notifications: [Notification]
         let hasNotifications: Bool
         let limit: Int
+        /// The links to the newest notifications (when this is an older page) and to older ones
+        /// (when more may follow), with the app chosen.
+        let first: String?
+        let next: String?
     }
 
     struct PushNotification: Sendable {
@@ -53,8 +57,19 @@ extension ConsolePage {
         let payload: String
         let deliveries: [Delivery]
         let hasDeliveries: Bool
+        struct StateCount: Sendable {
+            let state: String
+            let count: Int
+        }
+
+        /// Whether the page shows only some of the deliveries.
         let truncated: Bool
+        /// How many deliveries there are, and how many in each state.
         let total: Int
+        let states: [StateCount]
+        /// The links to the first deliveries (when this is a later page) and to the next ones.
+        let first: String?
+        let next: String?
         let back: String
     }
 }

@@ -45,7 +45,8 @@ extension Templates {
           {{#notifications}}<tr class="push-notification"><td class="mono"><a href="{{link}}">{{id}}</a></td><td>{{app}}</td><td>{{sender}}</td><td class="when">{{time}}</td><td class="push-status">{{status}}</td><td>{{deliveries}}</td></tr>{{/notifications}}
           </tbody>
         </table>
-        <p class="hint">The newest {{limit}} at most.</p>
+        <p class="hint">{{limit}} at most to a page, newest first.</p>
+        <p class="pager">{{#first}}<a href="{{first}}" id="newest">Newest</a>{{/first}} {{#next}}<a href="{{next}}" id="older">Older</a>{{/next}}</p>
         {{/hasNotifications}}
         {{^hasNotifications}}<p class="hint" id="no-notifications">No notifications.</p>{{/hasNotifications}}
         {{/content}}
@@ -60,6 +61,7 @@ extension Templates {
         <section class="card">
           <p>App {{app}}, sent by {{sender}} at {{time}}: <strong id="push-status">{{status}}</strong></p>
           <pre class="mono" id="payload">{{payload}}</pre>
+          <p id="delivery-states">{{total}} deliveries:{{#states}} <span class="delivery-state">{{state}} {{count}}</span>{{/states}}</p>
         </section>
         {{#hasDeliveries}}
         <table class="push-deliveries">
@@ -68,9 +70,10 @@ extension Templates {
           {{#deliveries}}<tr class="push-delivery"><td class="mono">{{#registrationLink}}<a href="{{registrationLink}}">{{registration}}</a>{{/registrationLink}}{{^registrationLink}}{{registration}}{{/registrationLink}}</td><td>{{state}}</td><td>{{attempts}}</td><td>{{provider}}</td><td>{{reason}}</td><td class="when">{{updated}}</td></tr>{{/deliveries}}
           </tbody>
         </table>
-        {{#truncated}}<p class="hint">The first of {{total}} deliveries.</p>{{/truncated}}
+        {{#truncated}}<p class="hint">A page of the {{total}} deliveries, by registration id.</p>{{/truncated}}
         {{/hasDeliveries}}
         {{^hasDeliveries}}<p class="hint">No deliveries.</p>{{/hasDeliveries}}
+        <p class="pager">{{#first}}<a href="{{first}}" id="first-deliveries">First deliveries</a>{{/first}} {{#next}}<a href="{{next}}" id="next-deliveries">Next deliveries</a>{{/next}}</p>
         <p><a href="{{back}}">Back to the notifications</a></p>
         {{/content}}
         {{/layout}}
