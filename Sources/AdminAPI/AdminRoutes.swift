@@ -91,7 +91,7 @@ package struct AdminRoutes: Sendable {
     /// The query parameter `name`, if given; `400` naming it when it has a control character
     /// (`Administration.checkText`).
     func query(_ request: Request, _ name: String) throws(Refusal) -> String? {
-        guard let value = request.uri.queryParameters[Substring(name)].map(String.init) else { return nil }
+        guard let value = try single(request, name) else { return nil }
         try Administration.checkText(value, named: name)
         return value
     }
@@ -147,10 +147,11 @@ package struct AdminRoutes: Sendable {
     private func listRegistrations(_ request: Request, _ context: MidtierRequestContext, _ actor: AuditActor) async throws(Refusal) -> Response {
         var filter = RegistrationFilter()
         let realm = try query(request, "realm")
+        // `realm` qualifies `user`; alone it filters nothing (docs/admin.md).
         if let user = try query(request, "user") { filter.user = UserIdentity(realm: realm ?? UserIdentity.localRealm, id: user) }
         if let app = try query(request, "app") { filter.app = app }
-        if let state = request.uri.queryParameters["state"] {
-            guard let parsed = Registration.State(rawValue: String(state)) else { throw .badRequest("state must be one of active, locked, wiped") }
+        if let state = try single(request, "state") {
+            guard let parsed = Registration.State(rawValue: state) else { throw .badRequest("state must be one of active, locked, wiped") }
             filter.state = parsed
         }
         let limit = try Administration.pageLimit(

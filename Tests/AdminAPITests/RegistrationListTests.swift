@@ -94,6 +94,11 @@ import Testing
                 ("after=garbage", cursor), ("after=r1.", cursor), ("after=r2.demo-alice-0001", cursor), ("after=r1.a%00b", cursor),
                 ("after=r1.a%20b", cursor), ("after=r1.\(String(repeating: "x", count: 129))", cursor), ("after=%C3%A9", cursor),
                 ("after=r1.a&after=r1.b", "after is given more than once"),
+                // A filter given twice is not "either" (found by the outside attack: the first
+                // one counted, silently).
+                ("user=alice&user=bob", "user is given more than once"), ("app=demo&app=x", "app is given more than once"),
+                ("state=locked&state=active", "state is given more than once"),
+                ("realm=a&realm=b&user=alice", "realm is given more than once"),
             ]
             for (query, message) in refused {
                 let reply = try await env.admin(.GET, "/admin/v1/registrations?\(query)")
