@@ -262,9 +262,13 @@ package final class CachedStateStore: StateStore {
 
     package func recordContacts(_ contacts: [Contact]) async throws(StoreError) {
         try await base.recordContacts(contacts)
+        // No generation moves on: a last contact only grows, and a read racing this one that
+        // keeps an older time costs at most one more contact noted (the offline policy judges
+        // on the store's time, RegistrationService.admit). So the contacts written every two
+        // seconds never make the misses being read meanwhile go unremembered.
         for contact in contacts {
             let key = ExactString(contact.id)
-            afterWrite(key) { memory in
+            shard(of: key).state.withLock { memory in
                 memory.registrations.update(key) { standing in standing.lastContactAt = max(standing.lastContactAt, contact.at) }
             }
         }

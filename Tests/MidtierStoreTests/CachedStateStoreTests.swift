@@ -96,10 +96,11 @@ import Testing
     @Test func aFullCacheKeepsWhatIsUsedAndNeverEmpties() async throws {
         try await withTestStore(.sqlite) { test in
             let base = try await test.open(cached: false)
-            for n in 0..<Self.registrations {
-                let registration = Registration(id: "reg-\(n)", appId: "demo", user: .local("user-\(n % 500)"), createdAt: 1_000)
-                #expect(try await base.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+            let made = (0..<Self.registrations).map { n in
+                Registration(id: "reg-\(n)", appId: "demo", user: .local("user-\(n % 500)"), createdAt: 1_000)
             }
+            let sqlite = try #require(base as? SQLiteStore)
+            #expect(try await sqlite.importRegistrations(made) == Self.registrations)
             let counting = CountingStore(base)
             let cache = CachedStateStore(base: counting, capacity: MemoryCacheSettings(registrations: Self.capacity, users: Self.capacity))
             let hot = (0..<200).map { "reg-\($0)" }
