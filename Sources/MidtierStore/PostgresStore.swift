@@ -53,15 +53,19 @@ package final class PostgresStore: StateStore {
         self.client = client
         self.runner = Task { await client.run() }
         do {
-            try await withDeadline(.seconds(30)) {
-                try await Self.probe(location, logger: logger)
-                try await PostgresSchema.migrate(client, logger: logger)
-            }
+            // Reaching the server is bounded tightly; a migration gets the time its work takes
+            // (building an index over a million registrations, another instance migrating
+            // first), bounded only against a hang (docs/operations.md, "Upgrades").
+            try await withDeadline(.seconds(30)) { try await Self.probe(location, logger: logger) }
+            try await withDeadline(Self.migrationDeadline) { try await PostgresSchema.migrate(client, logger: logger) }
         } catch {
             runner.cancel()
             throw StoreError("cannot open the PostgreSQL store at \(location.description): \(Self.describe(error))")
         }
     }
+
+    /// The longest a start waits for the schema's migrations.
+    static let migrationDeadline: Duration = .seconds(30 * 60)
 
     deinit { runner.cancel() }
 
