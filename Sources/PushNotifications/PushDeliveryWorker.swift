@@ -35,6 +35,8 @@ package struct PushDeliveryWorker: Sendable {
     static let leaseMilliseconds: Int64 = 90 * 1000
     package static let maxAttempts = 8
     static let idlePoll = Duration.seconds(1)
+    /// How often the deliveries waiting are counted, in milliseconds.
+    static let depthEvery: Int64 = 5000
 
     /// The places: each route (an app's APNs, an app's FCM) sends a bounded number at once.
     package let gate: PushDeliveryGate
@@ -62,10 +64,15 @@ package struct PushDeliveryWorker: Sendable {
     /// have finished and their outcomes are written.
     package func run() async {
         await withDiscardingTaskGroup { group in
+            var depthReadAt: Int64?
             while !Task.isCancelled, !gate.isStopping {
                 let claimedAt = clock.now()
                 let room = gate.claimRoom(now: claimedAt)
                 let batch = room > 0 ? await claim(limit: room, at: claimedAt) : []
+                if depthReadAt.map({ claimedAt < $0 || claimedAt - $0 >= Self.depthEvery }) ?? true {
+                    depthReadAt = claimedAt
+                    await recordQueueDepth()
+                }
                 gate.claimed(batch.count)
                 for claimed in batch {
                     group.addTask { await handle(claimed, claimedAt: claimedAt) }
@@ -88,12 +95,20 @@ package struct PushDeliveryWorker: Sendable {
     /// Takes up to `limit` due deliveries (none when the store does not answer).
     func claim(limit: Int, at start: Int64) async -> [ClaimedPushDelivery] {
         do {
-            let batch = try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: limit)
-            metrics.recordPushQueueDepth(try await store.pendingPushDeliveries())
-            return batch
+            return try await store.claimPushDeliveries(owner: owner, now: start, leaseUntil: start + Self.leaseMilliseconds, limit: limit)
         } catch {
             logger.warning("push deliveries not read from the store; trying again", metadata: ["error": "\(error)"])
             return []
+        }
+    }
+
+    /// Counts the deliveries waiting (`midtier_push_queue_depth`); a count reads every pending
+    /// delivery's index entry, so it is made every ``depthEvery``, not at every claim.
+    func recordQueueDepth() async {
+        do {
+            metrics.recordPushQueueDepth(try await store.pendingPushDeliveries())
+        } catch {
+            logger.warning("push deliveries waiting not counted", metadata: ["error": "\(error)"])
         }
     }
 

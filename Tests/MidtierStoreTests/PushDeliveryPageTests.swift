@@ -151,6 +151,55 @@ import Testing
         }
     }
 
+    /// A claim walks the due index in its own order and stops at its limit: with 30 000
+    /// deliveries of one notification pending and due at the same time (a push to a whole app),
+    /// it sorts nothing (a sort of every due delivery cost ~60 ms of CPU per claim at 200 000,
+    /// and the claims then took more CPU than the sending; docs/benchmarks.md). And it leases
+    /// the first due deliveries in that order.
+    @Test(arguments: StoreKind.allCases) func aClaimReadsTheDueIndexInOrder(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open(cached: false)
+            switch kind {
+            case .sqlite:
+                try await test.execute(
+                    """
+                    WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 29999)
+                    INSERT INTO push_deliveries (notification_id, registration_id, state, attempts, next_attempt_at, updated_at, reason)
+                    SELECT CASE WHEN i < 29000 THEN 'whole-app' ELSE 'n-' || (i % 50) END, printf('reg-%05d', 29999 - i),
+                        CASE WHEN i < 29000 OR i % 2 = 0 THEN 'pending' ELSE 'delivered' END, 0, CASE WHEN i < 29000 THEN 1000 ELSE i END,
+                        1000, '' FROM n;
+                    ANALYZE;
+                    """)
+            case .postgres:
+                try await test.execute(
+                    """
+                    INSERT INTO midtier_push_deliveries (notification_id, registration_id, state, attempts, next_attempt_at, updated_at, reason)
+                    SELECT CASE WHEN i < 29000 THEN 'whole-app' ELSE 'n-' || (i % 50) END, 'reg-' || lpad((29999 - i)::text, 5, '0'),
+                        CASE WHEN i < 29000 OR i % 2 = 0 THEN 'pending' ELSE 'delivered' END, 0, CASE WHEN i < 29000 THEN 1000 ELSE i END,
+                        1000, '' FROM generate_series(0, 29999) AS i
+                    """)
+                try await test.execute("VACUUM ANALYZE midtier_push_deliveries")
+            }
+            let claim = PushRules.claim(owner: "me", now: 1_000_000, leaseUntil: 1_090_000, limit: 32)
+            let plan = try await RegistrationPagingTests.plan(of: claim, in: store)
+            switch kind {
+            case .sqlite:
+                #expect(plan.contains("USING INDEX push_deliveries_due ("), "\(plan)")
+                #expect(!plan.contains("TEMP B-TREE") && !plan.contains("SCAN push_deliveries"), "\(plan)")
+            case .postgres:
+                #expect(plan.contains("midtier_push_deliveries_due"), "\(plan)")
+                #expect(!plan.contains("Sort") && !plan.contains("Seq Scan"), "\(plan)")
+            }
+            // The oldest due first, then by notification and registration id.
+            let push = try #require(store.pushStore)
+            let wholeApp = PushNotificationRecord(id: "whole-app", app: "demo", sender: "erp", payload: "{}", createdAt: 1000)
+            try await push.enqueue(wholeApp, registrations: [])
+            let claimed = try await push.claimPushDeliveries(owner: "me", now: 1_000_000, leaseUntil: 1_090_000, limit: 32)
+            #expect(claimed.map(\.registration) == (0..<32).map { String(format: "reg-%05d", 1000 + $0) })
+            #expect(claimed.allSatisfy { $0.notification.id == "whole-app" })
+        }
+    }
+
     /// A state the store holds but Midtier does not know counts as failed, as a delivery with
     /// it is shown.
     @Test func anUnknownStateCountsAsFailed() {
