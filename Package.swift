@@ -544,7 +544,7 @@ let package = Package(
         // SAP's Notification Backend API: how a sender's call is read.
         .testTarget(
             name: "PushAPITests",
-            dependencies: ["PushAPI", "MidtierCore", "MidtierHTTP", "MidtierJSON", "MidtierStore"],
+            dependencies: ["PushAPI", "MidtierCore", "MidtierHTTP", "MidtierJSON", "MidtierStore", "MidtierTestSupport"],
             swiftSettings: swiftSettings),
         // The command line (the executable's own module).
         .testTarget(

@@ -12,24 +12,6 @@ package struct RegistrationPage: Sendable {
     package var next: String?
 }
 
-/// A registrations page's `next`: `r1.` and the id of the last registration on the page
-/// (docs/admin-api.yaml, `RegistrationCursor`). Clients treat it as opaque; it names a place in
-/// the order of ids' bytes, so any well-formed one is a valid place to read on from, whether or
-/// not its registration still exists. Registration ids are 1 to 128 URL-safe characters
-/// (`RegistrationService.isAcceptableID`), so the id is carried as it is.
-package enum RegistrationCursor {
-    static let version = "r1."
-
-    package static func encode(after id: String) -> String { version + id }
-
-    /// The id `text` carries, or nil for anything that is not a cursor Midtier makes.
-    package static func decode(_ text: String) -> String? {
-        guard text.utf8.starts(with: version.utf8) else { return nil }
-        let id = String(decoding: text.utf8.dropFirst(version.utf8.count), as: UTF8.self)
-        return RegistrationService.isAcceptableID(id) ? id : nil
-    }
-}
-
 extension Administration {
     /// Registrations on a page when `limit` is not given.
     package static let registrationPageDefault = 100
@@ -40,14 +22,10 @@ extension Administration {
     /// `maximum`, digits only; `default` when not given. Anything else, empty included, is a
     /// `400` naming `name`.
     package static func pageLimit(_ text: String?, named name: String = "limit", default: Int, maximum: Int) throws(Refusal) -> Int {
-        guard let text else { return `default` }
-        let digits = String(maximum).utf8.count
-        guard (1...digits).contains(text.utf8.count), text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-            let parsed = Int(text), (1...maximum).contains(parsed)
-        else {
+        guard let limit = RegistrationCursor.limit(text, default: `default`, maximum: maximum) else {
             throw .badRequest("\(name) must be a whole number from 1 to \(maximum)")
         }
-        return parsed
+        return limit
     }
 
     /// The id a registrations cursor (`name` is its parameter) carries; nil for none or an

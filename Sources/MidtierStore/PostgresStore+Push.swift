@@ -67,7 +67,9 @@ extension PostgresStore: PushStore {
                     try PushRules.delivery($0, of: id)
                 }
                 let counts = PushRules.counts(try await connection.rows(PushRules.deliveryStates(of: id), logger: logger, PushRules.stateCount))
-                return PushNotificationSummary(notification: notification, deliveries: deliveries, counts: counts)
+                let providers = try await connection.rows(PushRules.providers(of: id), logger: logger, PushRules.provider)
+                return PushNotificationSummary(
+                    notification: notification, deliveries: deliveries, counts: counts, providers: Set(providers.compactMap { $0 }))
             }
         }
     }

@@ -91,6 +91,20 @@ enum PushRules {
         "SELECT state, COUNT(*) AS count FROM \(table: "push_deliveries") WHERE notification_id = \(notification) GROUP BY state"
     }
 
+    /// The push services (column `provider`) that a delivery of `notification` went through:
+    /// each looked for until one is found, within the primary key's range of the notification.
+    static func providers(of notification: String) -> StoreQuery {
+        var query: StoreQuery = ""
+        for (index, provider) in PushProvider.allCases.enumerated() {
+            query =
+                query + (index == 0 ? "" : " UNION ALL ") + "SELECT \(provider.rawValue) AS provider WHERE EXISTS (SELECT 1 FROM "
+                + "\(table: "push_deliveries") WHERE notification_id = \(notification) AND provider = \(provider.rawValue))"
+        }
+        return query
+    }
+
+    static func provider(_ row: some StoreRow) throws -> PushProvider? { PushProvider(rawValue: try row.text("provider")) }
+
     /// The counts of ``deliveryStates(of:)``'s rows; an unreadable state counts as failed, as
     /// ``delivery(_:of:)`` shows it.
     static func counts(_ rows: [(state: String, count: Int64)]) -> PushDeliveryCounts {

@@ -140,11 +140,16 @@ package struct PushNotificationSummary: Sendable, Equatable {
     package var deliveries: [PushDeliveryRecord]
     /// Every delivery counted, listed or not.
     package var counts: PushDeliveryCounts
+    /// The push services its deliveries went through so far, listed or not.
+    package var providers: Set<PushProvider>
 
-    package init(notification: PushNotificationRecord, deliveries: [PushDeliveryRecord], counts: PushDeliveryCounts) {
+    package init(
+        notification: PushNotificationRecord, deliveries: [PushDeliveryRecord], counts: PushDeliveryCounts, providers: Set<PushProvider> = []
+    ) {
         self.notification = notification
         self.deliveries = deliveries
         self.counts = counts
+        self.providers = providers
     }
 }
 

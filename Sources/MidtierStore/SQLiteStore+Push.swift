@@ -58,7 +58,8 @@ extension SQLiteStore: PushStore {
             guard let notification = try db.rows(PushRules.notification(id: id), PushRules.notification).first else { return nil }
             let deliveries = try db.rows(PushRules.deliveries(of: id, after: after, limit: limit)) { try PushRules.delivery($0, of: id) }
             let counts = PushRules.counts(try db.rows(PushRules.deliveryStates(of: id), PushRules.stateCount))
-            return PushNotificationSummary(notification: notification, deliveries: deliveries, counts: counts)
+            let providers = try db.rows(PushRules.providers(of: id), PushRules.provider).compactMap { $0 }
+            return PushNotificationSummary(notification: notification, deliveries: deliveries, counts: counts, providers: Set(providers))
         }
     }
 

@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 package import Hummingbird
 package import Logging
-import MidtierCore
+package import MidtierCore
 package import MidtierHTTP
 import MidtierJSON
 package import MidtierStore
@@ -218,12 +218,10 @@ package struct PushSenderRoutes: Sendable {
             guard let group = raw.removingPercentEncoding, !group.isEmpty, !StoredText.hasControlCharacters(group) else {
                 throw .badRequest("the push group \(raw) is empty, not percent-encoded correctly, or has a control character")
             }
-            let all = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-                try await registrations.store.registrations(matching: RegistrationFilter(app: app.id, state: .active))
-            }
             // The group a device named when it registered for push (`pushGroup`), by its bytes.
-            let ids = all.filter { Self.hasToken($0, app: app) && $0.details["PushGroup"].map { UserIdentity.sameBytes($0, group) } == true }.map(
-                \.id)
+            let ids = try await listed(RegistrationFilter(app: app.id, state: .active), app: app) { registration in
+                registration.details["PushGroup"].map { UserIdentity.sameBytes($0, group) } == true
+            }
             return Recipients(registrations: ids, unreached: ids.isEmpty ? [group] : [], described: "push group \(group)")
         case .device:
             let rawUser = context.parameters.get("userId") ?? "", rawDevice = context.parameters.get("deviceId") ?? ""
@@ -241,13 +239,37 @@ package struct PushSenderRoutes: Sendable {
         }
     }
 
-    /// The active registrations `filter` lists that hold a token for one of the app's push services.
-    func listed(_ filter: RegistrationFilter, app: AppConfiguration) async throws(Refusal) -> [String] {
-        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
-            try await registrations.store.registrations(matching: filter)
+    /// The ids of the registrations `filter` lists that hold a token for one of the app's push
+    /// services (and that `keep` keeps), by their bytes (``tokenHolders(of:app:in:pageSize:keeping:)``).
+    func listed(
+        _ filter: RegistrationFilter, app: AppConfiguration, keeping keep: @Sendable (Registration) -> Bool = { _ in true }
+    ) async throws(Refusal) -> [String] {
+        let store = registrations.store
+        return try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await Self.tokenHolders(of: filter, app: app, in: store, keeping: keep)
         }
-        return found.filter { Self.hasToken($0, app: app) }.map(\.id)
     }
+
+    /// The ids of the registrations `filter` lists that hold a token for one of the app's push
+    /// services (and that `keep` keeps), by their bytes, read a page of `pageSize` at a time: a
+    /// push to a whole app of a million registrations holds their ids, not their rows
+    /// (docs/push.md, "Sending").
+    package static func tokenHolders(
+        of filter: RegistrationFilter, app: AppConfiguration, in store: any StateStore, pageSize: Int = listPage,
+        keeping keep: (Registration) -> Bool = { _ in true }
+    ) async throws(StoreError) -> [String] {
+        var ids: [String] = []
+        var after: String?
+        while true {
+            let page = try await store.registrations(matching: filter, after: after, limit: pageSize)
+            for registration in page where hasToken(registration, app: app) && keep(registration) { ids.append(registration.id) }
+            guard page.count == pageSize, let last = page.last else { return ids }
+            after = last.id
+        }
+    }
+
+    /// The registrations read at once while listing a notification's recipients.
+    static let listPage = 1000
 
     static func hasToken(_ registration: Registration, app: AppConfiguration) -> Bool {
         (app.push.apns != nil && !registration.apnsDeviceToken.isEmpty) || (app.push.fcm != nil && !registration.androidGcmRegistrationId.isEmpty)
@@ -282,15 +304,43 @@ package struct PushSenderRoutes: Sendable {
 
     // MARK: Status
 
+    /// The most deliveries one status answer lists (and how many when `limit` is not given).
+    static let statusDeliveriesMaximum = 500
+
+    /// Where a notification stands (docs/push.md, "Sending"): SAP's status from the counts of
+    /// its deliveries in each state, and its deliveries a page of at most
+    /// ``statusDeliveriesMaximum`` at a time by registration id (`limit`, `after`,
+    /// `deliveriesNext`), so that a notification to a million registrations is answered
+    /// without reading a million rows.
     private func status(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let sender = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
         let id = context.parameters.get("id") ?? ""
-        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in try await store.pushNotification(id: id) }
+        let query = request.uri.queryParameters
+        for name in ["limit", "after"] where query.getAll(name).count > 1 {
+            throw .badRequest("\(name) is given more than once; give it once")
+        }
+        guard
+            let limit = RegistrationCursor.limit(
+                query["limit"].map(String.init), default: Self.statusDeliveriesMaximum, maximum: Self.statusDeliveriesMaximum)
+        else {
+            throw .badRequest("limit must be a whole number from 1 to \(Self.statusDeliveriesMaximum)")
+        }
+        var after: String?
+        if let text = query["after"].map(String.init), !text.isEmpty {
+            guard let decoded = RegistrationCursor.decode(text) else {
+                throw .badRequest("after is malformed: pass the previous answer's deliveriesNext unchanged")
+            }
+            after = decoded
+        }
+        let found = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+            try await store.pushNotification(id: id, deliveriesAfter: after, limit: limit + 1)
+        }
         // Another sender's notification is as unknown as one that does not exist.
-        guard let (notification, deliveries) = found, UserIdentity.sameBytes(notification.sender, sender.name) else {
+        guard let found, UserIdentity.sameBytes(found.notification.sender, sender.name) else {
             throw .notFound("no notification \(id) of sender \(sender.name)")
         }
-        let overall = Self.overall(deliveries)
+        let notification = found.notification
+        let deliveries = found.deliveries.prefix(limit)
         let shown: [JSON] = deliveries.map { delivery in
             .sortedObject([
                 "registration": .string(delivery.registration), "status": .string(delivery.state.rawValue),
@@ -298,30 +348,33 @@ package struct PushSenderRoutes: Sendable {
                 "reason": .string(delivery.reason), "updatedAt": .number(delivery.updatedAt),
             ])
         }
-        return .json([
+        var answer: [String: JSON] = [
             "status": ["code": 200, "message": "OK"],
             "statusDetails": [
                 "notificationId": .string(notification.id), "applicationId": .string(notification.app),
-                "caller": .string(notification.sender), "status": .string(overall),
-                "notificationType": .string(Self.notificationType(deliveries)),
+                "caller": .string(notification.sender), "status": .string(Self.overall(found.counts)),
+                "notificationType": .string(Self.notificationType(found.providers)),
                 "createdAt": .number(notification.createdAt),
             ],
             "deliveries": .array(shown),
-        ])
+        ]
+        if found.deliveries.count > limit, let last = deliveries.last {
+            answer["deliveriesNext"] = .string(RegistrationCursor.encode(after: last.registration))
+        }
+        return .json(.sortedObject(answer))
     }
 
     /// SAP's target type of the notification: `ios` (APNs), `android` (FCM), both as
     /// `ios,android`, from the services its deliveries went to so far; empty while none went.
-    static func notificationType(_ deliveries: [PushDeliveryRecord]) -> String {
-        let providers = Set(deliveries.compactMap(\.provider))
-        return [(PushProvider.apns, "ios"), (.fcm, "android")].filter { providers.contains($0.0) }.map(\.1).joined(separator: ",")
+    static func notificationType(_ providers: Set<PushProvider>) -> String {
+        [(PushProvider.apns, "ios"), (.fcm, "android")].filter { providers.contains($0.0) }.map(\.1).joined(separator: ",")
     }
 
     /// SAP's status for the whole notification: `QUEUED` while any delivery is pending, `SENT`
     /// when at least one was delivered, `ERROR` otherwise.
-    static func overall(_ deliveries: [PushDeliveryRecord]) -> String {
-        if deliveries.contains(where: { $0.state == .pending }) { return "QUEUED" }
-        if deliveries.contains(where: { $0.state == .delivered }) { return "SENT" }
+    static func overall(_ counts: PushDeliveryCounts) -> String {
+        if counts.pending > 0 { return "QUEUED" }
+        if counts.delivered > 0 { return "SENT" }
         return "ERROR"
     }
 }

@@ -65,16 +65,19 @@ import Testing
         #expect(refusal(try Self.json(#"{"alert":"line 1\nline 2"}"#)) == nil)
     }
 
-    /// SAP's status of the whole notification: queued while any delivery waits, sent when one
-    /// was delivered, an error otherwise.
+    /// SAP's status of the whole notification, from the counts of its deliveries in each state:
+    /// queued while any delivery waits, sent when one was delivered, an error otherwise.
     @Test func theOverallStatus() {
-        func delivery(_ state: PushDeliveryState) -> PushDeliveryRecord {
-            PushDeliveryRecord(
-                notification: "n", registration: "r", state: state, attempts: 1, nextAttemptAt: 0, updatedAt: 0, provider: nil, reason: "")
-        }
-        #expect(PushSenderRoutes.overall([delivery(.pending), delivery(.delivered)]) == "QUEUED")
-        #expect(PushSenderRoutes.overall([delivery(.delivered), delivery(.failed)]) == "SENT")
-        #expect(PushSenderRoutes.overall([delivery(.failed)]) == "ERROR")
-        #expect(PushSenderRoutes.overall([]) == "ERROR")
+        #expect(PushSenderRoutes.overall(PushDeliveryCounts(pending: 1, delivered: 1)) == "QUEUED")
+        #expect(PushSenderRoutes.overall(PushDeliveryCounts(delivered: 1, failed: 1)) == "SENT")
+        #expect(PushSenderRoutes.overall(PushDeliveryCounts(failed: 1)) == "ERROR")
+        #expect(PushSenderRoutes.overall(PushDeliveryCounts()) == "ERROR")
+    }
+
+    /// SAP's notification type, from the services its deliveries went through.
+    @Test func theNotificationType() {
+        #expect(PushSenderRoutes.notificationType([]) == "")
+        #expect(PushSenderRoutes.notificationType([.fcm]) == "android")
+        #expect(PushSenderRoutes.notificationType([.fcm, .apns]) == "ios,android")
     }
 }

@@ -411,6 +411,23 @@ def scenario_two_devices(m, apns, fcm):
     check("2 the status has 2 deliveries, both delivered (APNs to the iPhone, FCM to the Android)",
           len(got) == 2 and got.get(ios_cid, {}).get("status") == "delivered" and got.get(android_cid, {}).get("status") == "delivered"
           and got.get(ios_cid, {}).get("provider") == "apns" and got.get(android_cid, {}).get("provider") == "fcm", f"({got})")
+    # The deliveries a page at a time (a notification to a whole app may have a million).
+    url = f"{m.base}/mobileservices/push/v1/backend/notifications/{nid}/status"
+    auth = {"Authorization": basic("wf", SENDER_PASSWORD)}
+    status, _, body = call("GET", url + "?limit=1", headers=auth)
+    first = as_json(body) or {}
+    check("2 the status with limit=1: one delivery, a deliveriesNext, the counts' status all the same",
+          status == 200 and len(first.get("deliveries", [])) == 1 and isinstance(first.get("deliveriesNext"), str)
+          and overall(first) == "SENT", f"({status} {short(body)})")
+    status, _, body = call("GET", url + "?limit=1&after=" + urllib.parse.quote(first.get("deliveriesNext") or "", safe=""), headers=auth)
+    second = as_json(body) or {}
+    check("2 ... and after it the other delivery, with no deliveriesNext",
+          status == 200 and len(second.get("deliveries", [])) == 1 and "deliveriesNext" not in second
+          and {d.get("registration") for d in first.get("deliveries", []) + second.get("deliveries", [])} == {ios_cid, android_cid},
+          f"({status} {short(body)})")
+    for query, name in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=1&limit=2", "limit"), ("after=xyz", "after")]:
+        status, _, body = call("GET", f"{url}?{query}", headers=auth)
+        check(f"2 the status with {query}: 400 naming {name}", status == 400 and name.encode() in body, f"({status} {short(body)})")
     entries = apns_lines_for(apns, nid)
     entry = entries[0] if entries else {}
     aps = (entry.get("payload") or {}).get("aps") or {}
@@ -1195,30 +1212,38 @@ def scenario_two_instances(work, k, apns, fcm, hashes):
         return [i.log for i in instances]
 
 
+def standins_and_secrets(work):
+    """The stand-in APNs and FCM (started), their keys, the OAuth sender's identity provider, and
+    the hashes make_config wants: (apns, fcm, keys, hashes). Also used by Benchmarks/push_*.py."""
+    apns_port, fcm_port = free_port(), free_port()
+    k = keys.generate(os.path.join(work, "keys"), token_uri=f"https://127.0.0.1:{fcm_port}/token")
+    apns = StandIn("apns.py", apns_port, ["--cert", k["cert"], "--key", k["key"], "--auth-key-pub", k["apns_pub"],
+                                          "--team", k["team"], "--key-id", k["apns_key_id"], "--topic", TOPIC],
+                   os.path.join(work, "apns.jsonl"), k["ca"], work)
+    fcm = StandIn("fcm.py", fcm_port, ["--cert", k["cert"], "--key", k["key"], "--service-account-pub", k["sa_pub"],
+                                       "--client-email", k["client_email"], "--project", k["project"],
+                                       "--token-uri", k["token_uri"]],
+                  os.path.join(work, "fcm.jsonl"), k["ca"], work)
+    apns.started, fcm.started = apns.start(), fcm.start()
+    # The OAuth sender's identity provider: its key, and its JWKS as a file.
+    k["sender_idp_key"], sender_jwks = idp_key(work)
+    k["sender_jwks"] = os.path.join(work, "sender-jwks.json")
+    json.dump(sender_jwks, open(k["sender_jwks"], "w"))
+    hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD),
+              "api key": subprocess.run([BIN, "hash-secret", "--api-key"], input=SENDER_API_KEY + "\n", capture_output=True, text=True,
+                                        check=True).stdout.strip()}
+    return apns, fcm, k, hashes
+
+
 def main():
     work = tempfile.mkdtemp(prefix="midtier-push-")
     logs = []
     started_at = time.monotonic()
     try:
-        apns_port, fcm_port = free_port(), free_port()
-        k = keys.generate(os.path.join(work, "keys"), token_uri=f"https://127.0.0.1:{fcm_port}/token")
-        apns = StandIn("apns.py", apns_port, ["--cert", k["cert"], "--key", k["key"], "--auth-key-pub", k["apns_pub"],
-                                              "--team", k["team"], "--key-id", k["apns_key_id"], "--topic", TOPIC],
-                       os.path.join(work, "apns.jsonl"), k["ca"], work)
-        fcm = StandIn("fcm.py", fcm_port, ["--cert", k["cert"], "--key", k["key"], "--service-account-pub", k["sa_pub"],
-                                           "--client-email", k["client_email"], "--project", k["project"],
-                                           "--token-uri", k["token_uri"]],
-                      os.path.join(work, "fcm.jsonl"), k["ca"], work)
-        check("the APNs stand-in starts", apns.start())
-        check("the FCM stand-in starts", fcm.start())
-
-        # The OAuth sender's identity provider: its key, and its JWKS as a file.
-        k["sender_idp_key"], sender_jwks = idp_key(work)
-        k["sender_jwks"] = os.path.join(work, "sender-jwks.json")
-        json.dump(sender_jwks, open(k["sender_jwks"], "w"))
-        hashes = {"admin": hash_secret(ADMIN_TOKEN), "sender": hash_secret(SENDER_PASSWORD), "device": hash_secret(DEVICE_PASSWORD),
-                  "api key": subprocess.run([BIN, "hash-secret", "--api-key"], input=SENDER_API_KEY + "\n", capture_output=True, text=True,
-                                            check=True).stdout.strip()}
+        apns, fcm, k, hashes = standins_and_secrets(work)
+        check("the APNs stand-in starts", apns.started)
+        check("the FCM stand-in starts", fcm.started)
+        apns_port, fcm_port = apns.port, fcm.port
         folder = os.path.join(work, "sqlite")
         os.makedirs(folder)
         config, mport, aport = make_config(folder, k, apns_port, fcm_port, hashes)
