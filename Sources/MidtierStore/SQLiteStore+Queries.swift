@@ -11,25 +11,39 @@ extension SQLiteStore {
 }
 
 extension Database {
+    /// The most bound values a statement may have and still be kept prepared on its connection
+    /// (``statement(_:cached:)``).
+    static let mostValuesKept = 32
+
+    /// `query` prepared: kept on the connection and used again the next time (parsing a
+    /// statement cost a quarter of a push delivery's CPU, and most of a cache miss's), unless
+    /// not `cached` or it has more than ``mostValuesKept`` values — a list of values changes the
+    /// text with its length, and the connection keeps every text it is given for good, so a
+    /// statement with a list is kept for its first few lengths only.
+    func statement(_ query: StoreQuery, cached: Bool = true) throws -> (Statement, StatementArguments) {
+        let (sql, values) = query.rendered(.sqlite)
+        let arguments = StatementArguments(values.map(\.databaseValue))
+        let kept = cached && values.count <= Self.mostValuesKept
+        return (kept ? try cachedStatement(sql: sql) : try makeStatement(sql: sql), arguments)
+    }
+
     /// The rows `query` reads (or returns, with `RETURNING`), each made into a `T` by `make`.
     func rows<T>(_ query: StoreQuery, _ make: (SQLiteRow) throws -> T) throws -> [T] {
-        let (sql, values) = query.rendered(.sqlite)
-        return try Row.fetchAll(self, sql: sql, arguments: StatementArguments(values.map(\.databaseValue))).map { try make(SQLiteRow(row: $0)) }
+        let (statement, arguments) = try statement(query)
+        return try Row.fetchAll(statement, arguments: arguments).map { try make(SQLiteRow(row: $0)) }
     }
 
     /// Whether `query` reads (or returns) a row.
     func finds(_ query: StoreQuery) throws -> Bool {
-        let (sql, values) = query.rendered(.sqlite)
-        return try Row.fetchOne(self, sql: sql, arguments: StatementArguments(values.map(\.databaseValue))) != nil
+        let (statement, arguments) = try statement(query)
+        return try Row.fetchOne(statement, arguments: arguments) != nil
     }
 
-    /// Runs `query`, a statement that returns nothing; prepared once and kept for the next time
-    /// unless not `cached` (a statement whose text varies, such as a list of values, would fill
-    /// the cache of the connection for good).
+    /// Runs `query`, a statement that returns nothing (``statement(_:cached:)``: pass `cached:
+    /// false` for one whose text varies beyond its values).
     func run(_ query: StoreQuery, cached: Bool = true) throws {
-        let (sql, values) = query.rendered(.sqlite)
-        let arguments = StatementArguments(values.map(\.databaseValue))
-        if cached { try cachedStatement(sql: sql).execute(arguments: arguments) } else { try execute(sql: sql, arguments: arguments) }
+        let (statement, arguments) = try statement(query, cached: cached)
+        try statement.execute(arguments: arguments)
     }
 }
 
