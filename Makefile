@@ -78,9 +78,12 @@ bench: deps certs
 bench-instances: deps certs
 	Benchmarks/instances.sh
 
-## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...), hot path while the cache fills and warm, admin list pages (docs/benchmarks.md).
+## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...), hot path while the cache fills and warm, admin list pages;
+## then one push to a whole app of PUSH_REGISTRATIONS (default 200 000) and the outbox's drain (docs/benchmarks.md).
+PUSH_REGISTRATIONS ?= 200000
 bench-scale: deps certs
 	Benchmarks/scale.sh
+	python3 Benchmarks/push_scale.py "$$(swift build -c release --show-bin-path)/midtier" "$$(swift build -c release --show-bin-path)/midtier-bench" $(PUSH_REGISTRATIONS)
 
 ## System calls per proxied call: nginx, Caddy, Midtier and the bare SwiftNIO proxy, counted with strace.
 bench-syscalls: deps certs

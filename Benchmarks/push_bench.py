@@ -12,7 +12,7 @@ It reuses push.py's set-up (stand-ins, configuration, devices). The stand-ins ar
 (hypercorn), so they may be the limit; the report says how busy each process was.
 Usage: push_bench.py PATH-TO-MIDTIER [FAN_OUT_CALLS]
 """
-import os, sys, threading, time
+import json, os, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 E2E = os.path.join(HERE, "..", "Tests", "e2e")
@@ -35,16 +35,9 @@ def main():
     import tempfile, shutil
     work = tempfile.mkdtemp(prefix="midtier-push-bench-")
     try:
-        apns_port, fcm_port = free_port(), free_port()
-        k = keys.generate(os.path.join(work, "keys"), token_uri=f"https://127.0.0.1:{fcm_port}/token")
-        apns = StandIn("apns.py", apns_port, ["--cert", k["cert"], "--key", k["key"], "--auth-key-pub", k["apns_pub"],
-                                              "--team", k["team"], "--key-id", k["apns_key_id"], "--topic", push.TOPIC],
-                       os.path.join(work, "apns.jsonl"), k["ca"], work)
-        fcm = StandIn("fcm.py", fcm_port, ["--cert", k["cert"], "--key", k["key"], "--service-account-pub", k["sa_pub"],
-                                           "--client-email", k["client_email"], "--project", k["project"], "--token-uri", k["token_uri"]],
-                      os.path.join(work, "fcm.jsonl"), k["ca"], work)
-        assert apns.start() and fcm.start(), "the stand-ins did not start"
-        hashes = {"admin": hash_secret(push.ADMIN_TOKEN), "sender": hash_secret(push.SENDER_PASSWORD), "device": hash_secret(push.DEVICE_PASSWORD)}
+        apns, fcm, k, hashes = push.standins_and_secrets(work)
+        assert apns.started and fcm.started, "the stand-ins did not start"
+        apns_port, fcm_port = apns.port, fcm.port
         config, mport, aport = make_config(work, k, apns_port, fcm_port, hashes, logLevel="warning")
         m = Midtier("bench", config, mport, aport, os.path.join(work, "midtier.log"))
         assert m.start(), "midtier did not start"

@@ -8,8 +8,16 @@ import MidtierStore
 /// The registrations of the scale benchmark (`make bench-scale`, docs/benchmarks.md): the
 /// shape of one an SAP SDK app makes when it onboards (device fields, an APNs token, a few
 /// details), with an id of Midtier's own form; registration `n` is `benchRegistrationID(n)`.
-func benchRegistration(_ n: Int, app: String, user: UserIdentity, now: Int64) -> Registration {
-    Registration(
+/// With `android`, an Android phone with an FCM token instead.
+func benchRegistration(_ n: Int, app: String, user: UserIdentity, now: Int64, android: Bool = false) -> Registration {
+    if android {
+        return Registration(
+            id: benchRegistrationID(n), appId: app, user: user, deviceType: "Android", deviceModel: "Pixel 8",
+            deviceId: String(format: "%08X-1111-4222-8333-%012X", n, n), formFactor: "phone",
+            androidGcmRegistrationId: "bench-\(n)", createdAt: now, lastContactAt: now,
+            details: ["DeviceLocale": "de_DE", "TimeZone": "Europe/Berlin", "UserLocale": "de-DE"])
+    }
+    return Registration(
         id: benchRegistrationID(n), appId: app, user: user, deviceType: "iOS", deviceModel: "iPhone15,2",
         deviceId: String(format: "%08X-1111-4222-8333-%012X", n, n), formFactor: "phone",
         apnsDeviceToken: String(format: "%064x", n), createdAt: now, lastContactAt: now,
@@ -27,6 +35,8 @@ struct MakeStore: AsyncParsableCommand {
     @Option var user = "user0"
     @Option var app = "demo"
     @Option var batch = 5_000
+    /// Every other registration an Android phone with an FCM token (the push benchmark).
+    @Flag(name: .customLong("half-android")) var halfAndroid = false
 
     func run() async throws {
         let configuration = try loadConfiguration(config)
@@ -35,7 +45,9 @@ struct MakeStore: AsyncParsableCommand {
         let user = UserIdentity.local(user)
         var written = 0
         for start in stride(from: 0, to: registrations, by: batch) {
-            let rows = (start..<min(registrations, start + batch)).map { benchRegistration($0, app: app, user: user, now: now) }
+            let rows = (start..<min(registrations, start + batch)).map {
+                benchRegistration($0, app: app, user: user, now: now, android: halfAndroid && $0 % 2 == 1)
+            }
             switch store {
             case let sqlite as SQLiteStore: written += try await sqlite.importRegistrations(rows)
             case let postgres as PostgresStore: written += try await postgres.importRegistrations(rows)
