@@ -201,6 +201,10 @@ package final class CachedStateStore: StateStore {
         try await base.registrations(matching: filter, after: after, limit: limit)
     }
 
+    package func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) async throws(StoreError) -> [String] {
+        try await base.pushTargets(app: app, providers: providers, after: after, limit: limit)
+    }
+
     package func audit(since: Int64, after: Int64, limit: Int) async throws(StoreError) -> [AuditEntry] {
         try await base.audit(since: since, after: after, limit: limit)
     }

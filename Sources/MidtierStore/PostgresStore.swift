@@ -252,6 +252,11 @@ package final class PostgresStore: StateStore {
         try await rows(RegistrationRules.registrations(matching: filter, after: after, limit: limit)) { try RegistrationRules.registration($0) }
     }
 
+    package func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) async throws(StoreError) -> [String] {
+        guard !providers.isEmpty else { return [] }
+        return try await rows(RegistrationRules.pushTargets(app: app, providers: providers, after: after, limit: limit)) { try $0.text("id") }
+    }
+
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await write { connection, logger in
             // Under the write lock: no other instance takes the token between the look and the write.

@@ -67,6 +67,18 @@ enum RegistrationRules {
         return query + " ORDER BY \(bytewise: "id") LIMIT \(max(0, limit))"
     }
 
+    /// A page of the ids of `app`'s active registrations holding a token for one of
+    /// `providers` (at least one), by the bytes of their ids: one range of (app, state, id).
+    static func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) -> StoreQuery {
+        var query: StoreQuery = "SELECT id FROM \(table: "registration") WHERE app_id = \(app) AND state = 'active' AND ("
+        for (index, provider) in providers.enumerated() {
+            query = query + (index == 0 ? "" : " OR ") + "\(column: provider.tokenColumn) <> ''"
+        }
+        query = query + ")"
+        if let after { query = query + " AND id > \(after)" }
+        return query + " ORDER BY \(bytewise: "id") LIMIT \(max(0, limit))"
+    }
+
     /// Whether the registration `id` is active (and, when given, of `app` and `user`); with
     /// `lock`, it stays so until the transaction ends.
     static func active(id: String, app: String? = nil, user: UserIdentity? = nil, lock: StoreQuery.RowLock? = nil) -> StoreQuery {

@@ -343,6 +343,11 @@ package final class SQLiteStore: StateStore {
         try await rows(RegistrationRules.registrations(matching: filter, after: after, limit: limit)) { try RegistrationRules.registration($0) }
     }
 
+    package func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) async throws(StoreError) -> [String] {
+        guard !providers.isEmpty else { return [] }
+        return try await rows(RegistrationRules.pushTargets(app: app, providers: providers, after: after, limit: limit)) { try $0.text("id") }
+    }
+
     package func updateDevice(_ r: Registration, audit: AuditEntry?) async throws(StoreError) -> DeviceWrite {
         try await write { db in
             // One writer at a time: no other write can take the token between the look and the write.

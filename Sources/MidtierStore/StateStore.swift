@@ -29,6 +29,11 @@ package protocol StateStore: Sendable {
     /// costs the same at a million registrations as at ten (docs/admin.md, "Listing
     /// registrations").
     func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration]
+    /// A page of the ids of `app`'s active registrations that hold a token for one of
+    /// `providers` (the app's push services), in the order of their ids' bytes after `after`:
+    /// the recipients of a push to a whole app, read from the (app, state, id) index without
+    /// reading each registration whole (docs/push.md, "Sending").
+    func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) async throws(StoreError) -> [String]
     /// Replaces the device fields of the stored registration with the same id, unless a push
     /// token it names is held by another user's registration of the app (checked in the same
     /// transaction).

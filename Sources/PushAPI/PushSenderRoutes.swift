@@ -193,7 +193,10 @@ package struct PushSenderRoutes: Sendable {
         let realm = Self.realm(of: app)
         switch audience {
         case .app:
-            let all = try await listed(RegistrationFilter(app: app.id, state: .active), app: app)
+            let store = registrations.store
+            let all = try await Refusal.unlessStoreFails(logger) { () async throws(StoreError) in
+                try await Self.pushTargets(of: app, in: store)
+            }
             return Recipients(registrations: all, unreached: all.isEmpty ? [app.id] : [], described: "application \(app.id)")
         case .users:
             guard case .array(let entries)? = document["users"], !entries.isEmpty else {
@@ -265,6 +268,22 @@ package struct PushSenderRoutes: Sendable {
             for registration in page where hasToken(registration, app: app) && keep(registration) { ids.append(registration.id) }
             guard page.count == pageSize, let last = page.last else { return ids }
             after = last.id
+        }
+    }
+
+    /// The ids of the app's active registrations that hold a token for one of its push
+    /// services, by their bytes, a page of `pageSize` at a time: ids alone, from the index
+    /// (reading each registration whole took 90 % of the time to accept a push to a whole app).
+    package static func pushTargets(of app: AppConfiguration, in store: any StateStore, pageSize: Int = listPage) async throws(StoreError) -> [String]
+    {
+        var providers: [PushProvider] = []
+        if app.push.apns != nil { providers.append(.apns) }
+        if app.push.fcm != nil { providers.append(.fcm) }
+        var ids: [String] = []
+        while true {
+            let page = try await store.pushTargets(app: app.id, providers: providers, after: ids.last, limit: pageSize)
+            ids += page
+            guard page.count == pageSize else { return ids }
         }
     }
 

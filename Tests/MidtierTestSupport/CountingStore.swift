@@ -42,6 +42,10 @@ package final class CountingStore: StateStore {
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter)
     }
+    package func pushTargets(app: String, providers: [PushProvider], after: String?, limit: Int) async throws(StoreError) -> [String] {
+        try await base.pushTargets(app: app, providers: providers, after: after, limit: limit)
+    }
+
     package func registrations(matching filter: RegistrationFilter, after: String?, limit: Int) async throws(StoreError) -> [Registration] {
         try await base.registrations(matching: filter, after: after, limit: limit)
     }

@@ -33,6 +33,18 @@ import Testing
             let kept = try await PushSenderRoutes.tokenHolders(
                 of: RegistrationFilter(app: "demo", state: .active), app: app, in: store, pageSize: 2, keeping: { $0.id != "r3" })
             #expect(kept == ["r0", "r1", "r2", "r4", "r5", "r6"])
+            // A push to the whole app reads the same ids from the index, a page at a time.
+            #expect(try await PushSenderRoutes.pushTargets(of: app, in: store, pageSize: 2) == (0..<7).map { "r\($0)" })
+            #expect(try await PushSenderRoutes.pushTargets(of: app, in: store, pageSize: 7) == (0..<7).map { "r\($0)" })
+            // An Android phone counts only for an app with FCM; an app with neither service has none.
+            _ = try await store.insert(
+                Registration(id: "r10", appId: "demo", user: .local("android"), androidGcmRegistrationId: "fcm-1", createdAt: 1),
+                maximumPerUser: nil, audit: nil)
+            #expect(try await PushSenderRoutes.pushTargets(of: app, in: store, pageSize: 3) == (0..<7).map { "r\($0)" })
+            var both = app
+            both.push.fcm = FCMSettings(projectID: "p", clientEmail: "e", privateKeyPEM: "(never read here)")
+            #expect(try await PushSenderRoutes.pushTargets(of: both, in: store, pageSize: 3) == ["r0", "r1", "r10", "r2", "r3", "r4", "r5", "r6"])
+            #expect(try await PushSenderRoutes.pushTargets(of: AppConfiguration(id: "demo"), in: store).isEmpty)
         }
     }
 }
