@@ -8,14 +8,17 @@ its instance on SQLite, and prints:
 - block-to-refused: `BLOCKS` times, a block made on A (PUT, keep-alive) and B called in a
   tight loop until it refuses the user; the time from A's acknowledgement to B's first refusal,
   p50/p99/max; then the unblock, until B serves again;
-- the block storm (issue 38): `USERS` users (user0..), each with one registration of app `demo`
-  onboarded over HTTP on A and called once through B (so that B holds them in memory), are
-  blocked on A at a steady pace of `USERS` per `BLOCK_SECONDS`, from a few keep-alive
-  connections; for each, from A's 200, B is called with that user's registration until it
-  answers 403 TRAFFIC_BLOCKED. Prints the rate achieved, the time from acknowledgement to
-  refusal (p50/p99/max, how many over 1 s), the CPU seconds of A, B, PostgreSQL and this
-  script meanwhile, the machine's load, and B's log lines about the change feed or worse than
-  a notice. `--storm-only` skips the two measurements above; `--users 0` skips the storm.
+- the block storm (issue 38): `USERS` users (user0.., written into A's and B's users.json),
+  each with one registration of app `demo` onboarded over HTTP on A and called once through B
+  (so that B holds them in memory), are blocked on A at a steady pace of `USERS` per
+  `BLOCK_SECONDS`, from 8 keep-alive connections (the admin token verified once before); for
+  each, from A's 200, one of 32 threads calls B with that user's registration, again 5 ms after
+  each 200, until it answers 403 TRAFFIC_BLOCKED. Prints the rate achieved and how late blocks
+  left, A's answer time, the time from acknowledgement (and from the request) to refusal
+  (p50/p99/max, how many over 1 s), the CPU seconds of A, B, PostgreSQL and this script
+  meanwhile, the machine's load, and B's log lines about the change feed or worse than a
+  notice; every block in storm-blocks.csv. Any answer of B but 200 or 403 TRAFFIC_BLOCKED is a
+  failure. `--storm-only` skips the two measurements above; `--users 0` skips the storm.
 """
 import argparse, base64, http.client, json, os, queue, shutil, statistics, subprocess, sys, threading, time
 
