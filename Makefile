@@ -74,7 +74,8 @@ image: deps certs
 bench: deps certs
 	Benchmarks/run.sh
 
-## Several instances on PostgreSQL: hot path against SQLite, block-to-refused p50/p99 (docs/benchmarks.md).
+## Several instances on PostgreSQL: hot path against SQLite, block-to-refused p50/p99, the block storm
+## (USERS blocks over BLOCK_SECONDS, default 10 000 in 60 s; STORM_ONLY=1 runs only it) (docs/benchmarks.md).
 bench-instances: deps certs
 	Benchmarks/instances.sh
 

@@ -24,7 +24,9 @@ struct MidtierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "midtier-bench",
         abstract: "Measurements used by Benchmarks/run.sh.",
-        subcommands: [Assertions.self, TokenCacheMemory.self, MakeUsers.self, Floors.self, MakeStore.self, RegistrationCacheMemory.self]
+        subcommands: [
+            Assertions.self, TokenCacheMemory.self, TokenCacheRemoval.self, MakeUsers.self, Floors.self, MakeStore.self, RegistrationCacheMemory.self,
+        ]
     )
 
     /// As `midtier serve`: Swift concurrency on NIO's event loops (see `Midtier.main`).
@@ -275,6 +277,37 @@ struct MidtierBench: AsyncParsableCommand {
             }
             let after = residentKiB()
             print("\(before) \(after) \(cache.count)")
+        }
+    }
+
+    /// What dropping one user's tokens costs (a block, made here or heard of through the change
+    /// feed): fills a cache with `tokens` users' tokens (one destination each), then drops
+    /// `removals` of those users one by one and prints the microseconds per drop, the median and
+    /// the largest. The drop looks at every key of the cache under its one lock, so it grows
+    /// with the tokens kept (make bench-instances, block storm; docs/benchmarks.md).
+    struct TokenCacheRemoval: AsyncParsableCommand {
+        @Option var tokens: Int = 10_000
+        @Option var removals: Int = 1_000
+
+        func run() async throws {
+            let cache = TokenCache(capacity: tokens + 1)
+            for index in 0..<tokens {
+                _ = try await cache.token(for: TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "user\(index)")) { _, _ in
+                    AccessToken(value: "token-\(index)", lifetimeSeconds: 3600)
+                }
+            }
+            let clock = ContinuousClock()
+            var micros: [Double] = []
+            for index in stride(from: 0, to: tokens, by: max(1, tokens / max(1, removals))).prefix(removals) {
+                let started = clock.now
+                let removed = cache.remove(user: .local("user\(index)"))
+                let elapsed = clock.now - started
+                guard removed == 1 else { throw ValidationError("user\(index) had \(removed) tokens") }
+                micros.append(Double(elapsed.components.attoseconds) / 1e12 + Double(elapsed.components.seconds) * 1e6)
+            }
+            micros.sort()
+            print(
+                String(format: "%d tokens: %d drops, median %.1f us, max %.1f us", tokens, micros.count, micros[micros.count / 2], micros.last ?? 0))
         }
     }
 
