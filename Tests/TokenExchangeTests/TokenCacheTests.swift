@@ -200,6 +200,33 @@ final class FakeTokenService: Sendable {
         #expect(cache.count <= 101)
     }
 
+    /// A user's tokens are found through the cache's index of each user's keys, which follows
+    /// every way an entry goes — evicted, failed, removed — so a removal drops exactly the
+    /// tokens the user still has, and only theirs.
+    @Test func aRemovalDropsExactlyTheUsersRemainingTokens() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache(capacity: 50)
+        for round in 0..<3 {
+            for index in 0..<40 {
+                let key = TokenCacheKey(destination: "d\(round)", user: .local("user\(index % 20)"), nameID: "n")
+                _ = try await cache.token(for: key, exchange: service.exchange())
+            }
+        }
+        // A failed exchange leaves no entry behind.
+        struct Refused: Error {}
+        let failing = TokenCacheKey(destination: "failing", user: .local("user3"), nameID: "n")
+        _ = try? await cache.token(for: failing) { _, _ in throw Refused() }
+        var total = cache.count
+        for index in 0..<20 {
+            let removed = cache.remove(user: .local("user\(index)"))
+            #expect(removed <= 3, "user\(index) had at most a token per destination")
+            total -= removed
+            #expect(cache.count == total)
+        }
+        #expect(cache.count == 0)
+        #expect(cache.remove(user: .local("user3")) == 0)
+    }
+
     @Test func accessTokensDoNotPrintTheirValue() {
         let token = AccessToken(value: "secret-value-123", lifetimeSeconds: 60)
         #expect(!"\(token)".contains("secret-value-123"))
