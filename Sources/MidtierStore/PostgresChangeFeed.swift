@@ -49,6 +49,8 @@ package final class PostgresChangeFeed: Sendable {
             } catch is CancellationError {
                 return
             } catch {
+                // Stopping: the listening connection closes under the feed, which is no loss.
+                if Task.isCancelled { return }
                 if !failing.withLock({ $0 }) {
                     logger.warning(
                         "store change feed lost its connection; retrying every second",
