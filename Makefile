@@ -78,7 +78,7 @@ bench: deps certs
 bench-instances: deps certs
 	Benchmarks/instances.sh
 
-## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...), hot path while the cache fills and warm, admin list pages (docs/benchmarks.md).
+## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...) on SQLite and a throwaway PostgreSQL (STORES=...), hot path while the cache fills and warm, admin list pages, store size (docs/benchmarks.md).
 bench-scale: deps certs
 	Benchmarks/scale.sh
 
