@@ -73,7 +73,7 @@ PY
   fi
   start=$(date +%s.%N)
   "$bench" make-store --config "$config" --registrations "$size" >"$out/make-store-$run.txt"
-  echo "$run: made $size registrations in $(elapsed "$start") s" >>"$out/notes.txt"
+  echo "$run: made $size registrations in $(elapsed "$start") s; load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/notes.txt"
   if [ "$store" = postgres ]; then
     # What autovacuum does soon after a bulk insert (visibility map, planner statistics),
     # done now so that it does not land in a measurement.
@@ -109,7 +109,7 @@ PY
       printf '%-8s %-9s %-8s %-8s %-4s %10s %9s %9s %9s\n' $store "$size" $spread $phase $c "$rps" "$p50" "$p99" "$max" | tee -a "$out/summary.txt"
       grep -q "Non-2xx" "$out/wrk-$run-$spread-$phase.txt" && echo "  (non-2xx answers: see wrk-$run-$spread-$phase.txt)" | tee -a "$out/summary.txt"
     done
-    echo "$run $spread: resident $(awk '/VmRSS/ {print $2}' /proc/$served/status) KiB" >>"$out/notes.txt"
+    echo "$run $spread: resident $(awk '/VmRSS/ {print $2}' /proc/$served/status) KiB; load average $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/notes.txt"
     if [ $spread = hot ]; then
       # The admin list: every page of 100 (at most 50 pages), p99 of their times.
       python3 - "$aport" "$token" "$size" "$run" >>"$out/notes.txt" <<'PY'
