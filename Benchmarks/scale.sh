@@ -80,6 +80,7 @@ PY
     start=$(date +%s.%N)
     pg "$url" "VACUUM (ANALYZE) midtier_registration"
     echo "$run: VACUUM ANALYZE in $(elapsed "$start") s" >>"$out/notes.txt"
+    echo "$run: registrations table $(pg "$url" "SELECT pg_total_relation_size('midtier_registration')") bytes with its indexes (as made)" >>"$out/notes.txt"
   fi
   # hot: 1 000 registrations of the store called again and again (the store's size is all that
   # changes between sizes); skewed: nine calls in ten to a tenth of all; uniform: all alike (at
