@@ -79,7 +79,7 @@ bench: deps certs
 bench-instances: deps certs
 	Benchmarks/instances.sh
 
-## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...), hot path while the cache fills and warm, admin list pages;
+## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...) on SQLite and a throwaway PostgreSQL (STORES=...), hot path while the cache fills and warm, admin list pages, store size;
 ## then one push to a whole app of PUSH_REGISTRATIONS (default 200 000) and the outbox's drain (docs/benchmarks.md).
 PUSH_REGISTRATIONS ?= 200000
 bench-scale: deps certs
