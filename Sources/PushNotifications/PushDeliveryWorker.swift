@@ -120,17 +120,35 @@ package struct PushDeliveryWorker: Sendable {
         case .finished(let done):
             gate.settled()
             outcome = done
-        case .ready(let attempt):
-            switch await gate.admit(attempt.route, claimedAt: claimedAt, now: clock.now()) {
+        case .ready(let first):
+            switch await gate.admit(first.route, claimedAt: claimedAt, now: clock.now()) {
             case .send, .wait:  // a wait ends in `.send` or `.putBack`: the gate never answers `.wait`
-                let result = await attempt.send()
-                gate.finished(attempt.route, now: clock.now())
-                outcome = await conclude(claimed, attempt, result)
+                outcome = await sendChecked(claimed, holding: first.route)
             case .putBack(let why):
-                outcome = putBack(why, attempt.route)
+                outcome = putBack(why, first.route)
             }
         }
         await record(claimed, outcome)
+    }
+
+    /// Sends a delivery that holds a place on `route`, after checking its registration once
+    /// more: the wait for the place may have lasted seconds, and a lock, wipe, delete, block or
+    /// token change made meanwhile wins (docs/push.md, "Delivery"; before, the check made
+    /// before the wait was the last, and a lost phone's lock did not stop what was queued).
+    func sendChecked(_ claimed: ClaimedPushDelivery, holding route: PushRoute) async -> PushDeliveryOutcome {
+        switch await prepare(claimed) {
+        case .finished(let done):
+            gate.finished(route, now: clock.now())
+            return done
+        case .ready(let attempt) where attempt.route == route:
+            let result = await attempt.send()
+            gate.finished(route, now: clock.now())
+            return await conclude(claimed, attempt, result)
+        case .ready:
+            // Now for the app's other push service: it waits for a place of that one.
+            gate.finished(route, now: clock.now())
+            return .putBack(at: clock.now(), reason: "waiting: the registration's push service changed")
+        }
     }
 
     /// Writes an outcome, in a task of its own so that cancellation (a shutdown that did not

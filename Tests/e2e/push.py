@@ -66,7 +66,7 @@ SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity p
 SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
 USERS = ["crashed", "capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock",
-         "lateblock", "multi", "mallory", "silent", "slowios", "quickdroid", "term"] + [f"conn{n}" for n in range(6)]
+         "lateblock", "multi", "mallory", "silent", "slowios", "quickdroid", "term", "waitlock", "waitswap"] + [f"conn{n}" for n in range(6)]
 
 check = Checks("push")
 processes = []
@@ -858,6 +858,20 @@ def scenario_slow_apns(m, apns, fcm):
           f"({[overall(f) for f in finals.values()]}, APNs held {stats.get('held')} abandoned {stats.get('abandoned')})")
     pending = [m.status_of(nid)[1] for nid in slow[:3] if nid]
     check("11 ... and slowios's notifications are still QUEUED", all(overall(d) == "QUEUED" for d in pending), f"({pending})")
+    # While APNs is full, two more deliveries are taken and wait for a place; meanwhile one
+    # phone is locked and the other gets a new token. The registration is read again right
+    # before the send: the locked one gets nothing, the other only at its new token (the
+    # attack of 2026-11-28 found both sent as they stood before the wait).
+    old_lock, old_swap = ios_token(), ios_token()
+    _, lock_cid, _ = m.onboard("waitlock", {"DeviceType": "iOS", "ApnsDeviceToken": old_lock})
+    _, swap_cid, _ = m.onboard("waitswap", {"DeviceType": "iOS", "ApnsDeviceToken": old_swap})
+    status, waiting, _ = m.send_to_users(["waitlock", "waitswap"], {"alert": "after the wait"})
+    check("11b a notification to waitlock and waitswap accepted while APNs is full", status == 202 and waiting, f"({status})")
+    time.sleep(3)  # taken by the worker (a probe a second) and waiting for a place
+    new_swap = ios_token()
+    locked, _, _ = m.admin_call("POST", f"/admin/v1/registrations/{lock_cid}/lock")
+    swapped, _, _ = m.set_token("waitswap", swap_cid, "ios", new_swap, method="PUT")
+    check("11b waitlock's phone is locked and waitswap's token replaced meanwhile", locked == 200 and swapped == 200, f"({locked} {swapped})")
     apns.control("/_release")
     finals = m.final_statuses([nid for nid in slow if nid])
     check("11 once APNs answers, all 70 are SENT", all(overall(f) == "SENT" for f in finals.values()),
@@ -865,6 +879,13 @@ def scenario_slow_apns(m, apns, fcm):
     counts = [len([e for e in apns_lines_for(apns, nid) if e.get("status") == 200]) for nid in slow if nid]
     check("11 ... each reached APNs exactly once (those put back or waiting were not sent twice)", counts == [1] * len(counts),
           f"({counts})")
+    document, last = m.final_status(waiting) if waiting else (None, None)
+    got = deliveries(document)
+    check("11b the locked phone's delivery is skipped and its token never reached APNs",
+          (got.get(lock_cid) or {}).get("status") == "skipped" and not lines_with_token(apns, old_lock), f"({got.get(lock_cid)} {last})")
+    check("11b the other went to its new token only, never to the old one",
+          (got.get(swap_cid) or {}).get("status") == "delivered" and not lines_with_token(apns, old_swap)
+          and len(lines_with_token(apns, new_swap)) == 1, f"({got.get(swap_cid)})")
 
 
 def scenario_sigterm(m, apns):
