@@ -425,7 +425,8 @@ let package = Package(
         .testTarget(
             name: "PushNotificationsTests",
             dependencies: [
-                "PushNotifications", "MidtierCore", "MidtierJSON", .product(name: "Crypto", package: "swift-crypto"),
+                "PushNotifications", "MidtierCore", "MidtierJSON", "MidtierStore", "MidtierTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings),

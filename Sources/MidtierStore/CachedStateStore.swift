@@ -441,11 +441,8 @@ extension CachedStateStore: PushStore {
         try await push.claimPushDeliveries(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
-    package func finishPushDelivery(
-        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-        now: Int64
-    ) async throws(StoreError) -> Bool {
-        try await push.finishPushDelivery(notification: notification, registration: registration, owner: owner, outcome: outcome, now: now)
+    package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
+        try await push.finishPushDeliveries(finished, owner: owner, now: now)
     }
 
     package func pushNotification(id: String) async throws(StoreError) -> (PushNotificationRecord, [PushDeliveryRecord])? {

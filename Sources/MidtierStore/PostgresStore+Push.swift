@@ -36,18 +36,19 @@ extension PostgresStore: PushStore {
             guard !leased.isEmpty else { return [] }
             let ids = Set(leased.map { ExactString($0.notification) }).map(\.value)
             let notifications = try await connection.rows(PushRules.notifications(ids), logger: logger, PushRules.notification)
-            return PushRules.claimed(leased, notifications: notifications)
+            let recipients = Set(leased.map { ExactString($0.registration) }).map(\.value)
+            return PushRules.claimed(
+                leased, notifications: notifications,
+                recipients: try await connection.rows(PushRules.recipients(recipients), logger: logger, RegistrationRules.registrationAndBlock))
         }
     }
 
-    package func finishPushDelivery(
-        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-        now: Int64
-    ) async throws(StoreError) -> Bool {
-        try await write(lock: nil) { connection, logger in
-            try await connection.finds(
-                PushRules.finish(notification: notification, registration: registration, owner: owner, outcome: outcome, now: now),
-                logger: logger)
+    package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
+        guard !finished.isEmpty else { return 0 }
+        return try await write(lock: nil) { connection, logger in
+            var count = 0
+            for one in finished where try await connection.finds(PushRules.finish(one, owner: owner, now: now), logger: logger) { count += 1 }
+            return count
         }
     }
 

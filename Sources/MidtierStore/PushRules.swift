@@ -58,9 +58,15 @@ enum PushRules {
             + "AND \(positionOf: instance + "/", in: "lease_owner") = 1 RETURNING registration_id"
     }
 
-    /// Records `outcome` at `now` and ends the lease, if `owner` holds it; returns a row when it did.
-    static func finish(notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome, now: Int64) -> StoreQuery {
-        let recorded = outcome.recorded
+    /// The registrations `ids` (at least one) with their owners' blocks, as
+    /// `RegistrationRules.registrationAndBlock(id:)` reads one.
+    static func recipients(_ ids: some Collection<String>) -> StoreQuery {
+        RegistrationRules.withBlocks + " WHERE r.id IN (\(list: ids))"
+    }
+
+    /// Records an outcome at `now` and ends the lease, if `owner` holds it; returns a row when it did.
+    static func finish(_ finished: FinishedPushDelivery, owner: String, now: Int64) -> StoreQuery {
+        let (notification, registration, recorded) = (finished.notification, finished.registration, finished.outcome.recorded)
         return "UPDATE \(table: "push_deliveries") SET state = \(recorded.state.rawValue), attempts = attempts + \(recorded.addedAttempts), "
             + "next_attempt_at = COALESCE(CAST(\(recorded.nextAttemptAt) AS BIGINT), next_attempt_at), updated_at = \(now), "
             + "provider = COALESCE(CAST(\(recorded.provider?.rawValue) AS TEXT), provider), reason = \(recorded.reason), "
@@ -190,10 +196,12 @@ enum PushRules {
     /// the order a claim hands them out in.
     static func claimed(
         _ leased: [(notification: String, registration: String, attempts: Int, due: Int64)],
-        notifications: [PushNotificationRecord]
+        notifications: [PushNotificationRecord], recipients: [RegistrationAndBlock]
     ) -> [ClaimedPushDelivery] {
         var byID: [ExactString: PushNotificationRecord] = [:]
         for notification in notifications { byID[ExactString(notification.id)] = notification }
+        var recipientByID: [ExactString: RegistrationAndBlock] = [:]
+        for recipient in recipients { recipientByID[ExactString(recipient.registration.id)] = recipient }
         let ordered = leased.sorted { a, b in
             if a.due != b.due { return a.due < b.due }
             if !UserIdentity.sameBytes(a.notification, b.notification) {
@@ -203,7 +211,9 @@ enum PushRules {
         }
         return ordered.compactMap { delivery in
             byID[ExactString(delivery.notification)].map {
-                ClaimedPushDelivery(notification: $0, registration: delivery.registration, attempts: delivery.attempts)
+                ClaimedPushDelivery(
+                    notification: $0, registration: delivery.registration, attempts: delivery.attempts,
+                    recipient: recipientByID[ExactString(delivery.registration)])
             }
         }
     }

@@ -159,11 +159,29 @@ package struct ClaimedPushDelivery: Sendable, Equatable {
     package var registration: String
     /// Attempts made before this one.
     package var attempts: Int
+    /// The registration and its owner's block as the claim read them, in the claim's own
+    /// transaction; nil when the registration is gone. The worker checks these before sending,
+    /// and reads them again if the delivery then waits for a place (docs/push.md, "Delivery").
+    package var recipient: RegistrationAndBlock?
 
-    package init(notification: PushNotificationRecord, registration: String, attempts: Int) {
+    package init(notification: PushNotificationRecord, registration: String, attempts: Int, recipient: RegistrationAndBlock?) {
         self.notification = notification
         self.registration = registration
         self.attempts = attempts
+        self.recipient = recipient
+    }
+}
+
+/// An attempt's outcome to record (``PushStore/finishPushDeliveries(_:owner:now:)``).
+package struct FinishedPushDelivery: Sendable, Equatable {
+    package var notification: String
+    package var registration: String
+    package var outcome: PushDeliveryOutcome
+
+    package init(notification: String, registration: String, outcome: PushDeliveryOutcome) {
+        self.notification = notification
+        self.registration = registration
+        self.outcome = outcome
     }
 }
 
@@ -189,16 +207,14 @@ package protocol PushStore: Sendable {
     /// does, all in one transaction: all or none (a sender's bulk send).
     func enqueue(_ notifications: [(notification: PushNotificationRecord, registrations: [String])]) async throws(StoreError)
     /// Hands up to `limit` pending deliveries due at `now` to `owner` until `leaseUntil`, oldest
-    /// due first. A delivery whose lease has not run out is never handed to another owner
-    /// (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so instances sharing the store never send one
-    /// twice while its owner lives.
+    /// due first, each with its registration and its owner's block read in the same
+    /// transaction (the registrations live in the same database). A delivery whose lease has not
+    /// run out is never handed to another owner (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so
+    /// instances sharing the store never send one twice while its owner lives.
     func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws(StoreError) -> [ClaimedPushDelivery]
-    /// Records an attempt's outcome and ends the lease, if `owner` still holds it (false
-    /// otherwise: the lease ran out and another owner may have it).
-    func finishPushDelivery(
-        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-        now: Int64
-    ) async throws(StoreError) -> Bool
+    /// Records each attempt's outcome and ends its lease, if `owner` still holds it (a lease
+    /// that ran out may be another owner's), all in one transaction; how many were recorded.
+    func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int
     /// A notification and every one of its deliveries (by registration id's bytes); nil when
     /// unknown. As many rows as the notification has registrations: for a sender's status call
     /// (``pushNotification(id:deliveriesAfter:limit:)`` is the bounded read).
@@ -241,6 +257,16 @@ package protocol PushStore: Sendable {
 }
 
 extension PushStore {
+    /// Records one attempt's outcome (``finishPushDeliveries(_:owner:now:)``); false when
+    /// `owner` no longer held its lease.
+    package func finishPushDelivery(
+        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
+        now: Int64
+    ) async throws(StoreError) -> Bool {
+        let finished = FinishedPushDelivery(notification: notification, registration: registration, outcome: outcome)
+        return try await finishPushDeliveries([finished], owner: owner, now: now) == 1
+    }
+
     /// The newest `limit` notifications, of `app` or of all (the first page).
     package func recentPushNotifications(app: String?, limit: Int) async throws(StoreError) -> [PushNotificationRecord] {
         try await recentPushNotifications(app: app, before: nil, limit: limit)

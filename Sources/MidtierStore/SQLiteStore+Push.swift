@@ -31,16 +31,17 @@ extension SQLiteStore: PushStore {
             let leased = try db.rows(PushRules.claim(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit), PushRules.leased)
             guard !leased.isEmpty else { return [] }
             let ids = Set(leased.map { ExactString($0.notification) }).map(\.value)
-            return PushRules.claimed(leased, notifications: try db.rows(PushRules.notifications(ids), PushRules.notification))
+            let recipients = Set(leased.map { ExactString($0.registration) }).map(\.value)
+            return PushRules.claimed(
+                leased, notifications: try db.rows(PushRules.notifications(ids), PushRules.notification),
+                recipients: try db.rows(PushRules.recipients(recipients), RegistrationRules.registrationAndBlock))
         }
     }
 
-    package func finishPushDelivery(
-        notification: String, registration: String, owner: String, outcome: PushDeliveryOutcome,
-        now: Int64
-    ) async throws(StoreError) -> Bool {
-        try await write { db in
-            try db.finds(PushRules.finish(notification: notification, registration: registration, owner: owner, outcome: outcome, now: now))
+    package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
+        guard !finished.isEmpty else { return 0 }
+        return try await write { db in
+            try finished.reduce(0) { count, one in try db.finds(PushRules.finish(one, owner: owner, now: now)) ? count + 1 : count }
         }
     }
 

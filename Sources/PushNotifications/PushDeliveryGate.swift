@@ -24,10 +24,20 @@ package final class PushDeliveryGate: Sendable {
         state.withLock { $0.slots.claimed(count) }
     }
 
+    /// What became of a delivery at the gate.
+    package enum Admission: Equatable, Sendable {
+        /// It holds a place of its route and may be sent; `waited`: it waited for the place
+        /// (what it was checked against may have changed meanwhile).
+        case send(waited: Bool)
+        /// Back to the store, not sent.
+        case putBack(PushSlots.PutBack)
+    }
+
     /// Where a checked delivery goes: `.send` (now, or once a place of its route frees) or
     /// `.putBack`.
-    package func admit(_ route: PushRoute, claimedAt: Int64, now: Int64) async -> PushSlots.Admission {
-        await withCheckedContinuation { (continuation: CheckedContinuation<PushSlots.Admission, Never>) in
+    package func admit(_ route: PushRoute, claimedAt: Int64, now: Int64) async -> Admission {
+        var waited = false
+        let admission = await withCheckedContinuation { (continuation: CheckedContinuation<PushSlots.Admission, Never>) in
             let (decided, wake) = state.withLock { state -> (PushSlots.Admission?, Bool) in
                 let (admission, wake) = state.slots.admit(route, claimedAt: claimedAt, now: now)
                 guard case .wait(let ticket) = admission else { return (admission, wake) }
@@ -35,7 +45,11 @@ package final class PushDeliveryGate: Sendable {
                 return (nil, wake)
             }
             if wake { wakeUp.nudge() }
-            if let decided { continuation.resume(returning: decided) }
+            if let decided { continuation.resume(returning: decided) } else { waited = true }
+        }
+        switch admission {
+        case .send, .wait: return .send(waited: waited)  // a wait ends in `.send` or `.putBack`
+        case .putBack(let why): return .putBack(why)
         }
     }
 

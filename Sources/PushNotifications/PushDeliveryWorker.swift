@@ -40,6 +40,8 @@ package struct PushDeliveryWorker: Sendable {
 
     /// The places: each route (an app's APNs, an app's FCM) sends a bounded number at once.
     package let gate: PushDeliveryGate
+    /// Where the outcomes go, many in a transaction.
+    let outcomes: PushOutcomeWriter
 
     package init(
         store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
@@ -56,6 +58,7 @@ package struct PushDeliveryWorker: Sendable {
         self.owner = owner
         self.clock = clock
         self.gate = PushDeliveryGate(limits: limits, wakeUp: wakeUp)
+        self.outcomes = PushOutcomeWriter(store: store, owner: owner, clock: clock, logger: logger)
     }
 
     /// Runs until `stop()` (or cancellation): takes due deliveries while their routes have
@@ -112,38 +115,45 @@ package struct PushDeliveryWorker: Sendable {
         }
     }
 
-    /// Checks one claimed delivery, sends it when its route has a place (or puts it back), and
-    /// records the outcome.
+    /// Checks one claimed delivery against its registration as the claim read it, sends it
+    /// when its route has a place (or puts it back), and records the outcome.
     func handle(_ claimed: ClaimedPushDelivery, claimedAt: Int64) async {
         let outcome: PushDeliveryOutcome
-        switch await prepare(claimed) {
+        switch await prepare(claimed, recipient: claimed.recipient) {
         case .finished(let done):
             gate.settled()
             outcome = done
-        case .ready(let first):
-            switch await gate.admit(first.route, claimedAt: claimedAt, now: clock.now()) {
-            case .send, .wait:  // a wait ends in `.send` or `.putBack`: the gate never answers `.wait`
-                outcome = await sendChecked(claimed, holding: first.route)
+        case .ready(let attempt):
+            switch await gate.admit(attempt.route, claimedAt: claimedAt, now: clock.now()) {
+            case .send(waited: false):
+                outcome = await send(claimed, attempt)
+            case .send(waited: true):
+                outcome = await sendChecked(claimed, holding: attempt.route)
             case .putBack(let why):
-                outcome = putBack(why, first.route)
+                outcome = putBack(why, attempt.route)
             }
         }
-        await record(claimed, outcome)
+        await outcomes.record(FinishedPushDelivery(notification: claimed.notification.id, registration: claimed.registration, outcome: outcome))
     }
 
-    /// Sends a delivery that holds a place on `route`, after checking its registration once
-    /// more: the wait for the place may have lasted seconds, and a lock, wipe, delete, block or
-    /// token change made meanwhile wins (docs/push.md, "Delivery"; before, the check made
-    /// before the wait was the last, and a lost phone's lock did not stop what was queued).
+    /// Sends a delivery that waited for its place on `route`, after reading its registration
+    /// once more: the wait may have lasted seconds, and a lock, wipe, delete, block or token
+    /// change made meanwhile wins (docs/push.md, "Delivery"; before, the check made before the
+    /// wait was the last, and a lost phone's lock did not stop what was queued).
     func sendChecked(_ claimed: ClaimedPushDelivery, holding route: PushRoute) async -> PushDeliveryOutcome {
-        switch await prepare(claimed) {
+        let recipient: RegistrationAndBlock?
+        do {
+            recipient = try await registrations.registrationAndBlock(id: claimed.registration)
+        } catch {
+            gate.finished(route, now: clock.now())
+            return retry(claimed, after: nil, provider: nil, reason: "the store did not answer")
+        }
+        switch await prepare(claimed, recipient: recipient) {
         case .finished(let done):
             gate.finished(route, now: clock.now())
             return done
         case .ready(let attempt) where attempt.route == route:
-            let result = await attempt.send()
-            gate.finished(route, now: clock.now())
-            return await conclude(claimed, attempt, result)
+            return await send(claimed, attempt)
         case .ready:
             // Now for the app's other push service: it waits for a place of that one.
             gate.finished(route, now: clock.now())
@@ -151,21 +161,11 @@ package struct PushDeliveryWorker: Sendable {
         }
     }
 
-    /// Writes an outcome, in a task of its own so that cancellation (a shutdown that did not
-    /// wait) does not stop the write of a delivery already sent.
-    func record(_ claimed: ClaimedPushDelivery, _ outcome: PushDeliveryOutcome) async {
-        let (store, owner, now, logger) = (store, owner, clock.now(), logger)
-        await Task {
-            do {
-                _ = try await store.finishPushDelivery(
-                    notification: claimed.notification.id, registration: claimed.registration, owner: owner, outcome: outcome, now: now)
-            } catch {
-                // The lease runs out and the delivery is tried again (it may then go twice).
-                logger.warning(
-                    "a push delivery's outcome was not written",
-                    metadata: ["notification": "\(claimed.notification.id)", "error": "\(error)"])
-            }
-        }.value
+    /// Sends a checked delivery that holds a place of its route, and frees the place.
+    private func send(_ claimed: ClaimedPushDelivery, _ attempt: Attempt) async -> PushDeliveryOutcome {
+        let result = await attempt.send()
+        gate.finished(attempt.route, now: clock.now())
+        return await conclude(claimed, attempt, result)
     }
 
     /// A checked delivery: where it goes, and its request, ready to send.
@@ -181,19 +181,16 @@ package struct PushDeliveryWorker: Sendable {
         case ready(Attempt)
     }
 
-    /// Checks a delivery right before it is sent: its registration (a locked, wiped or
-    /// deleted one, or a blocked user, gets nothing), the app, the stored notification, and
-    /// the push service it goes through.
-    func prepare(_ claimed: ClaimedPushDelivery) async -> Prepared {
+    /// Checks a delivery right before it is sent, against `recipient`, its registration as
+    /// read in the claim (or again after a wait): a locked, wiped or deleted registration, or a
+    /// blocked user, gets nothing; then the app, the stored notification, and the push service
+    /// it goes through.
+    func prepare(_ claimed: ClaimedPushDelivery, recipient found: RegistrationAndBlock?) async -> Prepared {
         let notification = claimed.notification
         // Checked now, right before sending, not when the notification was accepted.
-        let found: RegistrationAndBlock?
-        do {
-            found = try await registrations.registrationAndBlock(id: claimed.registration)
-        } catch {
-            return .finished(retry(claimed, after: nil, provider: nil, reason: "the store did not answer"))
-        }
-        guard let found, UserIdentity.sameBytes(found.registration.appId, notification.app) else {
+        guard let found, UserIdentity.sameBytes(found.registration.id, claimed.registration),
+            UserIdentity.sameBytes(found.registration.appId, notification.app)
+        else {
             return .finished(skipped("the registration was deleted"))
         }
         let registration = found.registration

@@ -265,6 +265,74 @@ import Testing
         }
     }
 
+    /// Outcomes recorded together, in one transaction: each only where its owner still holds
+    /// the lease; the count says how many were.
+    @Test(arguments: StoreKind.allCases) func outcomesRecordedTogetherEachNeedTheirLease(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let push = try Self.push(try await test.open())
+            try await push.enqueue(Self.notification("n1"), registrations: ["a", "b", "c"])
+            #expect(Self.keys(try await push.claimPushDeliveries(owner: "W", now: 1_000, leaseUntil: 2_000, limit: 2)) == ["n1/a", "n1/b"])
+            #expect(Self.keys(try await push.claimPushDeliveries(owner: "V", now: 1_000, leaseUntil: 9_000, limit: 5)) == ["n1/c"])
+            // "b"'s lease ran out and went to V.
+            #expect(Self.keys(try await push.claimPushDeliveries(owner: "V", now: 2_001, leaseUntil: 9_000, limit: 5)) == ["n1/a", "n1/b"])
+            #expect(try await push.finishPushDeliveries([], owner: "W", now: 3_000) == 0)
+            let written = try await push.finishPushDeliveries(
+                [
+                    FinishedPushDelivery(notification: "n1", registration: "a", outcome: .delivered(.apns)),
+                    FinishedPushDelivery(notification: "n1", registration: "c", outcome: .delivered(.fcm)),
+                    FinishedPushDelivery(notification: "n1", registration: "zzz", outcome: .delivered(.fcm)),
+                ], owner: "V", now: 3_000)
+            #expect(written == 2)
+            #expect(
+                try await push.finishPushDeliveries(
+                    [FinishedPushDelivery(notification: "n1", registration: "b", outcome: .failed(.apns, reason: "late"))], owner: "W", now: 3_000)
+                    == 0, "W's lease of b ran out")
+            let states = try await Self.deliveries(push, "n1").map { "\($0.registration):\($0.state.rawValue)" }
+            #expect(states == ["a:delivered", "b:pending", "c:delivered"])
+        }
+    }
+
+    /// A claim reads each delivery's registration and its owner's block in its own
+    /// transaction, by the ids' bytes: the worker checks those before sending, without a read of
+    /// its own per delivery (docs/push.md, "Delivery").
+    @Test(arguments: StoreKind.allCases) func aClaimReadsEachRecipientWithItsBlock(_ kind: StoreKind) async throws {
+        try await withTestStore(kind) { test in
+            let store = try await test.open()
+            let push = try Self.push(store)
+            let bob = UserIdentity.local("bob")
+            for (id, user) in [("r\u{E9}", Self.alice), ("locked", Self.alice), ("bobs", bob)] {
+                let registration = Registration(id: id, appId: "demo", user: user, deviceType: "iOS", apnsDeviceToken: "t-\(id)", createdAt: 1_000)
+                #expect(try await store.insert(registration, maximumPerUser: nil, audit: nil) == .inserted)
+            }
+            let audit = AuditEntry(at: 1, actor: "admin#1", action: "registration.lock", target: "locked")
+            guard case .changed = try await store.transition(id: "locked", to: .locked, allowedFrom: [.active], audit: audit) else {
+                Issue.record("not locked")
+                return
+            }
+            try await store.setBlock(UserBlock(user: bob, kind: .all, reason: "left", since: 5, by: "admin#1"), audit: audit)
+            // "re\u{301}" is not "r\u{E9}": no such registration.
+            try await push.enqueue(Self.notification("n1"), registrations: ["r\u{E9}", "re\u{301}", "locked", "bobs", "gone"])
+            let claimed = try await push.claimPushDeliveries(owner: "W", now: 1_000, leaseUntil: 9_000, limit: 10)
+            #expect(claimed.count == 5)
+            for delivery in claimed {
+                switch Array(delivery.registration.unicodeScalars) {
+                case Array("r\u{E9}".unicodeScalars):
+                    #expect(delivery.recipient?.registration.apnsDeviceToken == "t-r\u{E9}")
+                    #expect(delivery.recipient?.block == nil)
+                case Array("re\u{301}".unicodeScalars), Array("gone".unicodeScalars):
+                    #expect(delivery.recipient == nil, "\(delivery.registration) is no registration")
+                case Array("locked".unicodeScalars):
+                    #expect(delivery.recipient?.registration.state == .locked)
+                case Array("bobs".unicodeScalars):
+                    #expect(delivery.recipient?.block?.reason == "left")
+                    #expect(delivery.recipient?.registration.user == bob)
+                default:
+                    Issue.record("an unexpected delivery \(delivery.registration)")
+                }
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.allCases) func recentNotificationsNewestFirstByApp(_ kind: StoreKind) async throws {
         try await withTestStore(kind) { test in
             let push = try Self.push(try await test.open())
