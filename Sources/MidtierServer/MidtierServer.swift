@@ -376,7 +376,7 @@ package final class MidtierServer: Sendable {
             worker: pushStore.map { store in
                 let runtime = self.runtime
                 return PushDeliveryWorker(
-                    store: store, registrations: registrations.store, apps: { runtime.current.configuration.apps },
+                    store: store, apps: { runtime.current.configuration.apps },
                     clients: pushClients, wakeUp: pushWakeUp, metrics: metrics, logger: logger, owner: pushLeaseOwner,
                     clock: registrations.clock)
             }, retentionDays: retentionDays, logger: logger)

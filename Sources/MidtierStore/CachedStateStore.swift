@@ -441,6 +441,10 @@ extension CachedStateStore: PushStore {
         try await push.claimPushDeliveries(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
+    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
+        try await push.pushRecipient(registration: id)
+    }
+
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
         try await push.finishPushDeliveries(finished, owner: owner, now: now)
     }

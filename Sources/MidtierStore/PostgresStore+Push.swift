@@ -39,8 +39,12 @@ extension PostgresStore: PushStore {
             let recipients = Set(leased.map { ExactString($0.registration) }).map(\.value)
             return PushRules.claimed(
                 leased, notifications: notifications,
-                recipients: try await connection.rows(PushRules.recipients(recipients), logger: logger, RegistrationRules.registrationAndBlock))
+                recipients: try await connection.rows(PushRules.recipients(recipients), logger: logger, PushRules.recipient))
         }
+    }
+
+    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
+        try await rows(PushRules.recipient(id)) { try PushRules.recipient($0) }.first
     }
 
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {

@@ -58,10 +58,30 @@ enum PushRules {
             + "AND \(positionOf: instance + "/", in: "lease_owner") = 1 RETURNING registration_id"
     }
 
-    /// The registrations `ids` (at least one) with their owners' blocks, as
-    /// `RegistrationRules.registrationAndBlock(id:)` reads one.
+    /// What a delivery is checked against (``PushRecipient``), for the registrations `ids` (at
+    /// least one): a few columns of each, and its owner's block's kind (null when not blocked).
     static func recipients(_ ids: some Collection<String>) -> StoreQuery {
-        RegistrationRules.withBlocks + " WHERE r.id IN (\(list: ids))"
+        recipientColumns + " WHERE r.id IN (\(list: ids))"
+    }
+
+    static func recipient(_ id: String) -> StoreQuery {
+        recipientColumns + " WHERE r.id = \(id)"
+    }
+
+    private static var recipientColumns: StoreQuery {
+        "SELECT r.id, r.app_id, r.state, r.apns_device_token, r.android_gcm_registration_id, b.kind AS b_kind "
+            + "FROM \(table: "registration") r LEFT JOIN \(table: "user_block") b "
+            + "ON b.user_realm = r.user_realm AND b.user_id = r.user_id"
+    }
+
+    static func recipient(_ row: some StoreRow) throws -> PushRecipient {
+        PushRecipient(
+            registration: try row.text("id"), app: try row.text("app_id"),
+            // An unreadable state is treated as the safest one, as for a whole registration.
+            state: Registration.State(rawValue: try row.text("state")) ?? .wiped,
+            apnsToken: try row.text("apns_device_token"), fcmToken: try row.text("android_gcm_registration_id"),
+            // An unreadable block kind is treated as a block of everything.
+            block: try row.optionalText("b_kind").map { UserBlock.Kind(rawValue: $0) ?? .all })
     }
 
     /// Records an outcome at `now` and ends the lease, if `owner` holds it; returns a row when it did.
@@ -196,12 +216,12 @@ enum PushRules {
     /// the order a claim hands them out in.
     static func claimed(
         _ leased: [(notification: String, registration: String, attempts: Int, due: Int64)],
-        notifications: [PushNotificationRecord], recipients: [RegistrationAndBlock]
+        notifications: [PushNotificationRecord], recipients: [PushRecipient]
     ) -> [ClaimedPushDelivery] {
         var byID: [ExactString: PushNotificationRecord] = [:]
         for notification in notifications { byID[ExactString(notification.id)] = notification }
-        var recipientByID: [ExactString: RegistrationAndBlock] = [:]
-        for recipient in recipients { recipientByID[ExactString(recipient.registration.id)] = recipient }
+        var recipientByID: [ExactString: PushRecipient] = [:]
+        for recipient in recipients { recipientByID[ExactString(recipient.registration)] = recipient }
         let ordered = leased.sorted { a, b in
             if a.due != b.due { return a.due < b.due }
             if !UserIdentity.sameBytes(a.notification, b.notification) {

@@ -159,16 +159,38 @@ package struct ClaimedPushDelivery: Sendable, Equatable {
     package var registration: String
     /// Attempts made before this one.
     package var attempts: Int
-    /// The registration and its owner's block as the claim read them, in the claim's own
-    /// transaction; nil when the registration is gone. The worker checks these before sending,
-    /// and reads them again if the delivery then waits for a place (docs/push.md, "Delivery").
-    package var recipient: RegistrationAndBlock?
+    /// Its registration as the claim read it, in the claim's own transaction; nil when the
+    /// registration is gone. The worker checks it before sending, and reads it again if the
+    /// delivery then waits for a place (docs/push.md, "Delivery").
+    package var recipient: PushRecipient?
 
-    package init(notification: PushNotificationRecord, registration: String, attempts: Int, recipient: RegistrationAndBlock?) {
+    package init(notification: PushNotificationRecord, registration: String, attempts: Int, recipient: PushRecipient?) {
         self.notification = notification
         self.registration = registration
         self.attempts = attempts
         self.recipient = recipient
+    }
+}
+
+/// What a push delivery is checked against right before it is sent (docs/push.md,
+/// "Delivery"): its registration's app, state and push tokens, and its owner's block — the few
+/// columns the check needs, not the whole registration.
+package struct PushRecipient: Sendable, Equatable {
+    package var registration: String
+    package var app: String
+    package var state: Registration.State
+    package var apnsToken: String
+    package var fcmToken: String
+    /// The owner's block; nil when they are not blocked.
+    package var block: UserBlock.Kind?
+
+    package init(registration: String, app: String, state: Registration.State, apnsToken: String, fcmToken: String, block: UserBlock.Kind?) {
+        self.registration = registration
+        self.app = app
+        self.state = state
+        self.apnsToken = apnsToken
+        self.fcmToken = fcmToken
+        self.block = block
     }
 }
 
@@ -212,6 +234,9 @@ package protocol PushStore: Sendable {
     /// run out is never handed to another owner (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so
     /// instances sharing the store never send one twice while its owner lives.
     func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws(StoreError) -> [ClaimedPushDelivery]
+    /// The registration `id` as a delivery is checked against it (nil when there is none),
+    /// read from the store itself, not from a memory cache.
+    func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient?
     /// Records each attempt's outcome and ends its lease, if `owner` still holds it (a lease
     /// that ran out may be another owner's), all in one transaction; how many were recorded.
     func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int

@@ -28,15 +28,9 @@ enum RegistrationRules {
 
     /// The registration `id` with its owner's block (`b_` columns, null without one), in one read.
     static func registrationAndBlock(id: String) -> StoreQuery {
-        withBlocks + " WHERE r.id = \(id)"
-    }
-
-    /// Registrations (`r`) with their owners' blocks (`b_*` columns, null when not blocked),
-    /// read by ``registrationAndBlock(_:)``; a `WHERE` on `r` follows.
-    static var withBlocks: StoreQuery {
         "SELECT r.*, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by "
             + "FROM \(table: "registration") r LEFT JOIN \(table: "user_block") b "
-            + "ON b.user_realm = r.user_realm AND b.user_id = r.user_id"
+            + "ON b.user_realm = r.user_realm AND b.user_id = r.user_id WHERE r.id = \(id)"
     }
 
     static func registrationAndBlock(_ row: some StoreRow) throws -> RegistrationAndBlock {

@@ -34,8 +34,12 @@ extension SQLiteStore: PushStore {
             let recipients = Set(leased.map { ExactString($0.registration) }).map(\.value)
             return PushRules.claimed(
                 leased, notifications: try db.rows(PushRules.notifications(ids), PushRules.notification),
-                recipients: try db.rows(PushRules.recipients(recipients), RegistrationRules.registrationAndBlock))
+                recipients: try db.rows(PushRules.recipients(recipients), PushRules.recipient))
         }
+    }
+
+    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
+        try await rows(PushRules.recipient(id)) { try PushRules.recipient($0) }.first
     }
 
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {

@@ -14,7 +14,6 @@ package import MidtierStore
 /// a token the service calls gone is cleared from its registration.
 package struct PushDeliveryWorker: Sendable {
     package let store: any PushStore
-    package let registrations: any StateStore
     /// The apps as the current configuration has them.
     package let apps: @Sendable () -> [String: AppConfiguration]
     package let clients: PushClients
@@ -44,12 +43,11 @@ package struct PushDeliveryWorker: Sendable {
     let outcomes: PushOutcomeWriter
 
     package init(
-        store: any PushStore, registrations: any StateStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
+        store: any PushStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
         clients: PushClients, wakeUp: PushWakeUp, metrics: MidtierMetrics, logger: Logger,
         owner: String = UUID().uuidString, clock: WallClock = .system, limits: PushSlots.Limits = PushSlots.Limits()
     ) {
         self.store = store
-        self.registrations = registrations
         self.apps = apps
         self.clients = clients
         self.wakeUp = wakeUp
@@ -141,9 +139,9 @@ package struct PushDeliveryWorker: Sendable {
     /// change made meanwhile wins (docs/push.md, "Delivery"; before, the check made before the
     /// wait was the last, and a lost phone's lock did not stop what was queued).
     func sendChecked(_ claimed: ClaimedPushDelivery, holding route: PushRoute) async -> PushDeliveryOutcome {
-        let recipient: RegistrationAndBlock?
+        let recipient: PushRecipient?
         do {
-            recipient = try await registrations.registrationAndBlock(id: claimed.registration)
+            recipient = try await store.pushRecipient(registration: claimed.registration)
         } catch {
             gate.finished(route, now: clock.now())
             return retry(claimed, after: nil, provider: nil, reason: "the store did not answer")
@@ -185,17 +183,16 @@ package struct PushDeliveryWorker: Sendable {
     /// read in the claim (or again after a wait): a locked, wiped or deleted registration, or a
     /// blocked user, gets nothing; then the app, the stored notification, and the push service
     /// it goes through.
-    func prepare(_ claimed: ClaimedPushDelivery, recipient found: RegistrationAndBlock?) async -> Prepared {
+    func prepare(_ claimed: ClaimedPushDelivery, recipient: PushRecipient?) async -> Prepared {
         let notification = claimed.notification
         // Checked now, right before sending, not when the notification was accepted.
-        guard let found, UserIdentity.sameBytes(found.registration.id, claimed.registration),
-            UserIdentity.sameBytes(found.registration.appId, notification.app)
+        guard let recipient, UserIdentity.sameBytes(recipient.registration, claimed.registration),
+            UserIdentity.sameBytes(recipient.app, notification.app)
         else {
             return .finished(skipped("the registration was deleted"))
         }
-        let registration = found.registration
-        guard registration.state == .active else { return .finished(skipped("the registration is \(registration.state.rawValue)")) }
-        if let block = found.block, block.kind.blocksTraffic { return .finished(skipped("the user is blocked")) }
+        guard recipient.state == .active else { return .finished(skipped("the registration is \(recipient.state.rawValue)")) }
+        if let block = recipient.block, block.blocksTraffic { return .finished(skipped("the user is blocked")) }
         guard let app = apps()[notification.app] else { return .finished(skipped("the app is no longer configured")) }
         let message: PushMessage
         do {
@@ -206,15 +203,15 @@ package struct PushDeliveryWorker: Sendable {
             return .finished(.failed(nil, reason: "the stored notification does not read"))
         }
 
-        if !registration.apnsDeviceToken.isEmpty, app.push.apns != nil {
-            let token = registration.apnsDeviceToken
+        if !recipient.apnsToken.isEmpty, app.push.apns != nil {
+            let token = recipient.apnsToken
             guard let client = await clients.apnsClient(for: app) else {
                 return .finished(failed(.refused, .apns, "the app's APNs key does not load"))
             }
             let request = message.apnsRequest(notificationID: notification.id, now: Int(clock.now() / 1000))
             return .ready(Attempt(route: PushRoute.apns(app.id), token: token) { await client.send(request, to: token) })
-        } else if !registration.androidGcmRegistrationId.isEmpty, app.push.fcm != nil {
-            let token = registration.androidGcmRegistrationId
+        } else if !recipient.fcmToken.isEmpty, app.push.fcm != nil {
+            let token = recipient.fcmToken
             guard let client = await clients.fcmClient(for: app) else { return .finished(failed(.refused, .fcm, "the app's FCM key does not load")) }
             let request = message.fcmMessage(token: token, notificationID: notification.id)
             return .ready(Attempt(route: PushRoute.fcm(app.id), token: token) { await client.send(request) })
