@@ -24,7 +24,7 @@ package struct AdminRoutes: Sendable {
     typealias Handler = @Sendable (Request, MidtierRequestContext, AuditActor) async throws(Refusal) -> Response
 
     package func add(to router: Router<MidtierRequestContext>) {
-        router.add(middleware: AdminPathCheck())
+        router.add(middleware: EmptySegmentCheck(under: "/admin/", described: "admin API"))
         var routes: [(method: HTTPRequest.Method, path: String, handler: Handler)] = [
             (.get, "/admin/v1/users/{userId}", getUser),
             (.put, "/admin/v1/users/{userId}/block", putBlock),

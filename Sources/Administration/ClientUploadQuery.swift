@@ -72,12 +72,7 @@ package struct ClientUploadQuery: Sendable, Equatable {
         }
         // Given empty is a mistake here, not "no limit".
         if let limit = try value("limit") {
-            guard (1...3).contains(limit.utf8.count), limit.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-                let parsed = Int(limit), (1...maximumLimit).contains(parsed)
-            else {
-                throw .badRequest("limit must be a whole number from 1 to \(maximumLimit)")
-            }
-            query.limit = parsed
+            query.limit = try Administration.pageLimit(limit, default: maximumLimit, maximum: maximumLimit)
         }
         if let cursor = try value("cursor"), !cursor.isEmpty {
             guard let parsed = ClientUploadCursorText.decode(cursor, kind) else {

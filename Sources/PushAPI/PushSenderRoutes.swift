@@ -46,6 +46,9 @@ package struct PushSenderRoutes: Sendable {
     }
 
     package func add(to router: Router<MidtierRequestContext>) {
+        for version in ["v1", "v2"] {
+            router.add(middleware: EmptySegmentCheck(under: "/mobileservices/push/\(version)/backend/", described: "push sender API"))
+        }
         addReads(to: router)
         for version in ["v1", "v2"] {
             let root = "/mobileservices/push/\(version)/backend"
@@ -333,7 +336,8 @@ package struct PushSenderRoutes: Sendable {
     /// without reading a million rows.
     private func status(_ request: Request, _ context: MidtierRequestContext) async throws(Refusal) -> Response {
         let sender = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
-        let id = context.parameters.get("id") ?? ""
+        let raw = context.parameters.get("id") ?? ""
+        guard let id = raw.removingPercentEncoding else { throw .badRequest("the notification id \(raw) is not percent-encoded correctly") }
         let query = request.uri.queryParameters
         for name in ["limit", "after"] where query.getAll(name).count > 1 {
             throw .badRequest("\(name) is given more than once; give it once")

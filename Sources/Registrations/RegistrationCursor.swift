@@ -17,12 +17,13 @@ package enum RegistrationCursor {
 }
 
 extension RegistrationCursor {
-    /// The page size `text` asks for: a whole number from 1 to `maximum`, digits only;
-    /// `default` when not given; nil for anything else, empty included.
+    /// The page size `text` asks for: a whole number from 1 to `maximum`, digits only, without
+    /// a leading zero; `default` when not given; nil for anything else, empty included.
     package static func limit(_ text: String?, default: Int, maximum: Int) -> Int? {
         guard let text else { return `default` }
         let digits = String(maximum).utf8.count
-        guard (1...digits).contains(text.utf8.count), text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+        guard (1...digits).contains(text.utf8.count), text.utf8.first != UInt8(ascii: "0"),
+            text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
             let parsed = Int(text), (1...maximum).contains(parsed)
         else { return nil }
         return parsed

@@ -161,6 +161,7 @@ import Testing
                 ("limit=abc", "limit must be a whole number from 1 to 500"),
                 ("limit=", "limit must be a whole number from 1 to 500"),
                 ("limit=%2B5", "limit must be a whole number from 1 to 500"),
+                ("limit=05", "limit must be a whole number from 1 to 500"),
                 ("cursor=garbage", "cursor is malformed: pass the previous page's next value unchanged"),
                 ("cursor=1.2", "cursor is malformed: pass the previous page's next value unchanged"),
                 ("cursor=1.2.up%00x", "cursor is malformed: pass the previous page's next value unchanged"),

@@ -425,9 +425,21 @@ def scenario_two_devices(m, apns, fcm):
           status == 200 and len(second.get("deliveries", [])) == 1 and "deliveriesNext" not in second
           and {d.get("registration") for d in first.get("deliveries", []) + second.get("deliveries", [])} == {ios_cid, android_cid},
           f"({status} {short(body)})")
-    for query, name in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=1&limit=2", "limit"), ("after=xyz", "after")]:
+    for query, name in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=1&limit=2", "limit"), ("after=xyz", "after"),
+                        ("limit=01", "limit")]:
         status, _, body = call("GET", f"{url}?{query}", headers=auth)
         check(f"2 the status with {query}: 400 naming {name}", status == 400 and name.encode() in body, f"({status} {short(body)})")
+    status, _, body = call("GET", url + "?after=", headers=auth)
+    check("2 the status with an empty after: the first page (as an empty form field)",
+          status == 200 and len((as_json(body) or {}).get("deliveries", [])) == 2, f"({status} {short(body)})")
+    # The id percent-encoded is the same notification; a trailing or double slash is no path.
+    encoded = "".join(f"%{ord(c):02X}" for c in nid)
+    status, _, body = call("GET", f"{m.base}/mobileservices/push/v1/backend/notifications/{encoded}/status", headers=auth)
+    check("2 the status of the id percent-encoded: the same notification",
+          status == 200 and ((as_json(body) or {}).get("statusDetails") or {}).get("notificationId") == nid, f"({status} {short(body)})")
+    for path in [f"notifications/{nid}/status/", f"notifications//{nid}/status"]:
+        status, _, body = call("GET", f"{m.base}/mobileservices/push/v1/backend/{path}", headers=auth)
+        check(f"2 the status at .../{path}: 404", status == 404, f"({status} {short(body)})")
     entries = apns_lines_for(apns, nid)
     entry = entries[0] if entries else {}
     aps = (entry.get("payload") or {}).get("aps") or {}
