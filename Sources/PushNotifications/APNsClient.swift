@@ -21,8 +21,11 @@ package final class APNsClient: Sendable {
         providerToken = try await APNsProviderToken(privateKeyPEM: settings.privateKeyPEM, teamID: settings.teamID, keyID: settings.keyID)
     }
 
-    /// Sends `request` to the device with `deviceToken`.
-    package func send(_ request: APNsRequest, to deviceToken: String) async -> PushAttemptResult {
+    /// Sends `request` to the device with `deviceToken`, if `stillWanted` says yes when the
+    /// body is to go (`PushRequestBody`).
+    package func send(
+        _ request: APNsRequest, to deviceToken: String, stillWanted: @escaping @Sendable () async -> Bool = { true }
+    ) async -> PushAttemptResult {
         guard !deviceToken.isEmpty, deviceToken.utf8.allSatisfy(Self.isHexDigit) else {
             return .tokenGone(reason: "APNs BadDeviceToken (not hexadecimal)")
         }
@@ -43,13 +46,15 @@ package final class APNsClient: Sendable {
         // once: the phone shows notifications with the same collapse id as one.
         http.headers.add(name: "apns-collapse-id", value: request.collapseID)
         http.headers.add(name: "content-type", value: "application/json")
-        http.body = .bytes(ByteBuffer(string: request.payload))
+        http.body = PushRequestBody(bytes: ByteBuffer(string: request.payload), stillWanted: stillWanted).body
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
             let response = try await PushConnectionEnds.execute(http, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)
+        } catch is PushSendWithdrawn {
+            return .withdrawn
         } catch {
             return .retry(after: nil, reason: "APNs unreachable")
         }

@@ -88,8 +88,9 @@ package actor FCMClient {
         return lifetime - min(.seconds(60), lifetime / 10)
     }
 
-    /// Sends `message` (FCM's `{"message":…}`).
-    package func send(_ message: JSON) async -> PushAttemptResult {
+    /// Sends `message` (FCM's `{"message":…}`), if `stillWanted` says yes when the body is to
+    /// go (`PushRequestBody`): after the access token and the connection are ready.
+    package func send(_ message: JSON, stillWanted: @escaping @Sendable () async -> Bool = { true }) async -> PushAttemptResult {
         let bearer: String
         do {
             bearer = try await token()
@@ -102,13 +103,15 @@ package actor FCMClient {
         request.method = .POST
         request.headers.add(name: "authorization", value: "Bearer \(bearer)")
         request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(string: message.serialized()))
+        request.body = PushRequestBody(bytes: ByteBuffer(string: message.serialized()), stillWanted: stillWanted).body
         let status: Int, body: ByteBuffer, retryAfter: String?
         do {
             let response = try await PushConnectionEnds.execute(request, with: httpClient, deadline: .now() + Self.timeout)
             status = Int(response.status.code)
             retryAfter = response.headers.first(name: "retry-after")
             body = try await response.body.collect(upTo: 64 * 1024)
+        } catch is PushSendWithdrawn {
+            return .withdrawn
         } catch {
             return .retry(after: nil, reason: "FCM unreachable")
         }

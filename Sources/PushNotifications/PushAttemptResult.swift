@@ -13,6 +13,9 @@ package enum PushAttemptResult: Sendable, Equatable {
     case tokenGone(reason: String)
     /// Refused for good: the notification or the app's push configuration is wrong.
     case refused(reason: String)
+    /// Not sent: when its body was to go, the delivery was no longer wanted (its registration
+    /// changed while the request waited; `PushRequestBody`).
+    case withdrawn
 }
 
 /// A reason code from a push service as safe log and status text: letters, digits, `_` and

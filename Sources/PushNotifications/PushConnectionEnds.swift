@@ -23,7 +23,8 @@ enum PushConnectionEnds {
             do {
                 return try await client.execute(request, deadline: deadline)
             } catch {
-                guard sends < sendsPerAttempt, endedWithItsConnection(error), !Task.isCancelled, NIODeadline.now() < deadline
+                guard sends < sendsPerAttempt, !(error is PushSendWithdrawn), endedWithItsConnection(error), !Task.isCancelled,
+                    NIODeadline.now() < deadline
                 else { throw error }
             }
         }

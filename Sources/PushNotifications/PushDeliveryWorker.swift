@@ -4,6 +4,7 @@ package import MidtierCore
 import MidtierJSON
 package import MidtierMetrics
 package import MidtierStore
+import Synchronization
 
 /// Sends the store's pending push deliveries (docs/push.md, "Delivery"): it takes a batch with
 /// a lease (so another instance does not send them too), checks each registration right before
@@ -124,7 +125,7 @@ package struct PushDeliveryWorker: Sendable {
         case .ready(let attempt):
             switch await gate.admit(attempt.route, claimedAt: claimedAt, now: clock.now()) {
             case .send(waited: false):
-                outcome = await send(claimed, attempt)
+                outcome = await send(claimed, attempt, checkedAt: claimedAt)
             case .send(waited: true):
                 outcome = await sendChecked(claimed, holding: attempt.route)
             case .putBack(let why):
@@ -140,6 +141,7 @@ package struct PushDeliveryWorker: Sendable {
     /// wait was the last, and a lost phone's lock did not stop what was queued).
     func sendChecked(_ claimed: ClaimedPushDelivery, holding route: PushRoute) async -> PushDeliveryOutcome {
         let recipient: PushRecipient?
+        let readAt = clock.now()
         do {
             recipient = try await store.pushRecipient(registration: claimed.registration)
         } catch {
@@ -151,7 +153,7 @@ package struct PushDeliveryWorker: Sendable {
             gate.finished(route, now: clock.now())
             return done
         case .ready(let attempt) where attempt.route == route:
-            return await send(claimed, attempt)
+            return await send(claimed, attempt, checkedAt: readAt)
         case .ready:
             // Now for the app's other push service: it waits for a place of that one.
             gate.finished(route, now: clock.now())
@@ -159,18 +161,68 @@ package struct PushDeliveryWorker: Sendable {
         }
     }
 
-    /// Sends a checked delivery that holds a place of its route, and frees the place.
-    private func send(_ claimed: ClaimedPushDelivery, _ attempt: Attempt) async -> PushDeliveryOutcome {
-        let result = await attempt.send()
+    /// How long a check holds: a request whose body goes later than this after its check (it
+    /// waited for a connection, an access token or a re-send) is checked again first.
+    static let checkHolds: Int64 = 500
+
+    /// Sends a delivery checked at `checkedAt` that holds a place of its route, and frees the
+    /// place. If its body goes more than ``checkHolds`` after the check, the registration is
+    /// read again then, and a lock, wipe, delete, block or token change made meanwhile withdraws
+    /// it (docs/push.md, "Delivery"; before, a request that waited seconds for a connection
+    /// went as first checked — found by the outside attack).
+    private func send(_ claimed: ClaimedPushDelivery, _ attempt: Attempt, checkedAt: Int64) async -> PushDeliveryOutcome {
+        let check = SendCheck(checkedAt: checkedAt)
+        let result = await attempt.send { await stillWanted(claimed, attempt, check) }
         gate.finished(attempt.route, now: clock.now())
+        if let withdrawn = check.withdrawn { return withdrawn }
         return await conclude(claimed, attempt, result)
     }
 
-    /// A checked delivery: where it goes, and its request, ready to send.
+    /// Whether a request may go now, its body about to be written: yes while its check holds;
+    /// else as its registration reads now — the same route and token, or it is withdrawn with
+    /// what the check makes of it.
+    private func stillWanted(_ claimed: ClaimedPushDelivery, _ attempt: Attempt, _ check: SendCheck) async -> Bool {
+        guard check.withdrawn == nil else { return false }
+        let now = clock.now()
+        if now >= check.checkedAt, now - check.checkedAt <= Self.checkHolds { return true }
+        let recipient: PushRecipient?
+        do {
+            recipient = try await store.pushRecipient(registration: claimed.registration)
+        } catch {
+            check.withdraw(retry(claimed, after: nil, provider: attempt.route.provider, reason: "the store did not answer"))
+            return false
+        }
+        switch await prepare(claimed, recipient: recipient) {
+        case .finished(let done):
+            check.withdraw(done)
+            return false
+        case .ready(let current) where current.route == attempt.route && UserIdentity.sameBytes(current.token, attempt.token):
+            check.checked(at: now)
+            return true
+        case .ready:
+            check.withdraw(.putBack(at: clock.now(), reason: "waiting: the registration's push token changed"))
+            return false
+        }
+    }
+
+    /// A checked delivery: where it goes, and its request, ready to send (asking `stillWanted`
+    /// when its body is to go).
     struct Attempt: Sendable {
         var route: PushRoute
         var token: String
-        var send: @Sendable () async -> PushAttemptResult
+        var send: @Sendable (_ stillWanted: @escaping @Sendable () async -> Bool) async -> PushAttemptResult
+    }
+
+    /// When a send's delivery was last checked, and the outcome it was withdrawn with.
+    final class SendCheck: Sendable {
+        private let state: Mutex<(checkedAt: Int64, withdrawn: PushDeliveryOutcome?)>
+
+        init(checkedAt: Int64) { state = Mutex((checkedAt, nil)) }
+
+        var checkedAt: Int64 { state.withLock { $0.checkedAt } }
+        var withdrawn: PushDeliveryOutcome? { state.withLock { $0.withdrawn } }
+        func checked(at time: Int64) { state.withLock { $0.checkedAt = time } }
+        func withdraw(_ outcome: PushDeliveryOutcome) { state.withLock { $0.withdrawn = outcome } }
     }
 
     enum Prepared: Sendable {
@@ -209,12 +261,12 @@ package struct PushDeliveryWorker: Sendable {
                 return .finished(failed(.refused, .apns, "the app's APNs key does not load"))
             }
             let request = message.apnsRequest(notificationID: notification.id, now: Int(clock.now() / 1000))
-            return .ready(Attempt(route: PushRoute.apns(app.id), token: token) { await client.send(request, to: token) })
+            return .ready(Attempt(route: PushRoute.apns(app.id), token: token) { await client.send(request, to: token, stillWanted: $0) })
         } else if !recipient.fcmToken.isEmpty, app.push.fcm != nil {
             let token = recipient.fcmToken
             guard let client = await clients.fcmClient(for: app) else { return .finished(failed(.refused, .fcm, "the app's FCM key does not load")) }
             let request = message.fcmMessage(token: token, notificationID: notification.id)
-            return .ready(Attempt(route: PushRoute.fcm(app.id), token: token) { await client.send(request) })
+            return .ready(Attempt(route: PushRoute.fcm(app.id), token: token) { await client.send(request, stillWanted: $0) })
         }
         return .finished(skipped("the registration has no push token for the app's push services"))
     }
@@ -239,6 +291,10 @@ package struct PushDeliveryWorker: Sendable {
             return failed(.tokenGone, provider, reason)
         case .refused(let reason):
             return failed(.refused, provider, reason)
+        case .withdrawn:
+            // `send` answers with the outcome it was withdrawn with; this is for a client that
+            // withdrew on its own.
+            return skipped("withdrawn before it was sent")
         }
     }
 

@@ -42,7 +42,7 @@ Usage: push.py PATH-TO-MIDTIER. Prints `push: N passed, M failed`; exits 1 on fa
 process it starts is stopped in every case. Outcomes are awaited by polling with a bounded
 deadline (DEADLINE seconds), never by timing.
 """
-import json, os, secrets, shutil, signal, ssl, subprocess, sys, tempfile, threading, time
+import asyncio, json, os, secrets, shutil, signal, ssl, subprocess, sys, tempfile, threading, time
 import urllib.error, urllib.parse, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +66,8 @@ SENDER_ISSUER = "https://idp.push.test"          # the OAuth sender's identity p
 SENDER_CLIENT = "hr-events"                      # ... and its client there
 DEVICE_PASSWORD = "device-" + secrets.token_hex(10)
 USERS = ["crashed", "capable", "incapable", "ana", "victim", "grouped", "ungrouped", "lee", "bo", "gina", "rita", "fay", "dura", "latelock",
-         "lateblock", "multi", "mallory", "silent", "slowios", "quickdroid", "term", "waitlock", "waitswap"] + [f"conn{n}" for n in range(6)]
+         "lateblock", "multi", "mallory", "silent", "slowios", "quickdroid", "term", "waitlock", "waitswap", "cnlock", "cnblock",
+         "cndelete", "cnswap"] + [f"conn{n}" for n in range(6)]
 
 check = Checks("push")
 processes = []
@@ -1245,6 +1246,91 @@ def scenario_two_instances(work, k, apns, fcm, hashes):
         return [i.log for i in instances]
 
 
+class HeldConnections:
+    """A TCP relay to 127.0.0.1:target that, while `hold` is set, keeps each new connection's
+    bytes from the target until it is cleared: a push service whose new connection is slow."""
+
+    def __init__(self, target):
+        self.target, self.port, self.held = target, free_port(), 0
+        self.hold = threading.Event()
+        self.released = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run():
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(asyncio.start_server(self.relay, "127.0.0.1", self.port))
+            ready.set()
+            self.loop.run_forever()
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(10)
+
+    async def relay(self, reader, writer):
+        if self.hold.is_set():
+            self.held += 1
+            while not self.released.is_set():
+                await asyncio.sleep(0.05)
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
+
+        async def pipe(a, b):
+            try:
+                while data := await a.read(65536):
+                    b.write(data)
+                    await b.drain()
+            except Exception:
+                pass
+            finally:
+                b.close()
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+
+
+def scenario_slow_connection(work, k, apns, fcm, hashes):
+    """11c. A notification's request waits for its connection to APNs (a new connection held
+    before TLS); meanwhile one phone is locked, one user blocked, one registration deleted and
+    one token replaced. The request's body goes only after a fresh check: none of the four old
+    tokens gets it, the new token does (the attack of 2026-11-29 found all four sent as first
+    checked, 4 s after the changes, and a deleted user's notification on the phone another user
+    then registered). The connection is held until the changes are made: order, not time."""
+    folder = os.path.join(work, "slow-connection")
+    os.makedirs(folder)
+    relay = HeldConnections(apns.port)
+    config, mport, aport = make_config(folder, k, apns.port, fcm.port, hashes)
+    app_file = os.path.join(config, "apps", "demo.json")
+    app = json.load(open(app_file))
+    app["push"]["apns"]["endpoint"] = f"https://127.0.0.1:{relay.port}"
+    json.dump(app, open(app_file, "w"))
+    m = Midtier("slow-connection", config, mport, aport, os.path.join(folder, "midtier.log"))
+    if not check_started(m):
+        return [m.log]
+    tokens = {user: ios_token() for user in ["cnlock", "cnblock", "cndelete", "cnswap"]}
+    cids = {user: m.onboard(user, {"DeviceType": "iOS", "ApnsDeviceToken": token})[1] for user, token in tokens.items()}
+    relay.hold.set()
+    status, nid, _ = m.send_to_users(list(tokens), {"alert": "for the phones as they were"})
+    held = until(lambda: relay.held >= 1)
+    check("11c a notification to four phones accepted, and its APNs connection held", status == 202 and held is not None,
+          f"({status}, held {relay.held})")
+    # A check holds half a second (`PushDeliveryWorker.checkHolds`): the changes come later
+    # than that after it (a slower machine only makes the wait longer).
+    time.sleep(1)
+    new_token = ios_token()
+    changes = [m.admin_call("POST", f"/admin/v1/registrations/{cids['cnlock']}/lock")[0],
+               m.admin_call("PUT", "/admin/v1/users/cnblock/block", {"type": "all", "reason": "11c"})[0],
+               m.admin_call("DELETE", f"/admin/v1/registrations/{cids['cndelete']}")[0],
+               m.set_token("cnswap", cids["cnswap"], "ios", new_token, method="PUT")[0]]
+    check("11c meanwhile: a lock, a block, a delete and a new token, each acknowledged", changes == [200, 200, 204, 200], f"({changes})")
+    relay.released.set()
+    document, last = m.final_status(nid) if nid else (None, None)
+    got = deliveries(document)
+    reached = {user: [e for e in lines_with_token(apns, token) if e.get("status") == 200] for user, token in tokens.items()}
+    check("11c none of the four old tokens got the notification", not any(reached.values()), f"({ {u: len(v) for u, v in reached.items()} })")
+    check("11c ... the locked, blocked and deleted ones are skipped",
+          all((got.get(cids[u]) or {}).get("status") == "skipped" for u in ["cnlock", "cnblock", "cndelete"]), f"({got} {last})")
+    check("11c ... and the new token got it once", (got.get(cids["cnswap"]) or {}).get("status") == "delivered"
+          and len(lines_with_token(apns, new_token)) == 1, f"({got.get(cids['cnswap'])})")
+    kill_all([m.process])
+    return [m.log]
+
+
 def standins_and_secrets(work):
     """The stand-in APNs and FCM (started), their keys, the OAuth sender's identity provider, and
     the hashes make_config wants: (apns, fcm, keys, hashes). Also used by Benchmarks/push_*.py."""
@@ -1308,6 +1394,7 @@ def main():
             scenario_durability(m, apns)
             kill_all([m.process])
         logs += scenario_two_instances(work, k, apns, fcm, hashes) or []
+        logs += scenario_slow_connection(work, k, apns, fcm, hashes) or []
 
         # The stand-ins check Midtier's JWTs as Apple and Google do (whole-second iat and exp, key,
         # issuer, topic): no request of Midtier's may have been refused for its credentials.
