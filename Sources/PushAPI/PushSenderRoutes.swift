@@ -338,6 +338,9 @@ package struct PushSenderRoutes: Sendable {
         let sender = try await signIn.current.authenticatePushSender(request, client: context.clientIP)
         let raw = context.parameters.get("id") ?? ""
         guard let id = raw.removingPercentEncoding else { throw .badRequest("the notification id \(raw) is not percent-encoded correctly") }
+        // No notification id holds a control character (Midtier makes them: UUIDs); one with a
+        // NUL was cut there by SQLite and refused by PostgreSQL (a 503).
+        guard !StoredText.hasControlCharacters(id) else { throw .notFound("no notification \(raw) of sender \(sender.name)") }
         let query = request.uri.queryParameters
         for name in ["limit", "after"] where query.getAll(name).count > 1 {
             throw .badRequest("\(name) is given more than once; give it once")

@@ -438,7 +438,8 @@ def scenario_two_devices(m, apns, fcm):
     status, _, body = call("GET", f"{m.base}/mobileservices/push/v1/backend/notifications/{encoded}/status", headers=auth)
     check("2 the status of the id percent-encoded: the same notification",
           status == 200 and ((as_json(body) or {}).get("statusDetails") or {}).get("notificationId") == nid, f"({status} {short(body)})")
-    for path in [f"notifications/{nid}/status/", f"notifications//{nid}/status"]:
+    for path in [f"notifications/{nid}/status/", f"notifications//{nid}/status", f"notifications/{nid}%00x/status",
+                 f"notifications/%00{nid}/status"]:
         status, _, body = call("GET", f"{m.base}/mobileservices/push/v1/backend/{path}", headers=auth)
         check(f"2 the status at .../{path}: 404", status == 404, f"({status} {short(body)})")
     entries = apns_lines_for(apns, nid)
