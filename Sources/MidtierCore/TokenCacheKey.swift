@@ -3,7 +3,7 @@
 /// so no user id can be crafted to collide with another user's key; the NameID is part of the
 /// key, so a token can never serve a request that would assert another NameID (a JWT whose
 /// claims map the same user elsewhere, a mapping changed by a reload).
-package struct TokenCacheKey: Hashable, Sendable {
+package struct TokenCacheKey: PerUserKey, Sendable {
     package var destination: ExactString
     package var user: UserIdentity
     package var nameID: ExactString

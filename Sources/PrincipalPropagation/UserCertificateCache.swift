@@ -5,7 +5,7 @@ import Synchronization
 
 /// What a user's certificate is issued for: the destination, the user (realm and id, exact
 /// bytes) and the subject it names. A certificate serves only the identical key.
-package struct UserCertificateKey: Hashable, Sendable {
+package struct UserCertificateKey: PerUserKey, Sendable {
     package var destination: ExactString
     package var user: UserIdentity
     package var subject: ExactString
@@ -24,8 +24,8 @@ package struct UserCertificateKey: Hashable, Sendable {
 /// - A certificate is used until shortly before it expires: a tenth of its validity before,
 ///   at most a minute; then a new one is issued.
 /// - `remove(user:)` drops a user's certificates at once (block, purge); a reload drops all.
-/// - At most `capacity` keys: past that, expired entries and then the least recently used
-///   tenth go.
+/// - At most `capacity` keys: a new key in a full cache lets go of an expired certificate or
+///   one not used lately, a bounded look each time (a CLOCK cache, ``PerUserClockCache``).
 ///
 /// Issuing is quick (a P-256 key and one signature) and is not shared between concurrent
 /// first calls: each may issue its own, and the last one stays.
@@ -35,15 +35,15 @@ package final class UserCertificateCache<Extra: Sendable>: PerUserCache {
         package let extra: Extra
         /// Monotonic nanoseconds after which the entry is no longer used.
         let usableUntil: UInt64
-        var lastUsed: UInt64
     }
 
-    private let entries = Mutex<[UserCertificateKey: Entry]>([:])
-    private let capacity: Int
+    /// The entries, with each user's keys, so that a block drops a user's certificates without
+    /// looking at everyone's.
+    private let entries: Mutex<PerUserClockCache<UserCertificateKey, Entry>>
     private let now: @Sendable () -> UInt64
 
     package init(capacity: Int = 100_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
-        self.capacity = max(1, capacity)
+        entries = Mutex(PerUserClockCache(capacity: capacity))
         self.now = now
     }
 
@@ -57,19 +57,16 @@ package final class UserCertificateCache<Extra: Sendable>: PerUserCache {
     ) throws(UserCertificateError) -> Entry {
         let now = self.now()
         let found: Entry? = entries.withLock { entries in
-            guard var entry = entries[key], now < entry.usableUntil else { return nil }
-            entry.lastUsed = now
-            entries[key] = entry
+            guard let entry = entries.value(for: key), now < entry.usableUntil else { return nil }
             return entry
         }
         if let found { return found }
         let (certificate, extra, validity) = try issue()
         let lifetime = UInt64(max(0, validity)) * 1_000_000_000
         let margin = min(lifetime / 10, 60 * 1_000_000_000)
-        let entry = Entry(certificate: certificate, extra: extra, usableUntil: now + lifetime - margin, lastUsed: now)
+        let entry = Entry(certificate: certificate, extra: extra, usableUntil: now + lifetime - margin)
         entries.withLock { entries in
-            entries[key] = entry
-            if entries.count > capacity { Self.evict(&entries, capacity: capacity, now: now) }
+            entries.set(entry, for: key) { now >= $0.usableUntil ? .now : .ifUnused }
         }
         return entry
     }
@@ -77,22 +74,11 @@ package final class UserCertificateCache<Extra: Sendable>: PerUserCache {
     /// Drops every certificate of `user` (all destinations).
     @discardableResult
     package func remove(user: UserIdentity) -> Int {
-        entries.withLock { entries in
-            let keys = entries.keys.filter { $0.user == user }
-            for key in keys { entries[key] = nil }
-            return keys.count
-        }
+        entries.withLock { $0.remove(user: user) }
     }
 
     /// Drops every certificate (configuration reload).
     package func removeAll() {
         entries.withLock { $0.removeAll() }
-    }
-
-    private static func evict(_ entries: inout [UserCertificateKey: Entry], capacity: Int, now: UInt64) {
-        for (key, entry) in entries where now >= entry.usableUntil { entries[key] = nil }
-        guard entries.count > capacity else { return }
-        let excess = entries.count - capacity + capacity / 10
-        for (key, _) in entries.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }).prefix(excess) { entries[key] = nil }
     }
 }

@@ -12,7 +12,9 @@ import Synchronization
 /// - A failed exchange caches nothing; every waiter sees the failure.
 /// - `remove(user:)` drops a user's tokens (block, admin purge); `invalidate` drops one token
 ///   the back end rejected, unless a newer one has already replaced it.
-/// - At most `capacity` keys: past that, expired entries and then the least recently used go.
+/// - At most `capacity` keys, give or take the exchanges in flight: a new key in a full cache
+///   lets go of an expired token or one not used lately, a bounded look each time (a CLOCK
+///   cache, ``PerUserClockCache``), never of an entry whose exchange callers wait for.
 package final class TokenCache: PerUserCache {
     /// Exchanges a token for a key. `forceNew` asks the service for a new token (`new_token=true`).
     package typealias Exchange = @Sendable (_ key: TokenCacheKey, _ forceNew: Bool) async throws -> AccessToken
@@ -32,16 +34,13 @@ package final class TokenCache: PerUserCache {
         /// round — even one started before the entry was removed and made again (block,
         /// purge, reload) — never matches and is never stored.
         var generation: UInt64
-        var lastUsed: UInt64 = 0
     }
 
     private struct State {
-        /// Written only through `set` and `delete`, which keep `keysOfUser` with it.
-        private(set) var entries: [TokenCacheKey: Entry] = [:]
-        /// Each user's keys in `entries`, so that a block drops a user's tokens without
-        /// looking at everyone's (a look at all 200 000 took 11.5 ms under the lock every
-        /// call takes; docs/benchmarks.md, "Several instances on PostgreSQL").
-        private var keysOfUser: [UserIdentity: Set<TokenCacheKey>] = [:]
+        /// The entries, with each user's keys (a block drops a user's tokens without looking at
+        /// everyone's); full, an insertion lets go of an entry not used lately, never of one
+        /// whose exchange callers wait for.
+        var entries: PerUserClockCache<TokenCacheKey, Entry>
         /// The last generation handed out; never reset, not even by `removeAll`.
         var epoch: UInt64 = 0
 
@@ -50,49 +49,40 @@ package final class TokenCache: PerUserCache {
             return epoch
         }
 
+        /// The entry for `key`, marked used; a new one when there is none.
         mutating func entry(for key: TokenCacheKey) -> Entry {
-            if let entry = entries[key] { return entry }
+            if let entry = entries.value(for: key) { return entry }
             return Entry(generation: nextGeneration())
         }
 
-        mutating func set(_ key: TokenCacheKey, _ entry: Entry) {
-            if entries.updateValue(entry, forKey: key) == nil { keysOfUser[key.user, default: []].insert(key) }
-        }
-
-        mutating func delete(_ key: TokenCacheKey) {
-            guard entries.removeValue(forKey: key) != nil else { return }
-            keysOfUser[key.user]?.remove(key)
-            if keysOfUser[key.user]?.isEmpty == true { keysOfUser[key.user] = nil }
-        }
-
-        /// Drops every entry of `user`; returns how many went.
-        mutating func delete(user: UserIdentity) -> Int {
-            guard let keys = keysOfUser.removeValue(forKey: user) else { return 0 }
-            for key in keys { entries[key] = nil }
-            return keys.count
-        }
-
-        mutating func deleteAll() {
-            entries.removeAll()
-            keysOfUser.removeAll()
+        /// Keeps `entry` for `key`. A new key in a full cache makes room (docs/operations.md,
+        /// "Memory"): the first entry the clock hand reaches that is expired, or not used since
+        /// it last passed, goes; an entry with an exchange in flight never goes (its callers
+        /// wait for it), so the cache may hold a few more than its capacity while exchanges run.
+        mutating func set(_ key: TokenCacheKey, _ entry: Entry, now: UInt64) {
+            entries.set(entry, for: key) { entry in
+                if entry.exchange != nil { return .never }
+                if entry.token == nil || now >= entry.usableUntil { return .now }
+                return .ifUnused
+            }
         }
     }
 
-    private let state = Mutex(State())
-    private let capacity: Int
+    private let state: Mutex<State>
     private let now: @Sendable () -> UInt64
     /// The other per-user credential caches (users' certificates), dropped with the tokens.
     private let companions: [any PerUserCache]
 
     /// - Parameters:
-    ///   - capacity: the most keys kept.
+    ///   - capacity: the most keys kept (more only while every entry the clock hand looks at
+    ///     has an exchange in flight).
     ///   - now: monotonic clock in nanoseconds (injectable for tests).
     ///   - companions: caches whose entries of a user go whenever that user's tokens go.
     package init(
         capacity: Int = 200_000, now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
         companions: [any PerUserCache] = []
     ) {
-        self.capacity = max(1, capacity)
+        state = Mutex(State(entries: PerUserClockCache(capacity: capacity)))
         self.now = now
         self.companions = companions
     }
@@ -109,8 +99,7 @@ package final class TokenCache: PerUserCache {
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
         let (step, outcome): (Step, Outcome) = state.withLock { state in
             var entry = state.entry(for: key)
-            entry.lastUsed = now
-            defer { state.set(key, entry) }
+            defer { state.set(key, entry, now: now) }
             if let token = entry.token, now < entry.usableUntil {
                 if now >= entry.refreshAfter, entry.exchange == nil {
                     entry.exchange = startExchange(key: key, forceNew: false, generation: entry.generation, exchange: exchange)
@@ -122,7 +111,6 @@ package final class TokenCache: PerUserCache {
             entry.exchange = task
             return (.wait(task), .miss)
         }
-        if state.withLock({ $0.entries.count }) > capacity { evict() }
         switch step {
         case .use(let token): return (token, outcome)
         case .wait(let task): return (try await task.value, outcome)
@@ -133,10 +121,11 @@ package final class TokenCache: PerUserCache {
     /// one with `new_token=true`. Concurrent callers share that one exchange.
     package func renew(for key: TokenCacheKey, rejected token: AccessToken, exchange: @escaping Exchange) async throws -> AccessToken {
         enum Step { case use(AccessToken), wait(Task<AccessToken, any Error>) }
+        let now = self.now()
         let step: Step = state.withLock { state in
             var entry = state.entry(for: key)
-            defer { state.set(key, entry) }
-            if let current = entry.token, current != token, now() < entry.usableUntil {
+            defer { state.set(key, entry, now: now) }
+            if let current = entry.token, current != token, now < entry.usableUntil {
                 return .use(current)
             }
             if let running = entry.exchange { return .wait(running) }
@@ -156,13 +145,13 @@ package final class TokenCache: PerUserCache {
     /// and the user's entries in the companion caches.
     @discardableResult
     package func remove(user: UserIdentity) -> Int {
-        let removed = state.withLock { $0.delete(user: user) }
+        let removed = state.withLock { $0.entries.remove(user: user) }
         return companions.reduce(removed) { $0 + $1.remove(user: user) }
     }
 
     /// Drops every token (configuration reload), and the companion caches' entries.
     package func removeAll() {
-        state.withLock { $0.deleteAll() }
+        state.withLock { $0.entries.removeAll() }
         for companion in companions { companion.removeAll() }
     }
 
@@ -187,41 +176,27 @@ package final class TokenCache: PerUserCache {
         let margin = min(lifetime / 10, 60 * 1_000_000_000)
         state.withLock { state in
             // The entry is gone when the user was blocked or purged meanwhile: keep it gone.
-            guard var entry = state.entries[key], entry.generation == generation else { return }
-            entry.token = token
-            entry.usableUntil = now + lifetime - margin
-            entry.refreshAfter = now + (lifetime - margin) * 3 / 4
-            entry.exchange = nil
-            entry.generation = state.nextGeneration()
-            state.set(key, entry)
+            guard let entry = state.entries.peek(key), entry.generation == generation else { return }
+            let next = state.nextGeneration()
+            // Not a use of its own: the call that started the exchange counted already.
+            state.entries.update(key) { entry in
+                entry.token = token
+                entry.usableUntil = now + lifetime - margin
+                entry.refreshAfter = now + (lifetime - margin) * 3 / 4
+                entry.exchange = nil
+                entry.generation = next
+            }
         }
     }
 
     private func clearExchange(for key: TokenCacheKey, generation: UInt64) {
         state.withLock { state in
-            guard var entry = state.entries[key], entry.generation == generation else { return }
-            entry.exchange = nil
+            guard let entry = state.entries.peek(key), entry.generation == generation else { return }
             if entry.token == nil {
-                state.delete(key)
+                state.entries.remove(key)
             } else {
-                state.set(key, entry)
+                state.entries.update(key) { $0.exchange = nil }
             }
-        }
-    }
-
-    /// Brings the cache back under capacity: expired entries first, then the least recently
-    /// used tenth, so eviction work is amortized over many insertions.
-    private func evict() {
-        let now = self.now()
-        state.withLock { state in
-            guard state.entries.count > capacity else { return }
-            for (key, entry) in state.entries where entry.exchange == nil && (entry.token == nil || now >= entry.usableUntil) {
-                state.delete(key)
-            }
-            guard state.entries.count > capacity else { return }
-            let excess = state.entries.count - capacity + capacity / 10
-            let oldest = state.entries.filter { $0.value.exchange == nil }.sorted { $0.value.lastUsed < $1.value.lastUsed }.prefix(excess)
-            for (key, _) in oldest { state.delete(key) }
         }
     }
 }

@@ -33,6 +33,38 @@ final class FakeTokenService: Sendable {
     }
 }
 
+/// Holds exchanges until opened, and tells the test as each one starts.
+final class ExchangeGate: Sendable {
+    private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    let started: AsyncStream<Void>
+    private let startedContinuation: AsyncStream<Void>.Continuation
+
+    init() { (started, startedContinuation) = AsyncStream.makeStream() }
+
+    func exchange() -> TokenCache.Exchange {
+        { key, _ in
+            self.startedContinuation.yield()
+            await withCheckedContinuation { continuation in
+                let open = self.state.withLock { state in
+                    if !state.open { state.waiting.append(continuation) }
+                    return state.open
+                }
+                if open { continuation.resume() }
+            }
+            return AccessToken(value: "\(key.user)-gated", lifetimeSeconds: 3600)
+        }
+    }
+
+    func open() {
+        let waiting = state.withLock { state in
+            state.open = true
+            defer { state.waiting = [] }
+            return state.waiting
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+}
+
 @Suite(.timeLimit(.minutes(10))) struct TokenCacheTests {
     let alice = TokenCacheKey(destination: "sf", user: .local("alice"), nameID: "100001")
     let bob = TokenCacheKey(destination: "sf", user: .local("bob"), nameID: "100002")
@@ -188,6 +220,10 @@ final class FakeTokenService: Sendable {
         let plain = TokenCacheKey(destination: "sf", user: .local("Kim"), nameID: "n")
         #expect(kelvin != plain)
         #expect(cache.remove(user: .local("Kim")) == 0)
+        let kelvinToken = try await cache.token(for: kelvin, exchange: service.exchange()).0
+        #expect(try await cache.token(for: plain, exchange: service.exchange()).0 != kelvinToken)
+        #expect(cache.remove(user: .local("Kim")) == 1, "only the plain spelling's token")
+        #expect(try await cache.token(for: kelvin, exchange: service.exchange()) == (kelvinToken, .hit))
     }
 
     @Test func theCacheIsBounded() async throws {
@@ -196,8 +232,79 @@ final class FakeTokenService: Sendable {
         for index in 0..<1000 {
             _ = try await cache.token(
                 for: TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "user\(index)"), exchange: service.exchange())
+            #expect(cache.count <= 100)
         }
-        #expect(cache.count <= 101)
+        #expect(cache.count == 100, "a full cache makes room for one at a time, it never empties")
+    }
+
+    /// A full cache lets go of tokens nobody used lately and keeps those in use: users who call
+    /// again and again keep their token while hundreds of others come and go.
+    @Test func aFullCacheKeepsTheTokensInUseAndLetsColdOnesGo() async throws {
+        let service = FakeTokenService()
+        let cache = TokenCache(capacity: 100)
+        func key(_ index: Int) -> TokenCacheKey { TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "n") }
+        for index in 0..<100 { _ = try await cache.token(for: key(index), exchange: service.exchange()) }
+        for index in 100..<600 {
+            for hot in 0..<10 {
+                let (_, outcome) = try await cache.token(for: key(hot), exchange: service.exchange())
+                #expect(outcome == .hit, "user\(hot) is in use and keeps their token")
+            }
+            _ = try await cache.token(for: key(index), exchange: service.exchange())
+            #expect(cache.count <= 100)
+        }
+        #expect(service.exchanges == 600, "one exchange per user: no token in use was let go")
+        #expect(try await cache.token(for: key(50), exchange: service.exchange()).1 == .miss, "a cold user's token went")
+    }
+
+    /// An expired token goes even when used since the hand last passed; usable tokens in use
+    /// stay.
+    @Test func expiredTokensGoBeforeTokensInUse() async throws {
+        let clock = ManualClock()
+        let service = FakeTokenService()
+        let cache = TokenCache(capacity: 10, now: { clock.now })
+        func key(_ index: Int) -> TokenCacheKey { TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "n") }
+        for index in 0..<5 { _ = try await cache.token(for: key(index), exchange: service.exchange(lifetime: 36_000)) }
+        for index in 5..<10 { _ = try await cache.token(for: key(index), exchange: service.exchange(lifetime: 600)) }
+        // Every token used since: the short-lived ones before they expire, the others after.
+        for index in 5..<10 { #expect(try await cache.token(for: key(index), exchange: service.exchange()).1 == .hit) }
+        clock.advance(seconds: 1200)
+        for index in 0..<5 { #expect(try await cache.token(for: key(index), exchange: service.exchange()).1 == .hit) }
+        for index in 10..<15 { _ = try await cache.token(for: key(index), exchange: service.exchange(lifetime: 36_000)) }
+        #expect(cache.count == 10)
+        for index in 0..<5 { #expect(try await cache.token(for: key(index), exchange: service.exchange()).1 == .hit, "user\(index) kept") }
+    }
+
+    /// An entry whose exchange is in flight is never let go, however full the cache: its
+    /// callers wait for that exchange, and its token is kept when it comes.
+    @Test func anExchangeInFlightIsNeverEvicted() async throws {
+        let service = FakeTokenService()
+        let gate = ExchangeGate()
+        let cache = TokenCache(capacity: 10)
+        func key(_ index: Int) -> TokenCacheKey { TokenCacheKey(destination: "sf", user: .local("user\(index)"), nameID: "n") }
+        var started = gate.started.makeAsyncIterator()
+        var waiting: [Task<(AccessToken, TokenCache.Outcome), any Error>] = []
+        for index in 0..<10 {
+            waiting.append(Task { try await cache.token(for: key(index), exchange: gate.exchange()) })
+            _ = await started.next()
+        }
+        #expect(cache.exchangesInFlight == 10)
+        for index in 10..<100 {
+            _ = try await cache.token(for: key(index), exchange: service.exchange())
+            #expect(cache.count <= 11, "over capacity by at most the one just kept while every other entry waits")
+        }
+        #expect(cache.exchangesInFlight == 10)
+        gate.open()
+        for (index, task) in waiting.enumerated() {
+            let (token, outcome) = try await task.value
+            #expect(token.value == "user\(index)-gated" && outcome == .miss)
+        }
+        for index in 0..<10 {
+            #expect(try await cache.token(for: key(index), exchange: service.exchange()).1 == .hit, "user\(index)'s token was kept")
+        }
+        for index in 100..<120 {
+            _ = try await cache.token(for: key(index), exchange: service.exchange())
+            #expect(cache.count <= 10, "back to its capacity once the exchanges ended")
+        }
     }
 
     /// A user's tokens are found through the cache's index of each user's keys, which follows

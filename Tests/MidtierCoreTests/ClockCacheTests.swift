@@ -1,8 +1,8 @@
-import MidtierStore
+import MidtierCore
 import Testing
 
-/// The CLOCK cache behind the memory cache: bounded, one entry out per insertion, the entries
-/// used lately kept (docs/operations.md, "Memory").
+/// The CLOCK cache behind the memory cache and the token and certificate caches: bounded, one
+/// entry out per insertion, the entries used lately kept (docs/operations.md, "Memory").
 @Suite struct ClockCacheTests {
     @Test func aFullCacheLetsGoOfOneEntryPerInsertion() {
         var cache = ClockCache<Int, String>(capacity: 100)
@@ -54,5 +54,44 @@ import Testing
         #expect(cache.peek("a") == 11 && cache.peek("zzz") == nil)
         cache.set(5, for: "a")
         #expect(cache.peek("a") == 5 && cache.count == 3, "a key set again replaces its value in place")
+    }
+
+    /// An expired entry goes as soon as the hand reaches it, even marked; entries that may go
+    /// only when unused lose their mark and stay.
+    @Test func anEntryThatMayGoNowGoesBeforeMarkedOnes() {
+        var cache = ClockCache<Int, Int>(capacity: 10)
+        for n in 0..<10 { cache.set(n, for: n) }
+        for n in 0..<10 { _ = cache.value(for: n) }
+        let expired: (Int) -> ClockCache<Int, Int>.Eviction = { $0 >= 5 ? .now : .ifUnused }
+        let gone = cache.set(100, for: 100, eviction: expired)
+        #expect(gone.map { $0.key } == [5], "the first expired entry from the hand made room")
+        #expect((0..<5).allSatisfy { cache.peek($0) == $0 })
+        #expect(cache.count == 10)
+    }
+
+    /// Entries that may never go (an exchange callers wait for) are passed by; when the hand
+    /// finds nothing else, the cache holds one more than its capacity, and while it is over
+    /// capacity each insertion lets go of two, so it comes back once they may go again.
+    @Test func entriesThatMayNeverGoStayAndTheCacheComesBackToItsCapacity() {
+        var cache = ClockCache<Int, Int>(capacity: 4, maximumSweep: 16)
+        for n in 0..<4 { cache.set(n, for: n) }
+        let pinned: (Int) -> ClockCache<Int, Int>.Eviction = { $0 < 4 ? .never : .ifUnused }
+        #expect(cache.set(4, for: 4, eviction: pinned).isEmpty, "nothing may go")
+        #expect(cache.count == 5)
+        #expect(cache.set(5, for: 5, eviction: pinned).map { $0.key } == [4], "only the entry that may go went")
+        #expect((0..<4).allSatisfy { cache.peek($0) == $0 }, "no pinned entry went")
+        #expect(cache.count == 5)
+        // Pinned no more: each insertion lets go of two until the capacity holds again.
+        #expect(cache.set(6, for: 6).count == 2)
+        #expect(cache.count == 4)
+        for n in 7..<50 {
+            #expect(cache.set(n, for: n).count == 1)
+            #expect(cache.count == 4)
+            #expect(cache.peek(n) == n)
+        }
+        cache.removeAll()
+        #expect(cache.count == 0 && cache.peek(49) == nil)
+        cache.set(1, for: 1)
+        #expect(cache.values == [1])
     }
 }
