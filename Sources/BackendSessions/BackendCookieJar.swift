@@ -10,14 +10,15 @@ import Synchronization
 ///
 /// Only what a single back end needs: name, value, path and expiry. `Domain` is ignored (a
 /// destination is one back end); `Max-Age`/`Expires` in the past delete a cookie. Bounded:
-/// at most `capacity` jars and 50 cookies of at most 4 KiB per jar; the least recently used
-/// jar goes first.
+/// at most `capacity` jars and 50 cookies of at most 4 KiB per jar; when full, a jar not used
+/// lately goes, a bounded look each time (a CLOCK cache, ``GroupedClockCache``, which also finds
+/// a registration's jars without looking at the others').
 ///
 /// A jar is either held (its cookies are known, possibly none) or not: ``BackendSessions`` loads
 /// one that is not held from the store. Two clocks: the wall clock for expiry (as back ends
 /// and the store write it), a monotonic one for ordering calls against ended sessions.
 package final class BackendCookieJar: Sendable {
-    package struct Key: Hashable, Sendable, CustomStringConvertible {
+    package struct Key: GroupedKey, Sendable, CustomStringConvertible {
         package let registration: ExactString
         package let destination: ExactString
         package init(registration: String, destination: String) {
@@ -25,6 +26,8 @@ package final class BackendCookieJar: Sendable {
             self.destination = ExactString(destination)
         }
         package var description: String { "\(registration)/\(destination)" }
+        /// A registration's jars go together (``remove(registration:)``).
+        package var group: ExactString { registration }
     }
 
     /// One cookie as kept; `Codable` for the sealed copy in the store.
@@ -45,7 +48,6 @@ package final class BackendCookieJar: Sendable {
 
     private struct Jar {
         var cookies: [String: Cookie] = [:]
-        var lastUsed: UInt64 = 0
         /// When an answer last changed it (`clock`), so that a store read that started before
         /// cannot replace it with what the store had then.
         var changedAt: UInt64 = 0
@@ -55,10 +57,11 @@ package final class BackendCookieJar: Sendable {
     }
 
     private struct State {
-        var jars: [Key: Jar] = [:]
+        var jars: GroupedClockCache<Key, Jar>
         /// When each registration's sessions were last ended, so that the answer of a call
-        /// that started before cannot bring them back. Bounded like the jars.
-        var endedAt: [ExactString: UInt64] = [:]
+        /// that started before cannot bring them back. Bounded like the jars: past `capacity`,
+        /// the marks set longest ago go first (one set again gets a second chance).
+        var endedAt: ClockCache<ExactString, UInt64>
         /// When each jar was last forgotten because another instance changed it, so that a
         /// load from the store that started before cannot put back what it replaced.
         var forgottenAt: [Key: UInt64] = [:]
@@ -68,6 +71,11 @@ package final class BackendCookieJar: Sendable {
         var pruneForgottenAt = 10_000
         /// The last stamp handed out (`Change.stamp`).
         var lastStamp: Int64 = 0
+
+        init(capacity: Int) {
+            jars = GroupedClockCache(capacity: capacity)
+            endedAt = ClockCache(capacity: capacity)
+        }
     }
 
     /// What an answer changed, for the store: the jar's cookies after it, and a stamp that
@@ -83,13 +91,12 @@ package final class BackendCookieJar: Sendable {
     /// A change worth writing to the store: expiry moves smaller than this are not.
     static let expiryTolerance: Int64 = 60_000
 
-    private let state = Mutex(State())
-    private let capacity: Int
+    private let state: Mutex<State>
     private let wallClock: WallClock
 
     /// `wallClock`: the server's clock (cookies' expiry).
     package init(capacity: Int = 100_000, wallClock: WallClock = .system) {
-        self.capacity = capacity
+        state = Mutex(State(capacity: capacity))
         self.wallClock = wallClock
     }
 
@@ -98,7 +105,7 @@ package final class BackendCookieJar: Sendable {
 
     /// Whether the jar of `key` is held in memory (its cookies, possibly none, are known).
     package func holds(_ key: Key) -> Bool {
-        state.withLock { $0.jars[key] != nil }
+        state.withLock { $0.jars.peek(key) != nil }
     }
 
     /// The `Cookie` header value for a request to `path`, or nil.
@@ -113,12 +120,10 @@ package final class BackendCookieJar: Sendable {
     /// when memory does not hold it.
     package func session(for key: Key) -> (cookies: [Cookie], stamp: Int64)? {
         let now = wallClock.now()
-        let tick = clock
         return state.withLock { state -> (cookies: [Cookie], stamp: Int64)? in
-            guard var jar = state.jars[key] else { return nil }
+            guard var jar = state.jars.value(for: key) else { return nil }
             jar.cookies = jar.cookies.filter { $0.value.expiresAt.map { now < $0 } ?? true }
-            jar.lastUsed = tick
-            state.jars[key] = jar
+            state.jars.set(jar, for: key)
             return (Array(jar.cookies.values), jar.stamp)
         }
     }
@@ -149,14 +154,13 @@ package final class BackendCookieJar: Sendable {
     @discardableResult
     package func load(_ cookies: [Cookie], stamp: Int64 = 0, for key: Key, startedAt: UInt64) -> Loading {
         let now = wallClock.now()
-        let tick = clock
         return state.withLock { state -> Loading in
-            if let ended = state.endedAt[key.registration], ended >= startedAt { return .ended }
+            if let ended = state.endedAt.peek(key.registration), ended >= startedAt { return .ended }
             if state.allForgottenAt >= startedAt || (state.forgottenAt[key].map { $0 >= startedAt } ?? false) { return .superseded }
-            if let held = state.jars[key], held.changedAt >= startedAt { return .older }
-            var jar = Jar(lastUsed: tick, stamp: stamp)
+            if let held = state.jars.peek(key), held.changedAt >= startedAt { return .older }
+            var jar = Jar(stamp: stamp)
             for cookie in cookies.prefix(50) where cookie.expiresAt.map({ now < $0 }) ?? true { jar.cookies[cookie.name] = cookie }
-            insert(jar, for: key, into: &state)
+            state.jars.set(jar, for: key)
             return .kept
         }
     }
@@ -178,8 +182,8 @@ package final class BackendCookieJar: Sendable {
         let now = wallClock.now()
         let tick = clock
         return state.withLock { state -> Change? in
-            if let ended = state.endedAt[key.registration], ended >= startedAt { return nil }
-            var jar = state.jars[key] ?? Jar(cookies: Dictionary(sent.map { ($0.name, $0) }, uniquingKeysWith: { $1 }), stamp: sentStamp)
+            if let ended = state.endedAt.peek(key.registration), ended >= startedAt { return nil }
+            var jar = state.jars.peek(key) ?? Jar(cookies: Dictionary(sent.map { ($0.name, $0) }, uniquingKeysWith: { $1 }), stamp: sentStamp)
             let before = jar.cookies
             for header in setCookies {
                 guard let cookie = Self.parse(header, requestPath: requestPath, now: now) else { continue }
@@ -191,11 +195,10 @@ package final class BackendCookieJar: Sendable {
             }
             // Nothing new: memory keeps what it has (or, not holding the jar, reads it next time).
             guard Self.differ(before, jar.cookies) else { return nil }
-            jar.lastUsed = tick
             jar.changedAt = tick
             state.lastStamp = max(state.lastStamp + 1, now * 1000, jar.stamp + 1)
             jar.stamp = state.lastStamp
-            insert(jar, for: key, into: &state)
+            state.jars.set(jar, for: key)
             return Change(cookies: jar.cookies.values.sorted { $0.name < $1.name }, stamp: state.lastStamp)
         }
     }
@@ -205,7 +208,7 @@ package final class BackendCookieJar: Sendable {
     package func forget(_ key: Key) {
         let tick = clock
         state.withLock { state in
-            state.jars[key] = nil
+            state.jars.remove(key)
             state.forgottenAt[key] = tick
             // A load is bounded by the store's deadline (seconds): older marks guard nothing.
             if state.forgottenAt.count > state.pruneForgottenAt {
@@ -221,12 +224,8 @@ package final class BackendCookieJar: Sendable {
         let registration = ExactString(registration)
         let tick = clock
         state.withLock { state in
-            for key in state.jars.keys where key.registration == registration { state.jars[key] = nil }
-            state.endedAt[registration] = tick
-            if state.endedAt.count > capacity {
-                let excess = state.endedAt.count - capacity + capacity / 10
-                for (old, _) in state.endedAt.sorted(by: { $0.value < $1.value }).prefix(excess) { state.endedAt[old] = nil }
-            }
+            state.jars.remove(group: registration)
+            state.endedAt.set(tick, for: registration)
         }
     }
 
@@ -240,14 +239,6 @@ package final class BackendCookieJar: Sendable {
     }
 
     package var count: Int { state.withLock { $0.jars.count } }
-
-    private func insert(_ jar: Jar, for key: Key, into state: inout State) {
-        state.jars[key] = jar
-        if state.jars.count > capacity {
-            let excess = state.jars.count - capacity + capacity / 10
-            for (old, _) in state.jars.sorted(by: { $0.value.lastUsed < $1.value.lastUsed }).prefix(excess) { state.jars[old] = nil }
-        }
-    }
 
     /// Whether two cookie sets differ in more than small expiry moves.
     static func differ(_ before: [String: Cookie], _ after: [String: Cookie]) -> Bool {

@@ -106,6 +106,43 @@ import Testing
         #expect(jar.load(read, for: composed, startedAt: beforeAll) == .superseded)
     }
 
+    /// A full jar lets go of jars not used lately, a bounded look at a time (no sort of all jars
+    /// under the lock every call takes): the count stays at the capacity, a jar used since the
+    /// clock last passed stays, and ending a registration's sessions drops exactly the jars it
+    /// still has, whichever went before (docs/operations.md, "Memory").
+    @Test func aFullJarLetsGoOfUnusedJarsAndEndsExactlyARegistrationsSessions() {
+        let jar = BackendCookieJar(capacity: 100)
+        func key(_ registration: Int, _ destination: String) -> BackendCookieJar.Key {
+            BackendCookieJar.Key(registration: "r\(registration)", destination: destination)
+        }
+        let hot = BackendCookieJar.Key(registration: "hot", destination: "gw")
+        jar.store(["s=hot"], for: hot, requestPath: "/", startedAt: jar.clock)
+        for n in 0..<150 {
+            for destination in ["gw", "sf"] {
+                jar.store(["s=\(n)"], for: key(n, destination), requestPath: "/", startedAt: jar.clock)
+                #expect(jar.count <= 101, "bounded at every step")
+                _ = jar.cookies(for: hot)
+            }
+        }
+        #expect(jar.count == 100)
+        #expect(jar.cookieHeader(for: hot, path: "/") == "s=hot", "used at every step: never let go")
+        #expect(jar.holds(key(149, "gw")) && jar.holds(key(149, "sf")), "the newest stay")
+        #expect(!jar.holds(key(0, "gw")), "an old unused jar went")
+        var count = jar.count
+        for n in 0..<150 {
+            let held = ["gw", "sf"].filter { jar.holds(key(n, $0)) }.count
+            jar.remove(registration: "r\(n)")
+            count -= held
+            #expect(jar.count == count, "r\(n): exactly its \(held) jars")
+        }
+        #expect(jar.count == 1 && jar.holds(hot))
+        // The ended marks are bounded too, and a late answer for a registration ended last is dropped.
+        let started = jar.clock
+        for n in 0..<300 { jar.remove(registration: "gone\(n)") }
+        #expect(
+            jar.store(["s=late"], for: BackendCookieJar.Key(registration: "gone299", destination: "gw"), requestPath: "/", startedAt: started) == nil)
+    }
+
     /// A change made on top of another instance's session is stamped after it, even when both
     /// came within the same millisecond: the store keeps the later of the two.
     @Test func aChangeIsStampedAfterTheSessionItWasMadeOn() throws {
