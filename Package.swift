@@ -597,7 +597,7 @@ let package = Package(
         .testTarget(name: "SAMLSigningTests", dependencies: ["SAMLSigning", "MidtierTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenExchangeTests",
-            dependencies: ["TokenExchange", "MidtierCore", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: ["TokenExchange", "MidtierCore", "MidtierTestSupport", .product(name: "AsyncHTTPClient", package: "async-http-client")],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "WebPagesTests",

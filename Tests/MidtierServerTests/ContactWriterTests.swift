@@ -5,39 +5,11 @@ import MidtierStore
 import MidtierTestSupport
 import Registrations
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// The last contacts at shutdown (docs/operations.md, "Last contact"): a write under way when
 /// SIGTERM comes is not cancelled, and what was noted is written before the store closes.
 @Suite(.timeLimit(.minutes(5))) struct ContactWriterTests {
-    /// Opens once, by a test or by the cancellation of the task waiting for it.
-    final class Gate: Sendable {
-        private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-        func open() {
-            let waiting = state.withLock { state in
-                state.open = true
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for continuation in waiting { continuation.resume() }
-        }
-        func wait() async {
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in
-                    let resume = state.withLock { state in
-                        if state.open { return true }
-                        state.waiting.append(continuation)
-                        return false
-                    }
-                    if resume { continuation.resume() }
-                }
-            } onCancel: {
-                open()
-            }
-        }
-    }
-
     @Test func aShutdownDuringAContactWriteLetsItFinish() async throws {
         try await withTestStore(.sqlite) { test in
             let base = try await test.open(cached: false)

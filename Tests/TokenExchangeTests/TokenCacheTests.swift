@@ -1,5 +1,6 @@
 import Foundation
 import MidtierCore
+import MidtierTestSupport
 import Synchronization
 import Testing
 
@@ -35,7 +36,7 @@ final class FakeTokenService: Sendable {
 
 /// Holds exchanges until opened, and tells the test as each one starts.
 final class ExchangeGate: Sendable {
-    private let state = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    private let gate = Gate()
     let started: AsyncStream<Void>
     private let startedContinuation: AsyncStream<Void>.Continuation
 
@@ -44,25 +45,12 @@ final class ExchangeGate: Sendable {
     func exchange() -> TokenCache.Exchange {
         { key, _ in
             self.startedContinuation.yield()
-            await withCheckedContinuation { continuation in
-                let open = self.state.withLock { state in
-                    if !state.open { state.waiting.append(continuation) }
-                    return state.open
-                }
-                if open { continuation.resume() }
-            }
+            await self.gate.wait()
             return AccessToken(value: "\(key.user)-gated", lifetimeSeconds: 3600)
         }
     }
 
-    func open() {
-        let waiting = state.withLock { state in
-            state.open = true
-            defer { state.waiting = [] }
-            return state.waiting
-        }
-        for continuation in waiting { continuation.resume() }
-    }
+    func open() { gate.open() }
 }
 
 @Suite(.timeLimit(.minutes(10))) struct TokenCacheTests {
