@@ -253,6 +253,9 @@ enum PostgresSchema {
 
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
         try await client.withTransaction(logger: logger) { connection in
+            // A migration takes what its work takes (bounded by `migrationDeadline`), not the
+            // store's deadline for one statement.
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresStore.schemaLock))", logger: logger)
             try await connection.query(
                 """

@@ -3,6 +3,7 @@ package import Logging
 package import MidtierCore
 import NIOSSL
 import PostgresNIO
+import Synchronization
 
 /// The shared store for several instances: one PostgreSQL database through postgres-nio
 /// (docs/operations.md).
@@ -16,8 +17,11 @@ import PostgresNIO
 /// that to cost nothing that matters; the request path reads memory, but for back-end session
 /// changes (docs/operations.md).
 ///
-/// Every operation has a deadline (`operationTimeout`): with the server gone, a write fails
-/// with `StoreError` (503 for the caller) within it instead of waiting for a connection.
+/// Every operation has a deadline (`operationTimeout`): with the server gone, an operation fails
+/// with `StoreError` (503 for the caller) within it instead of waiting for a connection. A write
+/// that has its connection runs to its end, and what it answers is what the store did: the
+/// server bounds each of its statements by the same deadline (`statement_timeout`), and a
+/// statement past it rolls the transaction back (docs/operations.md, "Store deadlines").
 package final class PostgresStore: StateStore {
     /// Text compared by bytes, as identities must be (docs/identity.md).
     static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
@@ -49,7 +53,9 @@ package final class PostgresStore: StateStore {
         self.logger = logger
         self.operationTimeout = operationTimeout
         self.sessionTimeout = sessionTimeout
-        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
+        var configuration = location.clientConfiguration
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(Self.milliseconds(operationTimeout))")]
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.runner = Task { await client.run() }
         do {
@@ -140,16 +146,22 @@ package final class PostgresStore: StateStore {
     }
 
     /// One write transaction, holding `lock` (by default the write lock: commit-ordered
-    /// sequences; nil: none).
+    /// sequences; nil: none). `limit` bounds the wait for a connection — past it the write fails
+    /// and nothing was written — and each statement (the server's `statement_timeout`); once
+    /// the transaction runs, its outcome is the answer. Before, a write past the deadline
+    /// answered a failure and was committed all the same (outside attack F3).
     func write<T: Sendable>(
         within limit: Duration? = nil, lock: Int64? = PostgresStore.writeLock,
         _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(StoreError) -> T {
         let logger = self.logger
-        let client = self.client
+        let statementLimit = limit.map { Self.milliseconds($0) }
         do {
-            return try await withDeadline(limit ?? operationTimeout) {
-                try await client.withTransaction(logger: logger) { connection in
+            return try await withConnection(within: limit ?? operationTimeout) { connection in
+                try await connection.withTransaction(logger: logger) { connection in
+                    if let statementLimit {
+                        try await connection.query("SELECT set_config('statement_timeout', \(String(statementLimit)), true)", logger: logger)
+                    }
                     if let lock { try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger) }
                     return try await body(connection, logger)
                 }
@@ -157,6 +169,68 @@ package final class PostgresStore: StateStore {
         } catch {
             throw StoreError("PostgreSQL write failed: \(Self.describe(error))")
         }
+    }
+
+    /// Whether an operation got its connection, or its deadline came first: whichever moves
+    /// it from `waiting` first.
+    private final class Lease: Sendable {
+        enum State { case waiting, held, tooLate }
+        private let state = Mutex(State.waiting)
+
+        /// Moves from `waiting` to `next`; false when something else moved it first.
+        func leave(to next: State) -> Bool {
+            state.withLock { state in
+                guard state == .waiting else { return false }
+                state = next
+                return true
+            }
+        }
+    }
+
+    /// What came first: an operation's answer, or its deadline.
+    private enum FirstDone<T: Sendable>: Sendable {
+        case answered(T)
+        case deadline
+    }
+
+    /// Runs `body` on a connection of the pool if one is had within `limit`; else throws
+    /// ``DeadlineExceeded`` and `body` never runs. Once it runs, `body`'s own outcome is the
+    /// answer, however long it takes (the server bounds each statement).
+    private func withConnection<T: Sendable>(
+        within limit: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let lease = Lease()
+        let client = self.client
+        return try await withThrowingTaskGroup(of: FirstDone<T>.self) { group in
+            group.addTask {
+                try await client.withConnection { connection in
+                    guard lease.leave(to: .held) else { throw DeadlineExceeded() }
+                    return .answered(try await body(connection))
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return .deadline
+            }
+            defer { group.cancelAll() }
+            while let first = try await group.next() {
+                switch first {
+                case .answered(let value):
+                    return value
+                case .deadline:
+                    // Still waiting for a connection: give up (the wait is cancelled). Else the
+                    // operation runs on, and its outcome is the answer.
+                    if lease.leave(to: .tooLate) { throw DeadlineExceeded() }
+                }
+            }
+            throw DeadlineExceeded()
+        }
+    }
+
+    /// `duration` in whole milliseconds (at least 1: 0 would mean no limit to the server).
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 
     func read<T: Sendable>(
