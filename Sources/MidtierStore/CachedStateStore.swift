@@ -441,8 +441,8 @@ extension CachedStateStore: PushStore {
         try await push.claimPushDeliveries(owner: owner, now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
-    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
-        try await push.pushRecipient(registration: id)
+    package func pushRecipients(registrations ids: [String]) async throws(StoreError) -> [ExactString: PushRecipient] {
+        try await push.pushRecipients(registrations: ids)
     }
 
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {

@@ -43,15 +43,20 @@ extension PostgresStore: PushStore {
         }
     }
 
-    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
-        try await rows(PushRules.recipient(id)) { try PushRules.recipient($0) }.first
+    package func pushRecipients(registrations ids: [String]) async throws(StoreError) -> [ExactString: PushRecipient] {
+        guard !ids.isEmpty else { return [:] }
+        return PushRules.byRegistration(try await rows(PushRules.recipients(ids)) { try PushRules.recipient($0) })
     }
 
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
         guard !finished.isEmpty else { return 0 }
         return try await write(lock: nil) { connection, logger in
             var count = 0
-            for one in finished where try await connection.finds(PushRules.finish(one, owner: owner, now: now), logger: logger) { count += 1 }
+            for start in stride(from: 0, to: finished.count, by: PushRules.outcomesPerStatement) {
+                let chunk = finished[start..<min(start + PushRules.outcomesPerStatement, finished.count)]
+                count += try await connection.rows(PushRules.finish(chunk, owner: owner, now: now), logger: logger) { try $0.text("registration_id") }
+                    .count
+            }
             return count
         }
     }

@@ -64,10 +64,6 @@ enum PushRules {
         recipientColumns + " WHERE r.id IN (\(list: ids))"
     }
 
-    static func recipient(_ id: String) -> StoreQuery {
-        recipientColumns + " WHERE r.id = \(id)"
-    }
-
     private static var recipientColumns: StoreQuery {
         "SELECT r.id, r.app_id, r.state, r.apns_device_token, r.android_gcm_registration_id, b.kind AS b_kind "
             + "FROM \(table: "registration") r LEFT JOIN \(table: "user_block") b "
@@ -84,14 +80,38 @@ enum PushRules {
             block: try row.optionalText("b_kind").map { UserBlock.Kind(rawValue: $0) ?? .all })
     }
 
-    /// Records an outcome at `now` and ends the lease, if `owner` holds it; returns a row when it did.
-    static func finish(_ finished: FinishedPushDelivery, owner: String, now: Int64) -> StoreQuery {
-        let (notification, registration, recorded) = (finished.notification, finished.registration, finished.outcome.recorded)
-        return "UPDATE \(table: "push_deliveries") SET state = \(recorded.state.rawValue), attempts = attempts + \(recorded.addedAttempts), "
-            + "next_attempt_at = COALESCE(CAST(\(recorded.nextAttemptAt) AS BIGINT), next_attempt_at), updated_at = \(now), "
-            + "provider = COALESCE(CAST(\(recorded.provider?.rawValue) AS TEXT), provider), reason = \(recorded.reason), "
-            + "lease_owner = NULL, lease_until = NULL WHERE notification_id = \(notification) AND registration_id = \(registration) "
-            + "AND state = 'pending' AND lease_owner = \(owner) RETURNING registration_id"
+    /// `recipients` by their registration ids' bytes.
+    static func byRegistration(_ recipients: [PushRecipient]) -> [ExactString: PushRecipient] {
+        var byID: [ExactString: PushRecipient] = [:]
+        for recipient in recipients { byID[ExactString(recipient.registration)] = recipient }
+        return byID
+    }
+
+    /// The most outcomes ``finish(_:owner:now:)`` records in one statement (7 values each).
+    static let outcomesPerStatement = 256
+
+    /// Records outcomes (at least one, at most ``outcomesPerStatement``) at `now` and ends their
+    /// leases, each if `owner` holds it; returns a row for each it recorded. One statement for
+    /// all: a statement per outcome was a round trip each, and 256 of them took PostgreSQL past
+    /// the store's deadline on a loaded machine.
+    static func finish(_ batch: some Collection<FinishedPushDelivery>, owner: String, now: Int64) -> StoreQuery {
+        var values: StoreQuery = ""
+        for (index, finished) in batch.enumerated() {
+            let recorded = finished.outcome.recorded
+            values =
+                values + (index == 0 ? "(" : ", (")
+                + "CAST(\(finished.notification) AS TEXT), CAST(\(finished.registration) AS TEXT), CAST(\(recorded.state.rawValue) AS TEXT), "
+                + "CAST(\(recorded.addedAttempts) AS BIGINT), CAST(\(recorded.nextAttemptAt) AS BIGINT), "
+                + "CAST(\(recorded.provider?.rawValue) AS TEXT), CAST(\(recorded.reason) AS TEXT))"
+        }
+        // The outcome's columns are named apart from the table's: SQLite's RETURNING names the
+        // table's columns unqualified, which PostgreSQL would find ambiguous otherwise.
+        return "WITH outcome (o_notification, o_registration, o_state, o_added, o_next, o_provider, o_reason) AS (VALUES "
+            + values + ") UPDATE \(table: "push_deliveries") AS d SET state = o_state, attempts = d.attempts + o_added, "
+            + "next_attempt_at = COALESCE(o_next, d.next_attempt_at), updated_at = \(now), "
+            + "provider = COALESCE(o_provider, d.provider), reason = o_reason, lease_owner = NULL, lease_until = NULL "
+            + "FROM outcome WHERE d.notification_id = o_notification AND d.registration_id = o_registration "
+            + "AND d.state = 'pending' AND d.lease_owner = \(owner) RETURNING registration_id"
     }
 
     /// A notification's deliveries, by registration id's bytes.
@@ -220,8 +240,7 @@ enum PushRules {
     ) -> [ClaimedPushDelivery] {
         var byID: [ExactString: PushNotificationRecord] = [:]
         for notification in notifications { byID[ExactString(notification.id)] = notification }
-        var recipientByID: [ExactString: PushRecipient] = [:]
-        for recipient in recipients { recipientByID[ExactString(recipient.registration)] = recipient }
+        let recipientByID = byRegistration(recipients)
         let ordered = leased.sorted { a, b in
             if a.due != b.due { return a.due < b.due }
             if !UserIdentity.sameBytes(a.notification, b.notification) {

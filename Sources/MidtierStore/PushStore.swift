@@ -234,9 +234,9 @@ package protocol PushStore: Sendable {
     /// run out is never handed to another owner (PostgreSQL: `FOR UPDATE SKIP LOCKED`), so
     /// instances sharing the store never send one twice while its owner lives.
     func claimPushDeliveries(owner: String, now: Int64, leaseUntil: Int64, limit: Int) async throws(StoreError) -> [ClaimedPushDelivery]
-    /// The registration `id` as a delivery is checked against it (nil when there is none),
-    /// read from the store itself, not from a memory cache.
-    func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient?
+    /// The registrations `ids` as a delivery is checked against them, by their ids' bytes (an
+    /// id not found has none), read from the store itself, not from a memory cache.
+    func pushRecipients(registrations ids: [String]) async throws(StoreError) -> [ExactString: PushRecipient]
     /// Records each attempt's outcome and ends its lease, if `owner` still holds it (a lease
     /// that ran out may be another owner's), all in one transaction; how many were recorded.
     func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int
@@ -301,5 +301,12 @@ extension PushStore {
     /// lost the token.
     package func releasePushToken(_ token: String, provider: PushProvider, app: String, keeping: String) async throws(StoreError) -> Int {
         try await registrationsReleasingPushToken(token, provider: provider, app: app, keeping: keeping).count
+    }
+}
+
+extension PushStore {
+    /// The registration `id` as a delivery is checked against it (nil when there is none).
+    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
+        try await pushRecipients(registrations: [id])[ExactString(id)]
     }
 }

@@ -38,14 +38,18 @@ extension SQLiteStore: PushStore {
         }
     }
 
-    package func pushRecipient(registration id: String) async throws(StoreError) -> PushRecipient? {
-        try await rows(PushRules.recipient(id)) { try PushRules.recipient($0) }.first
+    package func pushRecipients(registrations ids: [String]) async throws(StoreError) -> [ExactString: PushRecipient] {
+        guard !ids.isEmpty else { return [:] }
+        return PushRules.byRegistration(try await rows(PushRules.recipients(ids)) { try PushRules.recipient($0) })
     }
 
     package func finishPushDeliveries(_ finished: [FinishedPushDelivery], owner: String, now: Int64) async throws(StoreError) -> Int {
         guard !finished.isEmpty else { return 0 }
         return try await write { db in
-            try finished.reduce(0) { count, one in try db.finds(PushRules.finish(one, owner: owner, now: now)) ? count + 1 : count }
+            try stride(from: 0, to: finished.count, by: PushRules.outcomesPerStatement).reduce(0) { count, start in
+                let chunk = finished[start..<min(start + PushRules.outcomesPerStatement, finished.count)]
+                return count + (try db.rows(PushRules.finish(chunk, owner: owner, now: now)) { try $0.text("registration_id") }.count)
+            }
         }
     }
 

@@ -42,6 +42,8 @@ package struct PushDeliveryWorker: Sendable {
     package let gate: PushDeliveryGate
     /// Where the outcomes go, many in a transaction.
     let outcomes: PushOutcomeWriter
+    /// Where registrations are read again before a send, many in a read.
+    let recipients: PushRecipientReader
 
     package init(
         store: any PushStore, apps: @escaping @Sendable () -> [String: AppConfiguration],
@@ -58,6 +60,7 @@ package struct PushDeliveryWorker: Sendable {
         self.clock = clock
         self.gate = PushDeliveryGate(limits: limits, wakeUp: wakeUp)
         self.outcomes = PushOutcomeWriter(store: store, owner: owner, clock: clock, logger: logger)
+        self.recipients = PushRecipientReader(store: store)
     }
 
     /// Runs until `stop()` (or cancellation): takes due deliveries while their routes have
@@ -143,7 +146,7 @@ package struct PushDeliveryWorker: Sendable {
         let recipient: PushRecipient?
         let readAt = clock.now()
         do {
-            recipient = try await store.pushRecipient(registration: claimed.registration)
+            recipient = try await recipients.recipient(registration: claimed.registration)
         } catch {
             gate.finished(route, now: clock.now())
             return retry(claimed, after: nil, provider: nil, reason: "the store did not answer")
@@ -187,7 +190,7 @@ package struct PushDeliveryWorker: Sendable {
         if now >= check.checkedAt, now - check.checkedAt <= Self.checkHolds { return true }
         let recipient: PushRecipient?
         do {
-            recipient = try await store.pushRecipient(registration: claimed.registration)
+            recipient = try await recipients.recipient(registration: claimed.registration)
         } catch {
             check.withdraw(retry(claimed, after: nil, provider: attempt.route.provider, reason: "the store did not answer"))
             return false
