@@ -128,7 +128,9 @@ package actor FCMClient {
         // which must not clear every Android token of the app.
         case (_, "UNREGISTERED"): return .tokenGone(reason: described)
         case (401, _):
-            accessToken = nil
+            // This request's token was refused: the next fetches another — unless one came
+            // since, which stays (a refusal of an older token says nothing of it).
+            if accessToken?.value == bearer { accessToken = nil }
             return .retry(after: 0, reason: described)
         case (429, _), (500...599, _): return .retry(after: retryAfterSeconds(retryAfter), reason: described)
         default: return .refused(reason: described)
