@@ -80,11 +80,13 @@ bench-instances: deps certs
 	Benchmarks/instances.sh
 
 ## At enterprise size: 1 000 / 100 000 / 1 000 000 registrations (SIZES=...) on SQLite and a throwaway PostgreSQL (STORES=...), hot path while the cache fills and warm, admin list pages, store size;
-## then one push to a whole app of PUSH_REGISTRATIONS (default 200 000) and the outbox's drain (docs/benchmarks.md).
+## then one push to a whole app of PUSH_REGISTRATIONS (default 200 000) and the outbox's drain, and one of 20 000 by two
+## instances on a throwaway PostgreSQL; both time an admin's block every half second meanwhile (docs/benchmarks.md).
 PUSH_REGISTRATIONS ?= 200000
 bench-scale: deps certs
 	Benchmarks/scale.sh
 	python3 Benchmarks/push_scale.py "$$(swift build -c release --show-bin-path)/midtier" "$$(swift build -c release --show-bin-path)/midtier-bench" $(PUSH_REGISTRATIONS)
+	STORE=postgres INSTANCES=2 python3 Benchmarks/push_scale.py "$$(swift build -c release --show-bin-path)/midtier" "$$(swift build -c release --show-bin-path)/midtier-bench" 20000
 
 ## System calls per proxied call: nginx, Caddy, Midtier and the bare SwiftNIO proxy, counted with strace.
 bench-syscalls: deps certs
