@@ -1,5 +1,6 @@
 import ArgumentParser
 import ConfigurationFiles
+import DeviceAuthentication
 import Foundation
 import Hummingbird
 import Logging
@@ -133,11 +134,37 @@ struct CheckConfig: AsyncParsableCommand {
                 problems.append("--metadata \(pair): \(error.description)")
             }
         }
+        problems += Self.unusableKeySets(configuration, in: config)
         for problem in problems { print(problem) }
         guard problems.isEmpty else { throw ExitCode.failure }
         for warning in ConfigurationLoader(directory: config).warnings(for: configuration) { print(warning) }
         print(
             "\(config): OK (\(configuration.apps.count) apps, \(configuration.destinations.count) destinations, \(configuration.users.count) users)")
+    }
+}
+
+extension CheckConfig {
+    /// A JWKS file (an app's or a push sender's) that holds no key a token can be checked with:
+    /// the server starts with it, and refuses every token it should check.
+    static func unusableKeySets(_ configuration: MidtierConfiguration, in config: String) -> [String] {
+        var files: [(file: String, key: String, path: String)] = []
+        for (id, app) in configuration.apps {
+            if case .jwt(let jwt) = app.authentication, case .file(let path) = jwt.jwks {
+                files.append(("\(config)/apps/\(id).json", "authentication.jwks.file", path))
+            }
+        }
+        for (index, sender) in configuration.pushSenders.enumerated() {
+            if let oauth = sender.oauth, case .file(let path) = oauth.token.jwks {
+                files.append(("\(config)/push-senders.json", "senders[\(index)].oauth.jwks.file", path))
+            }
+        }
+        return files.compactMap { file in
+            // Unreadable files are the loader's problem, already reported.
+            guard let bytes = FileManager.default.contents(atPath: file.path),
+                let problem = JWKSFileCheck.problem(in: Array(bytes))
+            else { return nil }
+            return "\(file.file): \(file.key): \(file.path): \(problem); every token it should check is refused"
+        }.sorted()
     }
 }
 

@@ -225,6 +225,18 @@ try:
           status == 0, f"({status} {output[-800:]})")
     every_secret = [S4_PASSWORD, WRONG_S4_PASSWORD, CC_SECRET, CCB_SECRET, JWT_SECRET, UTE_SECRET, TX_SECRET, P12_PASSWORD]
 
+    # A JWKS with no key a token can be checked with (here only a symmetric one): the server
+    # would start and refuse every token of the app, so check-config refuses it.
+    unusable = os.path.join(work, "config-unusable-jwks")
+    shutil.copytree(config, unusable)
+    write_json(os.path.join(work, "unusable-jwks.json"), {"keys": [{"kty": "oct", "kid": "k", "k": "c2VjcmV0", "alg": "HS256"}]})
+    corp = json.load(open(os.path.join(unusable, "apps", "corp.json")))
+    corp["authentication"]["jwks"] = {"file": os.path.join(work, "unusable-jwks.json")}
+    write_json(os.path.join(unusable, "apps", "corp.json"), corp)
+    status, output = check_config(unusable)
+    check("check-config refuses an app whose JWKS file has no usable signing key, naming apps/corp.json and authentication.jwks.file",
+          status == 1 and "apps/corp.json: authentication.jwks.file:" in output and "no usable" in output, f"({status} {output[-600:]!r})")
+
     # `midtier token-request`: what a destination would send, secrets and the user's token named only.
     def token_request(name):
         result = subprocess.run([BIN, "token-request", "--config", config, "--destination", name], cwd=REPO,
