@@ -68,8 +68,8 @@ extension PostgresStore: PushStore {
 
     package func pushNotification(id: String, deliveriesAfter after: String?, limit: Int) async throws(StoreError) -> PushNotificationSummary? {
         // One read-only transaction that sees one snapshot: the page and the counts at one moment.
-        try await read { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
+        try await read { connection, logger in
+            try await connection.withTransaction(logger: logger) { connection in
                 try await connection.run("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
                 guard let notification = try await connection.rows(PushRules.notification(id: id), logger: logger, PushRules.notification).first
                 else { return nil }

@@ -8,7 +8,7 @@ extension PostgresStore {
     func rows<T: Sendable>(
         within limit: Duration? = nil, _ query: StoreQuery, _ make: @escaping @Sendable (PostgresStoreRow) throws -> T
     ) async throws(StoreError) -> [T] {
-        try await read(within: limit) { client, logger in try await Self.collect(client.query(query.postgres, logger: logger), make) }
+        try await read(within: limit) { connection, logger in try await Self.collect(connection.query(query.postgres, logger: logger), make) }
     }
 
     static func collect<T>(_ rows: PostgresRowSequence, _ make: (PostgresStoreRow) throws -> T) async throws -> [T] {

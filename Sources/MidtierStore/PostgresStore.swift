@@ -127,7 +127,8 @@ package final class PostgresStore: StateStore {
             if error.code == .authMechanismRequiresPassword { return "the server asks for a password, and the store gives none" }
             return "\(error.code)" + (error.underlying.map { ": \($0)" } ?? "")
         }
-        if error is DeadlineExceeded { return "no answer within the deadline" }
+        if error is DeadlineExceeded { return "no connection within the deadline" }
+        if let silent = error as? ServerSilent { return silent.description }
         return "\(error)"
     }
 
@@ -171,76 +172,14 @@ package final class PostgresStore: StateStore {
         }
     }
 
-    /// Whether an operation got its connection, or its deadline came first: whichever moves
-    /// it from `waiting` first.
-    private final class Lease: Sendable {
-        enum State { case waiting, held, tooLate }
-        private let state = Mutex(State.waiting)
-
-        /// Moves from `waiting` to `next`; false when something else moved it first.
-        func leave(to next: State) -> Bool {
-            state.withLock { state in
-                guard state == .waiting else { return false }
-                state = next
-                return true
-            }
-        }
-    }
-
-    /// What came first: an operation's answer, or its deadline.
-    private enum FirstDone<T: Sendable>: Sendable {
-        case answered(T)
-        case deadline
-    }
-
-    /// Runs `body` on a connection of the pool if one is had within `limit`; else throws
-    /// ``DeadlineExceeded`` and `body` never runs. Once it runs, `body`'s own outcome is the
-    /// answer, however long it takes (the server bounds each statement).
-    private func withConnection<T: Sendable>(
-        within limit: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
-    ) async throws -> T {
-        let lease = Lease()
-        let client = self.client
-        return try await withThrowingTaskGroup(of: FirstDone<T>.self) { group in
-            group.addTask {
-                try await client.withConnection { connection in
-                    guard lease.leave(to: .held) else { throw DeadlineExceeded() }
-                    return .answered(try await body(connection))
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return .deadline
-            }
-            defer { group.cancelAll() }
-            while let first = try await group.next() {
-                switch first {
-                case .answered(let value):
-                    return value
-                case .deadline:
-                    // Still waiting for a connection: give up (the wait is cancelled). Else the
-                    // operation runs on, and its outcome is the answer.
-                    if lease.leave(to: .tooLate) { throw DeadlineExceeded() }
-                }
-            }
-            throw DeadlineExceeded()
-        }
-    }
-
-    /// `duration` in whole milliseconds (at least 1: 0 would mean no limit to the server).
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return max(1, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
-
+    /// One read on a connection of its own, with the same deadline as a write (`withConnection`).
     func read<T: Sendable>(
         within limit: Duration? = nil,
-        _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
+        _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(StoreError) -> T {
         let logger = self.logger
-        let client = self.client
         do {
-            return try await withDeadline(limit ?? operationTimeout) { try await body(client, logger) }
+            return try await withConnection(within: limit ?? operationTimeout) { try await body($0, logger) }
         } catch {
             throw StoreError("PostgreSQL read failed: \(Self.describe(error))")
         }
@@ -386,8 +325,8 @@ package final class PostgresStore: StateStore {
         // (the rule of each contact, RegistrationRules.contact, for many at once).
         let ids = contacts.map(\.id)
         let times = contacts.map(\.at)
-        try await read { client, logger in
-            try await client.query(
+        try await read { connection, logger in
+            try await connection.query(
                 """
                 UPDATE midtier_registration AS r SET last_contact_at = c.at
                 FROM unnest(\(ids)::text[], \(times)::int8[]) AS c(id, at)
@@ -611,9 +550,10 @@ package final class PostgresStore: StateStore {
 
     /// The newest change's sequence number (0 for none).
     package func newestChange() async throws(StoreError) -> Int64 {
-        try await read { client, logger in
+        try await read { connection, logger in
             var newest: Int64 = 0
-            for try await value in try await client.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self)
+            for try await value in try await connection.query("SELECT COALESCE(MAX(sequence), 0) FROM midtier_change", logger: logger).decode(
+                Int64.self)
             {
                 newest = value
             }
@@ -624,14 +564,15 @@ package final class PostgresStore: StateStore {
     /// Changes after sequence `after`, oldest first, at most `limit`; and whether some that
     /// followed `after` were pruned already (the caller then cannot catch up by number).
     package func changes(after: Int64, limit: Int = 10_000) async throws(StoreError) -> (changes: [(Int64, StoreChange)], gap: Bool) {
-        try await read { client, logger in
+        try await read { connection, logger in
             var oldest: Int64 = 0
-            for try await value in try await client.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(Int64.self)
+            for try await value in try await connection.query("SELECT COALESCE(MIN(sequence), 0) FROM midtier_change", logger: logger).decode(
+                Int64.self)
             {
                 oldest = value
             }
             var found: [(Int64, StoreChange)] = []
-            let rows = try await client.query(
+            let rows = try await connection.query(
                 """
                 SELECT sequence, kind, key_a, key_b FROM midtier_change WHERE sequence > \(after) ORDER BY sequence LIMIT \(Int64(limit))
                 """, logger: logger)
@@ -645,8 +586,8 @@ package final class PostgresStore: StateStore {
     /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
     package func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
         let cutoff = self.clock.now() - milliseconds
-        try await read { client, logger in
-            try await client.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
+        try await read { connection, logger in
+            try await connection.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
         }
     }
 
@@ -674,9 +615,9 @@ package final class PostgresStore: StateStore {
     package func ping() async -> Bool {
         do {
             // A load balancer's probe must get its answer within a couple of seconds.
-            let one: Int32 = try await read(within: .seconds(2)) { client, logger in
+            let one: Int32 = try await read(within: .seconds(2)) { connection, logger in
                 var one: Int32 = 0
-                let rows = try await client.query("SELECT 1::INT4", logger: logger)
+                let rows = try await connection.query("SELECT 1::INT4", logger: logger)
                 for try await value in rows.decode(Int32.self) { one = value }
                 return one
             }
@@ -686,6 +627,3 @@ package final class PostgresStore: StateStore {
         }
     }
 }
-
-/// An operation ran past its deadline.
-struct DeadlineExceeded: Error {}

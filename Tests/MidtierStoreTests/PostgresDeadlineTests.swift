@@ -17,11 +17,13 @@ import Testing
     @Test func aWriteThatStartedAnswersWhatItDidPastTheDeadline() async throws {
         try await withTestStore(.postgres) { test in
             _ = try await test.open(cached: false)
-            let store = try await PostgresStore(try #require(test.postgres), operationTimeout: .seconds(1), logger: TestStore.logger)
+            // A write with a deadline of 1 s (as the back-end session saves have) on a store whose
+            // operations have 10 s: a server silent for 1 + 10 s would have its connection closed.
+            let store = try await PostgresStore(try #require(test.postgres), operationTimeout: .seconds(10), logger: TestStore.logger)
             defer { store.close() }
             let gate = Gate()
             let writing = Task {
-                try await store.write { connection, logger in
+                try await store.write(within: .seconds(1)) { connection, logger in
                     try await connection.run(RegistrationRules.setBlock(Self.block), logger: logger)
                     await gate.wait()
                     return 42

@@ -20,6 +20,9 @@ real sandbox as SuccessFactors:
 6. PostgreSQL stops: /readyz turns 503, writes answer 503 with an OData error body, a known
    registration keeps being served from memory; PostgreSQL starts again: ready and writing
    again without a restart, and a block made afterwards is enforced across instances.
+   6b. PostgreSQL is silent (its processes stopped, SIGSTOP: connections open, nothing
+   answers): a write answers 503 rather than hanging (before, it waited for ever), /readyz
+   503, known registrations served; once it answers again, the write made again is kept.
 7. A dump of the database holds no password, admin token, back-end cookie or page session id.
 8. A device that called A with its own registration id before onboarding (A remembers the id
    as unknown) onboards with that id on B and is then served by A (the creation reaches A's
@@ -508,6 +511,33 @@ try:
         check("writes work again", status == 200, f"({status} {body[:200]!r})")
         took = until(lambda: refused("TRAFFIC_BLOCKED")(call(A["port"], "GET", payroll, live)), seconds=10)
         check("a block made on B after the outage is enforced by A (the change feed reconnected)", took is not None, f"(took {took})")
+
+        # --- 6b. PostgreSQL silent: its processes stopped, connections open, nothing answers. ---
+        status, headers, body = call(B["port"], "POST", "/odata/applications/v1/demo/Connections", {"Authorization": BOB}, b"{}")
+        bobs = {"Authorization": BOB, "X-SMP-APPCID": header(headers, "X-SMP-APPCID")}
+        check("a registration for the silence", status == 201 and call(B["port"], "GET", payroll, bobs)[0] == 200)
+        pg.pause()
+        try:
+            started = time.monotonic()
+            status, _, body = call(B["admin"], "PUT", "/admin/v1/users/crash999/block", ADMIN, b'{"type":"all"}', timeout=120)
+            silent_write = time.monotonic() - started
+            odata = json.loads(body).get("error", {}).get("code") if body.startswith(b"{") else None
+            check("PostgreSQL silent: a write answers 503 with an OData error body (it does not hang)", status == 503 and odata,
+                  f"({status} {body[:200]!r})")
+            status, _, _ = call(B["admin"], "GET", "/readyz", timeout=120)
+            check("... /readyz answers 503", status == 503, f"({status})")
+            status, _, body = call(B["port"], "GET", payroll, bobs, timeout=60)
+            check("... a known registration keeps being served from memory", status == 200, f"({status} {body[:200]!r})")
+            print(f"store silent: the write answered after {silent_write:.1f} s")
+        finally:
+            pg.resume()
+        took = until(lambda: call(B["admin"], "GET", "/readyz")[0] == 200 and call(A["admin"], "GET", "/readyz")[0] == 200, seconds=60, step=0.1)
+        check("PostgreSQL answering again: both instances ready", took is not None, f"(took {took})")
+        status, _, body = call(B["admin"], "PUT", "/admin/v1/users/crash999/block", ADMIN, b'{"type":"all"}', timeout=20)
+        check("... and the write made again is acknowledged", status == 200, f"({status} {body[:200]!r})")
+        took = until(lambda: json.loads(call(A["admin"], "GET", "/admin/v1/users/crash999", ADMIN)[2] or b"{}").get("block") is not None,
+                     seconds=10)
+        check("... and A has it", took is not None, f"(took {took})")
 
         # --- 9, continued: sessions survived A's restart (section 5); a sign-out on B ends them on A. ---
         status, _, body = page(A["admin"], "GET", "/console/", console)

@@ -109,6 +109,28 @@ class ThrowawayPostgres:
         """Stops the server (`immediate` is a crash: no shutdown checkpoint)."""
         self._run([_binary("pg_ctl"), "-D", self.data, "-m", mode, "-w", "-t", "60", "stop"])
 
+    def _processes(self):
+        """The server's processes: the postmaster (from postmaster.pid) and its children."""
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+        return [postmaster] + [int(c) for c in children]
+
+    def pause(self):
+        """Stops every process of the server (SIGSTOP): connections stay open and nothing
+        answers, as with a server whose disk stalled. `resume()` (or the end) goes on."""
+        self.paused = self._processes()
+        for pid in self.paused:
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in getattr(self, "paused", []):
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        self.paused = []
+
     def running(self):
         result = subprocess.run(["runuser", "-u", "postgres", "--", _binary("pg_ctl"), "-D", self.data, "status"] if self.as_postgres
                                 else [_binary("pg_ctl"), "-D", self.data, "status"], capture_output=True)
@@ -120,6 +142,7 @@ class ThrowawayPostgres:
                           "-v", "ON_ERROR_STOP=1", "-At", "-c", statement]).stdout
 
     def __exit__(self, *exc):
+        self.resume()
         try:
             if os.path.exists(os.path.join(self.data, "postmaster.pid")):
                 self.stop(mode="immediate")
