@@ -84,7 +84,7 @@ extension PostgresStore {
     ) async throws -> T {
         let lease = Lease()
         let client = self.client
-        let grace = max(limit, operationTimeout)
+        let grace = grace(limit)
         do {
             return try await withThrowingTaskGroup(of: Event<T>.self) { group in
                 group.addTask {
@@ -121,6 +121,10 @@ extension PostgresStore {
             throw ServerSilent(waited: limit + grace)
         }
     }
+
+    /// How long past an operation's deadline a silent server is waited for (the server's own
+    /// bound on a statement is the operation's deadline, so a live server answers first).
+    func grace(_ limit: Duration) -> Duration { max(limit, operationTimeout) }
 
     /// `duration` in whole milliseconds (at least 1: 0 would mean no limit to the server).
     static func milliseconds(_ duration: Duration) -> Int64 {

@@ -20,8 +20,9 @@ import Synchronization
 /// Every operation has a deadline (`operationTimeout`): with the server gone, an operation fails
 /// with `StoreError` (503 for the caller) within it instead of waiting for a connection. A write
 /// that has its connection runs to its end, and what it answers is what the store did: the
-/// server bounds each of its statements by the same deadline (`statement_timeout`), and a
-/// statement past it rolls the transaction back (docs/operations.md, "Store deadlines").
+/// server bounds each of its statements by the same deadline (`statement_timeout`, set in the
+/// transaction, so PgBouncer in transaction mode passes it), and a statement past it rolls the
+/// transaction back (docs/operations.md, "Store deadlines"; PostgresDeadline.swift).
 package final class PostgresStore: StateStore {
     /// Text compared by bytes, as identities must be (docs/identity.md).
     static let schemaLock: Int64 = 0x4D69_6474_6965_7201  // "Midtier\x01"
@@ -53,9 +54,7 @@ package final class PostgresStore: StateStore {
         self.logger = logger
         self.operationTimeout = operationTimeout
         self.sessionTimeout = sessionTimeout
-        var configuration = location.clientConfiguration
-        configuration.options.additionalStartupParameters = [("statement_timeout", "\(Self.milliseconds(operationTimeout))")]
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
         self.client = client
         self.runner = Task { await client.run() }
         do {
@@ -117,6 +116,15 @@ package final class PostgresStore: StateStore {
     /// A PostgreSQL error in words, with the server's message when there is one (never a
     /// password: postgres-nio does not put it in its errors).
     static func describe(_ error: any Error) -> String {
+        if let transaction = error as? PostgresTransactionError {
+            if let commit = transaction.commitError {
+                // The server refused the commit: nothing was written. Anything else (the
+                // connection lost while it committed): nobody here knows.
+                if let refused = commit as? PSQLError, refused.code == .server { return describe(refused) }
+                return "the commit got no answer (\(describe(commit))); whether the write was made is not known"
+            }
+            if let cause = transaction.closureError ?? transaction.beginError { return describe(cause) }
+        }
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return message }
             if let tls = error.underlying, tls is NIOSSLError || tls is NIOSSLExtraError {
@@ -150,19 +158,26 @@ package final class PostgresStore: StateStore {
     /// sequences; nil: none). `limit` bounds the wait for a connection — past it the write fails
     /// and nothing was written — and each statement (the server's `statement_timeout`); once
     /// the transaction runs, its outcome is the answer. Before, a write past the deadline
-    /// answered a failure and was committed all the same (outside attack F3).
+    /// answered a failure and was committed all the same (outside attack F3). The transaction
+    /// may stay idle no longer than `withConnection` waits for a silent server
+    /// (`idle_in_transaction_session_timeout`): an instance that stops inside a write (frozen,
+    /// cut off) holds the write lock, and every instance's writes with it, for that long only.
     func write<T: Sendable>(
         within limit: Duration? = nil, lock: Int64? = PostgresStore.writeLock,
         _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(StoreError) -> T {
         let logger = self.logger
-        let statementLimit = limit.map { Self.milliseconds($0) }
+        let limit = limit ?? operationTimeout
+        let statementLimit = String(Self.milliseconds(limit))
+        let idleLimit = String(Self.milliseconds(limit + grace(limit)))
         do {
-            return try await withConnection(within: limit ?? operationTimeout) { connection in
+            return try await withConnection(within: limit) { connection in
                 try await connection.withTransaction(logger: logger) { connection in
-                    if let statementLimit {
-                        try await connection.query("SELECT set_config('statement_timeout', \(String(statementLimit)), true)", logger: logger)
-                    }
+                    try await connection.query(
+                        """
+                        SELECT set_config('statement_timeout', \(statementLimit), true),
+                            set_config('idle_in_transaction_session_timeout', \(idleLimit), true)
+                        """, logger: logger)
                     if let lock { try await connection.query("SELECT pg_advisory_xact_lock(\(lock))", logger: logger) }
                     return try await body(connection, logger)
                 }

@@ -37,6 +37,30 @@ import Testing
         }
     }
 
+    /// Each write's transaction carries its bounds itself (set in the transaction, so that
+    /// PgBouncer in transaction mode passes them; as a startup parameter, PgBouncer refused the
+    /// connection): each statement at most the deadline, idle at most as long as a silent
+    /// server is waited for — so an instance frozen inside a write holds the write lock, and
+    /// with it every instance's writes, for 10 s, not until TCP gives up (outside attack).
+    @Test func aWritesTransactionCarriesItsStatementAndIdleBounds() async throws {
+        try await withTestStore(.postgres) { test in
+            _ = try await test.open(cached: false)
+            let store = try await PostgresStore(try #require(test.postgres), operationTimeout: .seconds(5), logger: TestStore.logger)
+            defer { store.close() }
+            let settings = try await store.write(lock: nil) { connection, logger in
+                try await connection.rows(
+                    "SELECT current_setting('statement_timeout') AS s, current_setting('idle_in_transaction_session_timeout') AS i",
+                    logger: logger
+                ) { row in [try row.text("s"), try row.text("i")] }.first
+            }
+            #expect(settings == ["5s", "10s"])
+            let outside = try await store.read { connection, logger in
+                try await connection.rows("SELECT current_setting('statement_timeout') AS s", logger: logger) { try $0.text("s") }.first
+            }
+            #expect(outside == "0", "set for the transaction only: nothing stays on a connection PgBouncer hands to others")
+        }
+    }
+
     /// A write that waits past the deadline (here for the write lock another transaction holds)
     /// fails and is not made, even once the lock comes free.
     @Test func aWriteThatWaitsPastTheDeadlineFailsAndIsNotMade() async throws {
