@@ -30,6 +30,8 @@ extension PostgresStore {
             case held(PostgresConnection)
             case tooLate
             case closed
+            /// The operation ended and gave its connection back: nobody may close it now.
+            case released
         }
         private let state = Mutex(State.waiting)
 
@@ -51,7 +53,15 @@ extension PostgresStore {
             }
         }
 
-        /// The connection held, taken to be closed (the server is silent).
+        /// The operation ended: its connection goes back to the pool, where another operation
+        /// may take it.
+        func release() {
+            state.withLock { state in
+                if case .held = state { state = .released }
+            }
+        }
+
+        /// The connection held, taken to be closed (the server is silent); nil once released.
         func close() -> PostgresConnection? {
             state.withLock { state in
                 guard case .held(let connection) = state else { return nil }
@@ -90,6 +100,7 @@ extension PostgresStore {
                 group.addTask {
                     try await client.withConnection { connection in
                         guard lease.hold(connection) else { throw DeadlineExceeded() }
+                        defer { lease.release() }
                         return .answered(try await body(connection))
                     }
                 }

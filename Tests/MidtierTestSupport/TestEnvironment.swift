@@ -307,7 +307,9 @@ package struct TestEnvironment: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
-        let response = try await client.execute(request, timeout: .seconds(30))
+        // A guard against a hang, not a timing target: 200 calls at once on a loaded 2-core
+        // machine took longer than 30 s (RegisterAndReadTests, 2026-11-29).
+        let response = try await client.execute(request, timeout: .seconds(120))
         var buffer = try await response.body.collect(upTo: 16 << 20)
         return Reply(
             status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
