@@ -14,7 +14,7 @@ run: deps certs build
 ## isolation and identity;
 ## the admin API fuzzed with schemathesis against docs/admin-api.yaml;
 ## the web console and self-service page in headless Chromium (screenshots in test-output/);
-## two instances on one PostgreSQL; PostgreSQL over TLS; push notifications through stand-in
+## two instances on one PostgreSQL; PostgreSQL over TLS and through PgBouncer; push notifications through stand-in
 ## APNs and FCM; traces to a stand-in OpenTelemetry collector; principal propagation behind
 ## nginx as the ICM, the token services, the back end's own users; what deploy/ ships: the
 ## systemd unit, its readiness protocol and system call filter, the Kubernetes manifests). Lint first.
@@ -39,6 +39,7 @@ test: deps certs lint
 	python3 Tests/e2e/pages.py $(BIN)
 	python3 Tests/e2e/instances.py $(BIN)
 	python3 Tests/e2e/postgres_tls.py $(BIN)
+	python3 Tests/e2e/pgbouncer.py $(BIN)
 	python3 Tests/e2e/tracing.py $(BIN)
 	python3 Tests/e2e/principal_propagation.py $(BIN)
 	python3 Tests/e2e/token_services.py $(BIN)

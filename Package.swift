@@ -593,6 +593,8 @@ let package = Package(
             dependencies: [
                 "MidtierStore", "MidtierCore", "Registrations", "MidtierTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ], swiftSettings: swiftSettings),
         .testTarget(name: "SAMLSigningTests", dependencies: ["SAMLSigning", "MidtierTestSupport"], swiftSettings: swiftSettings),
         .testTarget(

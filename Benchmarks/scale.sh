@@ -13,6 +13,8 @@
 # admin list's pages. With postgres in STORES the whole run goes under a throwaway PostgreSQL
 # (Tests/e2e/postgres.py run: own folder and loopback port, fsync on, default settings),
 # stopped and removed at the end, also when a step fails.
+# MIDTIER=<binary> serves with that release binary instead of the current build (a step's
+# before and after, measured the same way).
 # Raw output in Benchmarks/results/<time>-scale/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +33,7 @@ out="$repo/Benchmarks/results/$(date -u +%Y%m%dT%H%M%SZ)-scale"
 mkdir -p "$out"
 source Benchmarks/setup.sh
 kill "$midtier" 2>/dev/null || true; wait "$midtier" 2>/dev/null || true
+bin=$(realpath "${MIDTIER:-$bin}")
 
 token="bench-admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 admin_hash=$(printf '%s\n' "$token" | "$bin" hash-secret --cost 10)

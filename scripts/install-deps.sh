@@ -12,6 +12,7 @@ packages=(
   openssl         # generates the demo keys
   curl            # a real HTTP client for the end-to-end tests
   postgresql      # the shared store; tests start throwaway servers (Tests/e2e/postgres.py)
+  pgbouncer       # a pooler in transaction mode in front of it (Tests/e2e/pgbouncer.py)
   nginx           # the load balancer in front of two instances (Tests/e2e/instances.py), a benchmark peer
   chromium        # a real browser for the web console and self-service page tests (Tests/e2e/pages.py)
   chromium-driver # WebDriver for it, which selenium drives

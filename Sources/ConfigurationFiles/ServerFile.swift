@@ -249,7 +249,8 @@ func parseStore(_ text: String) -> Result<StoreLocation, ValueProblem> {
 /// `postgres://user[:password]@host[:port]/database?sslmode=…&sslrootcert=…&host=…`, as libpq
 /// reads it: `%`-escapes in the user, password and database; the port defaults to 5432, the
 /// database to the user name, `sslmode` to `prefer`; `host=/dir` names a Unix socket
-/// directory. Other parameters are refused rather than ignored. Messages never echo the URL.
+/// directory; and Midtier's own `prepared_statements=on|off` (docs/configuration.md). Other
+/// parameters are refused rather than ignored. Messages never echo the URL.
 func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> {
     let lowered = text.lowercased()
     guard lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") else {
@@ -261,6 +262,7 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
     var host = components.host.map { $0.hasPrefix("[") && $0.hasSuffix("]") ? String($0.dropFirst().dropLast()) : $0 } ?? ""
     var tls = PostgresLocation.TLSMode.prefer
     var rootCertificatePath: String?
+    var preparedStatements = true
     for item in components.queryItems ?? [] {
         let value = item.value ?? ""
         switch item.name {
@@ -275,8 +277,15 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
         case "host":
             guard value.hasPrefix("/") else { return .failure(ValueProblem("the host parameter must name a socket directory (starting with /)")) }
             host = value
+        case "prepared_statements":
+            switch value {
+            case "on": preparedStatements = true
+            case "off": preparedStatements = false
+            default: return .failure(ValueProblem("prepared_statements must be on or off"))
+            }
         default:
-            return .failure(ValueProblem("unknown parameter \(item.name) (Midtier takes sslmode, sslrootcert and host)"))
+            return .failure(
+                ValueProblem("unknown parameter \(item.name) (Midtier takes sslmode, sslrootcert, host and prepared_statements)"))
         }
     }
     guard !host.isEmpty else { return .failure(ValueProblem("must name a host, or a socket directory with ?host=/path")) }
@@ -295,7 +304,8 @@ func parsePostgresURL(_ text: String) -> Result<PostgresLocation, ValueProblem> 
         PostgresLocation(
             host: host, port: components.port ?? 5432, user: user,
             password: components.password.flatMap { $0.removingPercentEncoding },
-            database: decoded.isEmpty ? user : decoded, tls: tls, rootCertificatePath: rootCertificatePath))
+            database: decoded.isEmpty ? user : decoded, tls: tls, rootCertificatePath: rootCertificatePath,
+            preparedStatements: preparedStatements))
 }
 
 extension StoreLocation {

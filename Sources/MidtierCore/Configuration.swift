@@ -81,10 +81,14 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     package var tls: TLSMode
     /// `sslrootcert`: a PEM file of the roots to trust; the system's roots when nil.
     package var rootCertificatePath: String?
+    /// `prepared_statements`: whether the reads on the request path stay prepared on each
+    /// connection (`on`, the default); `off` behind a pooler that does not keep them, such as
+    /// PgBouncer before 1.21 in transaction mode (docs/operations.md, "Prepared statements").
+    package var preparedStatements: Bool
 
     package init(
         host: String, port: Int = 5432, user: String, password: String? = nil, database: String,
-        tls: TLSMode = .prefer, rootCertificatePath: String? = nil
+        tls: TLSMode = .prefer, rootCertificatePath: String? = nil, preparedStatements: Bool = true
     ) {
         self.host = host
         self.port = port
@@ -93,6 +97,7 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
         self.database = database
         self.tls = tls
         self.rootCertificatePath = rootCertificatePath
+        self.preparedStatements = preparedStatements
     }
 
     /// Whether `host` names a Unix socket directory.
@@ -101,7 +106,8 @@ package struct PostgresLocation: Sendable, Equatable, CustomStringConvertible {
     package var description: String {
         let hostPart = isUnixSocket ? "" : (host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)")
         let socket = isUnixSocket ? "&host=\(host)" : ""
-        return "postgres://\(user)@\(hostPart)/\(database)?sslmode=\(tls.rawValue)\(socket)"
+        let prepared = preparedStatements ? "" : "&prepared_statements=off"
+        return "postgres://\(user)@\(hostPart)/\(database)?sslmode=\(tls.rawValue)\(socket)\(prepared)"
     }
 }
 

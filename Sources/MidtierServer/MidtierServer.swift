@@ -438,7 +438,7 @@ struct StoreChangeApplier: Service {
             try? await gracefulShutdown()
             return
         }
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await feed.run { event in server.apply(event, to: cache) }
         }
     }

@@ -41,6 +41,9 @@ package final class PostgresStore: StateStore {
     let sessionTimeout: Duration
     /// The server's clock: when a change was announced, which changes are old.
     let clock: WallClock
+    /// Whether the reads on the request path are sent prepared (PostgresPreparedReads.swift):
+    /// as the URL says, until a connection loses a statement it prepared.
+    let preparing: Atomic<Bool>
     private let runner: Task<Void, Never>
 
     /// Connects (the pool connects lazily) and creates or migrates the schema; several
@@ -54,6 +57,7 @@ package final class PostgresStore: StateStore {
         self.logger = logger
         self.operationTimeout = operationTimeout
         self.sessionTimeout = sessionTimeout
+        self.preparing = Atomic(location.preparedStatements)
         let client = PostgresClient(configuration: location.clientConfiguration, backgroundLogger: logger)
         self.client = client
         self.runner = Task { await client.run() }
@@ -269,7 +273,7 @@ package final class PostgresStore: StateStore {
     }
 
     package func registrationAndBlock(id: String) async throws(StoreError) -> RegistrationAndBlock? {
-        try await rows(RegistrationRules.registrationAndBlock(id: id)) { try RegistrationRules.registrationAndBlock($0) }.first
+        try await rows(prepared: RegistrationAndBlockRead(id: id)) { try RegistrationRules.registrationAndBlock($0) }.first
     }
 
     package func registrations(matching filter: RegistrationFilter) async throws(StoreError) -> [Registration] {
@@ -340,7 +344,7 @@ package final class PostgresStore: StateStore {
         // (the rule of each contact, RegistrationRules.contact, for many at once).
         let ids = contacts.map(\.id)
         let times = contacts.map(\.at)
-        try await read { connection, logger in
+        _ = try await read { connection, logger in
             try await connection.query(
                 """
                 UPDATE midtier_registration AS r SET last_contact_at = c.at
@@ -384,7 +388,7 @@ package final class PostgresStore: StateStore {
 
     package func backendSession(registration: String, destination: String, now: Int64) async throws(StoreError) -> SealedBackendSession? {
         // On the request path: a short deadline, so a store outage costs a request little.
-        try await rows(within: sessionTimeout, BackendSessionRules.session(registration: registration, destination: destination, now: now)) {
+        try await rows(within: sessionTimeout, prepared: BackendSessionRead(registration: registration, destination: destination, now: now)) {
             try BackendSessionRules.session($0, registration: registration, destination: destination)
         }.first
     }
@@ -601,7 +605,7 @@ package final class PostgresStore: StateStore {
     /// Forgets changes older than `milliseconds` ago (every instance has long applied them).
     package func pruneChanges(olderThan milliseconds: Int64) async throws(StoreError) {
         let cutoff = self.clock.now() - milliseconds
-        try await read { connection, logger in
+        _ = try await read { connection, logger in
             try await connection.query("DELETE FROM midtier_change WHERE at < \(cutoff)", logger: logger)
         }
     }

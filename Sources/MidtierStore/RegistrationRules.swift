@@ -27,11 +27,17 @@ enum RegistrationRules {
     }
 
     /// The registration `id` with its owner's block (`b_` columns, null without one), in one read.
+    /// Its columns are named and qualified, not `r.*`: PostgreSQL keeps it prepared
+    /// (PostgresPreparedReads.swift), and a prepared `*` fails once a later migration adds a
+    /// column (a rolling upgrade), an unqualified name once the block gains a column of that name.
     static func registrationAndBlock(id: String) -> StoreQuery {
-        "SELECT r.*, b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by "
+        "SELECT \(column: registrationColumns), b.kind AS b_kind, b.reason AS b_reason, b.since AS b_since, b.blocked_by AS b_blocked_by "
             + "FROM \(table: "registration") r LEFT JOIN \(table: "user_block") b "
             + "ON b.user_realm = r.user_realm AND b.user_id = r.user_id WHERE r.id = \(id)"
     }
+
+    /// `columns`, each of the registration `r`.
+    static let registrationColumns = "\(columns)".split(separator: ", ").map { "r.\($0)" }.joined(separator: ", ")
 
     static func registrationAndBlock(_ row: some StoreRow) throws -> RegistrationAndBlock {
         let registration = try registration(row)

@@ -2,7 +2,7 @@ import Callers
 import Foundation
 import Hummingbird
 import Logging
-package import MidtierCore
+import MidtierCore
 package import MidtierHTTP
 package import MidtierJSON
 import MidtierStore

@@ -247,6 +247,14 @@ import Testing
             "postgres://u@db.example/d?sslmode=disable",
             StoreLocation.postgres(PostgresLocation(host: "db.example", user: "u", database: "d", tls: .disable))
         ),
+        (
+            "postgres://u@pgbouncer.example:6432/d?prepared_statements=off",
+            StoreLocation.postgres(PostgresLocation(host: "pgbouncer.example", port: 6432, user: "u", database: "d", preparedStatements: false))
+        ),
+        (
+            "postgres://u@db.example/d?prepared_statements=on",
+            StoreLocation.postgres(PostgresLocation(host: "db.example", user: "u", database: "d", preparedStatements: true))
+        ),
     ])
     func storeIsAccepted(_ given: String, _ expected: StoreLocation) throws {
         let fixture = Fixture()
@@ -258,7 +266,8 @@ import Testing
         "sqlite:", "sqlite://data/x.sqlite", "postgres://", "redis://x", "data/midtier.sqlite",
         "postgres://db.example/midtier", "postgres://u@db.example/d?sslmode=maybe", "postgres://u@db.example/d?connect_timeout=5",
         "postgres://u@db.example/d?sslrootcert=/ca.pem", "postgres://u@db.example/a/b", "postgres://u@db.example:0/d",
-        "postgres://u@/d?host=relative",
+        "postgres://u@/d?host=relative", "postgres://u@db.example/d?prepared_statements=false",
+        "postgres://u@db.example/d?prepared_statements=",
     ])
     func storeIsRefused(_ given: String) {
         let fixture = Fixture()

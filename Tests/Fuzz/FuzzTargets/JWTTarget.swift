@@ -10,7 +10,7 @@ import MidtierCore
 enum JWTTarget {
     static let authenticator: JWTAuthenticator = {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("midtier-fuzz-jwks-\(getpid()).json").path
-        FileManager.default.createFile(atPath: path, contents: Data(FuzzKeys.jwks.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(FuzzKeys.jwks.utf8))
         let settings = JWTAuthentication(issuer: "https://idp.fuzz.example", audience: "midtier-fuzz", jwks: .file(path: path))
         // No token cache: every input is verified (cacheSeconds 0), at a fixed time.
         let authenticator = JWTAuthenticator(
