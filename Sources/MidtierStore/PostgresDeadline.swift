@@ -87,14 +87,14 @@ extension PostgresStore {
     /// Runs `body` on a connection of the pool if one is had within `limit`; else throws
     /// ``DeadlineExceeded`` and `body` never runs. Once it runs, `body`'s own outcome is the
     /// answer, however long it takes (the server bounds each statement) — unless the server
-    /// answers nothing for `limit` more (at least `operationTimeout`): then the connection is
-    /// closed and ``ServerSilent`` thrown.
+    /// answers nothing for `silentAfter` more (by default `limit`, at least `operationTimeout`):
+    /// then the connection is closed and ``ServerSilent`` thrown.
     func withConnection<T: Sendable>(
-        within limit: Duration, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        within limit: Duration, silentAfter: Duration? = nil, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         let lease = Lease()
         let client = self.client
-        let grace = grace(limit)
+        let grace = silentAfter ?? grace(limit)
         do {
             return try await withThrowingTaskGroup(of: Event<T>.self) { group in
                 group.addTask {

@@ -524,11 +524,13 @@ try:
             odata = json.loads(body).get("error", {}).get("code") if body.startswith(b"{") else None
             check("PostgreSQL silent: a write answers 503 with an OData error body (it does not hang)", status == 503 and odata,
                   f"({status} {body[:200]!r})")
+            started = time.monotonic()
             status, _, _ = call(B["admin"], "GET", "/readyz", timeout=120)
+            silent_ready = time.monotonic() - started
             check("... /readyz answers 503", status == 503, f"({status})")
             status, _, body = call(B["port"], "GET", payroll, bobs, timeout=60)
             check("... a known registration keeps being served from memory", status == 200, f"({status} {body[:200]!r})")
-            print(f"store silent: the write answered after {silent_write:.1f} s")
+            print(f"store silent: the write answered after {silent_write:.1f} s, /readyz after {silent_ready:.1f} s")
         finally:
             pg.resume()
         took = until(lambda: call(B["admin"], "GET", "/readyz")[0] == 200 and call(A["admin"], "GET", "/readyz")[0] == 200, seconds=60, step=0.1)
