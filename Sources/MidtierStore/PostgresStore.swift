@@ -258,6 +258,7 @@ package final class PostgresStore: StateStore {
     /// path that `midtier-bench make-store` fills a benchmark store with (docs/benchmarks.md).
     /// No audit, no per-user limit, no push-token check, and no change announced: for a store
     /// no instance serves yet. Returns how many were written.
+    ///
     /// One statement for the whole batch (`unnest` of one array per column), as the contact
     /// writes do; before, one round trip per registration took 342–425 s for a million.
     package func importRegistrations(_ registrations: [Registration]) async throws(StoreError) -> Int {
