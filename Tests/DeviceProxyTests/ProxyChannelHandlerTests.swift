@@ -106,7 +106,9 @@ import Testing
         }
 
         /// The answer written to the connection next: status and body. A test whose answer never
-        /// comes fails after a while rather than hanging the run.
+        /// comes fails after a while rather than hanging the run: two minutes, a guard against a
+        /// hang and never a timing target (20 s was passed once on a loaded 2-core CI run, where
+        /// this test took 70 s in all, and closed the channel under a test that would have passed).
         func answer() async throws -> (status: Int, body: String, date: Bool) {
             try await within { try await self.nextAnswer() }
         }
@@ -120,7 +122,7 @@ import Testing
             try await withThrowingTaskGroup { group in
                 group.addTask { try await body() }
                 group.addTask {
-                    try await Task.sleep(for: .seconds(20))
+                    try await Task.sleep(for: .seconds(120))
                     // Closing ends the wait for a write, which takes no cancellation.
                     try? await self.channel.close()
                     throw NoAnswer()
